@@ -1,0 +1,5 @@
+import sys
+
+from coref.cli import main
+
+sys.exit(main())

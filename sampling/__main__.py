@@ -1,0 +1,5 @@
+import sys
+
+from sampling.cli import main
+
+sys.exit(main())

@@ -1,0 +1,50 @@
+"""Every exception and warning class of the ``sampling`` package.
+
+Each subclasses the builtin a caller would naturally catch (``ValueError`` for
+bad input values, ``UserWarning`` for numerical trouble), so ``except
+ValueError`` keeps working for code that does not know our names.
+"""
+
+
+class SamplingError(RuntimeError):
+    """Base class for runtime failures of a sampler (not bad input)."""
+
+
+class UAIFormatError(ValueError):
+    """A UAI model or evidence file could not be parsed.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    path : str or None
+        The file being read.
+    line : int or None
+        1-based line number where the problem was detected.
+    """
+
+    def __init__(self, message, *, path=None, line=None):
+        self.path = None if path is None else str(path)
+        self.line = line
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{line}" if line is not None else "") + ": "
+        elif line is not None:
+            where = f"line {line}: "
+        super().__init__(where + message)
+
+
+class ReturnsDataError(ValueError):
+    """A returns series is unusable (NaN, too short, constant, unreadable)."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative procedure (WMB message passing, an optimiser) did not converge."""
+
+
+class PerformanceWarning(UserWarning):
+    """A slower code path is used (e.g. a pure-Python fallback)."""
+
+
+class LowESSWarning(UserWarning):
+    """An MCMC chain's effective sample size is too low for reliable summaries."""
