@@ -1,3 +1,43 @@
-"""End-to-end author coreference with Racing-Normal Gibbs (Chen & Ghahramani 2016, Sec. 5.3)."""
+"""End-to-end author coreference with Racing-Normal Gibbs.
 
-__all__ = []
+Chen & Ghahramani (2016), Sec. 5.3 and Appx. C.3, after Singh et al. (2012):
+a pairwise CRF over cluster assignments of author mentions within blocks, sampled
+by annealed Gibbs whose conditionals are subsampled with a Racing-Normal test.
+
+Names are imported lazily from their modules (table below) so that importing
+``coref`` does not import Dask or scikit-learn until they are needed.
+"""
+import importlib
+
+_EXPORTS = {
+    "load_mentions": "coref.io",
+    "MENTION_COLUMNS": "coref.io",
+    "LoadReport": "coref.io",
+    "assign_blocks": "coref.blocking",
+    "b3": "coref.evaluate",
+    "B3Result": "coref.evaluate",
+    "pairwise_scores": "coref.evaluate",
+    "evaluate_clusters": "coref.evaluate",
+    "encode_mentions": "coref.features",
+    "PairwiseModel": "coref.model",
+    "GibbsCoref": "coref.gibbs",
+    "run": "coref.pipeline",
+    "synthesize_mentions": "coref.synth",
+    "MentionFormatError": "coref.exceptions",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'coref' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,1 +1,48 @@
-"""Anytime bounds on the partition function of discrete graphical models (Lou, Dechter & Ihler, 2017)."""
+"""Anytime bounds on the partition function of discrete graphical models.
+
+Implements Lou, Dechter & Ihler (2017), "Dynamic Importance Sampling for Anytime
+Bounds of the Partition Function": weighted mini-bucket (WMB), AND/OR best-first
+search (AOBFS), WMB importance sampling, two-stage sampling and dynamic importance
+sampling (DIS). Everything is in natural log (``log_Z``).
+
+Names are imported lazily from their modules (table below) so that importing
+``sampling.bounds`` stays cheap.
+"""
+import importlib
+
+_EXPORTS = {
+    # model and I/O
+    "Factor": "sampling.bounds.model",
+    "GraphicalModel": "sampling.bounds.model",
+    "read_uai": "sampling.bounds.uai",
+    "write_uai": "sampling.bounds.uai",
+    "read_evidence": "sampling.bounds.uai",
+    # orders and pseudo trees
+    "min_fill_order": "sampling.bounds.ordering",
+    "min_size_order": "sampling.bounds.ordering",
+    "induced_width": "sampling.bounds.ordering",
+    "PseudoTree": "sampling.bounds.ordering",
+    # exact and WMB
+    "log_partition": "sampling.bounds.exact",
+    "WeightedMiniBucket": "sampling.bounds.wmb",
+    # search, sampling, traces
+    "AOBFS": "sampling.bounds.aobfs",
+    "BoundTrace": "sampling.bounds.trace",
+    "run": "sampling.bounds.dis",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'sampling.bounds' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,29 @@
+"""Exception and warning classes of the ``coref`` package."""
+
+
+class MentionFormatError(ValueError):
+    """A mention file or record could not be read.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    path : str or None
+        The file being read.
+    record : int or str or None
+        1-based line number, or the record / signature id, where it went wrong.
+    """
+
+    def __init__(self, message, *, path=None, record=None):
+        self.path = None if path is None else str(path)
+        self.record = record
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{record}" if record is not None else "") + ": "
+        elif record is not None:
+            where = f"record {record}: "
+        super().__init__(where + message)
+
+
+class SkippedRecordsWarning(UserWarning):
+    """Some records could not be read and were skipped (counted in the load report)."""
