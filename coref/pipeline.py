@@ -328,10 +328,14 @@ class _Checkpoints:
         self._write(self._block_path(result.sampler, result.fold, result.block), result)
 
     def load_model(self, fold):
-        return self._read(self._model_path(fold))
+        """(model, fit seconds) or (None, None)."""
+        r = self._read(self._model_path(fold))
+        if isinstance(r, dict) and "model" in r:
+            return r["model"], r.get("fit_s")
+        return None, None
 
-    def save_model(self, fold, model):
-        self._write(self._model_path(fold), model)
+    def save_model(self, fold, model, fit_s):
+        self._write(self._model_path(fold), {"model": model, "fit_s": fit_s})
 
 
 # --------------------------------------------------------------------------- executors
@@ -652,14 +656,19 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
     from tqdm import tqdm
 
     for f in tqdm(need_folds, desc="fit theta", unit="fold", disable=not progress, file=sys.stderr, leave=False):
-        m = ckpt.load_model(f) if resume else None
-        t0 = time.perf_counter()
+        m, secs = ckpt.load_model(f) if resume else (None, None)
         if m is None:
+            t0 = time.perf_counter()
             train = df[(df["_fold"] != f) & df["block"].isin(labeled)].drop(columns="_fold").reset_index(drop=True)
             m = _model_cls()().fit(train)
-            ckpt.save_model(f, m)
+            secs = time.perf_counter() - t0
+            ckpt.save_model(f, m, secs)
         models[f] = m
-        fit_s[f] = time.perf_counter() - t0
+        fit_s[f] = secs
+    if resume:
+        for f in range(folds):
+            if f not in fit_s:
+                fit_s[f] = ckpt.load_model(f)[1]
 
     items = []
     groups = {b: g.drop(columns="_fold").reset_index(drop=True) for b, g in df.groupby("block", sort=False)}

@@ -1,0 +1,333 @@
+"""``coref run`` end to end on tiny data: folds, metrics, outputs, resume, command line.
+
+Most tests replace the pairwise model and the Gibbs sampler by small deterministic
+stand-ins with the same interface (monkeypatched into ``coref.pipeline``), so that
+they test the pipeline itself in well under a second each. ``test_real_*`` use the
+real ``coref.model`` / ``coref.gibbs``.
+"""
+import hashlib
+import json
+import shutil
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coref import pipeline
+from coref.report import CLUSTER_COLUMNS, CURVE_COLUMNS
+
+# --------------------------------------------------------------------------- stand-ins
+
+FITS = []    # frozenset of training blocks, per PairwiseModel fit
+GIBBS = []   # (sampler, block, id of the model) per GibbsCoref fit
+
+
+class StandInModel:
+    """Factor +2 if two mentions share a coauthor, else -2; records its training blocks."""
+
+    def fit(self, df):
+        self.train_blocks_ = frozenset(df["block"])
+        FITS.append(self.train_blocks_)
+        return self
+
+    @staticmethod
+    def factor(a, b):
+        return 2.0 if set(a) & set(b) else -2.0
+
+
+class StandInGibbs:
+    """Annealed Gibbs on cluster labels; 'racing' looks at one member per cluster."""
+
+    def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=4, rng=None, record_history=True):
+        self.model, self.sampler, self.n_sweeps, self.rng = model, sampler, n_sweeps, rng
+
+    def fit(self, df):
+        GIBBS.append((self.sampler, df["block"].iloc[0], self.model.train_blocks_))
+        t0 = time.perf_counter()
+        rng, n = self.rng, len(df)
+        co = list(df["coauthors"])
+        lab = np.arange(n)
+        evals, hist, rows = 0, [lab.copy()], []
+        for s in range(self.n_sweeps):
+            temp = max(0.1, 1.0 - s / self.n_sweeps)
+            for i in rng.permutation(n):
+                others = np.delete(np.arange(n), i)
+                labs = np.unique(lab[others])
+                scores = []
+                for y in labs:
+                    members = [j for j in np.flatnonzero(lab == y) if j != i]
+                    if self.sampler == "racing":
+                        members = members[:1]
+                    evals += len(members)
+                    scores.append(sum(self.model.factor(co[i], co[j]) for j in members))
+                labs = np.append(labs, lab.max() + 1)
+                sc = np.array(scores + [0.0]) / temp
+                p = np.exp(sc - sc.max())
+                lab[i] = labs[rng.choice(len(labs), p=p / p.sum())]
+            _, lab = np.unique(lab, return_inverse=True)
+            hist.append(lab.copy())
+            rows.append((s + 1, evals, temp))
+        self.history_ = pd.DataFrame(rows, columns=["sweep", "n_factor_evals", "temperature"])
+        self.labels_history_ = np.array(hist)
+        block = df["block"].iloc[0]
+        self.clusters_ = pd.Series([f"{block}#{k}" for k in lab], index=df["mention_id"].to_numpy())
+        self.n_factor_evals_ = evals
+        self.wall_s_ = time.perf_counter() - t0
+        return self
+
+
+def stand_in_block_rng(seed, block):
+    h = int.from_bytes(hashlib.sha256(str(block).encode()).digest()[:8], "little")
+    return np.random.default_rng([seed, h])
+
+
+@pytest.fixture
+def stand_ins(monkeypatch):
+    FITS.clear()
+    GIBBS.clear()
+    monkeypatch.setattr(pipeline, "_model_cls", lambda: StandInModel)
+    monkeypatch.setattr(pipeline, "_gibbs_cls", lambda: StandInGibbs)
+    monkeypatch.setattr(pipeline, "_block_rng", stand_in_block_rng)
+    yield
+
+
+def tiny_mentions(n_labeled=4, per=6, n_unlabeled=1, seed=0):
+    """``n_labeled`` blocks of two authors each (told apart by coauthors) + unlabeled blocks."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for b in range(n_labeled + n_unlabeled):
+        for i in range(per):
+            ent = i % 2
+            rows.append(dict(
+                mention_id=f"b{b}/m{i}", block=f"Block_{b}", name=f"A. Person{b}",
+                coauthors=[f"co{b}_{ent}_{rng.integers(2)}", f"co{b}_{ent}_x"], title=f"paper {b} {i}",
+                venue="V", year=2000 + i, affiliation="",
+                gold=None if b >= n_labeled else f"Block_{b}/{ent}",
+            ))
+    df = pd.DataFrame(rows)
+    df["year"] = df["year"].astype("Int64")
+    df["gold"] = df["gold"].astype("string")
+    return df
+
+
+@pytest.fixture
+def tiny_csv(tmp_path):
+    from coref.io import write_mentions
+
+    return write_mentions(tiny_mentions(), tmp_path / "mentions.csv")
+
+
+# --------------------------------------------------------------------------- folds
+
+def test_assign_folds_grouped_and_unlabeled_spread():
+    df = tiny_mentions(n_labeled=5, n_unlabeled=3)
+    fold_of, labeled = pipeline.assign_folds(df, 3)
+    assert labeled == {f"Block_{b}" for b in range(5)}
+    assert set(fold_of) == set(df["block"])
+    assert set(fold_of[b] for b in labeled) == {0, 1, 2}          # every fold scores something
+    assert sorted(fold_of[f"Block_{b}"] for b in range(5, 8)) == [0, 1, 2]
+
+
+def test_assign_folds_too_few_labeled_blocks():
+    with pytest.raises(ValueError, match="folds=5 needs at least 5 blocks with gold labels; the data has 4"):
+        pipeline.assign_folds(tiny_mentions(n_labeled=4), 5)
+
+
+# --------------------------------------------------------------------------- end to end
+
+def test_run_end_to_end_outputs_and_metrics(stand_ins, tiny_csv, tmp_path):
+    from coref.evaluate import b3, evaluate_clusters
+
+    out = tmp_path / "out"
+    res = pipeline.run(tiny_csv, format="csv", folds=2, out=out, seed=3, progress=False)
+    names = {p.name for p in out.iterdir()}
+    assert {"clusters.csv", "curves.csv", "metrics.json", "report.md",
+            "b3_f1_vs_factor_evals.png", "b3_f1_vs_sweeps.png"} <= names
+    assert not [n for n in names if n.endswith(".tmp")]
+
+    clusters = pd.read_csv(out / "clusters.csv", dtype={"gold": "string"})
+    assert list(clusters.columns) == CLUSTER_COLUMNS
+    assert len(clusters) == 2 * 30                                   # both samplers, every mention once
+    assert clusters.groupby("sampler")["mention_id"].nunique().tolist() == [30, 30]
+    unl = clusters[clusters["block"] == "Block_4"]
+    assert len(unl) == 12 and not unl["scored"].any()                # inferred, not scored
+
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert set(metrics["samplers"]) == {"racing", "exact"}
+    assert metrics["data"]["n_mentions"] == 30 and metrics["data"]["n_blocks"] == 5
+    assert metrics["data"]["n_scored_mentions"] == 24 and metrics["data"]["n_unlabeled_blocks"] == 1
+    assert metrics["data"]["n_skipped"] == 0
+    assert metrics["settings"]["folds"] == 2 and metrics["settings"]["seed"] == 3
+    curves = pd.read_csv(out / "curves.csv")
+    assert list(curves.columns) == CURVE_COLUMNS
+    for s, m in metrics["samplers"].items():
+        sc = clusters[(clusters["sampler"] == s) & clusters["scored"]]
+        pred = pd.Series(sc["cluster_id"].to_numpy(), index=sc["mention_id"].to_numpy())
+        gold = pd.Series(sc["gold"].to_numpy(), index=sc["mention_id"].to_numpy())
+        ref = evaluate_clusters(pred, gold)
+        for k in ("b3_precision", "b3_recall", "b3_f1", "pairwise_precision", "pairwise_recall", "pairwise_f1"):
+            assert m[k] == pytest.approx(ref[k], abs=1e-12), (s, k)
+        # the curve's last sweep is the final clustering; its first is all singletons
+        cs = curves[curves["sampler"] == s].sort_values("sweep")
+        assert cs["b3_f1"].iloc[-1] == pytest.approx(m["b3_f1"], abs=1e-12)
+        assert cs["n_factor_evals"].iloc[-1] == m["n_factor_evals"]
+        assert cs["n_factor_evals"].iloc[0] == 0 and cs["n_factor_evals"].is_monotonic_increasing
+        singletons = b3(pd.Series(np.arange(len(gold)), index=gold.index), gold)
+        assert cs["b3_f1"].iloc[0] == pytest.approx(singletons.f1)
+        assert cs["sweep"].tolist() == list(range(5))              # stand-in default: 4 sweeps
+        # folds partition the scored mentions; per-fold evaluations add up
+        assert sum(f["n_scored_mentions"] for f in m["folds"]) == 24
+        assert sum(f["n_factor_evals"] for f in m["folds"]) == m["n_factor_evals"]
+    assert metrics["samplers"]["exact"]["n_factor_evals"] > metrics["samplers"]["racing"]["n_factor_evals"]
+    assert metrics["factor_eval_ratio_exact_over_racing"] == pytest.approx(
+        metrics["samplers"]["exact"]["n_factor_evals"] / metrics["samplers"]["racing"]["n_factor_evals"])
+    assert res.metrics["samplers"]["racing"]["b3_f1"] == metrics["samplers"]["racing"]["b3_f1"]
+    assert "racing" in res.summary() and "exact" in res.summary()
+
+
+def test_theta_never_trained_on_scored_blocks(stand_ins, tmp_path):
+    df = tiny_mentions(n_labeled=6, n_unlabeled=2)
+    pipeline.run(df, folds=3, out=tmp_path, progress=False)
+    assert len(FITS) == 3
+    labeled = {f"Block_{b}" for b in range(6)}
+    for sampler, block, train_blocks in GIBBS:
+        assert block not in train_blocks
+        assert train_blocks <= labeled                              # unlabeled blocks never train theta
+    scored_per_model = {}
+    for _, block, train_blocks in GIBBS:
+        scored_per_model.setdefault(train_blocks, set()).add(block)
+    for train_blocks, scored in scored_per_model.items():
+        assert (train_blocks | (scored & labeled)) == labeled       # grouped k-fold: complement
+    assert len(GIBBS) == 2 * 8
+
+
+def test_same_seed_same_clusters_other_seed_differs(stand_ins, tmp_path):
+    df = tiny_mentions()
+    a = pipeline.run(df, folds=2, out=tmp_path / "a", seed=1, sampler="racing", progress=False).clusters
+    b = pipeline.run(df, folds=2, out=tmp_path / "b", seed=1, sampler="racing", progress=False).clusters
+    c = pipeline.run(df, folds=2, out=tmp_path / "c", seed=2, sampler="racing", progress=False).clusters
+    pd.testing.assert_frame_equal(a, b)
+    assert not a["cluster_id"].equals(c["cluster_id"])
+
+
+def test_resume_reuses_checkpoints(stand_ins, tmp_path):
+    df = tiny_mentions()
+    first = pipeline.run(df, folds=2, out=tmp_path, progress=False)
+    assert len(GIBBS) == 10 and len(FITS) == 2 and first.n_computed == 10
+    GIBBS.clear()
+    FITS.clear()
+    again = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False)
+    assert GIBBS == [] and FITS == []                               # nothing recomputed, no model refit
+    assert again.n_reused == 10 and again.n_computed == 0
+    pd.testing.assert_frame_equal(first.clusters, again.clusters)
+    assert again.metrics["samplers"] == first.metrics["samplers"]
+
+    # lose one block's checkpoint: exactly that block is recomputed, with the saved fold model
+    ckpt = next((tmp_path / ".checkpoint").rglob("*.pkl"))
+    while ckpt.name.startswith("model_"):
+        ckpt = next(p for p in (tmp_path / ".checkpoint").rglob("*.pkl") if not p.name.startswith("model_"))
+    ckpt.unlink()
+    partial = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False)
+    assert len(GIBBS) == 1 and FITS == [] and partial.n_reused == 9
+    pd.testing.assert_frame_equal(first.clusters, partial.clusters)
+
+    # without --resume everything is recomputed; other settings do not reuse these checkpoints
+    GIBBS.clear()
+    pipeline.run(df, folds=2, out=tmp_path, progress=False)
+    assert len(GIBBS) == 10
+    GIBBS.clear()
+    pipeline.run(df, folds=2, out=tmp_path, seed=5, resume=True, progress=False)
+    assert len(GIBBS) == 10
+
+
+def test_aminer_directory(stand_ins, tmp_path):
+    from sampling._data import data_path
+
+    src = data_path("aminer_na")
+    d = tmp_path / "aminer"
+    d.mkdir()
+    for name in ("Ajay_Gupta.xml", "Bin_Yu.xml", "Fei_Su.xml"):
+        shutil.copy(src / name, d / name)
+    res = pipeline.run(d, folds=3, out=tmp_path / "out", sampler="racing", progress=False)
+    assert res.metrics["data"]["n_blocks"] == 3
+    assert set(res.clusters["block"]) == {"Ajay_Gupta", "Bin_Yu", "Fei_Su"}
+    assert 0.0 < res.metrics["samplers"]["racing"]["b3_f1"] <= 1.0
+
+
+# --------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(sampler="gibbs"), ValueError, "sampler parameter of coref.run must be 'racing', 'exact' or 'both'"),
+    (dict(folds=1), ValueError, "folds parameter of coref.run must be an int >= 2"),
+    (dict(delta=1.5), ValueError, "delta parameter of coref.run must be in"),
+    (dict(n_sweeps=0), ValueError, "n_sweeps parameter"),
+    (dict(workers=2, scheduler="tcp://127.0.0.1:1"), ValueError, "not both"),
+    (dict(executor="threads"), TypeError, "executor parameter of coref.run"),
+], ids=["sampler", "folds", "delta", "sweeps", "workers+scheduler", "executor"])
+def test_bad_parameters(stand_ins, tmp_path, kwargs, err, match):
+    with pytest.raises(err, match=match):
+        pipeline.run(tiny_mentions(), out=tmp_path, progress=False, **{"folds": 2, **kwargs})
+
+
+def test_bad_data_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"--data '.*nowhere': no such file or directory"):
+        pipeline.run(tmp_path / "nowhere", out=tmp_path / "out", progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="the directory is empty"):
+        pipeline.run(tmp_path / "empty", out=tmp_path / "out", progress=False)
+    with pytest.raises(TypeError, match="data parameter of coref.run"):
+        pipeline.run(3, out=tmp_path / "out", progress=False)
+
+
+def test_out_is_a_file(stand_ins, tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(NotADirectoryError, match="is not a directory"):
+        pipeline.run(tiny_mentions(), folds=2, out=tmp_path / "f", progress=False)
+
+
+def test_cli_run(stand_ins, tiny_csv, tmp_path, capsys):
+    from coref.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["run", "--data", str(tiny_csv), "--folds", "2", "--out", str(out), "--quiet",
+                 "--sampler", "racing", "--seed", "4"]) == 0
+    text = capsys.readouterr().out
+    assert "racing" in text and "B3 F1" in text and "exact" not in text.splitlines()[2]
+    m = json.loads((out / "metrics.json").read_text())
+    assert list(m["samplers"]) == ["racing"] and m["settings"]["seed"] == 4
+    assert main(["run", "--data", str(tiny_csv), "--folds", "2", "--out", str(out), "--quiet",
+                 "--sampler", "racing", "--seed", "4", "--resume"]) == 0
+    assert "reused 5 block results" in capsys.readouterr().out
+
+
+def test_cli_bad_data_is_a_clear_error(tmp_path, capsys):
+    from coref.cli import main
+
+    assert main(["run", "--data", str(tmp_path / "missing.xml"), "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("coref run: error: --data") and "missing.xml" in err and "no such file" in err
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<person><publication><title>unterminated")
+    assert main(["run", "--data", str(bad), "--format", "aminer", "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("coref run: error:") and "bad.xml" in err
+
+
+# --------------------------------------------------------------------------- real model
+
+def test_real_model_end_to_end(tmp_path):
+    pytest.importorskip("coref.model", reason="coref.model (H5) not available yet")
+    pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
+    from coref.evaluate import evaluate_clusters
+
+    res = pipeline.run(tiny_mentions(n_labeled=4, per=8), folds=2, out=tmp_path, n_sweeps=4, progress=False)
+    for s, m in res.metrics["samplers"].items():
+        sc = res.clusters[(res.clusters["sampler"] == s) & res.clusters["scored"]]
+        ref = evaluate_clusters(pd.Series(sc["cluster_id"].to_numpy(), index=sc["mention_id"].to_numpy()),
+                                pd.Series(sc["gold"].to_numpy(), index=sc["mention_id"].to_numpy()))
+        assert m["b3_f1"] == pytest.approx(ref["b3_f1"])
+        cs = res.curves[res.curves["sampler"] == s]
+        assert cs["b3_f1"].iloc[-1] == pytest.approx(m["b3_f1"])
+        assert cs["n_factor_evals"].iloc[-1] == m["n_factor_evals"] > 0
+    assert res.clusters["cluster_id"].notna().all()
