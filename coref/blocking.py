@@ -89,7 +89,7 @@ def _check_frame(df, method):
                          "for data without one)")
 
 
-def assign_blocks(df, *, method="given", loose=0.5, tight=0.8, ngram_range=(2, 3), min_block_name=None):
+def assign_blocks(df, *, method="given", loose=0.75, tight=0.8, ngram_range=(2, 3)):
     """Return a copy of ``df`` with its ``block`` column set by ``method``.
 
     Parameters
@@ -101,7 +101,7 @@ def assign_blocks(df, *, method="given", loose=0.5, tight=0.8, ngram_range=(2, 3
         See the module docstring. With ``"given"``, mentions whose block is
         missing or empty fall back to their ``"name"`` key, so no mention is
         left without a block.
-    loose, tight : float in [0, 1], default 0.5 and 0.8
+    loose, tight : float in [0, 1], default 0.75 and 0.8
         Canopy thresholds on the cosine similarity of names (``tight >= loose``):
         names at least ``tight``-similar to a canopy centre can no longer become
         centres. Each name ends in the canopy whose centre it is most similar
@@ -110,8 +110,6 @@ def assign_blocks(df, *, method="given", loose=0.5, tight=0.8, ngram_range=(2, 3
         centres are at least ``loose``-similar to each other are merged.
     ngram_range : tuple of int, default (2, 3)
         Character n-gram sizes (word-bounded) of the TF-IDF name vectors.
-    min_block_name : None
-        Reserved; must be None.
 
     Returns
     -------
@@ -129,14 +127,15 @@ def assign_blocks(df, *, method="given", loose=0.5, tight=0.8, ngram_range=(2, 3
 
     Notes
     -----
-    Canopy cost is O(n_names * n_canopies) sparse dot products over the
-    *distinct* normalised names, not over mentions; centres are taken in order
-    of decreasing name frequency (then alphabetically), so the result is
-    deterministic.
+    Canopy works on the *distinct* normalised names, not on mentions: their
+    sparse similarity graph (entries >= ``min(loose, tight)``) is computed in
+    row chunks, then one greedy pass picks centres in order of decreasing name
+    frequency (then alphabetically), so the result is deterministic. The
+    defaults were chosen on the Crossref/ORCID set (B3 F1 of the blocks as
+    clusters 0.959, largest block 86 mentions; lower ``loose`` chains
+    canopies into giant blocks: 0.5 gives one block of 6,273 of the 10,000).
     """
     _check_frame(df, method)
-    if min_block_name is not None:
-        raise ValueError("the min_block_name parameter of assign_blocks is reserved and must be None")
     out = df.copy()
     if method == "given":
         given = out["block"].astype("string")
@@ -154,6 +153,24 @@ def assign_blocks(df, *, method="given", loose=0.5, tight=0.8, ngram_range=(2, 3
             raise ValueError(f"canopy thresholds must satisfy 0 <= loose <= tight <= 1; got loose={loose}, tight={tight}")
         out["block"] = _canopy_blocks(out["name"], loose=loose, tight=tight, ngram_range=ngram_range)
     return out
+
+
+def _thresholded_similarity(X, threshold, chunk=2048):
+    """Sparse cosine similarity X X^T keeping entries >= threshold (rows computed in chunks)."""
+    import scipy.sparse as sp
+
+    n = X.shape[0]
+    XT = X.T.tocsc()
+    parts = []
+    for start in range(0, n, chunk):
+        block = (X[start:start + chunk] @ XT).tocsr()
+        if threshold > 0:
+            block.data[block.data < threshold] = 0.0
+            block.eliminate_zeros()
+        else:  # every pair counts, also those sharing no n-gram
+            block = sp.csr_matrix(np.maximum(block.toarray(), 1e-12))
+        parts.append(block)
+    return sp.vstack(parts).tocsr()
 
 
 def _canopy_blocks(names, *, loose, tight, ngram_range):
@@ -174,27 +191,29 @@ def _canopy_blocks(names, *, loose, tight, ngram_range):
         vec = TfidfVectorizer(analyzer="char_wb", ngram_range=tuple(ngram_range), lowercase=False, norm="l2")
         X = vec.fit_transform(uniq[idx]).tocsr()
         n = X.shape[0]
+        S = _thresholded_similarity(X, min(loose, tight))
+        indptr, indices, data = S.indptr, S.indices, S.data
         best = np.full(n, -1.0)
         assigned = np.full(n, -1, dtype=np.int64)
         can_center = np.ones(n, dtype=bool)
         centers = []
-        XT = X.T.tocsc()
-        for c in range(n):
+        for c in range(n):  # greedy canopy pass over the sparse similarity graph
             if not can_center[c]:
                 continue
             centers.append(c)
-            sim = (X[c] @ XT).toarray().ravel()
-            sim[c] = 2.0  # a centre always stays in its own canopy
-            better = sim > best
-            best[better] = sim[better]
-            assigned[better] = c
-            can_center[sim >= tight] = False
+            nb, sim = indices[indptr[c]:indptr[c + 1]], data[indptr[c]:indptr[c + 1]]
+            better = sim > best[nb]
+            best[nb[better]] = sim[better]
+            assigned[nb[better]] = c
+            best[c], assigned[c] = 2.0, c  # a centre always stays in its own canopy
+            can_center[nb[sim >= tight]] = False
         centers = np.asarray(centers)
         # canopies whose centres are loose-similar overlap heavily: merge them
         from scipy.sparse.csgraph import connected_components
 
-        Xc = X[centers]
-        link = (Xc @ Xc.T) >= loose
+        link = S[centers][:, centers].tocsr()
+        link.data = (link.data >= loose).astype(np.int8)
+        link.eliminate_zeros()
         _, comp = connected_components(link, directed=False)
         root = {}
         for k, c in enumerate(centers):  # first (most frequent) centre names the block
