@@ -1,0 +1,24 @@
+import numpy as np
+
+def merge_block(
+    rewards: np.ndarray,
+    arms: np.ndarray,
+    n_old: int,
+    mean: np.ndarray,
+    m2: np.ndarray,
+    pair_m2: np.ndarray,
+    do_pairs: bool,
+    work: np.ndarray,
+) -> None: ...
+def eliminate(
+    mean: np.ndarray,
+    m2: np.ndarray,
+    pair_m2: np.ndarray,
+    arms: np.ndarray,
+    n_seen: int,
+    coef_sd: float,
+    coef_c: float,
+    c_range: np.ndarray,
+    pairwise: bool,
+    alive: np.ndarray,
+) -> int: ...

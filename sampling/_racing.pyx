@@ -1,0 +1,94 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled hot loops of Racing (Chen & Ghahramani 2016, Alg. 1).
+
+Private: :mod:`sampling.racing` validates every input before calling these.
+The pure-Python twin is :mod:`sampling._racing_py`; tests compare the two.
+"""
+from libc.math cimport sqrt
+
+
+def merge_block(const double[:, ::1] rewards,   # IN  (k, m) rewards of the k surviving arms
+                const long long[::1] arms,       # IN  (k,) arm ids of the rows of ``rewards``
+                long long n_old,                 # IN  rewards already merged per arm (shared)
+                double[::1] mean,                # INOUT (D,) running means
+                double[::1] m2,                  # INOUT (D,) running sums of squared deviations
+                double[:, ::1] pair_m2,          # INOUT (D, D) same for pairwise differences
+                bint do_pairs,                   # IN  update ``pair_m2`` too
+                double[::1] work):               # work (k,) block means
+    """Merge one shared mini-batch into the running moments (Chan et al. update)."""
+    cdef Py_ssize_t k = rewards.shape[0]
+    cdef Py_ssize_t m = rewards.shape[1]
+    cdef Py_ssize_t a, b, n
+    cdef long long ia, ib
+    cdef double s, da, db, cab, caa, cbb, dd, w
+    cdef double n_new = <double>(n_old + m)
+    with nogil:
+        w = (<double>n_old) * (<double>m) / n_new
+        for a in range(k):
+            s = 0.0
+            for n in range(m):
+                s += rewards[a, n]
+            work[a] = s / m
+        if do_pairs:
+            for a in range(k):
+                ia = arms[a]
+                da = work[a] - mean[ia]
+                for b in range(a + 1, k):
+                    ib = arms[b]
+                    db = work[b] - mean[ib]
+                    cab = 0.0
+                    for n in range(m):
+                        dd = (rewards[a, n] - work[a]) - (rewards[b, n] - work[b])
+                        cab += dd * dd
+                    cab += (da - db) * (da - db) * w
+                    pair_m2[ia, ib] += cab
+                    pair_m2[ib, ia] += cab
+        for a in range(k):
+            ia = arms[a]
+            caa = 0.0
+            for n in range(m):
+                dd = rewards[a, n] - work[a]
+                caa += dd * dd
+            da = work[a] - mean[ia]
+            m2[ia] += caa + da * da * w
+            mean[ia] += da * m / n_new
+
+
+def eliminate(const double[::1] mean,            # IN  (D,) running means
+              const double[::1] m2,              # IN  (D,)
+              const double[:, ::1] pair_m2,      # IN  (D, D)
+              const long long[::1] arms,         # IN  (k,) surviving arm ids
+              long long n_seen,                  # IN  T, rewards seen per arm
+              double coef_sd,                    # IN  G = coef_sd * sigma_hat + coef_c * C
+              double coef_c,                     # IN
+              const double[::1] c_range,         # IN  (D,) reward ranges C_i (0 if unused)
+              bint pairwise,                     # IN  sigma_hat_{x,i} (True) or sigma_x + sigma_i
+              unsigned char[::1] alive):         # OUT (k,) 1 = keep
+    """Find the leader and mark arms whose gap to it exceeds the bound G; return the leader id."""
+    cdef Py_ssize_t k = arms.shape[0]
+    cdef Py_ssize_t a, best = 0
+    cdef long long ix, ia
+    cdef double gap, g, v
+    cdef double t = <double>n_seen
+    with nogil:
+        for a in range(1, k):
+            if mean[arms[a]] > mean[arms[best]]:
+                best = a
+        ix = arms[best]
+        for a in range(k):
+            ia = arms[a]
+            if a == best:
+                alive[a] = 1
+                continue
+            gap = mean[ix] - mean[ia]
+            if pairwise:
+                v = pair_m2[ix, ia] / t
+                g = coef_sd * sqrt(v if v > 0.0 else 0.0)
+            else:
+                v = m2[ix] / t
+                g = coef_sd * sqrt(v if v > 0.0 else 0.0)
+                v = m2[ia] / t
+                g += coef_sd * sqrt(v if v > 0.0 else 0.0)
+            g += coef_c * (c_range[ix] + c_range[ia])
+            alive[a] = 0 if gap > g else 1
+    return ix
