@@ -1,0 +1,291 @@
+"""Anytime bound traces: a pandas-friendly table, the area metric of Table 1, plots.
+
+References
+----------
+.. [1] Lou, Dechter & Ihler (2017), "Dynamic Importance Sampling for Anytime Bounds of
+   the Partition Function", NIPS. Fig. 3 (anytime plots) and Table 1 (area metric).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+
+__all__ = ["BoundTrace", "bound_area", "normalized_areas", "plot_traces"]
+
+COLUMNS = ("time_s", "log_Z_upper", "log_Z_lower", "log_Z_hat", "n_samples", "n_nodes",
+           "n_expansions", "lower_is_markov")
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundTrace:
+    """Anytime bounds on ln Z recorded over time (one row per record).
+
+    Attributes
+    ----------
+    time_s : ndarray of shape (n_records,)
+        Seconds since the start of the run (WMB construction included when the run
+        built the WMB itself).
+    log_Z_upper, log_Z_lower : ndarray of shape (n_records,)
+        Natural-log upper / lower bound (``-inf`` lower while none is available).
+        Probabilistic bounds hold with probability >= 1 - delta each.
+    log_Z_hat : ndarray of shape (n_records,)
+        Eq. 13 estimate (NaN for methods without one).
+    n_samples, n_nodes, n_expansions : ndarray of int of shape (n_records,)
+        Samples drawn, search nodes stored, node expansions done.
+    lower_is_markov : ndarray of bool of shape (n_records,)
+        True where the lower bound is the Markov bound (Bernstein still vacuous).
+    method : str
+    meta : dict
+        Settings and context (delta, i_bound, log_Z_wmb, log_Z_floor, ...).
+    """
+
+    time_s: np.ndarray
+    log_Z_upper: np.ndarray
+    log_Z_lower: np.ndarray
+    log_Z_hat: np.ndarray
+    n_samples: np.ndarray
+    n_nodes: np.ndarray
+    n_expansions: np.ndarray
+    lower_is_markov: np.ndarray
+    method: str = "dis"
+    meta: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_rows(cls, rows, *, method, meta=None):
+        """Build from a list of dicts with the keys of :data:`COLUMNS`."""
+        cols = {c: np.array([r[c] for r in rows]) for c in COLUMNS}
+        for c in ("time_s", "log_Z_upper", "log_Z_lower", "log_Z_hat"):
+            cols[c] = cols[c].astype(float).reshape(-1)
+        for c in ("n_samples", "n_nodes", "n_expansions"):
+            cols[c] = cols[c].astype(np.int64).reshape(-1)
+        cols["lower_is_markov"] = cols["lower_is_markov"].astype(bool).reshape(-1)
+        return cls(**cols, method=method, meta=dict(meta or {}))
+
+    def __len__(self):
+        return int(self.time_s.shape[0])
+
+    # ---------------------------------------------------------------- values
+    @property
+    def final_log_Z_upper(self):
+        """Last upper bound (ln)."""
+        return float(self.log_Z_upper[-1])
+
+    @property
+    def final_log_Z_lower(self):
+        """Last lower bound (ln)."""
+        return float(self.log_Z_lower[-1])
+
+    @property
+    def final_log_Z_hat(self):
+        """Last estimate (ln; NaN if none)."""
+        return float(self.log_Z_hat[-1])
+
+    @property
+    def final(self):
+        """Dict of the last row plus ``method``."""
+        row = {c: getattr(self, c)[-1].item() for c in COLUMNS}
+        row["method"] = self.method
+        return row
+
+    def to_frame(self):
+        """pandas.DataFrame with one row per record and the columns of :data:`COLUMNS`."""
+        import pandas as pd
+
+        df = pd.DataFrame({c: getattr(self, c) for c in COLUMNS})
+        df.attrs["method"] = self.method
+        df.attrs["meta"] = dict(self.meta)
+        return df
+
+    def area(self, *, t_end=None, log_Z_floor=None, t_start=None):
+        """Area between ln upper and ln lower over time (Table 1 of [1]_); see :func:`bound_area`."""
+        return bound_area(self, t_end=t_end, log_Z_floor=log_Z_floor, t_start=t_start)
+
+    # ------------------------------------------------------------------- I/O
+    def to_csv(self, path):
+        """Write the trace as CSV atomically (temporary file, then rename).
+
+        The first line is a ``# `` comment holding ``method`` and ``meta`` as JSON.
+        """
+        path = os.fspath(path)
+        d = os.path.dirname(os.path.abspath(path))
+        header = json.dumps({"method": self.method, "meta": _jsonable(self.meta)})
+        fd, tmp = tempfile.mkstemp(prefix=".trace-", suffix=".csv", dir=d)
+        try:
+            with os.fdopen(fd, "w", newline="") as fh:
+                fh.write("# " + header + "\n")
+                self.to_frame().to_csv(fh, index=False, float_format="%.10g")
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def from_csv(cls, path):
+        """Read a trace written by :meth:`to_csv`.
+
+        Raises
+        ------
+        ValueError
+            If a column is missing.
+        """
+        import pandas as pd
+
+        with open(path) as fh:
+            first = fh.readline()
+        method, meta = "unknown", {}
+        if first.startswith("# "):
+            info = json.loads(first[2:])
+            method, meta = info.get("method", method), info.get("meta", {})
+        df = pd.read_csv(path, comment="#")
+        missing = [c for c in COLUMNS if c not in df.columns]
+        if missing:
+            raise ValueError(f"{path}: trace CSV lacks column(s) {missing}")
+        rows = df.to_dict("records")
+        return cls.from_rows(rows, method=method, meta=meta)
+
+
+def _jsonable(d):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, (np.floating, np.integer)):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            v = str(v)
+        out[k] = v
+    return out
+
+
+def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
+    """Area between the ln upper and ln lower bound over time (Table 1 of [1]_).
+
+    The bounds are step functions (each record holds until the next); the last record
+    holds until ``t_end``.
+
+    Parameters
+    ----------
+    trace : BoundTrace
+    t_end : float, optional
+        End of the integration window in seconds (default: the last record time).
+    log_Z_floor : float, optional
+        Initial lower bound given to every method (the paper gives each one the WMB
+        lower bound): the lower bound used is ``max(log_Z_lower, log_Z_floor)``.
+        Defaults to ``trace.meta.get("log_Z_floor")``.
+    t_start : float, optional
+        Start of the window (default: the first record time).
+
+    Returns
+    -------
+    float
+        Area in nats x seconds; ``inf`` if the lower bound is ``-inf`` somewhere in the
+        window.
+
+    Raises
+    ------
+    ValueError
+        If the window is empty or the trace has no record.
+    """
+    if len(trace) == 0:
+        raise ValueError("cannot compute the area of an empty trace")
+    t = trace.time_s
+    t0 = float(t[0]) if t_start is None else float(t_start)
+    t1 = float(t[-1]) if t_end is None else float(t_end)
+    if not t1 >= t0:
+        raise ValueError(f"t_end ({t1}) must be >= t_start ({t0})")
+    if log_Z_floor is None:
+        log_Z_floor = trace.meta.get("log_Z_floor")
+    floor = -math.inf if log_Z_floor is None else float(log_Z_floor)
+    lo = np.maximum(trace.log_Z_lower, floor)
+    gap = np.maximum(trace.log_Z_upper - lo, 0.0)
+    ends = np.append(t[1:], max(t1, float(t[-1])))
+    starts = np.clip(t, t0, t1)
+    ends = np.clip(ends, t0, t1)
+    # before the first record: hold the first record's gap
+    width = ends - starts
+    total = 0.0
+    for w, g in zip(width, gap):
+        if w > 0:
+            total += w * g
+    if t[0] > t0:
+        total += (min(float(t[0]), t1) - t0) * gap[0]
+    return float(total)
+
+
+def normalized_areas(traces, reference, **kw):
+    """Areas of several traces divided by the area of ``reference`` (Table 1 of [1]_)."""
+    ref = bound_area(reference, **kw)
+    return {name: bound_area(tr, **kw) / ref for name, tr in traces.items()}
+
+
+def plot_traces(traces, path=None, *, log_Z=None, title=None, ax=None):
+    """Anytime bounds on ln Z in the style of Fig. 3 of [1]_.
+
+    Parameters
+    ----------
+    traces : dict of {str: BoundTrace} or BoundTrace
+    path : str, optional
+        Write a PNG here (atomically).
+    log_Z : float, optional
+        Known ln Z, drawn as a horizontal line.
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    if isinstance(traces, BoundTrace):
+        traces = {traces.method: traces}
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4))
+    else:
+        fig = ax.figure
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    finite_vals = []
+    for k, (name, tr) in enumerate(traces.items()):
+        c = colors[k % len(colors)]
+        t = np.maximum(tr.time_s, 1e-3)
+        up = tr.log_Z_upper
+        ax.step(t, up, where="post", color=c, label=name)
+        lo = np.where(np.isfinite(tr.log_Z_lower), tr.log_Z_lower, np.nan)
+        markov = tr.lower_is_markov
+        ax.step(t, np.where(markov, np.nan, lo), where="post", color=c)
+        ax.step(t, np.where(markov, lo, np.nan), where="post", color=c, linestyle=":")
+        finite_vals.extend(up[np.isfinite(up)].tolist())
+        finite_vals.extend(lo[np.isfinite(lo)].tolist())
+    if log_Z is not None:
+        ax.axhline(log_Z, color="k", linewidth=0.8, linestyle="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("time (sec)")
+    ax.set_ylabel(f"logZ ({'unknown' if log_Z is None else f'{log_Z:.3f}'})")
+    if title:
+        ax.set_title(title)
+    if finite_vals:
+        lo_v, hi_v = np.percentile(finite_vals, [2, 100])
+        pad = 0.05 * max(hi_v - lo_v, 1.0)
+        ax.set_ylim(lo_v - pad, hi_v + pad)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    if path is not None:
+        path = os.fspath(path)
+        d = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".png", dir=d)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, format="png", dpi=100)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    return fig
