@@ -1,0 +1,441 @@
+"""ARCH(q) with standardised Student-t innovations: data, likelihood, priors, MAP, Laplace.
+
+Model (Chen & Ghahramani 2016, Sec. 5.2, Appx. C.2)::
+
+    r_t = sigma_t z_t,   z_t ~ Student-t_nu scaled to unit variance (nu > 2),
+    sigma_t^2 = alpha_0 + sum_{i=1..q} alpha_i r_{t-i}^2,
+    alpha_0, ..., alpha_q ~ Gamma(1, 1) iid,   nu - 2 ~ Gamma(1, 1).
+
+The paper puts Gamma(1, 1) on nu itself; a unit-variance Student-t needs nu > 2,
+so here the Gamma(1, 1) prior is on the excess ``nu - 2`` (prior mean nu = 3).
+Every parameter is sampled in an unconstrained coordinate ``x`` with the softplus
+map ``alpha_i = softplus(x_i)``, ``nu = 2 + softplus(x_nu)`` (Appx. C.2); densities
+over ``x`` include the log-Jacobian ``log sigmoid(x)``.
+
+All candidate orders condition on the first ``q_max`` observations, so every
+model explains the same ``n_data = n_obs - q_max`` terms ``t = q_max, ..., n_obs-1``
+(0-based) and their marginal likelihoods are comparable.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, special
+
+from sampling.exceptions import ConvergenceWarning, ReturnsDataError
+
+from . import _loglik
+
+__all__ = [
+    "ARCHModel",
+    "LaplaceApprox",
+    "build_returns",
+    "default_returns_path",
+    "load_prices",
+    "load_returns",
+    "softplus",
+    "softplus_inv",
+    "check_returns",
+]
+
+#: Minimum number of likelihood terms (after conditioning on ``q_max``) we accept.
+MIN_TERMS = 50
+
+DEFAULT_RETURNS_FILE = "spy_1min_2011-01_pyalgotrade.txt"
+
+
+# --------------------------------------------------------------------------- softplus
+def softplus(x):
+    """``log(1 + exp(x))``, overflow-safe."""
+    return np.logaddexp(0.0, x)
+
+
+def softplus_inv(y):
+    """Inverse of :func:`softplus` for ``y > 0``: ``y + log(-expm1(-y))``."""
+    y = np.asarray(y, dtype=float)
+    return y + np.log(-np.expm1(-y))
+
+
+def _sigmoid(x):
+    return special.expit(x)
+
+
+# --------------------------------------------------------------------------- data
+def default_returns_path():
+    """Path of the default shipped series (SPY 1-minute bars, January 2011)."""
+    from sampling._data import data_path
+
+    return data_path("returns", DEFAULT_RETURNS_FILE)
+
+
+def load_prices(path):
+    """Read a price file into a DataFrame with columns ``time`` (or NaT) and ``price``.
+
+    Formats recognised:
+
+    * NinjaTrader minute bars (the shipped SPY files): no header, ``;``-separated
+      ``YYYYMMDD HHMMSS;open;high;low;close;volume``; ``price`` is ``close``.
+    * CSV (optionally gzipped) with a header holding ``Adj Close``, ``Close``,
+      ``close`` or ``price`` and optionally ``Date``/``time``.
+
+    Raises
+    ------
+    ReturnsDataError
+        If the file cannot be read, has no price column, or holds NaN or
+        non-positive prices (the message names the file and the first bad row).
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        if head == b"\x1f\x8b":
+            import gzip
+
+            with gzip.open(path, "rt") as fh:
+                first = fh.readline()
+        else:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                first = fh.readline()
+    except OSError as exc:
+        raise ReturnsDataError(f"{path}: cannot read returns file ({exc})") from exc
+    try:
+        if ";" in first:
+            df = pd.read_csv(path, sep=";", header=None,
+                             names=["dt", "open", "high", "low", "close", "volume"])
+            time = pd.to_datetime(df["dt"], format="%Y%m%d %H%M%S", errors="coerce")
+            price = pd.to_numeric(df["close"], errors="coerce")
+        else:
+            df = pd.read_csv(path)
+            cols = {c.strip().lower(): c for c in df.columns}
+            key = next((cols[c] for c in ("adj close", "close", "price") if c in cols), None)
+            if key is None:
+                raise ReturnsDataError(
+                    f"{path}: no price column; expected one of 'Adj Close', 'Close', 'price', "
+                    f"got columns {list(df.columns)}")
+            price = pd.to_numeric(df[key], errors="coerce")
+            tkey = next((cols[c] for c in ("date", "time", "datetime") if c in cols), None)
+            time = (pd.to_datetime(df[tkey], errors="coerce") if tkey is not None
+                    else pd.Series(pd.NaT, index=df.index))
+    except ReturnsDataError:
+        raise
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ReturnsDataError(f"{path}: cannot parse returns file ({exc})") from exc
+    bad = np.flatnonzero(~np.isfinite(price.to_numpy(dtype=float)))
+    if bad.size:
+        raise ReturnsDataError(
+            f"{path}: {bad.size} missing/NaN price(s), first at data row {bad[0] + 1}")
+    nonpos = np.flatnonzero(price.to_numpy(dtype=float) <= 0)
+    if nonpos.size:
+        raise ReturnsDataError(
+            f"{path}: {nonpos.size} non-positive price(s), first at data row {nonpos[0] + 1}")
+    return pd.DataFrame({"time": time.to_numpy(), "price": price.to_numpy(dtype=float)})
+
+
+def build_returns(prices, times=None, *, max_gap_minutes=60.0):
+    """Percent log returns ``100 * diff(log price)``, dropping returns across session gaps.
+
+    Parameters
+    ----------
+    prices : ndarray of shape (n_prices,)
+        Positive prices in time order.
+    times : array of datetime64 of shape (n_prices,), optional
+        Bar times. When given, a return whose two bars are more than
+        ``max_gap_minutes`` apart spans two sessions (the SPY files have a
+        ~7 h overnight break, SOURCES.md) and is dropped; the remaining returns
+        are concatenated in time order. Shorter gaps inside a session (sparse
+        extended-hours bars) are kept as one return over the gap.
+    max_gap_minutes : float
+        Session-break threshold in minutes.
+
+    Returns
+    -------
+    ndarray of shape (n_returns,)
+        Percent log returns. Zero returns (price unchanged over the bar, ~20% of
+        SPY 1-minute bars because of the 1-cent tick) are kept: the Student-t
+        density is finite at 0 and dropping them would distort the volatility.
+    """
+    p = np.asarray(prices, dtype=float)
+    r = 100.0 * np.diff(np.log(p))
+    if times is not None:
+        t = pd.to_datetime(pd.Series(times))
+        if t.notna().all():
+            gap = t.diff().dt.total_seconds().to_numpy()[1:] / 60.0
+            r = r[gap <= max_gap_minutes]
+    return r
+
+
+def load_returns(path=None, *, max_gap_minutes=60.0):
+    """Load a price file and build its returns (see :func:`build_returns`).
+
+    ``path=None`` loads the shipped SPY 1-minute series of January 2011
+    (``data/returns/spy_1min_2011-01_pyalgotrade.txt``; about 14,160 returns, the
+    same order as the paper's 13,000). Several paths are concatenated in order
+    (returns are built per file, so no return spans two files).
+
+    Raises
+    ------
+    ReturnsDataError
+        Unreadable file, NaN / non-positive prices, or too few returns.
+    """
+    paths = [default_returns_path()] if path is None else (
+        [path] if isinstance(path, (str, Path)) else list(path))
+    parts = []
+    for p in paths:
+        df = load_prices(p)
+        times = df["time"] if df["time"].notna().all() else None
+        parts.append(build_returns(df["price"].to_numpy(), times, max_gap_minutes=max_gap_minutes))
+    r = np.concatenate(parts) if parts else np.empty(0)
+    return r
+
+
+def check_returns(returns, *, q_max, name="returns"):
+    """Validate a returns series; return it as a C-contiguous float64 array.
+
+    Raises
+    ------
+    ReturnsDataError
+        If it is not 1-D, holds NaN/inf, has at most ``q_max + MIN_TERMS``
+        points, or is constant. ``name`` (a file name, say) prefixes the message.
+    """
+    try:
+        r = np.ascontiguousarray(returns, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ReturnsDataError(f"{name}: returns must be numeric ({exc})") from exc
+    if r.ndim != 1:
+        raise ReturnsDataError(f"{name}: returns must be 1-D, got shape {r.shape}")
+    bad = np.flatnonzero(~np.isfinite(r))
+    if bad.size:
+        raise ReturnsDataError(
+            f"{name}: {bad.size} NaN/inf return(s), first at position {bad[0]}")
+    need = q_max + MIN_TERMS
+    if r.size < need:
+        raise ReturnsDataError(
+            f"{name}: too few returns: got {r.size}, need at least {need} "
+            f"(q_max={q_max} conditioning points + {MIN_TERMS} likelihood terms)")
+    if not np.std(r) > 0:
+        raise ReturnsDataError(f"{name}: constant returns series (standard deviation 0)")
+    return r
+
+
+def standardise(returns):
+    """Demean (constant-mean process, Appx. C.2) and scale to unit standard deviation.
+
+    Returns ``(z, mean, scale)`` with ``z = (returns - mean) / scale``.
+    """
+    mean = float(np.mean(returns))
+    scale = float(np.std(returns))
+    return np.ascontiguousarray((returns - mean) / scale), mean, scale
+
+
+# --------------------------------------------------------------------------- model
+@dataclass(frozen=True)
+class LaplaceApprox:
+    """Gaussian approximation ``N(mean, cov)`` of one model's posterior over ``x``.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (q + 2,)
+        MAP in the unconstrained (softplus) coordinates.
+    cov : ndarray of shape (q + 2, q + 2)
+        Inverse of the negative Hessian of the log posterior at the MAP.
+    chol : ndarray of shape (q + 2, q + 2)
+        Lower Cholesky factor of ``cov``.
+    log_post_map : float
+        Unnormalised log posterior at the MAP (nats).
+    log_evidence : float
+        Laplace estimate of ``log p(r | q)`` (nats).
+    """
+
+    mean: np.ndarray
+    cov: np.ndarray
+    chol: np.ndarray
+    log_post_map: float
+    log_evidence: float
+
+    def logpdf(self, x):
+        """Log density at ``x`` (shape (q+2,)), natural log."""
+        z = np.linalg.solve(self.chol, np.asarray(x) - self.mean)
+        d = self.mean.shape[0]
+        return float(-0.5 * z @ z - np.sum(np.log(np.diag(self.chol))) - 0.5 * d * math.log(2 * math.pi))
+
+    def sample(self, rng):
+        """One draw (shape (q+2,)) using the Generator ``rng``."""
+        return self.mean + self.chol @ rng.standard_normal(self.mean.shape[0])
+
+
+class ARCHModel:
+    """ARCH(q) likelihood over a fixed, standardised series, in softplus coordinates.
+
+    Parameters
+    ----------
+    returns : ndarray of shape (n_obs,)
+        Validated, standardised returns (see :func:`check_returns`, :func:`standardise`).
+    q : int
+        ARCH order, ``1 <= q <= q_max``.
+    q_max : int
+        Number of leading observations conditioned on (the largest candidate order).
+
+    Attributes
+    ----------
+    n_data : int
+        Number of likelihood terms ``n_obs - q_max``.
+    n_params : int
+        ``q + 2``: ``x_0..x_q`` for ``alpha_0..alpha_q`` and ``x_nu``.
+
+    Notes
+    -----
+    Data index ``n`` in ``0..n_data-1`` is time ``t = q_max + n``.
+    """
+
+    def __init__(self, returns, q, q_max, *, kernel=None):
+        self.r = np.ascontiguousarray(returns, dtype=float)
+        self.r2 = self.r * self.r
+        self.q = int(q)
+        self.q_max = int(q_max)
+        self.n_data = self.r.shape[0] - self.q_max
+        self.n_params = self.q + 2
+        self._k = _loglik if kernel is None else kernel
+        self.all_idx = np.arange(self.q_max, self.r.shape[0], dtype=np.int64)
+
+    # ---------------------------------------------------------------- transforms
+    def constrained(self, x):
+        """``(alpha, nu)`` from unconstrained ``x``: alpha of shape (q+1,), nu > 2."""
+        x = np.asarray(x, dtype=float)
+        alpha = np.ascontiguousarray(softplus(x[:-1]))
+        nu = 2.0 + float(softplus(x[-1]))
+        return alpha, nu
+
+    def unconstrained(self, alpha, nu):
+        """Inverse of :meth:`constrained`."""
+        return np.append(softplus_inv(np.asarray(alpha, dtype=float)), softplus_inv(nu - 2.0))
+
+    @staticmethod
+    def _consts(nu):
+        a, k = nu - 2.0, 0.5 * (nu + 1.0)
+        c0 = special.gammaln(k) - special.gammaln(0.5 * nu) - 0.5 * math.log(math.pi * a)
+        dc0 = 0.5 * (special.digamma(k) - special.digamma(0.5 * nu)) - 0.5 / a
+        return float(c0), float(dc0)
+
+    # ---------------------------------------------------------------- prior
+    def log_prior(self, x):
+        """Log prior density of ``x`` (Gamma(1,1) on each alpha_i and on nu-2, plus Jacobian)."""
+        x = np.asarray(x, dtype=float)
+        return float(np.sum(-softplus(x) - softplus(-x)))
+
+    def grad_log_prior(self, x):
+        """Gradient of :meth:`log_prior`, shape (q+2,)."""
+        return 1.0 - 2.0 * _sigmoid(np.asarray(x, dtype=float))
+
+    # ---------------------------------------------------------------- likelihood
+    def loglik_terms(self, x, idx=None):
+        """Per-datum log-likelihood terms ``l_t`` (nats) at time indices ``idx`` (default: all).
+
+        ``idx`` holds times ``t >= q_max`` (int64), not data positions.
+        """
+        idx = self.all_idx if idx is None else idx
+        alpha, nu = self.constrained(x)
+        c0, _ = self._consts(nu)
+        out = np.empty(idx.shape[0])
+        self._k.loglik_terms(self.r, self.r2, alpha, nu, c0, idx, out)
+        return out
+
+    def loglik_grad(self, x, idx=None):
+        """Terms ``l_t`` over ``idx`` and the gradient of their sum w.r.t. ``x``, shape (q+2,)."""
+        idx = self.all_idx if idx is None else idx
+        alpha, nu = self.constrained(x)
+        c0, dc0 = self._consts(nu)
+        out = np.empty(idx.shape[0])
+        grad = np.empty(self.q + 2)
+        self._k.loglik_grad(self.r, self.r2, alpha, nu, c0, dc0, idx, out, grad)
+        return out, grad * _sigmoid(np.asarray(x, dtype=float))
+
+    def per_datum_grad(self, x, idx=None):
+        """Per-datum gradients ``d l_t / d x``, shape (len(idx), q+2) (NumPy; for set-up only)."""
+        idx = self.all_idx if idx is None else idx
+        alpha, nu = self.constrained(x)
+        _, dc0 = self._consts(nu)
+        a, k = nu - 2.0, 0.5 * (nu + 1.0)
+        s = self.variances(alpha, idx)
+        g = a * s + self.r2[idx]
+        fs = (k - 0.5) / s - k * a / g
+        lags = np.empty((idx.shape[0], self.q + 1))
+        lags[:, 0] = 1.0
+        for i in range(1, self.q + 1):
+            lags[:, i] = self.r2[idx - i]
+        gnu = dc0 - 0.5 * np.log(g / (a * s)) + k * self.r2[idx] / (a * g)
+        grad = np.column_stack([fs[:, None] * lags, gnu])
+        return grad * _sigmoid(np.asarray(x, dtype=float))
+
+    def variances(self, alpha, idx=None):
+        """Conditional variances ``s_t = sigma_t^2`` at ``idx`` for constrained ``alpha``."""
+        idx = self.all_idx if idx is None else idx
+        out = np.empty(idx.shape[0])
+        self._k.variances(self.r2, np.ascontiguousarray(alpha, dtype=float), idx, out)
+        return out
+
+    def log_posterior(self, x):
+        """Unnormalised log posterior over ``x`` (full data), nats."""
+        return float(self.loglik_terms(x).sum() + self.log_prior(x))
+
+    def grad_log_posterior(self, x):
+        """Gradient of :meth:`log_posterior`, shape (q+2,)."""
+        _, g = self.loglik_grad(x)
+        return g + self.grad_log_prior(x)
+
+    # ---------------------------------------------------------------- MAP / Laplace
+    def initial_x(self):
+        """A starting point: ``alpha_0 = 0.3 var``, ``sum alpha_i = 0.6 var``, ``nu = 5``."""
+        var = float(np.mean(self.r2))
+        alpha = np.full(self.q + 1, 0.6 * var / self.q)
+        alpha[0] = 0.3 * var
+        return self.unconstrained(alpha, 5.0)
+
+    def fit_map(self, x0=None, *, maxiter=500):
+        """MAP of the posterior over ``x`` (L-BFGS-B, analytic gradient); returns ``x``."""
+        x0 = self.initial_x() if x0 is None else np.asarray(x0, dtype=float)
+
+        def f_and_g(x):
+            terms, g = self.loglik_grad(x)
+            val = terms.sum() + self.log_prior(x)
+            grad = g + self.grad_log_prior(x)
+            if not np.isfinite(val):
+                return 1e300, np.zeros_like(x)
+            return -val, -grad
+
+        res = optimize.minimize(f_and_g, x0, jac=True, method="L-BFGS-B",
+                                bounds=[(-30.0, 30.0)] * x0.shape[0],
+                                options={"maxiter": maxiter, "gtol": 1e-6})
+        if not res.success and res.status != 0:
+            import warnings
+
+            warnings.warn(f"ARCH({self.q}) MAP: optimiser stopped: {res.message}",
+                          ConvergenceWarning, stacklevel=2)
+        return res.x
+
+    def hessian(self, x, *, eps=1e-5):
+        """Hessian of the log posterior at ``x`` by central differences of the analytic gradient."""
+        d = x.shape[0]
+        H = np.empty((d, d))
+        for i in range(d):
+            e = np.zeros(d)
+            e[i] = eps
+            H[:, i] = (self.grad_log_posterior(x + e) - self.grad_log_posterior(x - e)) / (2 * eps)
+        return 0.5 * (H + H.T)
+
+    def laplace(self, x_map=None):
+        """Laplace approximation at the MAP (the Carlin-Chib pseudo-prior, Appx. C.2)."""
+        x_map = self.fit_map() if x_map is None else x_map
+        H = -self.hessian(x_map)
+        w, V = np.linalg.eigh(H)
+        w = np.maximum(w, 1e-6 * max(1.0, float(w.max())))
+        cov = (V / w) @ V.T
+        cov = 0.5 * (cov + cov.T)
+        chol = np.linalg.cholesky(cov)
+        lp = self.log_posterior(x_map)
+        d = x_map.shape[0]
+        log_ev = lp + 0.5 * d * math.log(2 * math.pi) + float(np.sum(np.log(np.diag(chol))))
+        return LaplaceApprox(mean=x_map, cov=cov, chol=chol, log_post_map=lp, log_evidence=log_ev)

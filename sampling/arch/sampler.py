@@ -1,0 +1,818 @@
+"""Carlin & Chib product-space sampler over ARCH orders, exact or subsampled.
+
+Implements Chen & Ghahramani (2016), Sec. 5.2 and Appx. C.2 (Eq. 25):
+
+* the chain state is ``(q, x^(j) for every j in orders)``; the model not chosen
+  keeps a Laplace pseudo-prior ``N(x_map^(j), H_j^{-1})`` (Carlin & Chib 1995);
+* ``q | x`` is drawn by Gumbel-max (Eq. 2-3) over the ``D = len(orders)`` arms
+  with ``log f_0(j) = log pi~_j + log p(x^(j) | j) - log pseudo_j(x^(j))`` and
+  ``f_n(j) = p(r_t | x^(j), j)``: exactly (``method="exact"``) or by
+  Racing-Normal (Alg. 1, Eq. 9) via :func:`sampling.race`;
+* ``x^(q) | q`` by a Langevin proposal (whitened by the Laplace Cholesky factor)
+  with an MH correction: full-data MALA for ``"exact"``; an SGLD proposal from a
+  mini-batch gradient with a control variate at the MAP, corrected by the
+  Racing-Normal MH test (Eq. 12, :func:`sampling.mh_accept`) for ``"subsampled"``;
+* ``x^(j), j != q`` from their pseudo-priors;
+* the adjusted model prior ``pi~`` is adapted by Wang-Landau with step
+  ``1 / (1 + t / 100)`` on ``log pi~`` during warm-up, then fixed; the reported
+  posterior is ``p(q | r) ∝ p~(q | r) pi_q / pi~_q`` (uniform ``pi``).
+
+Control variates (Eq. 11, Appx. C.2): for each model the 2-D points
+``z_t = (r_t, s_t)`` (``s_t`` the conditional variance at the MAP) are cut into
+10 x 10 bins at the marginal deciles; reference point of a bin = its mean. The
+Taylor proxy ``h_t`` expands ``l_t = f(r_t, s_t(x))`` to second order in
+``(r_t, s_t)`` around the bin's reference; its population mean follows from the
+per-bin means and covariances of ``(r_t, r_{t-1}^2, ..., r_{t-q}^2)``. The
+``outlier_fraction`` (20 %) of points farthest from their reference (largest over
+models, in units of each coordinate's standard deviation) are always evaluated
+exactly; racing subsamples the remaining points.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from scipy.special import logsumexp
+
+from sampling.sgld import log_q, sgld_proposal
+
+from .model import ARCHModel
+
+__all__ = ["ARCHSelection", "ChainContext", "ChainState", "run_chain", "select_order"]
+
+
+# --------------------------------------------------------------------------- helpers
+def _f_derivs(r, s, nu, c0):
+    """``f(r, s) = l`` and its derivatives (f, f_r, f_s, f_rr, f_rs, f_ss) as (B, 6)."""
+    a, k = nu - 2.0, 0.5 * (nu + 1.0)
+    g = a * s + r * r
+    f = c0 + k * math.log(a) + (k - 0.5) * np.log(s) - k * np.log(g)
+    fr = -2.0 * k * r / g
+    fs = (k - 0.5) / s - k * a / g
+    frr = -2.0 * k / g + 4.0 * k * r * r / (g * g)
+    frs = 2.0 * k * r * a / (g * g)
+    fss = -(k - 0.5) / (s * s) + k * a * a / (g * g)
+    return np.column_stack([f, fr, fs, frr, frs, fss])
+
+
+class ControlVariate:
+    """Binned second-order Taylor proxies for one model (Eq. 11, Appx. C.2).
+
+    Parameters
+    ----------
+    model : ARCHModel
+    inliers : ndarray of int64
+        Times in the subsampled population (outliers excluded).
+    bin_of : ndarray of int64 of shape (n_obs,)
+        Bin of every time (only entries of ``inliers`` are used).
+    n_bins : int
+    """
+
+    def __init__(self, model, inliers, bin_of, n_bins):
+        self.model = model
+        q = model.q
+        self.bin_of = np.ascontiguousarray(bin_of, dtype=np.int64)
+        b = self.bin_of[inliers]
+        self.n_in = inliers.shape[0]
+        cnt = np.bincount(b, minlength=n_bins).astype(float)
+        self.count = cnt
+        r = model.r[inliers]
+        X = np.empty((inliers.shape[0], q))
+        for i in range(1, q + 1):
+            X[:, i - 1] = model.r2[inliers - i]
+        safe = np.maximum(cnt, 1.0)
+        mean_r = np.bincount(b, weights=r, minlength=n_bins) / safe
+        mean_x = np.zeros((n_bins, q))
+        for i in range(q):
+            mean_x[:, i] = np.bincount(b, weights=X[:, i], minlength=n_bins) / safe
+        empty = cnt == 0
+        mean_x[empty] = X.mean(axis=0)
+        dr = r - mean_r[b]
+        dX = X - mean_x[b]
+        self.ref_r = np.ascontiguousarray(mean_r)
+        self.ref_x = np.ascontiguousarray(mean_x)
+        self.var_r = np.bincount(b, weights=dr * dr, minlength=n_bins) / safe
+        self.cov_rx = np.zeros((n_bins, q))
+        self.cov_xx = np.zeros((n_bins, q, q))
+        for bb in np.flatnonzero(~empty):
+            m = b == bb
+            self.cov_rx[bb] = dr[m] @ dX[m] / cnt[bb]
+            self.cov_xx[bb] = dX[m].T @ dX[m] / cnt[bb]
+
+    def coefficients(self, x):
+        """Per-bin ``ref_s`` (B,), Taylor coefficients (B, 6) and the population mean of h."""
+        alpha, nu = self.model.constrained(x)
+        c0, _ = self.model._consts(nu)
+        a1 = alpha[1:]
+        ref_s = alpha[0] + self.ref_x @ a1
+        coef = np.ascontiguousarray(_f_derivs(self.ref_r, ref_s, nu, c0))
+        var_s = np.einsum("bij,i,j->b", self.cov_xx, a1, a1)
+        cov_rs = self.cov_rx @ a1
+        per_bin = (coef[:, 0] + 0.5 * coef[:, 3] * self.var_r + coef[:, 4] * cov_rs
+                   + 0.5 * coef[:, 5] * var_s)
+        mean_h = float(self.count @ per_bin) / self.n_in
+        return np.ascontiguousarray(ref_s), coef, mean_h
+
+
+def _bins_2d(r, s, n_per_dim):
+    qr = np.quantile(r, np.linspace(0, 1, n_per_dim + 1)[1:-1])
+    qs = np.quantile(s, np.linspace(0, 1, n_per_dim + 1)[1:-1])
+    br = np.searchsorted(qr, r, side="right")
+    bs = np.searchsorted(qs, s, side="right")
+    return br * n_per_dim + bs
+
+
+class ChainContext:
+    """Everything fixed during a run: models, pseudo-priors, bins, outliers.
+
+    Parameters
+    ----------
+    returns : ndarray of shape (n_obs,)
+        Standardised returns.
+    orders : tuple of int
+    laplaces : list of LaplaceApprox, one per order
+    outlier_fraction : float in [0, 1)
+    n_bins_per_dim : int
+    kernel : module, optional
+        ``sampling.arch._loglik`` (default) or its Python twin.
+    """
+
+    def __init__(self, returns, orders, laplaces, *, outlier_fraction=0.2,
+                 n_bins_per_dim=10, kernel=None):
+        self.orders = tuple(int(q) for q in orders)
+        q_max = max(self.orders)
+        self.models = [ARCHModel(returns, q, q_max, kernel=kernel) for q in self.orders]
+        self.laplaces = list(laplaces)
+        m0 = self.models[0]
+        self.n_data = m0.n_data
+        self.all_idx = m0.all_idx
+        self.D = len(self.orders)
+        # ---- control-variate bins at each model's MAP, common outlier set
+        n_bins = n_bins_per_dim * n_bins_per_dim
+        bins, dist = [], np.zeros(self.n_data)
+        for mod, lap in zip(self.models, self.laplaces):
+            alpha, _ = mod.constrained(lap.mean)
+            s = mod.variances(alpha)
+            r = mod.r[mod.all_idx]
+            b = _bins_2d(r, s, n_bins_per_dim)
+            cnt = np.maximum(np.bincount(b, minlength=n_bins), 1)
+            mr = np.bincount(b, weights=r, minlength=n_bins) / cnt
+            ms = np.bincount(b, weights=s, minlength=n_bins) / cnt
+            d = np.hypot((r - mr[b]) / r.std(), (s - ms[b]) / s.std())
+            dist = np.maximum(dist, d)
+            bins.append(b)
+        n_out = int(round(outlier_fraction * self.n_data))
+        order = np.argsort(-dist, kind="stable")
+        out_pos = np.sort(order[:n_out])
+        in_pos = np.sort(order[n_out:])
+        self.outliers = np.ascontiguousarray(self.all_idx[out_pos])
+        self.inliers = np.ascontiguousarray(self.all_idx[in_pos])
+        self.n_in = self.inliers.shape[0]
+        self.cvs = []
+        for mod, b in zip(self.models, bins):
+            bin_of = np.full(mod.r.shape[0], 0, dtype=np.int64)
+            bin_of[mod.all_idx] = b
+            self.cvs.append(ControlVariate(mod, self.inliers, bin_of, n_bins))
+        # ---- per-datum gradients at the MAP (SGLD gradient control variate)
+        self.grad_map = []
+        self.grad_map_sum = []
+        for mod, lap in zip(self.models, self.laplaces):
+            G = mod.per_datum_grad(lap.mean)
+            full = np.zeros((mod.r.shape[0], mod.n_params))
+            full[mod.all_idx] = G
+            self.grad_map.append(full)
+            self.grad_map_sum.append(G.sum(axis=0))
+
+    # ---------------------------------------------------------------- terms
+    def cv_rewards(self, j, x, times, coefs=None):
+        """Residual rewards ``l_t - h_t + E[h]`` of model ``j`` at ``times`` (inliers)."""
+        mod, cv = self.models[j], self.cvs[j]
+        ref_s, coef, mean_h = cv.coefficients(x) if coefs is None else coefs
+        alpha, nu = mod.constrained(x)
+        c0, _ = mod._consts(nu)
+        out = np.empty(times.shape[0])
+        out_h = np.empty(times.shape[0])
+        mod._k.loglik_cv_terms(mod.r, mod.r2, alpha, nu, c0, times, cv.bin_of,
+                               cv.ref_r, ref_s, coef, out, out_h)
+        return out - out_h + mean_h, out
+
+    def log_joint_prior(self, j, x):
+        """``log p(x | j) - log pseudo_j(x)``: the model-``j`` part of ``log f_0``."""
+        return self.models[j].log_prior(x) - self.laplaces[j].logpdf(x)
+
+
+class ChainState:
+    """Mutable state of one chain (kept in checkpoints)."""
+
+    def __init__(self, ctx, rng, log_adjusted_prior, step_sizes):
+        self.q_idx = int(rng.integers(ctx.D))
+        self.xs = [lap.mean.copy() for lap in ctx.laplaces]
+        self.log_pi = np.array(log_adjusted_prior, dtype=float)
+        self.log_step = np.log(np.asarray(step_sizes, dtype=float))
+        self.rng = rng
+        self.t = 0
+        # caches of the current model's quantities (invalidated when q or x changes)
+        self.cache = None
+
+
+# --------------------------------------------------------------------------- racing glue
+def _race_q(ctx, xs, log_f0, rng, *, delta, first_batch, stats, check):
+    """Racing-Normal Gibbs draw of q (index into orders); counts terms in ``stats``."""
+    import sampling
+
+    coefs = [ctx.cvs[j].coefficients(xs[j]) for j in range(ctx.D)]
+    gumbels = rng.gumbel(size=ctx.D)
+    inl = ctx.inliers
+
+    def log_f(states, idx):
+        times = inl[np.asarray(idx, dtype=np.int64)]
+        out = np.empty((len(states), times.shape[0]))
+        for a, j in enumerate(states):
+            out[a], _ = ctx.cv_rewards(int(j), xs[int(j)], times, coefs[int(j)])
+        stats["n_evals"] += out.size
+        return out
+
+    res = sampling.race(log_f, log_f0, ctx.n_in, delta=delta, bound="normal",
+                        variance="pairwise", first_batch=first_batch, gumbels=gumbels, rng=rng)
+    j = int(res.state)
+    if check:
+        tot = np.array([ctx.models[k].loglik_terms(xs[k], inl).sum() for k in range(ctx.D)])
+        stats["check_evals"] += ctx.D * ctx.n_in
+        j_exact = int(np.argmax(tot + log_f0 + gumbels))
+        stats["gibbs_checks"] += 1
+        stats["gibbs_errors"] += int(j_exact != j)
+    return j
+
+
+def _mh_test(ctx, j, x, x_new, log_rest, rng, *, delta, first_batch, stats, check):
+    """Racing-Normal MH test (Eq. 12) over the inliers; ``log_rest`` holds all other terms.
+
+    Accept iff ``sum_{t in inliers} (l_t(x_new) - l_t(x)) + log_rest > 0``.
+    """
+    import sampling
+
+    c_new = ctx.cvs[j].coefficients(x_new)
+    c_old = ctx.cvs[j].coefficients(x)
+    inl = ctx.inliers
+
+    def diff(idx):
+        times = inl[np.asarray(idx, dtype=np.int64)]
+        a, _ = ctx.cv_rewards(j, x_new, times, c_new)
+        b, _ = ctx.cv_rewards(j, x, times, c_old)
+        stats["n_evals"] += 2 * times.shape[0]
+        return a - b
+
+    mu0 = -log_rest / ctx.n_in
+    res = sampling.mh_accept(diff, ctx.n_in, mu0, delta=delta, first_batch=first_batch, rng=rng)
+    acc = bool(res.accept)
+    if check:
+        m = ctx.models[j]
+        exact = (m.loglik_terms(x_new, inl).sum() - m.loglik_terms(x, inl).sum()) + log_rest > 0
+        stats["check_evals"] += 2 * ctx.n_in
+        stats["mh_checks"] += 1
+        stats["mh_errors"] += int(bool(exact) != acc)
+    return acc
+
+
+# --------------------------------------------------------------------------- one iteration
+def _langevin(ctx, st, j, *, method, grad_batch, delta, first_batch, stats, check):
+    """One Langevin-proposal MH step on ``x^(j)`` in Laplace-whitened coordinates."""
+    rng = st.rng
+    mod, lap = ctx.models[j], ctx.laplaces[j]
+    L = lap.chol
+    eps = float(np.exp(st.log_step[j]))
+    x = st.xs[j]
+    w = np.linalg.solve(L, x - lap.mean)
+    if method == "exact":
+        if st.cache is None or st.cache[0] != j:
+            terms, g = mod.loglik_grad(x)
+            stats["n_evals"] += mod.n_data
+            st.cache = (j, terms.sum(), g)
+        _, ll, g = st.cache
+        gw = L.T @ (g + mod.grad_log_prior(x))
+        w_new, lq_fwd = sgld_proposal(w, gw, step_size=eps, rng=rng)
+        x_new = lap.mean + L @ w_new
+        terms_new, g_new = mod.loglik_grad(x_new)
+        stats["n_evals"] += mod.n_data
+        gw_new = L.T @ (g_new + mod.grad_log_prior(x_new))
+        ll_new = terms_new.sum()
+        log_ratio = (ll_new - ll + mod.log_prior(x_new) - mod.log_prior(x)
+                     + log_q(w, w_new, gw_new, eps) - lq_fwd)
+        acc = bool(np.log(rng.uniform()) < log_ratio) if np.isfinite(log_ratio) else False
+        if acc:
+            st.xs[j] = x_new
+            st.cache = (j, ll_new, g_new)
+        return acc
+    # ---- subsampled: SGLD proposal from a mini-batch with a gradient control variate
+    N = mod.n_data
+    batch = ctx.all_idx[rng.choice(N, size=min(grad_batch, N), replace=False)]
+    Gm = ctx.grad_map[j]
+    corr = Gm[batch].sum(axis=0)
+    scale = N / batch.shape[0]
+
+    def grad_est(xx):
+        _, gb = mod.loglik_grad(xx, batch)
+        stats["n_evals"] += batch.shape[0]
+        return ctx.grad_map_sum[j] + scale * (gb - corr) + mod.grad_log_prior(xx)
+
+    gw = L.T @ grad_est(x)
+    w_new, lq_fwd = sgld_proposal(w, gw, step_size=eps, rng=rng)
+    x_new = lap.mean + L @ w_new
+    gw_new = L.T @ grad_est(x_new)
+    if st.cache is None or st.cache[0] != j:
+        ll_out = mod.loglik_terms(x, ctx.outliers).sum()
+        stats["n_evals"] += ctx.outliers.shape[0]
+        st.cache = (j, ll_out, None)
+    ll_out = st.cache[1]
+    ll_out_new = mod.loglik_terms(x_new, ctx.outliers).sum()
+    stats["n_evals"] += ctx.outliers.shape[0]
+    log_rest = (ll_out_new - ll_out + mod.log_prior(x_new) - mod.log_prior(x)
+                + log_q(w, w_new, gw_new, eps) - lq_fwd
+                - math.log(rng.uniform()))
+    if not np.isfinite(log_rest):
+        return False
+    acc = _mh_test(ctx, j, x, x_new, log_rest, rng, delta=delta, first_batch=first_batch,
+                   stats=stats, check=check)
+    if acc:
+        st.xs[j] = x_new
+        st.cache = (j, ll_out_new, None)
+    return acc
+
+
+def _gibbs_q(ctx, st, *, method, delta, first_batch, stats, check):
+    xs = st.xs
+    log_f0 = st.log_pi + np.array([ctx.log_joint_prior(k, xs[k]) for k in range(ctx.D)])
+    if method == "exact":
+        tot = np.array([ctx.models[k].loglik_terms(xs[k]).sum() for k in range(ctx.D)])
+        stats["n_evals"] += ctx.D * ctx.n_data
+        return int(np.argmax(tot + log_f0 + st.rng.gumbel(size=ctx.D)))
+    out_tot = np.array([ctx.models[k].loglik_terms(xs[k], ctx.outliers).sum()
+                        for k in range(ctx.D)])
+    stats["n_evals"] += ctx.D * ctx.outliers.shape[0]
+    return _race_q(ctx, xs, log_f0 + out_tot, st.rng, delta=delta, first_batch=first_batch,
+                   stats=stats, check=check)
+
+
+def step(ctx, st, *, method, grad_batch, delta, first_batch, stats, check_every=0,
+         adapt_step=False, adapt_pi=False, target_accept=0.36):
+    """One sweep: pseudo-prior refresh, Langevin-MH on the current model, Gibbs on q.
+
+    ``adapt_pi`` applies the Wang-Landau update of ``log pi~`` (step ``1/(1+t/100)``);
+    ``adapt_step`` the Robbins-Monro update of the current model's log step size.
+    Returns ``(q_index, accepted)``.
+    """
+    check = bool(check_every) and (st.t % check_every == 0)
+    j = st.q_idx
+    for k in range(ctx.D):
+        if k != j:
+            st.xs[k] = ctx.laplaces[k].sample(st.rng)
+    acc = _langevin(ctx, st, j, method=method, grad_batch=grad_batch, delta=delta,
+                    first_batch=first_batch, stats=stats, check=check)
+    gamma = 1.0 / (1.0 + st.t / 100.0)
+    if adapt_step:
+        st.log_step[j] += gamma * ((1.0 if acc else 0.0) - target_accept)
+    j_new = _gibbs_q(ctx, st, method=method, delta=delta, first_batch=first_batch,
+                     stats=stats, check=check)
+    if j_new != j:
+        st.cache = None
+    st.q_idx = j_new
+    if adapt_pi:
+        st.log_pi[j_new] -= gamma
+        st.log_pi -= logsumexp(st.log_pi)
+    st.t += 1
+    return j_new, acc
+
+
+def new_stats():
+    """Counters of one chain: likelihood terms evaluated and racing-error checks."""
+    return {"n_evals": 0, "check_evals": 0, "gibbs_checks": 0, "gibbs_errors": 0,
+            "mh_checks": 0, "mh_errors": 0, "n_accept": 0, "n_mh": 0, "wall_s": 0.0}
+
+
+def run_chain(ctx, st, n_iter, *, method, grad_batch, delta, first_batch,
+              check_every, target_accept, stats, adapt_step=False, adapt_pi=False,
+              progress=None):
+    """Run ``n_iter`` sweeps; return arrays ``q_idx`` (n_iter,), ``n_evals`` (n_iter,),
+    ``log_pi`` (n_iter, D) (the adjusted prior after each sweep)."""
+    qs = np.empty(n_iter, dtype=np.int64)
+    ev = np.empty(n_iter, dtype=np.int64)
+    lp = np.empty((n_iter, ctx.D))
+    t0 = time.perf_counter()
+    for i in range(n_iter):
+        j, acc = step(ctx, st, method=method, grad_batch=grad_batch, delta=delta,
+                      first_batch=first_batch, stats=stats, check_every=check_every,
+                      adapt_step=adapt_step, adapt_pi=adapt_pi,
+                      target_accept=target_accept)
+        stats["n_mh"] += 1
+        stats["n_accept"] += int(acc)
+        qs[i] = j
+        ev[i] = stats["n_evals"]
+        lp[i] = st.log_pi
+        if progress is not None:
+            progress.update(1)
+    stats["wall_s"] += time.perf_counter() - t0
+    return qs, ev, lp
+
+
+
+
+# --------------------------------------------------------------------------- public API
+import os  # noqa: E402
+import pickle  # noqa: E402
+import warnings  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+from sampling._rng import as_generator  # noqa: E402
+from sampling.exceptions import LowESSWarning  # noqa: E402
+
+from .model import check_returns, standardise  # noqa: E402
+
+_METHODS = ("subsampled", "exact")
+
+
+@dataclass(frozen=True)
+class ARCHSelection:
+    """Result of :func:`select_order`.
+
+    Attributes
+    ----------
+    orders : tuple of int
+        Candidate orders ``Q``.
+    method : {"subsampled", "exact"}
+    posterior : ndarray of shape (D,)
+        ``p(q | r)`` with a uniform model prior: the visit frequencies of the
+        fixed-prior phase (all chains pooled) divided by the adjusted prior
+        ``pi~`` and renormalised (Carlin & Chib 1995; paper Appx. C.2).
+    posterior_per_chain : ndarray of shape (n_chains, D)
+    adjusted_posterior : ndarray of shape (D,)
+        Pooled visit frequencies ``p~(q | r)`` (close to uniform by design).
+    log_adjusted_prior : ndarray of shape (D,)
+        The fixed ``log pi~`` (normalised), natural log.
+    q_trace : ndarray of int of shape (n_chains, n_iterations)
+        Sampled order (values from ``orders``) in the fixed phase.
+    warmup_q_trace : ndarray of int of shape (n_chains, n_warmup)
+    log_adjusted_prior_trace : ndarray of shape (n_chains, n_warmup, D)
+        ``log pi~`` after each warm-up sweep; ``-log pi~`` (renormalised) is the
+        running estimate of ``log p(q | r)`` plotted in the paper's Fig. 2(b).
+    n_evals_trace : ndarray of int of shape (n_chains, n_warmup + n_iterations)
+        Cumulative per-datum likelihood terms evaluated by each chain.
+    n_loglik_evals : int
+        Per-datum log-likelihood terms evaluated, all chains and both phases
+        (a term and its gradient at the same point count once; racing-error
+        checks are not counted).
+    n_loglik_evals_sampling : int
+        Same, fixed phase only (the denominator-side of ``evals_per_ess``).
+    acceptance_rate : ndarray of shape (n_chains,)
+        MH acceptance rate of the parameter moves in the fixed phase.
+    gibbs_error_rate, mh_error_rate : float or None
+        Fraction of checked racing decisions that differ from the exact decision
+        under the same Gumbel / uniform draws (``check_every > 0`` only).
+    n_gibbs_checks, n_mh_checks : int
+    ess : float
+        ArviZ bulk ESS of the q trace (chains pooled).
+    r_hat : float
+        ArviZ rank-normalised R-hat of the q trace (NaN with one chain).
+    step_sizes : ndarray of shape (n_chains, D)
+        Adapted Langevin step sizes (whitened coordinates).
+    laplace_log_evidence : ndarray of shape (D,)
+    map_params : dict
+        ``{q: (alpha (q+1,), nu)}`` at each model's MAP (standardised returns).
+    n_data, n_outliers : int
+        Likelihood terms per model and the always-evaluated outlier terms.
+    returns_mean, returns_scale : float
+        The standardisation applied (``z = (r - mean) / scale``).
+    wall_time_s : float
+    """
+
+    orders: tuple
+    method: str
+    posterior: np.ndarray
+    posterior_per_chain: np.ndarray
+    adjusted_posterior: np.ndarray
+    log_adjusted_prior: np.ndarray
+    q_trace: np.ndarray
+    warmup_q_trace: np.ndarray
+    log_adjusted_prior_trace: np.ndarray
+    n_evals_trace: np.ndarray
+    n_loglik_evals: int
+    n_loglik_evals_sampling: int
+    acceptance_rate: np.ndarray
+    gibbs_error_rate: float | None
+    mh_error_rate: float | None
+    n_gibbs_checks: int
+    n_mh_checks: int
+    ess: float
+    r_hat: float
+    step_sizes: np.ndarray
+    laplace_log_evidence: np.ndarray
+    map_params: dict = field(repr=False)
+    n_data: int = 0
+    n_outliers: int = 0
+    returns_mean: float = 0.0
+    returns_scale: float = 1.0
+    wall_time_s: float = 0.0
+
+    @property
+    def evals_per_ess(self):
+        """Likelihood terms (fixed phase) per effective sample of q."""
+        return self.n_loglik_evals_sampling / self.ess if self.ess > 0 else float("inf")
+
+    @property
+    def map_order(self):
+        """The order with the largest posterior probability."""
+        return self.orders[int(np.argmax(self.posterior))]
+
+    def summary(self):
+        """A JSON-friendly dict of the scalar results."""
+        return {
+            "method": self.method, "orders": list(self.orders),
+            "posterior": self.posterior.tolist(),
+            "adjusted_posterior": self.adjusted_posterior.tolist(),
+            "log_adjusted_prior": self.log_adjusted_prior.tolist(),
+            "n_chains": int(self.q_trace.shape[0]), "n_iterations": int(self.q_trace.shape[1]),
+            "n_warmup": int(self.warmup_q_trace.shape[1]),
+            "n_loglik_evals": int(self.n_loglik_evals),
+            "n_loglik_evals_sampling": int(self.n_loglik_evals_sampling),
+            "evals_per_ess": float(self.evals_per_ess),
+            "acceptance_rate": self.acceptance_rate.tolist(),
+            "gibbs_error_rate": self.gibbs_error_rate, "mh_error_rate": self.mh_error_rate,
+            "n_gibbs_checks": self.n_gibbs_checks, "n_mh_checks": self.n_mh_checks,
+            "ess": float(self.ess), "r_hat": float(self.r_hat),
+            "laplace_log_evidence": self.laplace_log_evidence.tolist(),
+            "n_data": self.n_data, "n_outliers": self.n_outliers,
+            "returns_mean": self.returns_mean, "returns_scale": self.returns_scale,
+            "wall_time_s": self.wall_time_s,
+            "map_params": {str(q): {"alpha": a.tolist(), "nu": nu}
+                           for q, (a, nu) in self.map_params.items()},
+        }
+
+
+def _q_diagnostics(q_trace):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import arviz as az
+
+        x = np.asarray(q_trace, dtype=float)
+        if x.shape[1] < 4 or np.all(x == x.flat[0]):
+            return float("nan"), float("nan")
+        ess = float(az.ess(x, method="bulk"))
+        rhat = float(az.rhat(x)) if x.shape[0] > 1 else float("nan")
+    return ess, rhat
+
+
+def _atomic_pickle(obj, path):
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+
+
+def _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
+               grad_batch, first_batch, outlier_fraction, target_accept, check_every):
+    try:
+        orders = tuple(sorted({int(q) for q in orders}))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the orders parameter of select_order must be integers; got {orders!r}") from exc
+    if len(orders) < 2 or orders[0] < 1:
+        raise ValueError(f"the orders parameter of select_order must hold at least two "
+                         f"positive orders; got {orders!r}")
+    if method not in _METHODS:
+        raise ValueError(f"the method parameter of select_order must be one of {_METHODS}; "
+                         f"got {method!r}")
+    for name, v, lo in (("n_iterations", n_iterations, 1), ("n_warmup", n_warmup, 0),
+                        ("n_chains", n_chains, 1), ("grad_batch", grad_batch, 1),
+                        ("first_batch", first_batch, 2), ("check_every", check_every, 0)):
+        if not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"the {name} parameter of select_order must be an int >= {lo}; "
+                             f"got {v!r}")
+    if not 0 < delta < 1:
+        raise ValueError(f"the delta parameter of select_order must be in (0, 1); got {delta!r}")
+    if not 0 <= outlier_fraction < 1:
+        raise ValueError("the outlier_fraction parameter of select_order must be in [0, 1); "
+                         f"got {outlier_fraction!r}")
+    if not 0 < target_accept < 1:
+        raise ValueError("the target_accept parameter of select_order must be in (0, 1); "
+                         f"got {target_accept!r}")
+    r = check_returns(returns, q_max=max(orders))
+    return r, orders
+
+
+def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled",
+                 n_iterations=2000, n_warmup=1000, n_chains=4, delta=0.05, rng=None,
+                 grad_batch=500, first_batch=50, outlier_fraction=0.2, target_accept=0.36,
+                 log_adjusted_prior=None, prior_init="laplace", check_every=0,
+                 standardize=True, progress=False, checkpoint=None, resume=False,
+                 checkpoint_every=500, kernel=None):
+    """Posterior over the ARCH order q by Carlin-Chib MCMC, exact or subsampled.
+
+    Parameters
+    ----------
+    returns : array_like of shape (n_obs,)
+        Returns in time order (e.g. percent log returns, :func:`load_returns`).
+    orders : sequence of int
+        Candidate orders; every model conditions on the first ``max(orders)`` points.
+    method : {"subsampled", "exact"}
+        ``"subsampled"``: Racing-Normal Gibbs for q and SGLD + Racing-Normal MH for
+        the parameters (paper Sec. 5.2); ``"exact"``: the same chain with
+        full-data conditionals (exact Gibbs, MALA).
+    n_iterations : int
+        Sweeps per chain with the adjusted prior fixed (the sample).
+    n_warmup : int
+        Wang-Landau / step-size adaptation sweeps per chain.
+    n_chains : int
+        Independent chains, driven by ``rng.spawn(n_chains)``.
+    delta : float in (0, 1)
+        Racing error level of every Gibbs and MH test.
+    rng : None, int or numpy.random.Generator
+    grad_batch : int
+        SGLD mini-batch size.
+    first_batch : int
+        ``m^(1)`` of the racing schedule (paper: 50).
+    outlier_fraction : float in [0, 1)
+        Share of points always evaluated exactly (paper: 0.2).
+    target_accept : float
+        Step-size adaptation target (paper: about 0.36).
+    log_adjusted_prior : array_like of shape (D,), optional
+        A fixed ``log pi~``; skips the Wang-Landau adaptation (warm-up then only
+        adapts step sizes). Use it to compare methods on the same target.
+    prior_init : {"laplace", "uniform"}
+        Starting ``log pi~`` for Wang-Landau: ``-`` the Laplace log evidence, or 0.
+    check_every : int
+        Every ``check_every``-th sweep, also compute the exact Gibbs / MH decision
+        under the same random draws to estimate racing error rates (0: never).
+    standardize : bool
+        Demean and scale the returns to unit standard deviation first.
+    progress : bool
+        Show a tqdm progress bar.
+    checkpoint : str or path, optional
+        Pickle file for the chain states, written atomically every
+        ``checkpoint_every`` sweeps; with ``resume=True`` a run continues from it.
+    kernel : module, optional
+        Likelihood kernels (default the Cython ``_loglik``; tests pass the twin).
+
+    Returns
+    -------
+    ARCHSelection
+
+    Raises
+    ------
+    ReturnsDataError
+        NaN/inf, too few points (``<= max(orders) + 50``) or a constant series.
+    ValueError, TypeError
+        Bad parameter values.
+
+    Warns
+    -----
+    LowESSWarning
+        When the ESS of q is below 100.
+
+    References
+    ----------
+    .. [1] Chen & Ghahramani (2016), Sec. 5.2, Appx. C.2 (Eq. 25), Alg. 1, Eq. 9, 11, 12.
+    .. [2] Carlin & Chib (1995), "Bayesian model choice via Markov chain Monte Carlo".
+    """
+    r, orders = _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
+                           grad_batch, first_batch, outlier_fraction, target_accept,
+                           check_every)
+    if prior_init not in ("laplace", "uniform"):
+        raise ValueError(f"the prior_init parameter of select_order must be 'laplace' or "
+                         f"'uniform'; got {prior_init!r}")
+    D = len(orders)
+    if log_adjusted_prior is not None:
+        fixed_pi = np.asarray(log_adjusted_prior, dtype=float)
+        if fixed_pi.shape != (D,) or not np.all(np.isfinite(fixed_pi)):
+            raise ValueError(f"the log_adjusted_prior parameter of select_order must be {D} "
+                             f"finite numbers; got {log_adjusted_prior!r}")
+        fixed_pi = fixed_pi - logsumexp(fixed_pi)
+    else:
+        fixed_pi = None
+    t_start = time.perf_counter()
+    if standardize:
+        z, mu, sc = standardise(r)
+    else:
+        z, mu, sc = r, 0.0, 1.0
+    q_max = max(orders)
+    models = [ARCHModel(z, q, q_max, kernel=kernel) for q in orders]
+    laplaces = [m.laplace() for m in models]
+    ctx = ChainContext(z, orders, laplaces, outlier_fraction=outlier_fraction, kernel=kernel)
+    log_ev = np.array([lap.log_evidence for lap in laplaces])
+    if fixed_pi is not None:
+        pi0 = fixed_pi
+    elif prior_init == "laplace":
+        pi0 = -log_ev - logsumexp(-log_ev)
+    else:
+        pi0 = np.full(D, -math.log(D))
+    kw = dict(method=method, grad_batch=grad_batch, delta=delta, first_batch=first_batch,
+              check_every=check_every, target_accept=target_accept)
+    config = dict(orders=orders, n_iterations=n_iterations, n_warmup=n_warmup,
+                  n_chains=n_chains, n_obs=int(z.shape[0]), data_sum=float(np.sum(r)),
+                  outlier_fraction=outlier_fraction, fixed_pi=None if fixed_pi is None
+                  else fixed_pi.tolist(), prior_init=prior_init, **kw)
+    prog = None
+    if resume and checkpoint is not None and os.path.exists(checkpoint):
+        with open(checkpoint, "rb") as fh:
+            saved = pickle.load(fh)
+        if saved.get("config") != config:
+            raise ValueError(f"checkpoint {checkpoint} was written by a run with other "
+                             "settings; remove it or drop --resume")
+    else:
+        gen = as_generator(rng)
+        children = gen.spawn(n_chains)
+        eps0 = [1.5 * m.n_params ** (-1.0 / 3.0) for m in models]
+        saved = {"config": config, "phase": "warmup", "done": [0] * n_chains,
+                 "states": [ChainState(ctx, children[c], pi0, eps0) for c in range(n_chains)],
+                 "stats_w": [new_stats() for _ in range(n_chains)],
+                 "stats_s": [new_stats() for _ in range(n_chains)],
+                 "wq": [[] for _ in range(n_chains)], "wpi": [[] for _ in range(n_chains)],
+                 "sq": [[] for _ in range(n_chains)], "ev": [[] for _ in range(n_chains)],
+                 "fixed_pi": fixed_pi}
+    total = n_chains * (n_warmup + n_iterations)
+    if progress:
+        from tqdm.auto import tqdm
+
+        done_now = sum(saved["done"]) + (n_chains * n_warmup if saved["phase"] == "sample" else 0)
+        prog = tqdm(total=total, initial=done_now, desc=f"arch {method}", unit="sweep")
+
+    def _run_phase(phase, n_target, adapt_step, adapt_pi):
+        for c in range(n_chains):
+            st = saved["states"][c]
+            while saved["done"][c] < n_target:
+                n = min(checkpoint_every, n_target - saved["done"][c])
+                stats = saved["stats_w" if phase == "warmup" else "stats_s"][c]
+                qs, ev, lp = run_chain(ctx, st, n, adapt_step=adapt_step, adapt_pi=adapt_pi,
+                                       stats=stats, progress=prog, **kw)
+                base = saved["stats_w"][c]["n_evals"] if phase == "sample" else 0
+                saved["ev"][c].append(ev + base)
+                if phase == "warmup":
+                    saved["wq"][c].append(qs)
+                    saved["wpi"][c].append(lp)
+                else:
+                    saved["sq"][c].append(qs)
+                saved["done"][c] += n
+                if checkpoint is not None:
+                    _atomic_pickle(saved, checkpoint)
+
+    try:
+        if saved["phase"] == "warmup":
+            _run_phase("warmup", n_warmup, True, fixed_pi is None)
+            if fixed_pi is None:
+                finals = np.array([st.log_pi for st in saved["states"]])
+                pi_fix = finals.mean(axis=0)
+                pi_fix -= logsumexp(pi_fix)
+            else:
+                pi_fix = fixed_pi
+            saved["fixed_pi"] = pi_fix
+            for st in saved["states"]:
+                st.log_pi = pi_fix.copy()
+                st.t = 0
+            saved["phase"] = "sample"
+            saved["done"] = [0] * n_chains
+            if checkpoint is not None:
+                _atomic_pickle(saved, checkpoint)
+        _run_phase("sample", n_iterations, False, False)
+    finally:
+        if prog is not None:
+            prog.close()
+    pi_fix = np.asarray(saved["fixed_pi"])
+    wq = np.array([np.concatenate(x) if x else np.empty(0, np.int64) for x in saved["wq"]])
+    wpi = np.array([np.concatenate(x) if x else np.empty((0, D)) for x in saved["wpi"]])
+    sq = np.array([np.concatenate(x) for x in saved["sq"]])
+    ev = np.array([np.concatenate(x) for x in saved["ev"]])
+    counts = np.array([np.bincount(s, minlength=D) for s in sq], dtype=float)
+    adj = counts.sum(axis=0) / counts.sum()
+
+    def _correct(freq):
+        with np.errstate(divide="ignore"):
+            lp = np.log(freq) - pi_fix
+        lp = lp - logsumexp(lp)
+        return np.exp(lp)
+
+    post = _correct(adj)
+    post_chain = np.array([_correct(cn / cn.sum()) for cn in counts])
+    q_vals = np.asarray(orders)[sq]
+    ess, rhat = _q_diagnostics(q_vals)
+    if np.isfinite(ess) and ess < 100:
+        warnings.warn(f"ESS of q is {ess:.0f} (< 100): run more iterations", LowESSWarning,
+                      stacklevel=2)
+    sw, ss = saved["stats_w"], saved["stats_s"]
+    allst = sw + ss
+    g_checks = sum(s["gibbs_checks"] for s in allst)
+    m_checks = sum(s["mh_checks"] for s in allst)
+    return ARCHSelection(
+        orders=orders, method=method, posterior=post, posterior_per_chain=post_chain,
+        adjusted_posterior=adj, log_adjusted_prior=pi_fix, q_trace=q_vals,
+        warmup_q_trace=np.asarray(orders)[wq] if wq.size else wq.astype(int),
+        log_adjusted_prior_trace=wpi, n_evals_trace=ev,
+        n_loglik_evals=int(sum(s["n_evals"] for s in allst)),
+        n_loglik_evals_sampling=int(sum(s["n_evals"] for s in ss)),
+        acceptance_rate=np.array([s["n_accept"] / max(s["n_mh"], 1) for s in ss]),
+        gibbs_error_rate=(sum(s["gibbs_errors"] for s in allst) / g_checks) if g_checks else None,
+        mh_error_rate=(sum(s["mh_errors"] for s in allst) / m_checks) if m_checks else None,
+        n_gibbs_checks=g_checks, n_mh_checks=m_checks, ess=ess, r_hat=rhat,
+        step_sizes=np.exp(np.array([st.log_step for st in saved["states"]])),
+        laplace_log_evidence=log_ev,
+        map_params={q: m.constrained(lap.mean) for q, m, lap in zip(orders, models, laplaces)},
+        n_data=ctx.n_data, n_outliers=int(ctx.outliers.shape[0]),
+        returns_mean=mu, returns_scale=sc, wall_time_s=time.perf_counter() - t_start,
+    )
