@@ -1,0 +1,277 @@
+"""Elimination orders, induced width and pseudo trees.
+
+The interaction (primal) graph links two variables when some factor holds both
+(Lou et al. 2017, Sec. 2). Variables of cardinality 1 are left out of the graph
+(they carry no information; evidence is clamped that way): they are eliminated
+first, have no neighbours and are their own pseudo-tree roots.
+
+An elimination order lists every variable once, first eliminated first. Search
+(pseudo tree) order is the reverse: ancestors come before descendants.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["min_fill_order", "min_size_order", "induced_width", "PseudoTree", "interaction_graph"]
+
+
+def interaction_graph(model):
+    """Adjacency sets of the primal graph (cardinality-1 variables are isolated).
+
+    Returns
+    -------
+    list of set of int, length n_vars
+    """
+    adj = [set() for _ in range(model.n_vars)]
+    cards = model.cards
+    for f in model.factors:
+        sc = [v for v in f.scope if cards[v] > 1]
+        for i, u in enumerate(sc):
+            for v in sc[i + 1:]:
+                adj[u].add(v)
+                adj[v].add(u)
+    return adj
+
+
+def _greedy_order(model, score):
+    """Greedy elimination; ``score(v, adj, logc) -> tuple``, smallest first, ties by id."""
+    adj = interaction_graph(model)
+    n = model.n_vars
+    logc = np.log(model.cards.astype(float)).tolist()
+    alive = set(range(n))
+    scores = {v: score(v, adj, logc) for v in range(n)}
+    order = []
+    while alive:
+        v = min(alive, key=lambda u: (scores[u], u))
+        order.append(v)
+        alive.discard(v)
+        nb = adj[v]
+        dirty = set(nb)
+        nbl = list(nb)
+        for i, a in enumerate(nbl):
+            adj[a].discard(v)
+            for b in nbl[i + 1:]:
+                if b not in adj[a]:
+                    adj[a].add(b)
+                    adj[b].add(a)
+        for a in nbl:
+            dirty |= adj[a]
+        adj[v] = set()
+        for u in dirty:
+            if u in alive:
+                scores[u] = score(u, adj, logc)
+    return np.array(order, dtype=np.int64)
+
+
+def _fill(v, adj):
+    nb = list(adj[v])
+    fill = 0
+    for i, a in enumerate(nb):
+        na = adj[a]
+        for b in nb[i + 1:]:
+            if b not in na:
+                fill += 1
+    return fill
+
+
+def _size(v, adj, logc):
+    return sum(logc[u] for u in adj[v]) + logc[v]
+
+
+def min_fill_order(model):
+    """Greedy min-fill elimination order.
+
+    At each step eliminate the variable whose elimination adds the fewest fill
+    edges to the interaction graph; ties go to the smaller table (sum of log
+    cardinalities of the variable and its neighbours), then the smaller id.
+
+    Parameters
+    ----------
+    model : GraphicalModel
+
+    Returns
+    -------
+    ndarray of int64, shape (n_vars,)
+        Variables in elimination order (first eliminated first).
+    """
+    return _greedy_order(model, lambda v, adj, logc: (_fill(v, adj), round(_size(v, adj, logc), 9)))
+
+
+def min_size_order(model):
+    """Greedy min-size elimination order.
+
+    At each step eliminate the variable whose bucket table is smallest
+    (product of the cardinalities of the variable and its current neighbours);
+    ties go to fewer fill edges, then the smaller id.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_vars,)
+    """
+    return _greedy_order(model, lambda v, adj, logc: (round(_size(v, adj, logc), 9), _fill(v, adj)))
+
+
+def _check_order(model, elim_order):
+    order = np.asarray(elim_order)
+    if order.dtype.kind not in "iu":
+        raise TypeError(f"the elim_order parameter must hold ints; got dtype {order.dtype}")
+    order = order.astype(np.int64).ravel()
+    n = model.n_vars
+    if order.shape[0] != n or not np.array_equal(np.sort(order), np.arange(n)):
+        raise ValueError(f"the elim_order parameter must be a permutation of 0..{n - 1}; got {order.shape[0]} entries")
+    return order
+
+
+def _eliminate(model, order):
+    """Symbolic elimination along ``order``: parents and bucket scopes (later neighbours)."""
+    adj = interaction_graph(model)
+    n = model.n_vars
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    parent = np.full(n, -1, dtype=np.int64)
+    later = [None] * n
+    for v in order.tolist():
+        nb = adj[v]
+        later[v] = sorted(nb, key=lambda u: pos[u])
+        if nb:
+            parent[v] = later[v][0]
+        nbl = list(nb)
+        for a in nbl:
+            adj[a].discard(v)
+            adj[a].update(nb)
+            adj[a].discard(a)
+    return parent, later, pos
+
+
+def induced_width(model, elim_order):
+    """Induced width of an elimination order.
+
+    The largest number of not-yet-eliminated neighbours a variable has when it
+    is eliminated (a bucket then spans ``width + 1`` variables).
+
+    Parameters
+    ----------
+    model : GraphicalModel
+    elim_order : array_like of int, shape (n_vars,)
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        If ``elim_order`` is not a permutation of the variables.
+    """
+    order = _check_order(model, elim_order)
+    _, later, _ = _eliminate(model, order)
+    return max((len(s) for s in later), default=0)
+
+
+class PseudoTree:
+    """The pseudo tree (bucket tree) of an elimination order.
+
+    The parent of ``v`` is the first-eliminated of the neighbours ``v`` has in
+    the induced graph when it is eliminated; every edge of the interaction graph
+    then joins an ancestor and a descendant (Lou et al. 2017, Def. 1).
+
+    Parameters
+    ----------
+    model : GraphicalModel
+    elim_order : array_like of int, shape (n_vars,)
+
+    Attributes
+    ----------
+    elim_order : ndarray of int64, shape (n_vars,)
+    search_order : ndarray of int64, shape (n_vars,)
+        Reverse elimination order: ancestors before descendants.
+    parent : ndarray of int64, shape (n_vars,)
+        Parent of each variable, -1 for roots.
+    children : list of list of int
+        Children of each variable, in search order.
+    roots : list of int
+        Roots in search order.
+    depth : ndarray of int64, shape (n_vars,)
+        Number of ancestors (0 for roots).
+    context : list of tuple of int
+        Bucket scope minus the variable itself (the induced-graph neighbours
+        eliminated later, first-eliminated first); all are ancestors.
+    induced_width : int
+
+    Raises
+    ------
+    ValueError
+        If ``elim_order`` is not a permutation of the variables.
+    """
+
+    def __init__(self, model, elim_order):
+        order = _check_order(model, elim_order)
+        parent, later, pos = _eliminate(model, order)
+        n = model.n_vars
+        self.elim_order = order
+        self.search_order = order[::-1].copy()
+        self.parent = parent
+        self.position = pos
+        self.context = [tuple(s) for s in later]
+        self.induced_width = max((len(s) for s in later), default=0)
+        self.children = [[] for _ in range(n)]
+        self.roots = []
+        depth = np.zeros(n, dtype=np.int64)
+        for v in self.search_order.tolist():
+            p = parent[v]
+            if p < 0:
+                self.roots.append(v)
+            else:
+                self.children[p].append(v)
+                depth[v] = depth[p] + 1
+        self.depth = depth
+
+    @property
+    def n_vars(self):
+        return int(self.parent.shape[0])
+
+    def ancestors(self, v):
+        """Ancestors of ``v``, nearest first."""
+        out = []
+        p = self.parent[v]
+        while p >= 0:
+            out.append(int(p))
+            p = self.parent[p]
+        return out
+
+    def root_of(self, v):
+        """The root of the tree holding ``v``."""
+        while self.parent[v] >= 0:
+            v = self.parent[v]
+        return int(v)
+
+    def subtree(self, v):
+        """``v`` and its descendants, in search order (ancestors first)."""
+        out = [int(v)]
+        i = 0
+        while i < len(out):
+            out.extend(self.children[out[i]])
+            i += 1
+        return sorted(out, key=lambda u: -self.position[u])
+
+    def __repr__(self):
+        return (f"PseudoTree(n_vars={self.n_vars}, n_roots={len(self.roots)}, "
+                f"induced_width={self.induced_width}, height={int(self.depth.max(initial=0))})")
+
+
+def log2_max_table(model, elim_order):
+    """log2 of the largest bucket table of exact elimination along ``elim_order``."""
+    order = _check_order(model, elim_order)
+    _, later, _ = _eliminate(model, order)
+    lc = np.log2(model.cards.astype(float))
+    return max((lc[v] + sum(lc[u] for u in later[v]) for v in range(model.n_vars)), default=0.0)
+
+
+def _total_log_size(model, order):
+    _, later, _ = _eliminate(model, order)
+    lc = np.log(model.cards.astype(float))
+    vals = [lc[v] + sum(lc[u] for u in later[v]) for v in range(model.n_vars)]
+    m = max(vals, default=0.0)
+    return m + math.log(sum(math.exp(x - m) for x in vals)) if vals else 0.0
