@@ -58,12 +58,6 @@ def _gibbs_cls():
     return GibbsCoref
 
 
-def _block_rng(seed, block):
-    from coref.gibbs import block_rng
-
-    return block_rng(seed, block)
-
-
 @dataclass(frozen=True)
 class BlockResult:
     """Gibbs output for one (sampler, fold, block).
@@ -140,7 +134,9 @@ class RunResult:
 def _infer_block(block_df, model, *, sampler, fold, block, seed, delta, n_sweeps, record_history):
     """Run Gibbs on one block with its own generator; assumes validated input."""
     Gibbs = _gibbs_cls()
-    kwargs = dict(sampler=sampler, delta=delta, rng=_block_rng(seed, block), record_history=record_history)
+    # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
+    # (model, block, seed) only, not on the executor or on which blocks share a task.
+    kwargs = dict(sampler=sampler, delta=delta, rng=seed, record_history=record_history)
     if n_sweeps is not None:
         kwargs["n_sweeps"] = n_sweeps
     t0 = time.perf_counter()
@@ -340,6 +336,21 @@ class _Checkpoints:
 
 # --------------------------------------------------------------------------- executors
 
+def _local_cluster(n_workers):
+    """A ``distributed.LocalCluster``: worker processes with one thread each, loopback only.
+
+    The dashboard is off; the scheduler's small HTTP server (health checks only) gets a
+    free loopback port instead of 8787, so several clusters can run side by side.
+    """
+    import logging
+
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=None, silence_logs=logging.ERROR,
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False})
+
+
 @contextlib.contextmanager
 def _executor_context(executor, workers, scheduler):
     """Yield (client or None, description). Closes only what it started."""
@@ -348,12 +359,9 @@ def _executor_context(executor, workers, scheduler):
     if workers is not None and scheduler is not None:
         raise ValueError("give either workers (start a local Dask cluster) or scheduler (connect to one), not both")
     if workers is not None:
-        import logging
+        from distributed import Client
 
-        from distributed import Client, LocalCluster
-
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = _local_cluster(workers)
         try:
             with Client(cluster) as client:
                 yield client, f"dask LocalCluster ({workers} workers x 1 thread, loopback)"
