@@ -22,3 +22,17 @@ def eliminate(
     pairwise: bool,
     alive: np.ndarray,
 ) -> int: ...
+def lil_ucb_run(
+    buf: np.ndarray,
+    buf_len: np.ndarray,
+    buf_pos: np.ndarray,
+    pulls: np.ndarray,
+    sums: np.ndarray,
+    active: np.ndarray,
+    sigma: np.ndarray,
+    n_data: int,
+    eps: float,
+    beta: float,
+    lam: float,
+    delta: float,
+) -> tuple[int, int]: ...

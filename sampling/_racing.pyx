@@ -4,7 +4,13 @@
 Private: :mod:`sampling.racing` validates every input before calling these.
 The pure-Python twin is :mod:`sampling._racing_py`; tests compare the two.
 """
-from libc.math cimport sqrt
+from libc.math cimport log, sqrt
+
+import numpy as np
+
+
+cdef double[::1] cython_view_empty(Py_ssize_t n):
+    return np.empty(n, dtype=np.float64)
 
 
 def merge_block(const double[:, ::1] rewards,   # IN  (k, m) rewards of the k surviving arms
@@ -92,3 +98,65 @@ def eliminate(const double[::1] mean,            # IN  (D,) running means
             g += coef_c * (c_range[ix] + c_range[ia])
             alive[a] = 0 if gap > g else 1
     return ix
+
+
+cdef inline double _lil_ucb_value(double total, long long t, long long n_data, double sigma,
+                                  double coef, double eps, double delta) noexcept nogil:
+    cdef double inner
+    if t >= n_data:
+        return total / t  # the exact mean (adaptation 2 of Sec. 3.2)
+    inner = log((1.0 + eps) * t)
+    if inner < 1.0:
+        inner = 1.0
+    return total / t + coef * sqrt(2.0 * sigma * sigma * (1.0 + eps) * log(inner / delta) / t)
+
+
+def lil_ucb_run(const double[:, ::1] buf,     # IN  (D, cap) fetched, not yet pulled rewards
+                long long[::1] buf_len,       # IN  (D,) valid entries of each buffer row
+                long long[::1] buf_pos,       # INOUT (D,) next entry to pull
+                long long[::1] pulls,         # INOUT (D,) T_i
+                double[::1] sums,             # INOUT (D,) sum of pulled rewards
+                const unsigned char[::1] active,  # IN (D,) arms that may win
+                const double[::1] sigma,      # IN  (D,) sub-Gaussian scales
+                long long n_data,             # IN  N
+                double eps, double beta, double lam, double delta):
+    """Run adapted lil'UCB until it stops or needs more rewards of an arm.
+
+    Returns ``(status, arm)``: status 0 = original stop rule met by ``arm``,
+    1 = ``arm`` has the highest UCB and an exact mean, 2 = ``arm`` needs a refill.
+    """
+    cdef Py_ssize_t d = pulls.shape[0]
+    cdef Py_ssize_t i, best
+    cdef long long total = 0
+    cdef double coef = (1.0 + beta) * (1.0 + sqrt(eps))
+    cdef double r, bval
+    cdef int status = 0
+    cdef double[::1] ucb = cython_view_empty(d)
+    with nogil:
+        for i in range(d):
+            total += pulls[i]
+            if active[i]:
+                ucb[i] = _lil_ucb_value(sums[i], pulls[i], n_data, sigma[i], coef, eps, delta)
+        while True:
+            best = -1
+            bval = 0.0
+            for i in range(d):
+                if active[i] and (best < 0 or ucb[i] > bval):
+                    best = i
+                    bval = ucb[i]
+            if pulls[best] >= n_data:
+                status = 1
+                break
+            if buf_pos[best] >= buf_len[best]:
+                status = 2
+                break
+            r = buf[best, buf_pos[best]]
+            buf_pos[best] += 1
+            pulls[best] += 1
+            sums[best] += r
+            total += 1
+            ucb[best] = _lil_ucb_value(sums[best], pulls[best], n_data, sigma[best], coef, eps, delta)
+            if pulls[best] * (1.0 + lam) >= 1.0 + lam * total:
+                status = 0
+                break
+    return status, best

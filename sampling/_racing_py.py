@@ -44,3 +44,36 @@ def eliminate(mean, m2, pair_m2, arms, n_seen, coef_sd, coef_c, c_range, pairwis
     keep[best] = True
     alive[:] = keep.astype(np.uint8)
     return ix
+
+
+def _lil_ucb_value(total, t, n_data, sigma, coef, eps, delta):
+    if t >= n_data:
+        return total / t
+    inner = max(np.log((1.0 + eps) * t), 1.0)
+    return total / t + coef * np.sqrt(2.0 * sigma * sigma * (1.0 + eps) * np.log(inner / delta) / t)
+
+
+def lil_ucb_run(buf, buf_len, buf_pos, pulls, sums, active, sigma, n_data, eps, beta, lam, delta):
+    """Run adapted lil'UCB until it stops or needs more rewards of an arm (see the .pyx)."""
+    d = pulls.shape[0]
+    coef = (1.0 + beta) * (1.0 + np.sqrt(eps))
+    total = int(pulls.sum())
+    ucb = np.full(d, -np.inf)
+    for i in range(d):
+        if active[i]:
+            ucb[i] = _lil_ucb_value(sums[i], pulls[i], n_data, sigma[i], coef, eps, delta)
+    while True:
+        cand = np.flatnonzero(np.asarray(active, dtype=bool))
+        best = int(cand[np.argmax(ucb[cand])])
+        if pulls[best] >= n_data:
+            return 1, best
+        if buf_pos[best] >= buf_len[best]:
+            return 2, best
+        r = buf[best, buf_pos[best]]
+        buf_pos[best] += 1
+        pulls[best] += 1
+        sums[best] += r
+        total += 1
+        ucb[best] = _lil_ucb_value(sums[best], pulls[best], n_data, sigma[best], coef, eps, delta)
+        if pulls[best] * (1.0 + lam) >= 1.0 + lam * total:
+            return 0, best

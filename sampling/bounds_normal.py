@@ -91,9 +91,14 @@ def schedule_proportions(pi1):
     return np.asarray(out)
 
 
+@functools.lru_cache(maxsize=1)
+def _nodes():
+    return np.polynomial.legendre.leggauss(_N_NODES)
+
+
 def _exceedance(bound, pis):
     """E(B) for the random walk with round proportions ``pis`` (inputs already valid)."""
-    x, w = np.polynomial.legendre.leggauss(_N_NODES)
+    x, w = _nodes()
     a, b = min(-_SPAN, bound - _SPAN), bound
     y = 0.5 * (b - a) * x + 0.5 * (b + a)
     w = w * 0.5 * (b - a)

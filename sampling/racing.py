@@ -84,6 +84,9 @@ class RaceResult:
         states, ``nan`` for arms never evaluated).
     gumbels : ndarray of shape (n_states,)
         The Gumbel noise ``eps_i`` used.
+    pulls_per_arm : ndarray of shape (n_states,) or None
+        Rewards drawn per arm (:func:`sampling.lil_ucb` only; Racing shares one
+        mini-batch so it is ``None`` there).
     """
 
     state: int
@@ -96,6 +99,7 @@ class RaceResult:
     n_data: int
     mean_estimates: np.ndarray = field(repr=False)
     gumbels: np.ndarray = field(repr=False)
+    pulls_per_arm: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def fraction_evaluated(self) -> float:
@@ -246,6 +250,7 @@ class _IndexSampler:
             out, self._rest = self._rest[:m], self._rest[m:]
             self.used[out] = True
         self.n_used += m
+        out.sort()  # the batch is a set; sorted indices make gathers cache-friendly
         return out
 
 
