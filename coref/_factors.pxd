@@ -1,0 +1,175 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Shared C-level declarations of the pairwise factor kernel.
+
+Both ``_factors.pyx`` and ``_gibbs.pyx`` cimport this file: the struct holds raw
+pointers into the arrays of one encoded block (filled by ``fill_block`` from typed
+memoryviews) and ``block_phi`` / ``block_factor`` are inline, so no Python object
+is touched while a factor is evaluated.  The feature list must match
+``coref.features.FEATURE_NAMES`` and the pure-Python twin ``coref._factors_py``.
+"""
+from libc.math cimport log, log1p, sqrt, fabs
+
+# number of pairwise features phi(x_i, x_j)
+cdef enum:
+    N_FEATURES = 17
+
+cdef struct BlockData:
+    Py_ssize_t n
+    double log_n
+    # coauthors: CSR over mentions, sorted token ids, block-local IDF weights
+    const long long* co_ptr
+    const int* co_ids
+    const double* co_w
+    # title words: CSR, sorted ids, L2-normalised TF-IDF weights
+    const long long* ti_ptr
+    const int* ti_ids
+    const double* ti_w
+    # venue words: CSR, sorted ids, L2-normalised TF-IDF weights
+    const long long* ve_ptr
+    const int* ve_ids
+    const double* ve_w
+    # affiliation words: CSR, sorted ids, L2-normalised TF-IDF weights
+    const long long* af_ptr
+    const int* af_ids
+    const double* af_w
+    const int* venue_id      # -1 = missing
+    const int* affil_id      # -1 = missing
+    const int* year          # -1 = missing
+    const int* first_code    # full first-name token id, -1 = missing
+    const int* first_init    # first initial (char code), -1 = missing
+    # model
+    const double* theta      # (N_FEATURES,)
+    double bias
+
+
+cdef inline double _dot_sorted(const long long* ptr, const int* ids, const double* w,
+                               Py_ssize_t i, Py_ssize_t j, int* n_common,
+                               double* w_common) noexcept nogil:
+    """Merge two sorted id lists; return sum of w_i * w_j over shared ids."""
+    cdef long long a = ptr[i], ae = ptr[i + 1], b = ptr[j], be = ptr[j + 1]
+    cdef double s = 0.0, sw = 0.0
+    cdef int c = 0
+    cdef int ia, ib
+    while a < ae and b < be:
+        ia = ids[a]
+        ib = ids[b]
+        if ia == ib:
+            s += w[a] * w[b]
+            sw += w[a]
+            c += 1
+            a += 1
+            b += 1
+        elif ia < ib:
+            a += 1
+        else:
+            b += 1
+    n_common[0] = c
+    w_common[0] = sw
+    return s
+
+
+cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                           double* phi) noexcept nogil:
+    """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
+    cdef int c = 0
+    cdef double sw = 0.0, dot
+    cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
+    cdef long long nj = d.co_ptr[j + 1] - d.co_ptr[j]
+    cdef double gap
+    # --- coauthors
+    _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
+    phi[0] = log1p(<double>c)
+    if ni + nj - c > 0:
+        phi[1] = <double>c / <double>(ni + nj - c)
+    else:
+        phi[1] = 0.0
+    phi[2] = sw
+    phi[3] = 1.0 if c >= 1 else 0.0
+    phi[4] = 1.0 if (ni == 0 or nj == 0) else 0.0
+    phi[5] = 1.0 if c >= 2 else 0.0
+    # --- title
+    phi[6] = _dot_sorted(d.ti_ptr, d.ti_ids, d.ti_w, i, j, &c, &sw)
+    # --- venue
+    phi[7] = _dot_sorted(d.ve_ptr, d.ve_ids, d.ve_w, i, j, &c, &sw)
+    phi[8] = 1.0 if (d.venue_id[i] >= 0 and d.venue_id[i] == d.venue_id[j]) else 0.0
+    # --- affiliation
+    if d.affil_id[i] >= 0 and d.affil_id[j] >= 0:
+        phi[9] = _dot_sorted(d.af_ptr, d.af_ids, d.af_w, i, j, &c, &sw)
+        phi[10] = 0.0
+        phi[11] = 1.0 if d.affil_id[i] == d.affil_id[j] else 0.0
+    else:
+        phi[9] = 0.0
+        phi[10] = 1.0
+        phi[11] = 0.0
+    # --- year gap
+    if d.year[i] >= 0 and d.year[j] >= 0:
+        gap = fabs(<double>(d.year[i] - d.year[j]))
+        if gap > 30.0:
+            gap = 30.0
+        phi[12] = gap / 10.0
+        phi[13] = (gap / 10.0) * (gap / 10.0)
+        phi[14] = 0.0
+    else:
+        phi[12] = 0.0
+        phi[13] = 0.0
+        phi[14] = 1.0
+    # --- name compatibility: 1 same first name, 0.5 compatible initials, 0 otherwise
+    if d.first_code[i] >= 0 and d.first_code[i] == d.first_code[j]:
+        phi[15] = 1.0
+    elif d.first_init[i] < 0 or d.first_init[j] < 0 or d.first_init[i] == d.first_init[j]:
+        phi[15] = 0.5
+    else:
+        phi[15] = 0.0
+    # --- block size (prior of co-reference falls with the number of mentions)
+    phi[16] = d.log_n * phi[0]
+
+
+cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log)."""
+    cdef double phi[N_FEATURES]
+    cdef double s = d.bias
+    cdef int k
+    block_phi(d, i, j, phi)
+    for k in range(N_FEATURES):
+        s += d.theta[k] * phi[k]
+    return s
+
+
+cdef inline BlockData make_block(object enc, const double[::1] theta, double bias) except *:
+    """Point a BlockData at the arrays of an EncodedBlock (which must outlive it)."""
+    cdef BlockData d
+    cdef const long long[::1] co_ptr = enc.co_ptr, ti_ptr = enc.ti_ptr
+    cdef const long long[::1] ve_ptr = enc.ve_ptr, af_ptr = enc.af_ptr
+    cdef const int[::1] co_ids = enc.co_ids, ti_ids = enc.ti_ids
+    cdef const int[::1] ve_ids = enc.ve_ids, af_ids = enc.af_ids
+    cdef const double[::1] co_w = enc.co_w, ti_w = enc.ti_w, ve_w = enc.ve_w, af_w = enc.af_w
+    cdef const int[::1] venue_id = enc.venue_id, affil_id = enc.affil_id, year = enc.year
+    cdef const int[::1] first_code = enc.first_code, first_init = enc.first_init
+    if theta.shape[0] != N_FEATURES:
+        raise ValueError(f"theta must have {N_FEATURES} entries; got {theta.shape[0]}")
+    d.n = enc.n
+    d.log_n = log(<double>enc.n) if enc.n > 0 else 0.0
+    d.theta = &theta[0]
+    d.bias = bias
+    if d.n == 0:
+        return d
+    d.co_ptr = &co_ptr[0]
+    d.co_ids = &co_ids[0]
+    d.co_w = &co_w[0]
+    d.ti_ptr = &ti_ptr[0]
+    d.ti_ids = &ti_ids[0]
+    d.ti_w = &ti_w[0]
+    d.ve_ptr = &ve_ptr[0]
+    d.ve_ids = &ve_ids[0]
+    d.ve_w = &ve_w[0]
+    d.af_ptr = &af_ptr[0]
+    d.af_ids = &af_ids[0]
+    d.af_w = &af_w[0]
+    d.venue_id = &venue_id[0]
+    d.affil_id = &affil_id[0]
+    d.year = &year[0]
+    d.first_code = &first_code[0]
+    d.first_init = &first_init[0]
+    d.theta = &theta[0]
+    d.bias = bias
+    return d

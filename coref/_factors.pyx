@@ -1,0 +1,81 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled pairwise factor kernel f_theta(x_i, x_j) for author coreference.
+
+The C-level feature code lives in ``_factors.pxd`` (shared with ``_gibbs.pyx``);
+this module exposes vectorised Python entry points.  Inputs are validated by
+``coref.features`` / ``coref.model``; nothing is re-checked here.  Reference twin:
+``coref._factors_py``.
+"""
+from coref._factors cimport BlockData, make_block, block_phi, block_factor, N_FEATURES
+
+n_features = N_FEATURES
+
+
+def pair_features(object enc,                 # IN  EncodedBlock
+                  const long long[::1] I,      # IN  (m,)
+                  const long long[::1] J,      # IN  (m,)
+                  double[:, ::1] out):         # OUT (m, N_FEATURES)
+    """phi(x_I[k], x_J[k]) for every k into ``out``."""
+    cdef double[::1] theta = _zeros()
+    cdef BlockData d = make_block(enc, theta, 0.0)
+    cdef Py_ssize_t k, m = I.shape[0]
+    with nogil:
+        for k in range(m):
+            block_phi(&d, I[k], J[k], &out[k, 0])
+
+
+def pair_factors(object enc,                   # IN  EncodedBlock
+                 const double[::1] theta,      # IN  (N_FEATURES,)
+                 double bias,
+                 const long long[::1] I,       # IN  (m,)
+                 const long long[::1] J,       # IN  (m,)
+                 double[::1] out):             # OUT (m,)
+    """f_theta(x_I[k], x_J[k]) for every k into ``out``."""
+    cdef BlockData d = make_block(enc, theta, bias)
+    cdef Py_ssize_t k, m = I.shape[0]
+    with nogil:
+        for k in range(m):
+            out[k] = block_factor(&d, I[k], J[k])
+
+
+def factor_matrix(object enc,                  # IN  EncodedBlock
+                  const double[::1] theta,     # IN  (N_FEATURES,)
+                  double bias,
+                  double[:, ::1] out):         # OUT (n, n), symmetric, zero diagonal
+    """All pairwise factors of a block (n (n - 1) / 2 evaluations)."""
+    cdef BlockData d = make_block(enc, theta, bias)
+    cdef Py_ssize_t i, j, n = d.n
+    cdef double f
+    with nogil:
+        for i in range(n):
+            out[i, i] = 0.0
+            for j in range(i + 1, n):
+                f = block_factor(&d, i, j)
+                out[i, j] = f
+                out[j, i] = f
+
+
+def factor_rate(object enc, const double[::1] theta, double bias, long long n_evals):
+    """Evaluate ``n_evals`` factors cycling over pairs; returns their sum (benchmark)."""
+    cdef BlockData d = make_block(enc, theta, bias)
+    cdef Py_ssize_t n = d.n
+    cdef long long k
+    cdef Py_ssize_t i = 0, j = 1
+    cdef double s = 0.0
+    if n < 2:
+        return 0.0
+    with nogil:
+        for k in range(n_evals):
+            s += block_factor(&d, i, j)
+            j += 1
+            if j >= n:
+                i += 1
+                if i >= n - 1:
+                    i = 0
+                j = i + 1
+    return s
+
+
+def _zeros():
+    import numpy as np
+    return np.zeros(N_FEATURES)

@@ -1,0 +1,127 @@
+"""Pure-Python reference twin of the compiled factor kernel (``coref._factors``).
+
+Slow; used by the tests to check the Cython kernel feature by feature.  The
+operations are done in the same order as in ``_factors.pxd`` so that results
+agree to the last bit on the same inputs.
+"""
+import math
+
+import numpy as np
+
+N_FEATURES = 17
+
+
+def _dot_sorted(ptr, ids, w, i, j):
+    a, ae, b, be = int(ptr[i]), int(ptr[i + 1]), int(ptr[j]), int(ptr[j + 1])
+    s = 0.0
+    sw = 0.0
+    c = 0
+    while a < ae and b < be:
+        ia, ib = int(ids[a]), int(ids[b])
+        if ia == ib:
+            s += float(w[a]) * float(w[b])
+            sw += float(w[a])
+            c += 1
+            a += 1
+            b += 1
+        elif ia < ib:
+            a += 1
+        else:
+            b += 1
+    return s, c, sw
+
+
+def block_phi(enc, i, j):
+    """The N_FEATURES features phi(x_i, x_j) as a list of floats."""
+    phi = [0.0] * N_FEATURES
+    log_n = math.log(enc.n) if enc.n > 0 else 0.0
+    ni = int(enc.co_ptr[i + 1] - enc.co_ptr[i])
+    nj = int(enc.co_ptr[j + 1] - enc.co_ptr[j])
+    _, c, sw = _dot_sorted(enc.co_ptr, enc.co_ids, enc.co_w, i, j)
+    phi[0] = math.log1p(float(c))
+    phi[1] = c / float(ni + nj - c) if ni + nj - c > 0 else 0.0
+    phi[2] = sw
+    phi[3] = 1.0 if c >= 1 else 0.0
+    phi[4] = 1.0 if (ni == 0 or nj == 0) else 0.0
+    phi[5] = 1.0 if c >= 2 else 0.0
+    phi[6] = _dot_sorted(enc.ti_ptr, enc.ti_ids, enc.ti_w, i, j)[0]
+    phi[7] = _dot_sorted(enc.ve_ptr, enc.ve_ids, enc.ve_w, i, j)[0]
+    vi, vj = int(enc.venue_id[i]), int(enc.venue_id[j])
+    phi[8] = 1.0 if (vi >= 0 and vi == vj) else 0.0
+    ai, aj = int(enc.affil_id[i]), int(enc.affil_id[j])
+    if ai >= 0 and aj >= 0:
+        phi[9] = _dot_sorted(enc.af_ptr, enc.af_ids, enc.af_w, i, j)[0]
+        phi[10] = 0.0
+        phi[11] = 1.0 if ai == aj else 0.0
+    else:
+        phi[9], phi[10], phi[11] = 0.0, 1.0, 0.0
+    yi, yj = int(enc.year[i]), int(enc.year[j])
+    if yi >= 0 and yj >= 0:
+        gap = math.fabs(float(yi - yj))
+        if gap > 30.0:
+            gap = 30.0
+        phi[12] = gap / 10.0
+        phi[13] = (gap / 10.0) * (gap / 10.0)
+        phi[14] = 0.0
+    else:
+        phi[12], phi[13], phi[14] = 0.0, 0.0, 1.0
+    fi, fj = int(enc.first_code[i]), int(enc.first_code[j])
+    ii, ij = int(enc.first_init[i]), int(enc.first_init[j])
+    if fi >= 0 and fi == fj:
+        phi[15] = 1.0
+    elif ii < 0 or ij < 0 or ii == ij:
+        phi[15] = 0.5
+    else:
+        phi[15] = 0.0
+    phi[16] = log_n * phi[0]
+    return phi
+
+
+def block_factor(enc, theta, bias, i, j):
+    """f_theta(x_i, x_j) = bias + sum_k theta_k phi_k (same summation order as C)."""
+    phi = block_phi(enc, i, j)
+    s = float(bias)
+    for k in range(N_FEATURES):
+        s += float(theta[k]) * phi[k]
+    return s
+
+
+def pair_features(enc, I, J, out):
+    for k in range(len(I)):
+        out[k, :] = block_phi(enc, int(I[k]), int(J[k]))
+
+
+def pair_factors(enc, theta, bias, I, J, out):
+    for k in range(len(I)):
+        out[k] = block_factor(enc, theta, bias, int(I[k]), int(J[k]))
+
+
+def factor_matrix(enc, theta, bias, out):
+    n = enc.n
+    for i in range(n):
+        out[i, i] = 0.0
+        for j in range(i + 1, n):
+            f = block_factor(enc, theta, bias, i, j)
+            out[i, j] = f
+            out[j, i] = f
+
+
+def factor_rate(enc, theta, bias, n_evals):
+    n = enc.n
+    if n < 2:
+        return 0.0
+    s, i, j = 0.0, 0, 1
+    for _ in range(int(n_evals)):
+        s += block_factor(enc, theta, bias, i, j)
+        j += 1
+        if j >= n:
+            i += 1
+            if i >= n - 1:
+                i = 0
+            j = i + 1
+    return s
+
+
+n_features = N_FEATURES
+__all__ = ["block_phi", "block_factor", "pair_features", "pair_factors", "factor_matrix",
+           "factor_rate", "n_features", "np"]

@@ -1,0 +1,319 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled annealed Gibbs sweeps over the cluster labels of one block.
+
+One step resamples the label of mention i from
+
+    p(y_i = y | y_-i, x)  ∝  exp( S_y / tau ),   S_y = sum_{j in C_y \\ {i}} f_theta(x_i, x_j),
+
+over every non-empty cluster y plus one new empty cluster (S = 0), by the
+Gumbel-max trick (Chen & Ghahramani 2016, Eq. 2): y* = argmax_y S_y / tau + g_y.
+``racing=0`` sums every factor (exact Gibbs); ``racing=1`` estimates each S_y from
+a subsample of C_y drawn without replacement and stops with the unequal-population
+Racing-Normal test of Appx. C.3 (Eq. 26-27): arm y has its own population
+N_y = |C_y \\ {i}|, estimate N_y mu_y + g_y, standard error
+N_y sigma_y ((1 - (T_y - 1)/(N_y - 1)) / T_y)^(1/2), and arm y is eliminated when
+the leader's estimate exceeds its own by more than
+B * (se_leader^2 + se_y^2)^(1/2), with B = Phi^-1(1 - delta / ((D - 1)(t* - 1)))
+given as a table ``b_table[D, t*]``.  Mini-batches: T(1) = first_batch,
+T(2) = first_batch + max(1, (N_y - first_batch) // 10), then T(t) = 2 T(t - 1),
+capped at N_y; arms with N_y <= first_batch are summed exactly.
+
+Random numbers come pre-drawn in buffers (``gumbels``: one per arm per step,
+in the order: clusters by increasing label, then the new cluster; ``uniforms``:
+one per subsampled member, consumed by a partial Fisher-Yates shuffle).  The
+pure-Python twin is ``coref._gibbs_py``; both give identical results on the same
+buffers.  Inputs are validated by ``coref.gibbs``.
+"""
+from libc.math cimport sqrt, floor
+from coref._factors cimport BlockData, make_block, block_factor
+
+# state vector layout (int64): [g_pos, u_pos, next_k, n_evals]
+cdef enum:
+    _G = 0
+    _U = 1
+    _K = 2
+    _E = 3
+
+
+cdef inline Py_ssize_t _sched(Py_ssize_t r, Py_ssize_t prev, Py_ssize_t N,
+                              Py_ssize_t fb) noexcept nogil:
+    """Target sample size T(r) of an arm with population N (r = 1, 2, ...)."""
+    cdef Py_ssize_t t, m
+    if r == 1:
+        t = fb
+    elif r == 2:
+        m = (N - fb) // 10
+        if m < 1:
+            m = 1
+        t = fb + m
+    else:
+        t = 2 * prev
+    if t > N:
+        t = N
+    return t
+
+
+cdef inline Py_ssize_t _n_rounds(Py_ssize_t N, Py_ssize_t fb) noexcept nogil:
+    """t*_y: number of rounds until T reaches N."""
+    cdef Py_ssize_t r = 1, t = _sched(1, 0, N, fb)
+    while t < N:
+        r += 1
+        t = _sched(r, t, N, fb)
+    return r
+
+
+cdef Py_ssize_t _step(BlockData* d,
+                      long long* labels,          # INOUT (n,)
+                      long long* size,            # INOUT (n,) cluster sizes
+                      Py_ssize_t i, double inv_temp, int racing, int fb,
+                      const double* b_table, Py_ssize_t b_cols,
+                      const double* gumbels, const double* uniforms,
+                      long long* state,           # INOUT [g_pos, u_pos, k, n_evals]
+                      long long* cand, long long* cidx, long long* start,
+                      long long* members, long long* fill,
+                      double* acc, double* acc2, long long* T, long long* N,
+                      double* est, double* se2, char* alive) noexcept nogil:
+    """Resample labels[i]; return the chosen label."""
+    cdef Py_ssize_t n = d.n
+    cdef Py_ssize_t old = labels[i]
+    cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
+    cdef Py_ssize_t n_open, best
+    cdef double f, g_best, v, B, mean, var, diff, tmp
+    cdef long long gpos = state[_G]
+    cdef long long upos = state[_U]
+    cdef long long evals = 0
+    cdef long long sw
+
+    size[old] -= 1
+    # candidate clusters, by increasing label
+    for l in range(n):
+        if size[l] > 0:
+            cand[C] = l
+            cidx[l] = C
+            C += 1
+        else:
+            cidx[l] = -1
+    if size[old] == 0:
+        new_label = old
+    else:
+        new_label = 0
+        while size[new_label] > 0:
+            new_label += 1
+    D = C + 1
+    for c in range(C):
+        acc[c] = 0.0
+        acc2[c] = 0.0
+        T[c] = 0
+        N[c] = size[cand[c]]
+
+    if not racing:
+        for j in range(n):
+            if j != i:
+                acc[cidx[labels[j]]] += block_factor(d, i, j)
+        evals = n - 1 if n > 1 else 0
+        best = C
+        g_best = gumbels[gpos + C]
+        for c in range(C):
+            v = acc[c] * inv_temp + gumbels[gpos + c]
+            if v > g_best:
+                g_best = v
+                best = c
+        state[_G] = gpos + D
+        state[_E] += evals
+        if best == C:
+            l = new_label
+        else:
+            l = cand[best]
+        labels[i] = l
+        size[l] += 1
+        return l
+
+    # ---- racing: bucket the members of each candidate cluster
+    pos = 0
+    for c in range(C):
+        start[c] = pos
+        fill[c] = pos
+        pos += N[c]
+    for j in range(n):
+        if j != i:
+            c = cidx[labels[j]]
+            members[fill[c]] = j
+            fill[c] += 1
+    # arms with N <= first batch: exact; others: subsampled
+    tstar = 1
+    n_open = 0
+    for c in range(C):
+        alive[c] = 1
+        if N[c] <= fb:
+            for k in range(N[c]):
+                acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
+            evals += N[c]
+            T[c] = N[c]
+        else:
+            tr = _n_rounds(N[c], fb)
+            if tr > tstar:
+                tstar = tr
+            n_open += 1
+    alive[C] = 1
+    if n_open > 0:
+        if tstar < 2:
+            tstar = 2
+        if tstar > b_cols - 1:
+            tstar = b_cols - 1
+        B = b_table[D * b_cols + tstar]
+        r = 0
+        while True:
+            r += 1
+            # draw the next mini-batch of every alive, unfinished arm
+            for c in range(C):
+                if alive[c] and T[c] < N[c]:
+                    tr = _sched(r, T[c], N[c], fb)
+                    for k in range(T[c], tr):
+                        pos = start[c] + k + <Py_ssize_t>floor(uniforms[upos] * (N[c] - k))
+                        upos += 1
+                        sw = members[start[c] + k]
+                        members[start[c] + k] = members[pos]
+                        members[pos] = sw
+                        f = block_factor(d, i, members[start[c] + k]) * inv_temp
+                        acc[c] += f
+                        acc2[c] += f * f
+                    evals += tr - T[c]
+                    T[c] = tr
+            # estimates of the totals and their standard errors
+            # (the new-cluster arm C is exact: estimate = its Gumbel)
+            est[C] = gumbels[gpos + C]
+            se2[C] = 0.0
+            leader = -1
+            n_open = 0
+            n_alive = 0
+            if alive[C]:
+                leader = C
+                n_alive = 1
+            for c in range(C):
+                if not alive[c]:
+                    continue
+                n_alive += 1
+                if T[c] == N[c]:
+                    est[c] = acc[c] + gumbels[gpos + c]
+                    se2[c] = 0.0
+                else:
+                    n_open += 1
+                    mean = acc[c] / T[c]
+                    var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
+                    if var < 0.0:
+                        var = 0.0
+                    est[c] = N[c] * mean + gumbels[gpos + c]
+                    se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
+                if leader < 0 or est[c] > est[leader]:
+                    leader = c
+            if n_open == 0 or n_alive == 1:
+                break
+            # eliminate arms clearly behind the leader
+            for c in range(D):
+                if c == leader or not alive[c]:
+                    continue
+                diff = est[leader] - est[c]
+                if diff > B * sqrt(se2[leader] + se2[c]):
+                    alive[c] = 0
+                    n_alive -= 1
+            if n_alive == 1:
+                break
+            # an arm still open?
+            n_open = 0
+            for c in range(C):
+                if alive[c] and T[c] < N[c]:
+                    n_open += 1
+            if n_open == 0:
+                break
+        # final choice: the best alive arm (estimates recomputed for exhausted arms)
+        best = -1
+        for c in range(D):
+            if not alive[c]:
+                continue
+            if c < C and T[c] == N[c]:
+                est[c] = acc[c] + gumbels[gpos + c]
+            if best < 0 or est[c] > est[best]:
+                best = c
+    else:
+        best = C
+        g_best = gumbels[gpos + C]
+        for c in range(C):
+            v = acc[c] + gumbels[gpos + c]
+            if v > g_best:
+                g_best = v
+                best = c
+    state[_G] = gpos + D
+    state[_U] = upos
+    state[_E] += evals
+    if best == C:
+        l = new_label
+    else:
+        l = cand[best]
+    labels[i] = l
+    size[l] += 1
+    return l
+
+
+cdef class _Work:
+    cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
+
+    def __init__(self, Py_ssize_t n):
+        import numpy as np
+        m = n + 2
+        self.cand = np.zeros(m, np.int64)
+        self.cidx = np.zeros(m, np.int64)
+        self.start = np.zeros(m, np.int64)
+        self.members = np.zeros(m, np.int64)
+        self.fill = np.zeros(m, np.int64)
+        self.acc = np.zeros(m)
+        self.acc2 = np.zeros(m)
+        self.T = np.zeros(m, np.int64)
+        self.N = np.zeros(m, np.int64)
+        self.est = np.zeros(m)
+        self.se2 = np.zeros(m)
+        self.alive = np.zeros(m, np.int8)
+
+
+def sweep(object enc,                       # IN  EncodedBlock
+          const double[::1] theta,          # IN  (N_FEATURES,)
+          double bias,
+          long long[::1] labels,            # INOUT (n,) labels in [0, n)
+          long long[::1] size,              # INOUT (n,) cluster sizes of labels
+          const long long[::1] order,       # IN  (m,) mentions to visit, in order
+          double inv_temp, int racing, int first_batch,
+          const double[:, ::1] b_table,     # IN  (n + 2, n_cols) bounds B[D, t*]
+          const double[::1] gumbels,        # IN  buffer
+          const double[::1] uniforms,       # IN  buffer
+          long long[::1] state):            # INOUT [g_pos, u_pos, next_k, n_evals]
+    """Visit ``order[state[2]:]`` until done or a buffer could run short.
+
+    Before each step at least n + 1 Gumbels and n uniforms must remain; otherwise
+    the sweep returns with ``state[2]`` pointing at the next mention to visit, and
+    the caller refills the buffers (resetting ``state[0]`` and ``state[1]``).
+    Returns True when every mention of ``order`` has been visited.
+    """
+    cdef BlockData d = make_block(enc, theta, bias)
+    cdef Py_ssize_t n = d.n, m = order.shape[0]
+    cdef Py_ssize_t ng = gumbels.shape[0], nu = uniforms.shape[0]
+    cdef _Work w = _Work(n)
+    cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start
+    cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
+    cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2
+    cdef char[::1] alive = w.alive
+    cdef Py_ssize_t b_cols = b_table.shape[1]
+    cdef bint done = False
+    if n == 0:
+        return True
+    with nogil:
+        while True:
+            if state[_K] >= m:
+                done = True
+                break
+            if state[_G] + n + 1 > ng or state[_U] + n > nu:
+                break
+            _step(&d, &labels[0], &size[0], order[state[_K]], inv_temp, racing,
+                  first_batch, &b_table[0, 0], b_cols, &gumbels[0], &uniforms[0],
+                  &state[0], &cand[0], &cidx[0], &start[0], &members[0], &fill[0],
+                  &acc[0], &acc2[0], &T[0], &N[0], &est[0], &se2[0], &alive[0])
+            state[_K] += 1
+    return done

@@ -1,0 +1,284 @@
+"""Mention encoding for the pairwise coreference factor.
+
+A block of mentions (rows of the DataFrame of ``coref.load_mentions``) is turned
+into an :class:`EncodedBlock`: integer / float numpy arrays only (CSR token lists
+with weights, ids, years, name codes), so that the compiled kernel
+(``coref._factors``, ``coref._gibbs``) evaluates one factor f_theta(x_i, x_j)
+without touching a Python object.
+
+Features phi(x_i, x_j) (``FEATURE_NAMES``, in kernel order):
+
+====  ==================  ===========================================================
+ k    name                definition
+====  ==================  ===========================================================
+ 0    co_log_count        log(1 + number of shared coauthors)
+ 1    co_jaccard          shared / union of the two coauthor sets
+ 2    co_idf              sum of block-local IDF weights of the shared coauthors
+ 3    co_any              1 if at least one shared coauthor
+ 4    co_missing          1 if either mention has no coauthors
+ 5    co_two              1 if at least two shared coauthors
+ 6    title_cos           cosine of TF-IDF title-word vectors
+ 7    venue_cos           cosine of TF-IDF venue-word vectors
+ 8    venue_eq            1 if the normalised venue strings are equal (and present)
+ 9    affil_cos           cosine of TF-IDF affiliation-word vectors (0 if missing)
+ 10   affil_missing       1 if either affiliation is missing
+ 11   affil_eq            1 if the normalised affiliations are equal
+ 12   year_gap            min(|year_i - year_j|, 30) / 10 (0 if missing)
+ 13   year_gap2           year_gap ** 2
+ 14   year_missing        1 if either year is missing
+ 15   name_compat         1 same first name, 0.5 compatible initials, 0 otherwise
+ 16   co_log_count_logn   co_log_count * log(block size)
+====  ==================  ===========================================================
+
+Word IDF for titles, venues and affiliations comes from a :class:`Vocabulary`
+fitted on a corpus of mentions (unlabeled text only; the model fits it on its
+training mentions); coauthor IDF is block-local, ``log((1 + n) / (1 + df)) + 1``.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "FEATURE_NAMES",
+    "N_FEATURES",
+    "EncodedBlock",
+    "Vocabulary",
+    "encode_mentions",
+    "normalize_name",
+    "words",
+]
+
+FEATURE_NAMES = (
+    "co_log_count", "co_jaccard", "co_idf", "co_any", "co_missing", "co_two",
+    "title_cos", "venue_cos", "venue_eq", "affil_cos", "affil_missing", "affil_eq",
+    "year_gap", "year_gap2", "year_missing", "name_compat", "co_log_count_logn",
+)
+N_FEATURES = len(FEATURE_NAMES)
+
+_REQUIRED = ("mention_id", "name", "coauthors", "title", "venue", "year", "affiliation")
+
+_STOP = frozenset(
+    "a an and are as at by for from in into is its of on or the to with via using "
+    "based new towards toward study approach method methods analysis system systems".split()
+)
+_AFFIL_STOP = frozenset("of the and at in for dept department univ university".split())
+_WORD_RE = re.compile(r"[a-z0-9]+")
+
+
+def _ascii_lower(text) -> str:
+    if text is None or (isinstance(text, float) and math.isnan(text)) or text is pd.NA:
+        return ""
+    text = unicodedata.normalize("NFKD", str(text))
+    return text.encode("ascii", "ignore").decode("ascii").lower()
+
+
+def normalize_name(name) -> str:
+    """Normalised person name: ASCII lower case, letters only, single spaces.
+
+    ``"Jason Tsong-Li Wang"`` -> ``"jason tsongli wang"``.
+    """
+    s = _ascii_lower(name).replace("-", "").replace("'", "").replace(".", " ")
+    return " ".join(re.sub(r"[^a-z ]", " ", s).split())
+
+
+def words(text, *, stop=_STOP) -> list[str]:
+    """Lower-case alphanumeric words of ``text`` without stop words and 1-letter words.
+
+    A trailing plural ``s`` is removed from words longer than 4 letters (a crude stem).
+    """
+    out = []
+    for w in _WORD_RE.findall(_ascii_lower(text)):
+        if len(w) < 2 or w in stop:
+            continue
+        if len(w) > 4 and w.endswith("s") and not w.endswith("ss"):
+            w = w[:-1]
+        out.append(w)
+    return out
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Document frequencies of title / venue / affiliation words over a corpus.
+
+    Attributes
+    ----------
+    n_docs : int
+        Number of mentions the frequencies were counted on.
+    title_df, venue_df, affil_df : dict of str -> int
+        Number of mentions whose field contains the word.
+    """
+
+    n_docs: int = 0
+    title_df: dict = field(default_factory=dict)
+    venue_df: dict = field(default_factory=dict)
+    affil_df: dict = field(default_factory=dict)
+
+    @classmethod
+    def fit(cls, df: pd.DataFrame) -> "Vocabulary":
+        """Count document frequencies on the mentions of ``df`` (no labels used)."""
+        t, v, a = {}, {}, {}
+        for col, table, stop in (("title", t, _STOP), ("venue", v, _STOP),
+                                 ("affiliation", a, _AFFIL_STOP)):
+            for text in df[col].tolist():
+                for w in set(words(text, stop=stop)):
+                    table[w] = table.get(w, 0) + 1
+        return cls(n_docs=int(len(df)), title_df=t, venue_df=v, affil_df=a)
+
+    def idf(self, table: dict, word: str) -> float:
+        """Smoothed IDF ``log((1 + n_docs) / (1 + df)) + 1`` (unseen words: df = 0)."""
+        return math.log((1.0 + self.n_docs) / (1.0 + table.get(word, 0))) + 1.0
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedBlock:
+    """One block of mentions as flat numpy arrays (see module docstring).
+
+    CSR lists ``*_ptr`` (int64, shape (n + 1,)), ``*_ids`` (int32, sorted within a
+    mention, block-local token ids) and ``*_w`` (float64) for coauthors (``co``),
+    title words (``ti``), venue words (``ve``) and affiliation words (``af``); the
+    id / weight arrays carry one trailing padding entry so they are never empty.
+    Per-mention int32 arrays of shape (n,): ``venue_id``, ``affil_id``, ``year``,
+    ``first_code``, ``first_init`` (-1 = missing).
+    """
+
+    n: int
+    co_ptr: np.ndarray
+    co_ids: np.ndarray
+    co_w: np.ndarray
+    ti_ptr: np.ndarray
+    ti_ids: np.ndarray
+    ti_w: np.ndarray
+    ve_ptr: np.ndarray
+    ve_ids: np.ndarray
+    ve_w: np.ndarray
+    af_ptr: np.ndarray
+    af_ids: np.ndarray
+    af_w: np.ndarray
+    venue_id: np.ndarray
+    affil_id: np.ndarray
+    year: np.ndarray
+    first_code: np.ndarray
+    first_init: np.ndarray
+    mention_id: tuple = ()
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _csr(token_lists, weight_fn, *, normalise):
+    """Block-local ids (sorted per row) and weights for a list of token lists."""
+    ids_of = {}
+    ptr = np.zeros(len(token_lists) + 1, dtype=np.int64)
+    all_ids, all_w = [], []
+    for r, toks in enumerate(token_lists):
+        counts = {}
+        for t in toks:
+            counts[t] = counts.get(t, 0) + 1
+        row = []
+        for t, c in counts.items():
+            k = ids_of.setdefault(t, len(ids_of))
+            row.append((k, weight_fn(t, c)))
+        row.sort()
+        if normalise and row:
+            norm = math.sqrt(sum(w * w for _, w in row))
+            if norm > 0:
+                row = [(k, w / norm) for k, w in row]
+        all_ids.extend(k for k, _ in row)
+        all_w.extend(w for _, w in row)
+        ptr[r + 1] = len(all_ids)
+    ids = np.asarray(all_ids + [0], dtype=np.int32)
+    w = np.asarray(all_w + [0.0], dtype=np.float64)
+    return ptr, ids, w
+
+
+def _codes(values):
+    table = {}
+    out = np.full(len(values), -1, dtype=np.int32)
+    for r, v in enumerate(values):
+        if v:
+            out[r] = table.setdefault(v, len(table))
+    return out
+
+
+def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> EncodedBlock:
+    """Encode the mentions of one block for the compiled factor kernel.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame of shape (n_mentions, ...)
+        Mentions of ONE block with at least the columns ``mention_id``, ``name``,
+        ``coauthors`` (list of str), ``title``, ``venue``, ``year`` (Int64, NA
+        allowed), ``affiliation``. Row order is kept (row r -> index r).
+    vocabulary : Vocabulary or None
+        Word document frequencies for the TF-IDF weights; ``None`` fits one on
+        ``df`` itself.
+
+    Returns
+    -------
+    EncodedBlock
+
+    Raises
+    ------
+    ValueError
+        If a required column is missing.
+    TypeError
+        If ``df`` is not a DataFrame.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__} instead")
+    missing = [c for c in _REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(f"df is missing the mention column(s) {missing}")
+    voc = Vocabulary.fit(df) if vocabulary is None else vocabulary
+    n = len(df)
+
+    # coauthors: normalised names, block-local IDF
+    co_lists = []
+    for co in df["coauthors"].tolist():
+        if co is None or (not isinstance(co, (list, tuple, np.ndarray))):
+            co = []
+        co_lists.append(sorted({k for k in (normalize_name(a) for a in co) if k}))
+    dfreq = {}
+    for toks in co_lists:
+        for t in toks:
+            dfreq[t] = dfreq.get(t, 0) + 1
+    co_ptr, co_ids, co_w = _csr(
+        co_lists, lambda t, c: math.log((1.0 + n) / (1.0 + dfreq[t])) + 1.0, normalise=False)
+
+    ti_ptr, ti_ids, ti_w = _csr([words(t) for t in df["title"].tolist()],
+                                lambda t, c: c * voc.idf(voc.title_df, t), normalise=True)
+    venue_words = [words(v) for v in df["venue"].tolist()]
+    ve_ptr, ve_ids, ve_w = _csr(venue_words, lambda t, c: c * voc.idf(voc.venue_df, t),
+                                normalise=True)
+    affil_words = [words(a, stop=_AFFIL_STOP) for a in df["affiliation"].tolist()]
+    af_ptr, af_ids, af_w = _csr(affil_words, lambda t, c: c * voc.idf(voc.affil_df, t),
+                                normalise=True)
+    venue_id = _codes([" ".join(w) for w in venue_words])
+    affil_id = _codes([" ".join(w) for w in affil_words])
+
+    years = pd.array(df["year"], dtype="Int64")
+    year = np.asarray(years.fillna(-1).to_numpy(dtype=np.int64), dtype=np.int32)
+    year[year < 0] = -1
+
+    firsts = []
+    for name in df["name"].tolist():
+        parts = normalize_name(name).split()
+        firsts.append(parts[0] if len(parts) >= 2 else "")
+    first_code = _codes(firsts)
+    first_init = np.asarray([ord(f[0]) if f else -1 for f in firsts], dtype=np.int32)
+
+    return EncodedBlock(
+        n=n, co_ptr=co_ptr, co_ids=co_ids, co_w=co_w,
+        ti_ptr=ti_ptr, ti_ids=ti_ids, ti_w=ti_w,
+        ve_ptr=ve_ptr, ve_ids=ve_ids, ve_w=ve_w,
+        af_ptr=af_ptr, af_ids=af_ids, af_w=af_w,
+        venue_id=venue_id, affil_id=affil_id, year=year,
+        first_code=first_code, first_init=first_init,
+        mention_id=tuple(str(m) for m in df["mention_id"].tolist()),
+    )

@@ -1,0 +1,287 @@
+"""Annealed Gibbs sampling over coreference cluster labels: exact or racing.
+
+Model (Chen & Ghahramani 2016, Sec. 5.3; Singh et al. 2012): within a block,
+
+    p(y | x) ∝ exp( sum_{i < j, y_i = y_j} f_theta(x_i, x_j) ),
+
+and the Gibbs conditional of mention i is p(y_i = y | y_-i, x) ∝ exp(S_y / tau)
+with S_y = sum_{j in C_y \\ {i}} f_theta(x_i, x_j) over every non-empty cluster y
+of the block plus one new empty cluster (S = 0).  The temperature tau decreases
+geometrically from ``t_start`` to ``t_end`` over the sweeps (annealing for MAP,
+Finkel et al. 2005).  ``sampler="exact"`` sums every factor;
+``sampler="racing"`` subsamples each C_y and stops with the unequal-population
+Racing-Normal test of Appx. C.3 (Eq. 26-27) -- see ``coref._gibbs``.
+
+Blocks are independent: each is sampled with its own generator
+:func:`block_rng`\\ (seed, block), so results do not depend on the order of the
+blocks or on the executor.
+"""
+from __future__ import annotations
+
+import numbers
+import time
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from coref import _gibbs
+
+__all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
+
+_SAMPLERS = ("racing", "exact")
+_INITS = ("singletons", "one")
+
+
+def block_rng(seed: int, block: str) -> np.random.Generator:
+    """The generator used for one block: ``default_rng(SeedSequence([seed, crc32(block)]))``.
+
+    Parameters
+    ----------
+    seed : int
+        Non-negative run seed.
+    block : str
+        Block name (UTF-8 encoded for the CRC-32).
+    """
+    return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(str(block).encode())]))
+
+
+def bound_table(delta: float, n_arms_max: int, n_rounds_max: int = 64) -> np.ndarray:
+    """Racing bounds ``B[D, t*] = Phi^-1(1 - delta / ((D - 1)(t* - 1)))`` (Eq. 27).
+
+    Returns
+    -------
+    ndarray of shape (n_arms_max + 1, n_rounds_max)
+        ``inf`` where D < 2 or t* < 2 (no test needed there).
+    """
+    from scipy.special import ndtri
+
+    D = np.arange(n_arms_max + 1, dtype=float)[:, None]
+    t = np.arange(n_rounds_max, dtype=float)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = delta / ((D - 1.0) * (t - 1.0))
+        B = ndtri(1.0 - q)
+    B[(D < 2).ravel(), :] = np.inf
+    B[:, (t < 2).ravel()] = np.inf
+    return np.ascontiguousarray(B)
+
+
+def temperature_schedule(n_sweeps: int, t_start: float, t_end: float) -> np.ndarray:
+    """Geometric temperatures of sweeps 1..n_sweeps, from t_start to t_end."""
+    if n_sweeps == 1:
+        return np.array([float(t_end)])
+    return t_start * (t_end / t_start) ** (np.arange(n_sweeps) / (n_sweeps - 1.0))
+
+
+class GibbsCoref:
+    """Annealed Gibbs MAP clustering of mentions, exact or with racing.
+
+    Parameters
+    ----------
+    model : PairwiseModel
+        Fitted pairwise factor (``model.encode``, ``theta_``, ``bias_``).
+    sampler : {"racing", "exact"}, default "racing"
+    delta : float in (0, 1), default 0.05
+        Allowed failure probability of each racing test.
+    n_sweeps : int >= 1, default 30
+        Sweeps over all mentions of each block (each in a fresh random order).
+    t_start, t_end : float > 0, default 1.0 and 0.05
+        Temperature of the first and of the last sweep (geometric in between).
+    first_batch : int >= 2, default 3
+        First mini-batch of every racing arm; arms with at most this many members
+        are summed exactly (Appx. C.3).
+    init : {"singletons", "one"}, default "singletons"
+        Initial state: one cluster per mention, or one cluster per block.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Run seed. An int is used as is; a SeedSequence contributes its first
+        generated 63-bit word; a Generator contributes one draw
+        ``integers(2**63)``; ``None`` draws it from OS entropy.  The seed is
+        stored in ``seed_`` and block ``b`` is sampled with
+        ``block_rng(seed_, b)``, whatever the order of the blocks.
+    record_history : bool, default True
+        Keep ``labels_history_``.
+    buffer_size : int, default 65536
+        Length of the pre-drawn random-number buffers (refilled as needed).
+
+    Attributes
+    ----------
+    clusters_ : pandas.Series of str, indexed by mention_id
+        ``f"{block}/{k}"``, unique across blocks.
+    n_factor_evals_ : int
+        Exact number of pairwise factors f_theta evaluated (all blocks, sweeps).
+    history_ : pandas.DataFrame
+        Columns ``sweep`` (0 = initial state), ``n_factor_evals`` (cumulative),
+        ``temperature`` (NaN for sweep 0).
+    labels_history_ : ndarray of int64, shape (n_sweeps + 1, n_mentions)
+        Labels per sweep, aligned with the rows of the input df, unique across
+        blocks (only if ``record_history``).
+    n_factor_evals_per_block_ : dict of str -> int
+    seed_ : int
+    wall_s_ : float
+        Wall-clock seconds of ``fit``.
+
+    References
+    ----------
+    .. [1] Chen & Ghahramani (2016), "Scalable discrete sampling as a multi-armed
+       bandit problem", Sec. 5.3, Appx. C.3 (Eq. 26, 27).
+    .. [2] Singh, Subramanya, Pereira & McCallum (2012), "Large-scale cross-document
+       coreference using distributed inference and hierarchical models".
+    """
+
+    def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0,
+                 t_end=0.05, first_batch=3, init="singletons", rng=None,
+                 record_history=True, buffer_size=65536):
+        self.model = model
+        self.sampler = sampler
+        self.delta = delta
+        self.n_sweeps = n_sweeps
+        self.t_start = t_start
+        self.t_end = t_end
+        self.first_batch = first_batch
+        self.init = init
+        self.rng = rng
+        self.record_history = record_history
+        self.buffer_size = buffer_size
+
+    # ------------------------------------------------------------------ checks
+    def _validate(self):
+        if self.sampler not in _SAMPLERS:
+            raise ValueError(f"sampler must be one of {_SAMPLERS}; got {self.sampler!r}")
+        if self.init not in _INITS:
+            raise ValueError(f"init must be one of {_INITS}; got {self.init!r}")
+        if not (isinstance(self.delta, numbers.Real) and 0.0 < float(self.delta) < 1.0):
+            raise ValueError(f"delta must be a number in (0, 1); got {self.delta!r}")
+        for name in ("n_sweeps", "first_batch", "buffer_size"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an int; got {type(v).__name__}")
+        if self.n_sweeps < 1:
+            raise ValueError(f"n_sweeps must be >= 1; got {self.n_sweeps}")
+        if self.first_batch < 2:
+            raise ValueError(f"first_batch must be >= 2; got {self.first_batch}")
+        for name in ("t_start", "t_end"):
+            v = getattr(self, name)
+            if not (isinstance(v, numbers.Real) and np.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
+        if not hasattr(self.model, "theta_"):
+            raise RuntimeError("the model is not fitted; call model.fit(df_train) first")
+        rng = self.rng
+        if rng is None:
+            return int(np.random.SeedSequence().generate_state(2, np.uint32).view(np.uint64)[0] >> 1)
+        if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+            if rng < 0:
+                raise ValueError(f"rng must be a non-negative int seed; got {rng}")
+            return int(rng)
+        if isinstance(rng, np.random.SeedSequence):
+            return int(rng.generate_state(2, np.uint32).view(np.uint64)[0] >> 1)
+        if isinstance(rng, np.random.Generator):
+            return int(rng.integers(2**63))
+        raise TypeError("rng must be None, an int, a SeedSequence or a numpy.random.Generator; "
+                        f"got {type(rng).__name__} instead")
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, df: pd.DataFrame) -> "GibbsCoref":
+        """Cluster the mentions of ``df`` (one or several blocks).
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Mentions (schema of ``coref.load_mentions``); ``gold`` is not used.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        TypeError
+            If ``df`` is not a DataFrame or an argument has the wrong type.
+        ValueError
+            If a column is missing, mention ids repeat, or an argument is out of range.
+        RuntimeError
+            If the model is not fitted.
+        """
+        t0 = time.perf_counter()
+        seed = self._validate()
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__} instead")
+        for col in ("mention_id", "block"):
+            if col not in df.columns:
+                raise ValueError(f"df is missing the mention column {col!r}")
+        if df["mention_id"].duplicated().any():
+            dup = df["mention_id"][df["mention_id"].duplicated()].iloc[0]
+            raise ValueError(f"mention_id values must be unique; {dup!r} repeats")
+        self.seed_ = seed
+        temps = temperature_schedule(int(self.n_sweeps), float(self.t_start), float(self.t_end))
+        n_total = len(df)
+        hist = np.zeros((self.n_sweeps + 1, n_total), np.int64) if self.record_history else None
+        evals_per_sweep = np.zeros(self.n_sweeps + 1, np.int64)
+        cluster_ids = np.empty(n_total, dtype=object)
+        per_block = {}
+        blocks = df["block"].astype(str).to_numpy()
+        positions = pd.Series(np.arange(n_total)).groupby(blocks, sort=True)
+        offset = 0
+        for block, pos in positions:
+            pos = pos.to_numpy()
+            # canonical order inside a block (by mention_id): results do not depend on row order
+            pos = pos[np.argsort(df["mention_id"].iloc[pos].astype(str).to_numpy(), kind="stable")]
+            sub = df.iloc[pos]
+            labels, ev, lab_hist = self._fit_block(sub, str(block), seed, temps)
+            per_block[str(block)] = int(ev.sum())
+            evals_per_sweep += ev
+            cluster_ids[pos] = [f"{block}/{k}" for k in labels]
+            if hist is not None:
+                hist[:, pos] = lab_hist + offset
+            offset += len(pos)
+        self.clusters_ = pd.Series(cluster_ids, index=pd.Index(df["mention_id"].astype(str),
+                                                             name="mention_id"),
+                                   name="cluster_id", dtype="string")
+        self.n_factor_evals_ = int(evals_per_sweep.sum())
+        self.n_factor_evals_per_block_ = per_block
+        self.history_ = pd.DataFrame({
+            "sweep": np.arange(self.n_sweeps + 1),
+            "n_factor_evals": np.cumsum(evals_per_sweep),
+            "temperature": np.concatenate([[np.nan], temps]),
+        })
+        if hist is not None:
+            self.labels_history_ = hist
+        self.temperatures_ = temps
+        self.wall_s_ = time.perf_counter() - t0
+        return self
+
+    def _fit_block(self, sub, block, seed, temps):
+        """Run every sweep on one block; return labels, evals per sweep, label history."""
+        model = self.model
+        enc = model.encode(sub)
+        n = enc.n
+        gen = block_rng(seed, block)
+        racing = 1 if self.sampler == "racing" else 0
+        if self.init == "singletons":
+            labels = np.arange(n, dtype=np.int64)
+        else:
+            labels = np.zeros(n, dtype=np.int64)
+        size = np.bincount(labels, minlength=n).astype(np.int64)
+        theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+        bias = float(model.bias_)
+        b_table = bound_table(float(self.delta), n + 1)
+        ev = np.zeros(len(temps) + 1, np.int64)
+        lab_hist = np.zeros((len(temps) + 1, n), np.int64) if self.record_history else None
+        if lab_hist is not None:
+            lab_hist[0] = labels
+        buf = max(int(self.buffer_size), 2 * (n + 1))
+        for s, tau in enumerate(temps, start=1):
+            order = gen.permutation(n).astype(np.int64)
+            state = np.zeros(4, np.int64)
+            done = False
+            while not done:
+                gumbels = gen.gumbel(size=buf)
+                uniforms = gen.random(size=buf) if racing else np.zeros(n + 1)
+                state[0] = 0
+                state[1] = 0
+                done = _gibbs.sweep(enc, theta, bias, labels, size, order, 1.0 / float(tau),
+                                    racing, int(self.first_batch), b_table, gumbels, uniforms,
+                                    state)
+            ev[s] = state[3]
+            if lab_hist is not None:
+                lab_hist[s] = labels
+        return labels, ev, lab_hist

@@ -1,0 +1,171 @@
+"""Annealed Gibbs over cluster labels: compiled kernel vs twin, counts, racing vs exact."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from coref import _gibbs, _gibbs_py
+from coref.features import N_FEATURES, encode_mentions
+from coref.gibbs import GibbsCoref, block_rng, bound_table
+
+
+def _df(n=12, n_blocks=1, seed=0):
+    rng = np.random.default_rng(seed)
+    people = [("Jiawei Han", "KDD", "UIUC"), ("Philip Yu", "ICDE", "IBM"), ("Ann Lee", "ISMB", "MIT")]
+    rows = []
+    for b in range(n_blocks):
+        for k in range(n):
+            p = int(rng.integers(0, 3))
+            co, ve, af = people[p]
+            rows.append(dict(mention_id=f"B{b}/{k}", block=f"B{b}", name="Wei Wang",
+                             coauthors=[co] + ([f"X{rng.integers(0, 4)}"] if rng.random() < 0.5 else []),
+                             title=f"topic{p} words paper{k}", venue=ve,
+                             year=int(2000 + rng.integers(0, 5)), affiliation=af if rng.random() < 0.5 else "",
+                             gold=f"B{b}/{p}"))
+    df = pd.DataFrame(rows)
+    df["year"] = df["year"].astype("Int64")
+    df["gold"] = df["gold"].astype("string")
+    return df
+
+
+class _Model:
+    """A fitted-model stand-in with a fixed theta (no scikit-learn)."""
+
+    def __init__(self, theta, bias):
+        self.theta_ = np.asarray(theta, float)
+        self.bias_ = float(bias)
+
+    def encode(self, df):
+        return encode_mentions(df)
+
+
+def _theta():
+    th = np.zeros(N_FEATURES)
+    th[0], th[6], th[8], th[9] = 3.0, 2.0, 1.0, 1.0
+    return th
+
+
+@pytest.mark.parametrize("racing", [0, 1], ids=["exact", "racing"])
+def test_sweep_matches_twin(racing):
+    df = _df(n=30)
+    enc = encode_mentions(df)
+    n = enc.n
+    gen = np.random.default_rng(5)
+    theta = _theta()
+    b_table = bound_table(0.05, n + 1)
+    out = []
+    for mod in (_gibbs, _gibbs_py):
+        labels = np.zeros(n, np.int64)
+        size = np.bincount(labels, minlength=n).astype(np.int64)
+        g = np.random.default_rng(7)
+        for _ in range(3):
+            order = g.permutation(n).astype(np.int64)
+            state = np.zeros(4, np.int64)
+            done = False
+            while not done:
+                gum = g.gumbel(size=100)    # small buffers: exercises the refill path
+                uni = g.random(size=100)
+                state[:2] = 0
+                done = mod.sweep(enc, theta, -1.0, labels, size, order, 2.0, racing, 3, b_table,
+                                 gum, uni, state)
+        out.append((labels.copy(), int(state[3])))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    assert out[0][1] == out[1][1]
+    del gen
+
+
+def test_exact_eval_counts():
+    df = _df(n=9, n_blocks=2)
+    g = GibbsCoref(_Model(_theta(), -1.0), sampler="exact", n_sweeps=4, rng=3).fit(df)
+    # every step evaluates the n - 1 factors of its block
+    assert g.n_factor_evals_ == 4 * 2 * 9 * 8
+    assert list(g.history_["n_factor_evals"]) == [0, 144, 288, 432, 576]
+    assert g.labels_history_.shape == (5, 18)
+
+
+def test_racing_counts_small_clusters_exact():
+    # with first_batch >= block size every arm is summed exactly: same counts as exact
+    df = _df(n=6)
+    m = _Model(_theta(), -1.0)
+    ge = GibbsCoref(m, sampler="exact", n_sweeps=3, rng=1).fit(df)
+    gr = GibbsCoref(m, sampler="racing", n_sweeps=3, rng=1, first_batch=6).fit(df)
+    assert gr.n_factor_evals_ == ge.n_factor_evals_ == 3 * 6 * 5
+    pd.testing.assert_series_equal(ge.clusters_, gr.clusters_)
+
+
+def test_block_order_invariance_and_ids():
+    df = _df(n=10, n_blocks=3)
+    m = _Model(_theta(), -0.5)
+    a = GibbsCoref(m, sampler="racing", n_sweeps=5, rng=11).fit(df)
+    b = GibbsCoref(m, sampler="racing", n_sweeps=5, rng=11).fit(df.iloc[::-1])
+    pd.testing.assert_series_equal(a.clusters_.sort_index(), b.clusters_.sort_index())
+    assert a.clusters_.str.startswith(tuple(f"B{k}/" for k in range(3))).all()
+    assert a.n_factor_evals_ == b.n_factor_evals_
+    r1 = block_rng(4, "B0").random(3)
+    r2 = block_rng(4, "B0").random(3)
+    np.testing.assert_array_equal(r1, r2)
+
+
+def test_racing_conditional_matches_exact():
+    """Distribution of one racing Gibbs step vs the exact conditional (chi-square)."""
+    df = _df(n=40, seed=3)
+    enc = encode_mentions(df)
+    n = enc.n
+    theta = _theta() * 0.3
+    bias = -0.2
+    gold = pd.factorize(df["gold"])[0].astype(np.int64)
+    i = 0
+    # exact conditional probabilities of mention i
+    from coref._factors import factor_matrix
+    F = np.empty((n, n))
+    factor_matrix(enc, theta, bias, F)
+    labels0 = gold.copy()
+    size0 = np.bincount(labels0, minlength=n).astype(np.int64)
+    others = np.arange(n) != i
+    cl = sorted(set(labels0[others]))
+    scores = [F[i, others & (labels0 == c)].sum() for c in cl] + [0.0]
+    tau = (max(scores) - min(scores)) / 2.0
+    inv_temp = 1.0 / tau
+    assert min(len(F[i, others & (labels0 == c)]) for c in cl) > 3
+    p = np.exp((np.array(scores) - max(scores)) * inv_temp)
+    p /= p.sum()
+    b_table = bound_table(0.05, n + 1)
+    gen = np.random.default_rng(2024)
+    n_draws = 3000
+    counts = np.zeros(len(p))
+    new_label = [l for l in range(n) if l not in cl][0]
+    keys = cl + [new_label]
+    evals = 0
+    for _ in range(n_draws):
+        labels = labels0.copy()
+        size = size0.copy()
+        state = np.zeros(4, np.int64)
+        l = _gibbs.sweep(enc, theta, bias, labels, size, np.array([i], np.int64), inv_temp, 1, 3,
+                         b_table, gen.gumbel(size=n + 1), gen.random(size=n), state)
+        counts[keys.index(labels[i])] += 1
+        evals += state[3]
+    expected = p * n_draws
+    ok = expected >= 5
+    chi2 = np.sum((counts[ok] - expected[ok]) ** 2 / expected[ok])
+    from scipy.stats import chi2 as chi2_dist
+    assert ok.sum() >= 3
+    assert chi2 < chi2_dist.ppf(0.999, ok.sum() - 1), (counts, expected)
+    assert evals < n_draws * (n - 1)  # racing subsampled
+
+
+def test_errors():
+    m = _Model(_theta(), 0.0)
+    df = _df(n=4)
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        GibbsCoref(m, sampler="fast").fit(df)
+    with pytest.raises(ValueError, match="delta must be"):
+        GibbsCoref(m, delta=1.5).fit(df)
+    with pytest.raises(ValueError, match="first_batch must be >= 2"):
+        GibbsCoref(m, first_batch=1).fit(df)
+    with pytest.raises(TypeError, match="n_sweeps must be an int"):
+        GibbsCoref(m, n_sweeps=2.5).fit(df)
+    with pytest.raises(TypeError, match="rng must be"):
+        GibbsCoref(m, rng="x").fit(df)
+    with pytest.raises(ValueError, match="unique"):
+        GibbsCoref(m).fit(pd.concat([df, df]))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        GibbsCoref(object()).fit(df)
