@@ -220,9 +220,10 @@ def ebs_coefficients(n_seen, n_data, delta_round):
 class _IndexSampler:
     """Draw disjoint mini-batches of ``[0, N)`` without replacement, cost O(T) early on.
 
-    While fewer than half the indices are used, draws uniform candidates and keeps
-    unseen distinct ones (a uniform random subset of the unused indices); later it
-    permutes the unused remainder once.
+    While at most half the indices are used, it draws i.i.d. uniform candidates and keeps
+    the distinct unused ones (a rule that depends only on positions and equalities, so
+    by exchangeability the kept set is a uniform random subset of the unused indices);
+    later it permutes the unused remainder once.
     """
 
     def __init__(self, n_data, gen):
@@ -231,27 +232,32 @@ class _IndexSampler:
         self.used = np.zeros(n_data, dtype=bool)
         self.n_used = 0
         self._rest = None
+        self._stamp = None
 
     def draw(self, m):
         n, gen = self.n, self.gen
         if self._rest is None and self.n_used + m <= n // 2:
-            out = np.empty(0, dtype=np.int64)
-            while out.shape[0] < m:
-                need = m - out.shape[0]
-                cand = gen.integers(0, n, size=need + need // 4 + 8)
+            if self._stamp is None:
+                self._stamp = np.empty(n, dtype=np.int64)
+            parts, got = [], 0
+            while got < m:
+                need = m - got
+                cand = gen.integers(0, n, size=need + need // 2 + 8)
                 cand = cand[~self.used[cand]]
-                _, first = np.unique(cand, return_index=True)
-                cand = cand[np.sort(first)][:need]
+                pos = np.arange(cand.shape[0])
+                self._stamp[cand] = pos
+                cand = cand[self._stamp[cand] == pos][:need]  # one copy of each value
                 self.used[cand] = True
-                out = np.concatenate([out, cand])
+                parts.append(cand)
+                got += cand.shape[0]
+            out = parts[0] if len(parts) == 1 else np.concatenate(parts)
         else:
             if self._rest is None:
                 self._rest = gen.permutation(np.flatnonzero(~self.used))
             out, self._rest = self._rest[:m], self._rest[m:]
             self.used[out] = True
         self.n_used += m
-        out.sort()  # the batch is a set; sorted indices make gathers cache-friendly
-        return out
+        return np.sort(out)  # a set: sorted indices make the caller's gathers cache-friendly
 
 
 # ----------------------------------------------------------------- the engine
@@ -291,11 +297,12 @@ def _race_core(reward_fn, active, n_data, *, delta, bound, variance, first_batch
                 f"the log_f callable of {func} must return an array of shape (len(states), len(idx)) = "
                 f"({arms.shape[0]}, {m}); got {rewards.shape} instead"
             )
-        if np.isnan(rewards).any() or np.isposinf(rewards).any():
+        finite = np.isfinite(rewards).all()
+        if not finite and (np.isnan(rewards).any() or np.isposinf(rewards).any()):
             raise ValueError(f"{func}: the rewards (log_f values) contain NaN or +inf")
         n_evals += arms.shape[0] * m
         survivors.append(int(arms.shape[0]))
-        dead = np.isneginf(rewards).any(axis=1)
+        dead = np.zeros(arms.shape[0], dtype=bool) if finite else np.isneginf(rewards).any(axis=1)
         if dead.any():  # some f_n(i) = 0: the arm has probability zero
             mean[arms[dead]] = -np.inf
             arms, rewards = arms[~dead], rewards[~dead]
