@@ -107,7 +107,7 @@ class ControlVariate:
         a1 = alpha[1:]
         ref_s = alpha[0] + self.ref_x @ a1
         coef = np.ascontiguousarray(_f_derivs(self.ref_r, ref_s, nu, c0))
-        var_s = np.einsum("bij,i,j->b", self.cov_xx, a1, a1)
+        var_s = (self.cov_xx @ a1) @ a1
         cov_rs = self.cov_rx @ a1
         per_bin = (coef[:, 0] + 0.5 * coef[:, 3] * self.var_r + coef[:, 4] * cov_rs
                    + 0.5 * coef[:, 5] * var_s)
@@ -176,21 +176,25 @@ class ChainContext:
             self.cvs.append(ControlVariate(mod, self.inliers, bin_of, n_bins))
         # ---- per-datum gradients at the MAP (SGLD gradient control variate)
         self.grad_map = []
-        self.grad_map_sum = []
+        self.grad_map_in_sum = []
         for mod, lap in zip(self.models, self.laplaces):
-            G = mod.per_datum_grad(lap.mean)
             full = np.zeros((mod.r.shape[0], mod.n_params))
-            full[mod.all_idx] = G
+            full[mod.all_idx] = mod.per_datum_grad(lap.mean)
             self.grad_map.append(full)
-            self.grad_map_sum.append(G.sum(axis=0))
+            self.grad_map_in_sum.append(full[self.inliers].sum(axis=0))
 
     # ---------------------------------------------------------------- terms
-    def cv_rewards(self, j, x, times, coefs=None):
-        """Residual rewards ``l_t - h_t + E[h]`` of model ``j`` at ``times`` (inliers)."""
-        mod, cv = self.models[j], self.cvs[j]
-        ref_s, coef, mean_h = cv.coefficients(x) if coefs is None else coefs
+    def prepare(self, j, x):
+        """Everything :meth:`cv_rewards` needs for model ``j`` at ``x`` (computed once)."""
+        mod = self.models[j]
         alpha, nu = mod.constrained(x)
         c0, _ = mod._consts(nu)
+        return (alpha, nu, c0) + self.cvs[j].coefficients(x)
+
+    def cv_rewards(self, j, x, times, prep=None):
+        """Residual rewards ``l_t - h_t + E[h]`` and terms ``l_t`` of model ``j`` at ``times``."""
+        mod, cv = self.models[j], self.cvs[j]
+        alpha, nu, c0, ref_s, coef, mean_h = self.prepare(j, x) if prep is None else prep
         out = np.empty(times.shape[0])
         out_h = np.empty(times.shape[0])
         mod._k.loglik_cv_terms(mod.r, mod.r2, alpha, nu, c0, times, cv.bin_of,
@@ -221,7 +225,7 @@ def _race_q(ctx, xs, log_f0, rng, *, delta, first_batch, stats, check):
     """Racing-Normal Gibbs draw of q (index into orders); counts terms in ``stats``."""
     import sampling
 
-    coefs = [ctx.cvs[j].coefficients(xs[j]) for j in range(ctx.D)]
+    coefs = [ctx.prepare(j, xs[j]) for j in range(ctx.D)]
     gumbels = rng.gumbel(size=ctx.D)
     inl = ctx.inliers
 
@@ -252,8 +256,8 @@ def _mh_test(ctx, j, x, x_new, log_rest, rng, *, delta, first_batch, stats, chec
     """
     import sampling
 
-    c_new = ctx.cvs[j].coefficients(x_new)
-    c_old = ctx.cvs[j].coefficients(x)
+    c_new = ctx.prepare(j, x_new)
+    c_old = ctx.prepare(j, x)
     inl = ctx.inliers
 
     def diff(idx):
@@ -304,29 +308,32 @@ def _langevin(ctx, st, j, *, method, grad_batch, delta, first_batch, stats, chec
             st.xs[j] = x_new
             st.cache = (j, ll_new, g_new)
         return acc
-    # ---- subsampled: SGLD proposal from a mini-batch with a gradient control variate
-    N = mod.n_data
-    batch = ctx.all_idx[rng.choice(N, size=min(grad_batch, N), replace=False)]
-    Gm = ctx.grad_map[j]
-    corr = Gm[batch].sum(axis=0)
-    scale = N / batch.shape[0]
+    # ---- subsampled: SGLD proposal. Gradient = exact sum over the outliers + sum over
+    # the inliers estimated from a mini-batch with the MAP per-datum gradients as a
+    # control variate: sum_in g_map + (N_in / m) sum_B (g_t(x) - g_map,t).
+    n_in = ctx.n_in
+    batch = ctx.inliers[rng.choice(n_in, size=min(grad_batch, n_in), replace=False)]
+    corr = ctx.grad_map[j][batch].sum(axis=0)
+    scale = n_in / batch.shape[0]
+    if st.cache is None or st.cache[0] != j:
+        terms_out, g_out = mod.loglik_grad(x, ctx.outliers)
+        stats["n_evals"] += ctx.outliers.shape[0]
+        st.cache = (j, terms_out.sum(), g_out)
+    _, ll_out, g_out = st.cache
 
-    def grad_est(xx):
+    def grad_est(xx, g_out_xx):
         _, gb = mod.loglik_grad(xx, batch)
         stats["n_evals"] += batch.shape[0]
-        return ctx.grad_map_sum[j] + scale * (gb - corr) + mod.grad_log_prior(xx)
+        return (g_out_xx + ctx.grad_map_in_sum[j] + scale * (gb - corr)
+                + mod.grad_log_prior(xx))
 
-    gw = L.T @ grad_est(x)
+    gw = L.T @ grad_est(x, g_out)
     w_new, lq_fwd = sgld_proposal(w, gw, step_size=eps, rng=rng)
     x_new = lap.mean + L @ w_new
-    gw_new = L.T @ grad_est(x_new)
-    if st.cache is None or st.cache[0] != j:
-        ll_out = mod.loglik_terms(x, ctx.outliers).sum()
-        stats["n_evals"] += ctx.outliers.shape[0]
-        st.cache = (j, ll_out, None)
-    ll_out = st.cache[1]
-    ll_out_new = mod.loglik_terms(x_new, ctx.outliers).sum()
+    terms_out_new, g_out_new = mod.loglik_grad(x_new, ctx.outliers)
     stats["n_evals"] += ctx.outliers.shape[0]
+    ll_out_new = terms_out_new.sum()
+    gw_new = L.T @ grad_est(x_new, g_out_new)
     log_rest = (ll_out_new - ll_out + mod.log_prior(x_new) - mod.log_prior(x)
                 + log_q(w, w_new, gw_new, eps) - lq_fwd
                 - math.log(rng.uniform()))
@@ -336,7 +343,7 @@ def _langevin(ctx, st, j, *, method, grad_batch, delta, first_batch, stats, chec
                    stats=stats, check=check)
     if acc:
         st.xs[j] = x_new
-        st.cache = (j, ll_out_new, None)
+        st.cache = (j, ll_out_new, g_out_new)
     return acc
 
 
@@ -569,7 +576,7 @@ def _atomic_pickle(obj, path):
 
 
 def _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
-               grad_batch, first_batch, outlier_fraction, target_accept, check_every):
+               grad_batch, first_batch, outlier_fraction, target_accept, check_every, name):
     try:
         orders = tuple(sorted({int(q) for q in orders}))
     except (TypeError, ValueError) as exc:
@@ -594,16 +601,16 @@ def _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
     if not 0 < target_accept < 1:
         raise ValueError("the target_accept parameter of select_order must be in (0, 1); "
                          f"got {target_accept!r}")
-    r = check_returns(returns, q_max=max(orders))
+    r = check_returns(returns, q_max=max(orders), name=name)
     return r, orders
 
 
 def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled",
                  n_iterations=2000, n_warmup=1000, n_chains=4, delta=0.05, rng=None,
-                 grad_batch=500, first_batch=50, outlier_fraction=0.2, target_accept=0.36,
+                 grad_batch=1000, first_batch=50, outlier_fraction=0.2, target_accept=0.36,
                  log_adjusted_prior=None, prior_init="laplace", check_every=0,
                  standardize=True, progress=False, checkpoint=None, resume=False,
-                 checkpoint_every=500, kernel=None):
+                 checkpoint_every=500, kernel=None, name="returns"):
     """Posterior over the ARCH order q by Carlin-Chib MCMC, exact or subsampled.
 
     Parameters
@@ -650,6 +657,8 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
         ``checkpoint_every`` sweeps; with ``resume=True`` a run continues from it.
     kernel : module, optional
         Likelihood kernels (default the Cython ``_loglik``; tests pass the twin).
+    name : str
+        How error messages refer to the data (e.g. its file name).
 
     Returns
     -------
@@ -672,9 +681,29 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
     .. [1] Chen & Ghahramani (2016), Sec. 5.2, Appx. C.2 (Eq. 25), Alg. 1, Eq. 9, 11, 12.
     .. [2] Carlin & Chib (1995), "Bayesian model choice via Markov chain Monte Carlo".
     """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn brings it
+        import contextlib
+
+        limits = contextlib.nullcontext()
+    else:
+        # small dense algebra only: BLAS threads just contend on a shared machine
+        limits = threadpool_limits(1)
+    with limits:
+        return _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
+                             rng, grad_batch, first_batch, outlier_fraction, target_accept,
+                             log_adjusted_prior, prior_init, check_every, standardize, progress,
+                             checkpoint, resume, checkpoint_every, kernel, name)
+
+
+def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta, rng,
+                  grad_batch, first_batch, outlier_fraction, target_accept, log_adjusted_prior,
+                  prior_init, check_every, standardize, progress, checkpoint, resume,
+                  checkpoint_every, kernel, name):
     r, orders = _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
                            grad_batch, first_batch, outlier_fraction, target_accept,
-                           check_every)
+                           check_every, name)
     if prior_init not in ("laplace", "uniform"):
         raise ValueError(f"the prior_init parameter of select_order must be 'laplace' or "
                          f"'uniform'; got {prior_init!r}")
@@ -794,7 +823,7 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
     ess, rhat = _q_diagnostics(q_vals)
     if np.isfinite(ess) and ess < 100:
         warnings.warn(f"ESS of q is {ess:.0f} (< 100): run more iterations", LowESSWarning,
-                      stacklevel=2)
+                      stacklevel=3)
     sw, ss = saved["stats_w"], saved["stats_s"]
     allst = sw + ss
     g_checks = sum(s["gibbs_checks"] for s in allst)

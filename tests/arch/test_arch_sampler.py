@@ -1,0 +1,193 @@
+"""Carlin-Chib sampler: control variates, racing steps, select_order, checkpoints, CLI."""
+import json
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from sampling.arch import _loglik_py, select_order
+from sampling.arch import sampler as S
+from sampling.arch.model import ARCHModel, standardise
+from sampling.exceptions import ReturnsDataError
+
+
+def _sim_arch(n, alpha, nu, rng):
+    q = len(alpha) - 1
+    r = np.zeros(n + q)
+    scale = math.sqrt((nu - 2) / nu)
+    for t in range(q, n + q):
+        s = alpha[0] + sum(alpha[i] * r[t - i] ** 2 for i in range(1, q + 1))
+        r[t] = math.sqrt(s) * scale * rng.standard_t(nu)
+    return r[q:]
+
+
+ORDERS = (1, 2, 4)
+pytestmark = pytest.mark.filterwarnings("ignore::sampling.exceptions.LowESSWarning")
+
+
+@pytest.fixture(scope="module")
+def returns():
+    return _sim_arch(1500, [0.3, 0.4, 0.2], 6.0, np.random.default_rng(2016))
+
+
+@pytest.fixture(scope="module")
+def ctx(returns):
+    z, _, _ = standardise(returns)
+    laps = [ARCHModel(z, q, max(ORDERS)).laplace() for q in ORDERS]
+    return S.ChainContext(z, ORDERS, laps)
+
+
+def test_control_variate_mean_is_exact_and_reduces_variance(ctx):
+    rng = np.random.default_rng(0)
+    for j in range(ctx.D):
+        x = ctx.laplaces[j].sample(rng)
+        res, l = ctx.cv_rewards(j, x, ctx.inliers)
+        # population mean of the proxy is exact: the residual rewards keep the sum
+        assert res.sum() == pytest.approx(l.sum(), abs=1e-8)
+        assert np.var(res) < np.var(l) / 100
+        # outliers and inliers partition the data
+    assert ctx.n_in + ctx.outliers.size == ctx.n_data
+    assert np.intersect1d(ctx.inliers, ctx.outliers).size == 0
+    assert ctx.outliers.size == round(0.2 * ctx.n_data)
+
+
+def test_racing_gibbs_matches_exact_gumbel_max(ctx):
+    """With the same Gumbels, racing picks the exact arm in >= 1 - 2 delta of draws."""
+    rng = np.random.default_rng(1)
+    xs = [lap.mean.copy() for lap in ctx.laplaces]
+    log_f0 = np.zeros(ctx.D)
+    stats = S.new_stats()
+    for _ in range(100):
+        xs = [lap.sample(rng) for lap in ctx.laplaces]
+        S._race_q(ctx, xs, log_f0, rng, delta=0.05, first_batch=50, stats=stats, check=True)
+    assert stats["gibbs_checks"] == 100
+    assert stats["gibbs_errors"] <= 10  # binomial(100, <= 0.05): P(> 10) < 0.012
+    assert 0 < stats["n_evals"] < 100 * ctx.D * ctx.n_in
+
+
+def test_exact_gibbs_frequencies(ctx):
+    """The exact q-update draws from the Carlin-Chib conditional (Gumbel-max, Eq. 2)."""
+    rng = np.random.default_rng(3)
+    st = S.ChainState(ctx, rng, np.zeros(ctx.D), [0.5] * ctx.D)
+    st.xs = [lap.mean.copy() for lap in ctx.laplaces]
+    tot = np.array([ctx.models[k].loglik_terms(st.xs[k]).sum() for k in range(ctx.D)])
+    lw = tot + np.array([ctx.log_joint_prior(k, st.xs[k]) for k in range(ctx.D)])
+    st.log_pi = -lw  # makes the conditional uniform
+    n = 3000
+    draws = [S._gibbs_q(ctx, st, method="exact", delta=0.05, first_batch=50,
+                        stats=S.new_stats(), check=False) for _ in range(n)]
+    freq = np.bincount(draws, minlength=ctx.D) / n
+    p = 1 / ctx.D
+    assert np.all(np.abs(freq - p) < 5 * math.sqrt(p * (1 - p) / n))
+
+
+@pytest.mark.parametrize("method", ["exact", "subsampled"])
+def test_select_order_runs_and_accounts(returns, method):
+    res = select_order(returns, orders=ORDERS, method=method, n_iterations=150, n_warmup=100,
+                       n_chains=2, rng=5, check_every=3, grad_batch=200)
+    D = len(ORDERS)
+    assert res.posterior.shape == (D,) and res.posterior.sum() == pytest.approx(1.0)
+    assert res.q_trace.shape == (2, 150) and set(np.unique(res.q_trace)) <= set(ORDERS)
+    assert res.log_adjusted_prior_trace.shape == (2, 100, D)
+    assert np.all(np.diff(res.n_evals_trace, axis=1) > 0)
+    assert res.n_loglik_evals == res.n_evals_trace[:, -1].sum()
+    assert np.all((res.acceptance_rate > 0.05) & (res.acceptance_rate < 0.95))
+    n = res.n_data
+    per_sweep = res.n_loglik_evals_sampling / 300
+    if method == "exact":
+        assert res.gibbs_error_rate is None
+        # D N for Gibbs, N for the proposal, + N when q changed
+        assert (D + 1) * n <= per_sweep <= (D + 2) * n
+    else:
+        assert res.gibbs_error_rate <= 0.1 and res.mh_error_rate <= 0.1
+        assert per_sweep < 0.6 * (D + 1) * n
+    # the truth is ARCH(2): ARCH(1) is far less likely
+    assert res.posterior[0] < 0.05
+    assert json.dumps(res.summary())
+
+
+def test_python_twin_gives_identical_chain(returns):
+    kw = dict(orders=ORDERS, method="subsampled", n_iterations=40, n_warmup=20, n_chains=1, rng=9)
+    a = select_order(returns, **kw)
+    b = select_order(returns, kernel=_loglik_py, **kw)
+    np.testing.assert_array_equal(a.q_trace, b.q_trace)
+    assert a.n_loglik_evals == b.n_loglik_evals
+
+
+def test_checkpoint_resume_matches_uninterrupted(returns, tmp_path, monkeypatch):
+    kw = dict(orders=ORDERS, method="subsampled", n_iterations=60, n_warmup=40, n_chains=2,
+              rng=11, checkpoint_every=20)
+    full = select_order(returns, **kw)
+    ck = tmp_path / "ck.pkl"
+    real = S.run_chain
+    calls = {"n": 0}
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(S, "run_chain", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        select_order(returns, checkpoint=str(ck), **kw)
+    monkeypatch.setattr(S, "run_chain", real)
+    with open(ck, "rb") as fh:
+        assert pickle.load(fh)["phase"] == "sample"
+    resumed = select_order(returns, checkpoint=str(ck), resume=True, **kw)
+    np.testing.assert_array_equal(resumed.q_trace, full.q_trace)
+    np.testing.assert_array_equal(resumed.posterior, full.posterior)
+    with pytest.raises(ValueError, match="other settings"):
+        select_order(returns, checkpoint=str(ck), resume=True, **{**kw, "n_iterations": 61})
+
+
+def test_select_order_errors(returns):
+    with pytest.raises(ReturnsDataError, match="NaN"):
+        select_order(np.append(returns, np.nan), orders=ORDERS)
+    with pytest.raises(ReturnsDataError, match="too few returns"):
+        select_order(returns[:30], orders=ORDERS, name="x.csv")
+    with pytest.raises(ReturnsDataError, match="constant"):
+        select_order(np.ones(500), orders=ORDERS)
+    with pytest.raises(ValueError, match="method parameter"):
+        select_order(returns, orders=ORDERS, method="fast")
+    with pytest.raises(ValueError, match="orders parameter"):
+        select_order(returns, orders=(3,))
+    with pytest.raises(ValueError, match="delta parameter"):
+        select_order(returns, orders=ORDERS, delta=1.5)
+
+
+def test_cli_writes_outputs(returns, tmp_path):
+    from sampling.cli import main
+
+    prices = 100 * np.exp(np.cumsum(np.append(0.0, returns)) / 100)
+    f = tmp_path / "prices.csv"
+    f.write_text("price\n" + "\n".join(f"{p:.6f}" for p in prices) + "\n")
+    out = tmp_path / "out"
+    rc = main(["arch", str(f), "--orders", "1,2,4", "--iterations", "60", "--warmup", "40",
+               "--chains", "2", "--method", "both", "--out", str(out), "--no-progress",
+               "--check-every", "5"])
+    assert rc == 0
+    summ = json.loads((out / "summary.json").read_text())
+    assert set(summ["results"]) == {"subsampled", "exact"}
+    assert 0 <= summ["tv_posterior"] <= 1
+    for name in ("posterior.csv", "q_trace.csv", "fig2b_log_posterior.png",
+                 "fig2c_adjusted_posterior.png", "fig2d_autocorrelation.png"):
+        assert (out / name).stat().st_size > 0
+    # resume of a finished run reuses the checkpoints
+    assert main(["arch", str(f), "--orders", "1,2,4", "--iterations", "60", "--warmup", "40",
+                 "--chains", "2", "--method", "both", "--out", str(out), "--no-progress",
+                 "--check-every", "5", "--resume", "--no-plots"]) == 0
+
+
+def test_cli_bad_file(tmp_path, capsys):
+    from sampling.cli import main
+
+    f = tmp_path / "broken.csv"
+    f.write_text("Close\n1.0\nnan\n1.1\n")
+    assert main(["arch", str(f), "--no-progress"]) == 1
+    assert "broken.csv" in capsys.readouterr().err
+    g = tmp_path / "short.csv"
+    g.write_text("Close\n" + "\n".join(str(1 + 0.01 * i) for i in range(20)) + "\n")
+    assert main(["arch", str(g), "--no-progress"]) == 1
+    assert "too few returns" in capsys.readouterr().err
