@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from math import exp as _exp, log as _log
 
 import numpy as np
 
@@ -186,6 +187,7 @@ class AOBFS:
         self.n_expansions_ = 0
         self.full_ = False
         self._assign = np.zeros(self.n_vars_, dtype=np.int64)
+        self._arc_fn, self._heur_fn = _query_functions(wmb)
         # the WMB may have squeezed cardinality-1 variables out of the scopes; constants
         # (empty scopes) then belong to no bucket and sit on the root's arc
         self.model_ = getattr(wmb, "model", None) or self.model
@@ -290,32 +292,30 @@ class AOBFS:
 
     def _expand(self, node):
         """Generate the OR children of AND ``node`` and their AND children, then update."""
-        wmb = self.wmb
         a = self.assignment(node)
         child_vars = self.roots_ if node.var < 0 else self.children_[node.var]
+        arc_fn, heur_fn = self._arc_fn, self._heur_fn
         ors = []
         created = 0
-        for y in child_vars:
-            y = int(y)
+        for y in child_vars.tolist():
             s = _OrNode(y, node)
             created += 1
-            arc = np.asarray(wmb.log_arc_weight(y, a), dtype=float)
-            heur = np.asarray(wmb.log_heuristic(y, a), dtype=float)
-            tot = arc + heur
+            arc = arc_fn(y, a).tolist()
             if self.is_leaf_[y]:
                 # leaf of the pseudo tree: every AND child is solved with v = 1
                 s.solved = True
-                s.log_u = s.log_l = _lse(arc.tolist())
+                s.log_u = s.log_l = _lse(arc)
             else:
+                heur = heur_fn(y, a).tolist()
                 kids = []
-                for x in np.flatnonzero(tot > _NEG_INF):
-                    c = _AndNode(y, int(x), float(arc[x]), float(heur[x]), s)
-                    kids.append(c)
+                for x in range(len(arc)):
+                    w, h = arc[x], heur[x]
+                    if w > _NEG_INF and h > _NEG_INF:
+                        kids.append(_AndNode(y, x, w, h, s))
                 created += len(kids)
                 if kids:
                     s.children = kids
-                    s.log_u = _lse([c.log_w + c.log_u for c in kids])
-                    s.log_b = max(c.log_w + c.log_b for c in kids)
+                    self._update_or(s, count=False)
                 else:
                     s.solved = True
                     s.log_u = s.log_l = _NEG_INF
@@ -350,36 +350,113 @@ class AOBFS:
                 r = s.log_b - s.log_u
                 if r > best:
                     best = r
-        if log_u == _NEG_INF or log_u != log_u:
+        if log_u == _NEG_INF:
             if not solved:  # a zero factor below: drop the unsolved siblings' subtrees too
                 self.n_nodes_ -= sum(_subtree_size(s) for s in ors if not s.solved)
-            log_u, log_l, solved = _NEG_INF, _NEG_INF, True
+            log_l, solved = _NEG_INF, True
         n.log_u = log_u
-        n.log_l = log_l if not solved else log_u
         if solved:
+            n.log_l = log_u
             self.n_nodes_ -= len(ors)  # free the solved OR children (their subtrees are gone)
             n.children = None
             n.solved = True
             n.log_b = _NEG_INF
         else:
+            n.log_l = log_l
             n.log_b = log_u + best
 
-    def _update_or(self, s):
+    def _update_or(self, s, count=True):
         kids = s.children
         if kids is None:
             return
-        us = [c.log_w + c.log_u for c in kids]
-        s.log_u = _lse(us)
-        solved = all(c.solved for c in kids)
+        m = _NEG_INF
+        ml = _NEG_INF
+        bm = _NEG_INF
+        solved = True
+        for c in kids:
+            v = c.log_w + c.log_u
+            if v > m:
+                m = v
+            v = c.log_w + c.log_l
+            if v > ml:
+                ml = v
+            if not c.solved:
+                solved = False
+                v = c.log_w + c.log_b
+                if v > bm:
+                    bm = v
+        if m == _NEG_INF:
+            log_u = _NEG_INF
+        else:
+            t = 0.0
+            for c in kids:
+                t += _exp(c.log_w + c.log_u - m)
+            log_u = m + _log(t)
+        s.log_u = log_u
         if solved:
-            s.log_l = s.log_u
-            self.n_nodes_ -= len(kids)
+            s.log_l = log_u
+            if count:
+                self.n_nodes_ -= len(kids)
+            else:  # solved at creation: the children were never counted as stored
+                pass
             s.children = None
             s.solved = True
             s.log_b = _NEG_INF
         else:
-            s.log_l = _lse([c.log_w + c.log_l for c in kids])
-            s.log_b = max(c.log_w + c.log_b for c in kids)
+            if ml == _NEG_INF:
+                s.log_l = _NEG_INF
+            else:
+                t = 0.0
+                for c in kids:
+                    t += _exp(c.log_w + c.log_l - ml)
+                s.log_l = ml + _log(t)
+            s.log_b = bm
+
+
+def _query_functions(wmb):
+    """(arc(y, a), heuristic(y, a)) -> ndarray (card[y],), compiled when the WMB exposes its
+    lookup tables (``_arc`` / ``_heur``), else the WMB's public methods."""
+    arcs, heurs = getattr(wmb, "_arc", None), getattr(wmb, "_heur", None)
+    if arcs is None or heurs is None:
+        return wmb.log_arc_weight, wmb.log_heuristic
+    try:
+        from ._aobfs import LookupSum
+    except ImportError as exc:  # pragma: no cover - build problem
+        from ..exceptions import PerformanceWarning
+        import warnings
+
+        warnings.warn(f"compiled lookups unavailable ({exc}); using the WMB methods (slower)",
+                      PerformanceWarning, stacklevel=3)
+        return wmb.log_arc_weight, wmb.log_heuristic
+    cards = np.ascontiguousarray(wmb.model.cards, dtype=np.int64)
+    return _lookup_fn(LookupSum, cards, arcs), _lookup_fn(LookupSum, cards, heurs)
+
+
+def lookup_arrays(cards, per_var):
+    """CSR arrays of per-variable lookup lists (``vars``, ``strides``, ``kstride``, ``flat``)."""
+    ptr, kstride, vptr, vars_, strides, tables = [0], [], [0], [], [], []
+    for k in range(len(cards)):
+        for look in per_var[k]:
+            kstride.append(int(look.kstride) if look.has_k else 0)
+            vars_.extend(int(u) for u in look.vars)
+            strides.extend(int(u) for u in look.strides)
+            vptr.append(len(vars_))
+            tables.append(np.ascontiguousarray(look.flat, dtype=np.float64))
+        ptr.append(len(kstride))
+    i64 = lambda x: np.ascontiguousarray(np.asarray(x, dtype=np.int64))  # noqa: E731
+    return (np.ascontiguousarray(cards, dtype=np.int64), i64(ptr), i64(kstride), i64(vptr),
+            i64(vars_), i64(strides), tables)
+
+
+def _lookup_fn(cls, cards, per_var):
+    kern = cls(*lookup_arrays(cards, per_var))
+    rows = kern.rows
+
+    def fn(y, a):
+        out = np.empty(int(cards[y]))
+        rows(y, a, out)
+        return out
+    return fn
 
 
 def _subtree_size(node):

@@ -34,6 +34,7 @@ from .._rng import as_generator
 __all__ = [
     "BruteForceHeuristic",
     "FactorEvaluator",
+    "FastProposal",
     "ImportanceAccumulator",
     "factor_arrays",
     "greedy_log_lower",
@@ -179,8 +180,121 @@ class FactorEvaluator:
         return float(self.flat[flat_idx].sum())
 
 
+# --------------------------------------------------------------------------- fast proposal
+def _load_kernel(pure_python=False):
+    if pure_python:
+        from . import _aobfs_py as mod
+    else:
+        from . import _aobfs as mod
+    return mod.ProposalKernel
+
+
+class FastProposal:
+    """One compiled call per draw: WMB mixture proposal (Eq. 7) below given pseudo-tree
+    nodes, returning ln q of the draw and ln g, the sum of the drawn variables' bucket
+    factors (their arc weights), as used in the q_S weights of Eq. 10-12.
+
+    It reads the mixture components that :class:`WeightedMiniBucket` prepared for its own
+    ``sample`` (the ``_prop`` tables) without copying them.
+
+    Parameters
+    ----------
+    wmb : WeightedMiniBucket
+        Fitted.
+    evaluator : FactorEvaluator
+        Built on ``wmb.model`` with the WMB pseudo tree.
+    pure_python : bool, default False
+        Use the reference twin ``_aobfs_py`` (slow; for tests).
+
+    Raises
+    ------
+    AttributeError
+        If ``wmb`` does not expose the proposal tables (use ``wmb.sample`` instead).
+    """
+
+    def __init__(self, wmb, evaluator, *, pure_python=False):
+        props = wmb._prop  # AttributeError -> caller falls back to wmb.sample
+        parent = np.asarray(wmb.pseudo_tree.parent, dtype=np.int64)
+        n = parent.shape[0]
+        cards = np.ascontiguousarray(np.asarray(_cards(wmb.model), dtype=np.int64))
+        kids = [[] for _ in range(n)]
+        roots = []
+        for v in range(n):
+            (roots if parent[v] < 0 else kids[parent[v]]).append(v)
+        pre = []
+        size = np.zeros(n, dtype=np.int64)
+        stack = list(reversed(roots))
+        while stack:
+            v = stack.pop()
+            pre.append(v)
+            stack.extend(reversed(kids[v]))
+        pre = np.asarray(pre, dtype=np.int64)
+        pos = np.empty(n, dtype=np.int64)
+        pos[pre] = np.arange(n)
+        for v in pre[::-1]:
+            size[v] = 1 + sum(size[c] for c in kids[v])
+        comp_ptr, comp_lw, comp_kstride, comp_vptr, comp_vars, comp_strides, tables = [0], [], [], [0], [], [], []
+        for k in range(n):
+            for lw, look in props[k]:
+                comp_lw.append(float(lw))
+                comp_kstride.append(int(look.kstride) if look.has_k else 0)
+                comp_vars.extend(int(u) for u in look.vars)
+                comp_strides.extend(int(u) for u in look.strides)
+                comp_vptr.append(len(comp_vars))
+                tables.append(np.ascontiguousarray(look.flat, dtype=np.float64))
+            comp_ptr.append(len(comp_lw))
+        ev = evaluator
+        order = np.argsort(ev.bucket, kind="stable")
+        counts = np.bincount(ev.bucket, minlength=n) if ev.bucket.size else np.zeros(n, dtype=np.int64)
+        bucket_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        arity = ev.scope_pad.shape[1] if ev.scope_pad.ndim == 2 else 1
+        n_f = ev.scope_pad.shape[0]
+        i64 = lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.int64))  # noqa: E731
+        f64 = lambda a: np.ascontiguousarray(np.asarray(a, dtype=np.float64))  # noqa: E731
+        self.kernel = _load_kernel(pure_python)(
+            cards, i64(pre), i64(pos), i64(size), i64(comp_ptr), f64(comp_lw), i64(comp_kstride),
+            i64(comp_vptr), i64(comp_vars), i64(comp_strides), tables, bucket_ptr, i64(order),
+            i64(ev.offsets), i64(np.arange(n_f + 1) * arity), i64(ev.scope_pad.reshape(-1)),
+            i64(ev.strides.reshape(-1)), f64(ev.flat) if ev.flat.size else np.zeros(1),
+            np.zeros(max(int(cards.max(initial=1)), 1)))
+        self.size = size
+        self.roots = np.asarray(roots, dtype=np.int64)
+        self.n_vars = n
+        self.log_constant = ev.log_constant
+
+    def sample(self, rng, assignment, start_vars):
+        """Draw the pseudo subtrees of ``start_vars`` (ancestors set in ``assignment``).
+
+        Returns
+        -------
+        x : ndarray of int64 of shape (n_vars,)
+        log_q : float
+            ln q of the drawn variables given the rest.
+        log_g : float
+            Sum of the log factors in the drawn variables' buckets.
+        """
+        x = np.array(assignment, dtype=np.int64)
+        starts = np.ascontiguousarray(start_vars, dtype=np.int64)
+        u = rng.random(int(self.size[starts].sum()))
+        log_q, log_g = self.kernel.sample(starts, x, u)
+        return x, log_q, log_g
+
+
+def make_fast_proposal(wmb, evaluator):
+    """A :class:`FastProposal` for ``wmb``, or None (with a PerformanceWarning) if the WMB
+    does not expose its proposal tables or the compiled kernel is not built."""
+    from ..exceptions import PerformanceWarning
+
+    try:
+        return FastProposal(wmb, evaluator)
+    except (AttributeError, ImportError) as exc:
+        warnings.warn(f"compiled proposal sampler unavailable ({exc}); using wmb.sample (slower)",
+                      PerformanceWarning, stacklevel=2)
+        return None
+
+
 # --------------------------------------------------------------------------- samplers
-def sample_wmb_is(wmb, evaluator, n, rng):
+def sample_wmb_is(wmb, evaluator, n, rng, fast=None):
     """Draw ``n`` samples from the WMB proposal and return their log importance weights.
 
     Parameters
@@ -196,11 +310,18 @@ def sample_wmb_is(wmb, evaluator, n, rng):
     ndarray of shape (n,)
         ln f(x_i) - ln q(x_i), each <= ``wmb.log_Z_upper`` (Eq. 8 of [1]_).
     """
+    if fast is not None:
+        out = np.empty(int(n))
+        zero = np.zeros(fast.n_vars, dtype=np.int64)
+        for i in range(int(n)):
+            _, log_q, log_g = fast.sample(rng, zero, fast.roots)
+            out[i] = fast.log_constant + log_g - log_q
+        return out
     x, log_q = wmb.sample(int(n), rng)
     return evaluator.log_value(x) - np.asarray(log_q, dtype=float)
 
 
-def sample_search_tree(search, evaluator, n, rng):
+def sample_search_tree(search, evaluator, n, rng, fast=None):
     """Two-step sampling from the search tree S (Sec. 3, Alg. 1 TWOSTEPSAMPLING of [1]_).
 
     Parameters
@@ -211,6 +332,8 @@ def sample_search_tree(search, evaluator, n, rng):
     n : int
         Number of samples (all from the same q_S).
     rng : numpy.random.Generator
+    fast : FastProposal, optional
+        Compiled sampler; default ``wmb.sample``.
 
     Returns
     -------
@@ -263,9 +386,13 @@ def sample_search_tree(search, evaluator, n, rng):
         if start_vars.size == 0:
             out[i] = log_U - log_h
             continue
-        x, log_q = wmb.sample(1, rng, assignment=a, start_vars=start_vars)
-        log_g = evaluator.log_subtree_cost(np.asarray(x)[0], start_vars)
-        out[i] = log_U + log_g - log_h - float(np.asarray(log_q).reshape(-1)[0])
+        if fast is not None:
+            _, log_q, log_g = fast.sample(rng, a, start_vars)
+        else:
+            x, log_q = wmb.sample(1, rng, assignment=a, start_vars=start_vars)
+            log_g = evaluator.log_subtree_cost(np.asarray(x)[0], start_vars)
+            log_q = float(np.asarray(log_q).reshape(-1)[0])
+        out[i] = log_U + log_g - log_h - log_q
     return out, log_U
 
 

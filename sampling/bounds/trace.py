@@ -177,7 +177,9 @@ def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
         lower bound): the lower bound used is ``max(log_Z_lower, log_Z_floor)``.
         Defaults to ``trace.meta.get("log_Z_floor")``.
     t_start : float, optional
-        Start of the window (default: the first record time).
+        Start of the window (default: the first record time). Before the first record
+        the gap is ``meta["log_Z_wmb"] - log_Z_floor`` when the WMB bound is known (every
+        method starts from the WMB bound and the common floor), else the first record's.
 
     Returns
     -------
@@ -212,7 +214,12 @@ def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
         if w > 0:
             total += w * g
     if t[0] > t0:
-        total += (min(float(t[0]), t1) - t0) * gap[0]
+        # before the first record: the WMB bound and the floor if known, else the first gap
+        g0 = gap[0]
+        u0 = trace.meta.get("log_Z_wmb")
+        if u0 is not None and not isinstance(u0, str):
+            g0 = max(float(u0) - floor, 0.0)
+        total += (min(float(t[0]), t1) - t0) * g0
     return float(total)
 
 

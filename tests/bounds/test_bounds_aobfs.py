@@ -1,0 +1,143 @@
+"""AOBFS (Lou et al. 2017, Eq. 3-5): bounds, priority, solved nodes, memory cap."""
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from sampling.bounds.aobfs import AOBFS
+from sampling.bounds.importance import BruteForceHeuristic
+from sampling.bounds.model import Factor, GraphicalModel
+
+
+def random_model(n=7, seed=0, zeros=0.15, max_card=3):
+    rng = np.random.default_rng(seed)
+    cards = rng.integers(2, max_card + 1, size=n)
+    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
+    for _ in range(n + 2):
+        a, b = (int(v) for v in rng.choice(n, 2, replace=False))
+        t = rng.normal(size=(cards[a], cards[b]))
+        t[rng.random(t.shape) < zeros] = -np.inf
+        facs.append(Factor((a, b), t))
+    return GraphicalModel(cards, facs)
+
+
+def brute_log_z(model):
+    xs = np.array(list(itertools.product(*[range(c) for c in model.cards])))
+    return float(np.logaddexp.reduce(model.log_value(xs)))
+
+
+def _wmb(model, i_bound):
+    from sampling.bounds.wmb import WeightedMiniBucket
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return WeightedMiniBucket(model, i_bound=i_bound).fit()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("eps", [0.0, 0.4], ids=["exact-heur", "loose-heur"])
+def test_search_bounds_and_solves_exactly(seed, eps):
+    m = random_model(seed=seed)
+    lz = brute_log_z(m)
+    oracle = BruteForceHeuristic(m, eps=eps).fit()
+    s = AOBFS(m, wmb=oracle).fit(max_expansions=0)
+    assert s.log_Z_upper_ == pytest.approx(oracle.log_Z_upper, abs=1e-9)
+    while s.can_expand:
+        assert s.log_Z_upper_ >= lz - 1e-9
+        assert s.log_Z_lower_ <= lz + 1e-9
+        s.expand(1)
+    assert s.solved_
+    assert s.log_Z_upper_ == pytest.approx(lz, abs=1e-9)
+    assert s.log_Z_lower_ == pytest.approx(lz, abs=1e-9)
+    assert s.n_nodes_ == 1  # every solved subtree was freed
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_real_wmb_upper_bound_monotone_and_valid(seed):
+    m = random_model(n=8, seed=seed)
+    lz = brute_log_z(m)
+    w = _wmb(m, 1)
+    s = AOBFS(m, wmb=w).fit(max_expansions=0)
+    prev = s.log_Z_upper_
+    assert prev == pytest.approx(w.log_Z_upper, abs=1e-6)
+    for _ in range(400):
+        if not s.can_expand:
+            break
+        s.expand(1)
+        assert s.log_Z_upper_ >= lz - 1e-8
+        assert s.log_Z_upper_ <= prev + 1e-8  # WMB heuristics are monotone (Hoelder)
+        prev = s.log_Z_upper_
+    assert s.solved_ and s.log_Z_upper_ == pytest.approx(lz, abs=1e-8)
+
+
+def _frontier(s):
+    out, stack = [], [s.root_]
+    while stack:
+        n = stack.pop()
+        if n.solved:
+            continue
+        if n.children is None:
+            out.append(n)
+            continue
+        for o in n.children:
+            if not o.solved:
+                stack.extend(o.children)
+    return out
+
+
+def _priority(node):
+    """ln of Eq. 4 computed bottom-up: g_n u_n prod_{s in branch(n)} u_s."""
+    val = node.log_u
+    cur = node
+    while cur.parent is not None:
+        s = cur.parent
+        val += cur.log_w
+        a = s.parent
+        val += sum(o.log_u for o in a.children if o is not s)
+        cur = a
+    return val + cur.log_w
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_selection_is_argmax_of_upper_priority(seed):
+    m = random_model(n=8, seed=seed)
+    s = AOBFS(m, wmb=BruteForceHeuristic(m, eps=0.3).fit()).fit(max_expansions=0)
+    for _ in range(25):
+        if not s.can_expand:
+            break
+        pri = [_priority(n) for n in _frontier(s)]
+        chosen = s._select()
+        assert _priority(chosen) == pytest.approx(max(pri), abs=1e-9)
+        # the root's priority bookkeeping equals the best priority as well
+        assert s.root_.log_b + s.root_.log_w == pytest.approx(max(pri), abs=1e-9)
+        s.expand(1)
+
+
+def test_node_cap_stops_growth():
+    m = random_model(n=8, seed=7)
+    s = AOBFS(m, wmb=BruteForceHeuristic(m, eps=0.3).fit(), max_nodes=12).fit()
+    assert s.full_ and not s.can_expand
+    n_exp = s.n_expansions_
+    assert s.expand(5) == 0 and s.n_expansions_ == n_exp
+    assert s.n_nodes_ >= 12
+
+
+def test_memory_budget_gives_node_cap():
+    m = random_model(n=6, seed=8)
+    s = AOBFS(m, wmb=BruteForceHeuristic(m).fit(), memory_mb=1.0).fit(max_expansions=0)
+    assert 16 <= s.max_nodes_ <= 2**20 // 100
+
+
+def test_zero_model_is_solved_with_zero():
+    m = GraphicalModel([2, 2], [Factor((0, 1), np.full((2, 2), -np.inf)), Factor((0,), [0.0, 0.0])])
+    s = AOBFS(m, wmb=BruteForceHeuristic(m).fit()).fit()
+    assert s.solved_ and s.log_Z_upper_ == -math.inf
+
+
+@pytest.mark.parametrize("bad, match", [(dict(memory_mb=-1), "memory_mb"), (dict(max_nodes=0), "max_nodes")])
+def test_bad_arguments(bad, match):
+    m = random_model(n=4, seed=9)
+    with pytest.raises(ValueError, match=match):
+        AOBFS(m, wmb=BruteForceHeuristic(m).fit(), **bad).fit()

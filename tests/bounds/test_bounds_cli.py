@@ -1,0 +1,63 @@
+"""`sampling bounds` command line."""
+import argparse
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from sampling.bounds.model import Factor, GraphicalModel
+from sampling.bounds.trace import BoundTrace
+from sampling.bounds.uai import write_uai
+from sampling.bounds import cli as bounds_cli
+
+
+def main(argv):
+    """Run `sampling bounds ARGS` without the router (other sub-commands may be in flux)."""
+    assert argv[0] == "bounds"
+    parser = argparse.ArgumentParser(prog="sampling bounds")
+    bounds_cli.add_arguments(parser)
+    return bounds_cli.main(parser.parse_args(argv[1:]))
+
+
+@pytest.fixture()
+def tiny_uai(tmp_path):
+    rng = np.random.default_rng(0)
+    facs = [Factor((i,), rng.normal(size=2)) for i in range(5)]
+    facs += [Factor((i, i + 1), rng.normal(size=(2, 2))) for i in range(4)]
+    m = GraphicalModel([2] * 5, facs)
+    p = tmp_path / "tiny.uai"
+    write_uai(p, m)
+    xs = np.array(list(itertools.product(range(2), repeat=5)))
+    return p, float(np.logaddexp.reduce(m.log_value(xs)))
+
+
+@pytest.mark.parametrize("method", ["dis", "wmb-is", "exact", "aobfs"])
+def test_cli_writes_trace_and_final_line(tiny_uai, tmp_path, capsys, method):
+    path, lz = tiny_uai
+    out, png = tmp_path / "trace.csv", tmp_path / "trace.png"
+    code = main(["bounds", str(path), "--method", method, "--time", "0.5", "--i-bound", "1",
+                 "--out", str(out), "--plot", str(png), "--max-samples", "200"])
+    assert code == 0
+    cap = capsys.readouterr()
+    last = cap.out.strip().splitlines()[-1]
+    assert last.startswith(f"{method}: ln Z in [")
+    assert "sampling bounds:" in cap.err
+    tr = BoundTrace.from_csv(out)
+    assert tr.method == method
+    assert np.all(tr.log_Z_upper >= lz - 1e-8) and np.all(tr.log_Z_lower <= lz + 1e-8)
+    assert png.exists()
+
+
+def test_cli_bad_file(tmp_path, capsys):
+    bad = tmp_path / "bad.uai"
+    bad.write_text("MARKOV\n2\n2 x\n")
+    assert main(["bounds", str(bad)]) == 2
+    assert "cannot read the model" in capsys.readouterr().err
+    assert main(["bounds", str(tmp_path / "missing.uai")]) == 2
+
+
+def test_cli_bad_delta(tiny_uai, capsys):
+    path, _ = tiny_uai
+    assert main(["bounds", str(path), "--delta", "0.9", "--quiet"]) == 2
+    assert "delta" in capsys.readouterr().err

@@ -1,0 +1,257 @@
+"""DIS (Lou et al. 2017, Alg. 1, Eq. 13-14, Theorem 1), two-stage, WMB-IS, q_S weights."""
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from sampling.bounds.aobfs import AOBFS
+from sampling.bounds.dis import run
+from sampling.bounds.importance import (BruteForceHeuristic, FactorEvaluator, ImportanceAccumulator,
+                                        sample_search_tree)
+from sampling.bounds.model import Factor, GraphicalModel
+
+PEDIGREE1_LN_Z = -32.4830  # SOURCES.md (our VE: log10 Z = -14.107169)
+
+
+def random_model(n=7, seed=0, zeros=0.15, max_card=3):
+    rng = np.random.default_rng(seed)
+    cards = rng.integers(2, max_card + 1, size=n)
+    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
+    for _ in range(n + 2):
+        a, b = (int(v) for v in rng.choice(n, 2, replace=False))
+        t = 1.5 * rng.normal(size=(cards[a], cards[b]))
+        t[rng.random(t.shape) < zeros] = -np.inf
+        facs.append(Factor((a, b), t))
+    return GraphicalModel(cards, facs)
+
+
+def brute_log_z(model):
+    xs = np.array(list(itertools.product(*[range(c) for c in model.cards])))
+    return float(np.logaddexp.reduce(model.log_value(xs)))
+
+
+def _wmb(model, i_bound):
+    from sampling.bounds.wmb import WeightedMiniBucket
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return WeightedMiniBucket(model, i_bound=i_bound, n_iters=2).fit()
+
+
+# ----------------------------------------------------------------- estimator (Eq. 13-14)
+def test_accumulator_matches_eq13_eq14_by_hand():
+    rng = np.random.default_rng(0)
+    log_U = np.log(rng.uniform(5, 10, size=40))
+    log_w = log_U + np.log(rng.uniform(0.05, 1.0, size=40))
+    acc = ImportanceAccumulator(0.05)
+    for i in range(0, 40, 7):  # uneven batches exercise the Chan merge
+        acc.add(log_w[i:i + 7], log_U[i:i + 7])
+    U, w = np.exp(log_U), np.exp(log_w)
+    n = 40
+    hm = n / np.sum(1 / U)
+    z_hat = hm / n * np.sum(w / U)
+    L = math.log(2 / 0.05)
+    dev = hm * (math.sqrt(2 * np.var(w / U, ddof=1) * L / n) + 7 * L / (3 * (n - 1)))
+    assert acc.log_Z_hat == pytest.approx(math.log(z_hat), rel=1e-12)
+    lo, up = acc.bounds()
+    assert up == pytest.approx(math.log(z_hat + dev), rel=1e-12)
+    assert lo == pytest.approx(math.log(z_hat - dev), rel=1e-12)
+    assert not acc.lower_is_markov
+    assert acc.bounds(log_U_current=1.0)[1] == 1.0  # min with the deterministic bound
+
+
+def test_accumulator_markov_fallback_and_tiny_weights():
+    acc = ImportanceAccumulator(0.025)
+    acc.add([-500.0, -520.0, -505.0], [-300.0, -300.0, -300.0])  # would underflow without scaling
+    lo, up = acc.bounds(-300.0)
+    assert acc.lower_is_markov
+    assert lo == pytest.approx(acc.log_Z_hat + math.log(0.025))
+    assert up == -300.0
+    assert acc.log_Z_hat == pytest.approx(np.logaddexp.reduce([-500.0, -520.0, -505.0]) - math.log(3))
+
+
+def test_accumulator_rejects_bad_delta():
+    with pytest.raises(ValueError, match="delta"):
+        ImportanceAccumulator(1.5)
+
+
+# ----------------------------------------------------------------- q_S (Prop. 2)
+@pytest.mark.parametrize("n_exp", [0, 3, 12])
+def test_search_tree_weights_bounded_and_unbiased(n_exp):
+    m = random_model(n=6, seed=1)
+    lz = brute_log_z(m)
+    oracle = BruteForceHeuristic(m, eps=0.4).fit()
+    s = AOBFS(m, wmb=oracle).fit(max_expansions=n_exp)
+    ev = FactorEvaluator(m, oracle.pseudo_tree.parent)
+    log_w, log_U = sample_search_tree(s, ev, 1500, np.random.default_rng(11))
+    assert log_U == pytest.approx(s.log_Z_upper_)
+    assert np.all(log_w <= log_U + 1e-9)
+    w = np.exp(log_w - lz)
+    se = w.std(ddof=1) / math.sqrt(w.size)
+    assert abs(w.mean() - 1.0) < 5 * se + 1e-9
+
+
+def test_search_tree_weights_with_real_wmb_are_bounded():
+    m = random_model(n=10, seed=2, max_card=3)
+    lz = brute_log_z(m)
+    w = _wmb(m, 1)
+    s = AOBFS(m, wmb=w).fit(max_expansions=4)
+    assert not s.solved_
+    ev = FactorEvaluator(w.model, s.parent_)
+    log_w, log_U = sample_search_tree(s, ev, 2000, np.random.default_rng(3))
+    assert np.all(log_w <= log_U + 1e-8)
+    r = np.exp(log_w - lz)
+    assert r.std() > 0
+    assert abs(r.mean() - 1.0) < 5 * r.std(ddof=1) / math.sqrt(r.size)
+
+
+# ----------------------------------------------------------------- run()
+@pytest.mark.parametrize("method", ["dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact"])
+def test_run_brackets_brute_force_on_tiny_model(method):
+    m = random_model(n=8, seed=4)
+    lz = brute_log_z(m)
+    tr = run(m, method, time_limit=None, max_samples=300, max_expansions=30, n_expansions=1,
+             i_bound=1, rng=0, record_every=5)
+    df = tr.to_frame()
+    assert list(df.columns[:6]) == ["time_s", "log_Z_upper", "log_Z_lower", "log_Z_hat", "n_samples", "n_nodes"]
+    assert np.all(df.log_Z_lower <= lz + 1e-8) and np.all(df.log_Z_upper >= lz - 1e-8)
+    assert np.all(np.diff(df.time_s) >= 0)
+    if method == "exact":
+        assert tr.final_log_Z_upper == pytest.approx(lz, abs=1e-9)
+    if method in ("dis", "two-stage", "wmb-is"):
+        assert tr.final["n_samples"] == 300
+        assert abs(tr.final_log_Z_hat - lz) < 1.0
+
+
+def test_run_is_reproducible_with_deterministic_budgets():
+    m = random_model(n=10, seed=5)
+    kw = dict(time_limit=None, max_samples=100, max_expansions=5, i_bound=1, record_every=10)
+    a = run(m, "dis", rng=7, **kw).to_frame().drop(columns="time_s")
+    b = run(m, "dis", rng=7, **kw).to_frame().drop(columns="time_s")
+    c = run(m, "dis", rng=8, **kw).to_frame().drop(columns="time_s")
+    assert a.equals(b)
+    assert not a.equals(c)
+
+
+def test_dis_solves_small_model_exactly():
+    m = random_model(n=6, seed=6)
+    lz = brute_log_z(m)
+    tr = run(m, "dis", time_limit=None, max_samples=10_000, n_expansions=10, i_bound=1, rng=0)
+    assert tr.final_log_Z_upper == pytest.approx(lz, abs=1e-8)
+    assert tr.final_log_Z_lower == pytest.approx(lz, abs=1e-8)
+    assert tr.final["n_samples"] < 10_000
+
+
+def test_dis_bracketing_frequency_over_seeds():
+    """Each probabilistic bound fails w.p. <= delta; with a loose proposal and few samples
+    the whole trace should bracket ln Z in >= 1 - 2 delta of runs (here 40 runs)."""
+    m = random_model(n=8, seed=10, zeros=0.05)
+    lz = brute_log_z(m)
+    oracle = BruteForceHeuristic(m, eps=0.6).fit()
+    ok = 0
+    n_runs = 40
+    for seed in range(n_runs):
+        tr = run(m, "dis", wmb=oracle, time_limit=None, max_samples=60, max_expansions=8,
+                 n_expansions=1, delta=0.025, rng=seed, record_every=1)
+        ok += bool(np.all(tr.log_Z_lower <= lz + 1e-9) and np.all(tr.log_Z_upper >= lz - 1e-9))
+    # expected failures <= 2 * 0.025 * 40 = 2; allow a binomial tail margin
+    assert ok >= n_runs - 5
+
+
+def test_biased_weights_are_caught():
+    """Inject a bias (weights x 3): the upper bound must then fall below ln Z for some run."""
+    m = random_model(n=8, seed=10, zeros=0.05)
+    lz = brute_log_z(m)
+    rng = np.random.default_rng(0)
+    oracle = BruteForceHeuristic(m, eps=0.2).fit()
+    ev = FactorEvaluator(m, oracle.pseudo_tree.parent)
+    s = AOBFS(m, wmb=oracle).fit(max_expansions=2)
+    log_w, log_U = sample_search_tree(s, ev, 2000, rng)
+    acc = ImportanceAccumulator(0.025)
+    acc.add(log_w - math.log(3.0), log_U)  # biased low by a factor 3
+    assert acc.bounds(log_U)[1] < lz
+
+
+def test_run_on_pedigree1_brackets_known_value():
+    from sampling.bounds.uai import read_uai
+
+    m = read_uai("/work/shared/data/uai/pedigree/pedigree1.uai")
+    from sampling.bounds.wmb import WeightedMiniBucket
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w = WeightedMiniBucket(m, i_bound=8, n_iters=3).fit()
+    assert w.log_Z_upper >= PEDIGREE1_LN_Z
+    tr = run(m, "dis", wmb=w, time_limit=None, max_samples=60, n_expansions=10, rng=0)
+    df = tr.to_frame()
+    assert np.all(df.log_Z_upper >= PEDIGREE1_LN_Z - 1e-3)
+    assert np.all(df.log_Z_lower <= PEDIGREE1_LN_Z + 1e-3)
+    assert tr.meta["n_bound_violations"] == 0
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(method="magic"), ValueError, "method"),
+    (dict(delta=0.7), ValueError, "delta"),
+    (dict(time_limit=-1), ValueError, "time_limit"),
+    (dict(time_limit=None), ValueError, "max_samples"),
+    (dict(n_samples=0), ValueError, "n_samples"),
+    (dict(n_samples=1.5), TypeError, "n_samples"),
+    (dict(memory_mb=0), ValueError, "memory_mb"),
+    (dict(rng="seed"), TypeError, "rng"),
+])
+def test_run_error_paths(kw, exc, match):
+    m = random_model(n=4, seed=0)
+    with pytest.raises(exc, match=match):
+        run(m, **kw)
+
+
+# ----------------------------------------------------------------- compiled kernels vs twins
+def test_fast_proposal_kernel_matches_twin_and_wmb():
+    from sampling.bounds.importance import FastProposal
+
+    m = random_model(n=10, seed=12, max_card=3)
+    w = _wmb(m, 2)
+    ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
+    fc, fp = FastProposal(w, ev), FastProposal(w, ev, pure_python=True)
+    rng = np.random.default_rng(0)
+    for trial in range(20):
+        a = np.zeros(m.n_vars, dtype=np.int64)
+        starts = np.asarray(w.pseudo_tree.roots, dtype=np.int64)
+        u = rng.random(m.n_vars)
+        x1, x2 = a.copy(), a.copy()
+        q1, g1 = fc.kernel.sample(starts, x1, u)
+        q2, g2 = fp.kernel.sample(starts, x2, u)
+        assert np.array_equal(x1, x2)
+        assert q1 == pytest.approx(q2, abs=1e-12) and (g1 == g2 or g1 == pytest.approx(g2, abs=1e-12))
+        assert q1 == pytest.approx(float(w.log_q(x1[None])[0]), abs=1e-9)
+        lf = float(ev.log_value(x1[None])[0])
+        assert (lf == -math.inf and g1 == -math.inf) or lf == pytest.approx(g1 + ev.log_constant, abs=1e-9)
+    # a sub-tree draw keeps the ancestors and changes nothing outside the sub-tree
+    v = int(np.flatnonzero(w.pseudo_tree.parent >= 0)[0])
+    a = rng.integers(0, 1, size=m.n_vars)
+    x, q, g = fc.sample(rng, a, np.array([v]))
+    outside = np.setdiff1d(np.arange(m.n_vars), w.pseudo_tree.subtree(v))
+    assert np.array_equal(x[outside], a[outside])
+
+
+def test_lookup_kernel_matches_twin_and_wmb_queries():
+    from sampling.bounds import _aobfs, _aobfs_py
+    from sampling.bounds.aobfs import lookup_arrays
+
+    m = random_model(n=10, seed=13, max_card=3)
+    w = _wmb(m, 2)
+    cards = np.asarray(w.model.cards, dtype=np.int64)
+    rng = np.random.default_rng(1)
+    for per_var, ref in ((w._arc, w.log_arc_weight), (w._heur, w.log_heuristic)):
+        kc = _aobfs.LookupSum(*lookup_arrays(cards, per_var))
+        kp = _aobfs_py.LookupSum(*lookup_arrays(cards, per_var))
+        for _ in range(30):
+            a = np.array([rng.integers(0, c) for c in cards], dtype=np.int64)
+            k = int(rng.integers(0, m.n_vars))
+            o1, o2 = np.empty(cards[k]), np.empty(cards[k])
+            kc.rows(k, a, o1)
+            kp.rows(k, a, o2)
+            np.testing.assert_array_equal(o1, o2)
+            np.testing.assert_allclose(o1, ref(k, a), atol=1e-12)
