@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .model import _broadcast_sum, _logsumexp0
-from .ordering import _check_order, _eliminate, log2_max_table, min_fill_order, min_size_order
+from .ordering import _check_order, _eliminate, _total_log_size, min_fill_order, min_size_order, weighted_min_fill_order
 
 __all__ = ["log_partition"]
 
@@ -16,11 +16,20 @@ def _check_memory(memory_mb):
 
 
 def default_order(model):
-    """The better (smaller largest table) of the min-fill and min-size orders."""
+    """The best of the min-fill, weighted min-fill and min-size orders.
+
+    "Best" is the smallest total size of the exact bucket tables (sum over
+    buckets of the product of their cardinalities); ties keep the earlier of
+    min-fill, weighted min-fill, min-size.
+    """
     sq = model.squeeze()
-    a = min_fill_order(sq)
-    b = min_size_order(sq)
-    return a if log2_max_table(sq, a) <= log2_max_table(sq, b) else b
+    best, best_cost = None, None
+    for fn in (min_fill_order, weighted_min_fill_order, min_size_order):
+        o = fn(sq)
+        cost = _total_log_size(sq, o)
+        if best is None or cost < best_cost - 1e-12:
+            best, best_cost = o, cost
+    return best
 
 
 def log_partition(model, *, elim_order=None, memory_mb=2048):

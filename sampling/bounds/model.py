@@ -290,14 +290,16 @@ def _lookup(log_values, scope, x):
     return flat[idx]
 
 
-def _broadcast_sum(out_scope, out_shape, tables):
+def _broadcast_sum(out_scope, out_shape, tables, out=None):
     """Sum log tables ``[(scope, array), ...]`` into a new array over ``out_scope``.
 
     Every scope must be a subset of ``out_scope``. Returns a fresh C-contiguous
-    float64 array of shape ``out_shape`` (zeros if ``tables`` is empty).
+    float64 array of shape ``out_shape`` (zeros if ``tables`` is empty), or adds
+    the tables into ``out`` in place and returns it.
     """
     pos = {v: i for i, v in enumerate(out_scope)}
-    out = np.zeros(out_shape, dtype=np.float64)
+    if out is None:
+        out = np.zeros(out_shape, dtype=np.float64)
     nd = len(out_scope)
     for scope, arr in tables:
         if len(scope) == 0:
@@ -315,17 +317,24 @@ def _broadcast_sum(out_scope, out_shape, tables):
 
 
 def _logsumexp0(a, weight=1.0):
-    """``weight * log sum_{axis 0} exp(a / weight)``, safe for ``-inf`` (returns -inf, no NaN)."""
-    if weight != 1.0:
-        a = a / weight
+    """``weight * log sum_{axis 0} exp(a / weight)``, safe for ``-inf`` (returns -inf, no NaN).
+
+    Uses one temporary the size of ``a``; ``a`` is not modified.
+    """
     m = a.max(axis=0)
     finite = np.isfinite(m)
     ms = np.where(finite, m, 0.0)
-    with np.errstate(divide="ignore"):
-        s = np.log(np.exp(a - ms).sum(axis=0))
-    out = np.where(finite, s + ms, -np.inf)
+    t = np.subtract(a, ms)
     if weight != 1.0:
-        out = out * weight
+        t *= 1.0 / weight
+    np.exp(t, out=t)
+    s = t.sum(axis=0)
+    del t
+    with np.errstate(divide="ignore"):
+        s = np.log(s)
+    if weight != 1.0:
+        s *= weight
+    out = np.where(finite, s + ms, -np.inf)
     return out
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 import warnings
 
 import numpy as np
@@ -68,6 +69,30 @@ def _lse_axes(a, axes):
         s = np.log(np.exp(a - ms).sum(axis=axes, keepdims=True))
     out = np.where(np.isfinite(m), s + ms, -np.inf)
     return np.squeeze(out, axis=axes)
+
+
+def _cond_inplace(F, lam, w):
+    """Turn a mini-bucket table into ``log b(x_k | rest) = (F - lam) / w`` in place.
+
+    Where ``lam`` is ``-inf`` (the whole slice is zero) the conditional is set
+    uniform, so the proposal stays normalised there (f = 0 on such slices).
+    """
+    with np.errstate(invalid="ignore"):
+        F -= lam[None]
+    if w != 1.0:
+        F *= 1.0 / w
+    bad = ~np.isfinite(np.ravel(lam))
+    if bad.any():
+        F2 = F.reshape(F.shape[0], -1)  # a view: F is C-contiguous
+        F2[:, bad] = -math.log(F.shape[0])
+    return F
+
+
+def _common_vars(st, mbs, k):
+    """Variables shared by all mini-buckets of bucket ``k`` (just ``k`` for a single mini-bucket)."""
+    if len(mbs) <= 1:
+        return {k}
+    return set.intersection(*[set(st["scope"][c]) for c in mbs])
 
 
 class _Lookup:
@@ -117,11 +142,15 @@ class WeightedMiniBucket:
         Forward-backward reparameterisation passes after the uniform-weight
         pass (0: plain WMB with uniform weights ``1/n_mini_buckets``).
     weight_step : float, default 1.0
-        Exponentiated-gradient step on the weights (0: keep uniform weights).
+        Initial exponentiated-gradient step on the weights (0: keep uniform
+        weights). It grows by 1.25 after a pass that lowers the bound (up to
+        10x) and halves after one that raises it (the pass is undone).
     match : bool, default True
         Moment-match the bucket-variable marginals of the mini-buckets.
     tol : float, default 1e-3
         Stop when a pass lowers the bound by less than ``tol`` nats.
+    time_limit : float or None, default None
+        Stop the passes after this many seconds (no warning then).
 
     Attributes (after :meth:`fit`)
     -------------------------------
@@ -140,6 +169,8 @@ class WeightedMiniBucket:
         The bound after each pass (first: uniform weights).
     n_iters_ : int
         Reparameterisation passes run.
+    converged_ : bool
+        Whether the last pass changed the bound by at most ``tol``.
 
     Raises
     ------
@@ -156,8 +187,10 @@ class WeightedMiniBucket:
 
     Notes
     -----
-    Memory estimate: all mini-bucket tables plus three times all messages plus
-    two copies of the largest mini-bucket table (work space), times 8 bytes.
+    Memory estimate: all mini-bucket tables, three times all messages (the
+    messages, the backward information and the heuristic lookups share them),
+    two copies of the cost-shifting tables and two copies of the largest
+    mini-bucket table (work space), times 8 bytes.
 
     Reparameterisation follows the WMB message passing of [1]_ (pyGMs ``WMB``
     ``msgForward`` / ``msgBackward``): a backward pass computes each
@@ -173,7 +206,7 @@ class WeightedMiniBucket:
     """
 
     def __init__(self, model, *, i_bound=None, memory_mb=1024, elim_order=None, n_iters=10,
-                 weight_step=1.0, match=True, tol=1e-3):
+                 weight_step=1.0, match=True, tol=1e-3, time_limit=None):
         if not isinstance(model, GraphicalModel):
             raise TypeError(f"the model parameter must be a GraphicalModel; got {type(model).__name__} instead")
         if i_bound is not None and (not isinstance(i_bound, numbers.Integral) or isinstance(i_bound, bool) or i_bound < 0):
@@ -190,6 +223,9 @@ class WeightedMiniBucket:
         self.weight_step = float(weight_step)
         self.match = bool(match)
         self.tol = float(tol)
+        if time_limit is not None and not time_limit >= 0:
+            raise ValueError(f"the time_limit parameter must be None or >= 0 seconds; got {time_limit!r} instead")
+        self.time_limit = None if time_limit is None else float(time_limit)
         self._fitted = False
 
     # ------------------------------------------------------------------ structure
@@ -255,7 +291,11 @@ class WeightedMiniBucket:
         cards = self.model.cards
         tab = [math.prod(int(cards[u]) for u in sc) for sc in st["scope"]]
         msg = [t // int(cards[k]) for t, k in zip(tab, st["var"])]
-        return _BYTES * (sum(tab) + 3 * sum(msg) + 2 * max(tab, default=0)) / 2**20
+        shift = 0
+        for k, mbs in enumerate(st["bucket"]):
+            if len(mbs) > 1:
+                shift += len(mbs) * math.prod(int(cards[u]) for u in _common_vars(st, mbs, k))
+        return _BYTES * (sum(tab) + 3 * sum(msg) + 2 * shift + 2 * max(tab, default=0)) / 2**20
 
     def _choose_i_bound(self):
         w = self.pseudo_tree.induced_width
@@ -323,7 +363,13 @@ class WeightedMiniBucket:
         for k, mbs in enumerate(st["bucket"]):
             for c in mbs:
                 self._weight[c] = 1.0 / len(mbs)
-        self._delta = [np.zeros(int(cards[k])) for k in st["var"]]
+        # cost-shifting tables over the variables common to all mini-buckets of a bucket
+        self._common = [None] * nmb
+        for k, mbs in enumerate(st["bucket"]):
+            common = _common_vars(st, mbs, k)
+            for c in mbs:
+                self._common[c] = tuple(u for u in st["scope"][c] if u in common)
+        self._delta = [np.zeros(tuple(int(cards[u]) for u in self._common[c])) for c in range(nmb)]
         # parent mini-bucket of each message
         self._parent_mb = np.full(nmb, -1, dtype=np.int64)
         for c in range(nmb):
@@ -331,35 +377,49 @@ class WeightedMiniBucket:
                 self._parent_mb[c2] = c
         self._const = sum(float(model.factors[a].log_values) for a in st["const_factors"])
 
+        t0 = time.perf_counter()
         self.bound_history_ = [self._forward(update=False)]
         best = self.bound_history_[0]
         best_params = self._params()
-        converged = self.n_iters == 0 or nmb == len(self.elim_order)
+        converged = self.n_iters == 0 or nmb == len(self.elim_order) or not np.isfinite(best)
+        timed_out = False
         self.n_iters_ = 0
+        self._step = self.weight_step
+        last_change = np.inf
         if not converged:
             for _ in range(self.n_iters):
+                if self.time_limit is not None and time.perf_counter() - t0 > self.time_limit:
+                    timed_out = True
+                    break
                 nu = self._backward()
                 b = self._forward(update=True, nu=nu)
                 del nu
                 self.n_iters_ += 1
                 self.bound_history_.append(b)
-                if not np.isfinite(b) and np.isfinite(best):
-                    break
-                if b < best - self.tol:
+                gain = best - b if np.isfinite(b) else -np.inf
+                if gain >= 0:
                     best, best_params = b, self._params()
+                    last_change = gain
+                    if gain <= self.tol:
+                        converged = True
+                        break
+                    self._step = min(self._step * 1.25, 10.0 * self.weight_step)
                     continue
-                if b < best:
-                    best, best_params = b, self._params()
-                converged = True
-                break
-        if not converged:
+                # the pass made the bound worse: go back to the best parameters, smaller step
+                self._set_params(best_params)
+                self._forward(update=False)
+                self._step *= 0.5
+                if self._step < 1e-3 * self.weight_step or self.weight_step == 0:
+                    converged = True
+                    break
+        if not converged and not timed_out:
             warnings.warn(
                 f"weighted mini-bucket reparameterisation did not converge in n_iters={self.n_iters} passes "
-                f"(last change {self.bound_history_[-2] - self.bound_history_[-1]:.3g} nats > tol={self.tol:g}); "
-                "the bound is valid but may be loose",
+                f"(last gain {last_change:.3g} nats > tol={self.tol:g}); the bound is valid but may be loose",
                 ConvergenceWarning,
                 stacklevel=2,
             )
+        self.converged_ = bool(converged)
         if self._params_differ(best_params):
             self._set_params(best_params)
             best = self._forward(update=False)
@@ -377,26 +437,26 @@ class WeightedMiniBucket:
     def i_bound_(self):
         return self.i_bound
 
+    # The delta arrays are never modified in place (an update makes a new array),
+    # so a snapshot of the parameters is a shallow copy of the list.
     def _params(self):
-        return self._weight.copy(), [d.copy() for d in self._delta]
+        return self._weight.copy(), list(self._delta)
 
     def _params_differ(self, p):
         w, d = p
-        return not (np.array_equal(w, self._weight) and all(np.array_equal(a, b) for a, b in zip(d, self._delta)))
+        return not (np.array_equal(w, self._weight) and all(a is b for a, b in zip(d, self._delta)))
 
     def _set_params(self, p):
         self._weight = p[0].copy()
-        self._delta = [d.copy() for d in p[1]]
+        self._delta = list(p[1])
 
     def _mb_table(self, c):
         st, model = self._st, self.model
         tabs = [(model.factors[a].scope, model.factors[a].log_values) for a in st["factors"][c]]
         tabs += [(st["scope"][c2][1:], self._lam[c2]) for c2 in st["msgs"][c]]
-        F = _broadcast_sum(st["scope"][c], self._shape[c], tabs)
-        d = self._delta[c]
-        if d.any():
-            F += d.reshape((-1,) + (1,) * (F.ndim - 1))
-        return F
+        if self._delta[c].any():
+            tabs.append((self._common[c], self._delta[c]))
+        return _broadcast_sum(st["scope"][c], self._shape[c], tabs)
 
     def _forward(self, update, nu=None):
         """One forward (elimination) pass; sets ``self._F``, ``self._lam``; returns the bound."""
@@ -418,37 +478,49 @@ class WeightedMiniBucket:
         return float(bound)
 
     def _reparameterise(self, k, mbs, nu):
-        """Moment matching and weight update at bucket ``k`` (beliefs from the stale backward info ``nu``)."""
+        """Moment matching and weight update at bucket ``k`` (beliefs from the stale backward info ``nu``).
+
+        The beliefs ``b_c`` of the mini-buckets are matched on the variables all of
+        them share (``x_k`` at least): ``delta_c += rho_c (log mu_bar - log mu_c)``
+        with ``log mu_bar = sum_c rho_c log mu_c``, which keeps ``sum_c delta_c = 0``.
+        The weights take an exponentiated-gradient step along the conditional
+        entropies ``H_c(x_k | rest)`` (the gradient of the bound in ``rho``, [1]_).
+        """
         w = self._weight[mbs]
         logmu, H = [], []
         for c, wc in zip(mbs, w):
             F = self._F[c]
             lam = _logsumexp0(F, wc)
-            with np.errstate(invalid="ignore"):
-                cond = (F - lam[None]) / wc
-                logb = (F + nu[c][None]) / wc
-            cond = np.where(np.isnan(cond), -np.inf, cond)
-            logb = np.where(np.isnan(logb), -np.inf, logb)
+            logb = np.add(F, nu[c][None])
+            logb *= 1.0 / wc
             z = _lse_all(logb)
             if not np.isfinite(z):
                 return
             logb -= z
-            b = np.exp(logb)
-            logmu.append(_lse_axes(logb, tuple(range(1, logb.ndim))))
-            H.append(float(-np.sum(np.where(b > 0, b * np.where(np.isfinite(cond), cond, 0.0), 0.0))))
+            sc = self._st["scope"][c]
+            common = set(self._common[c])
+            logmu.append(_lse_axes(logb, tuple(i for i, u in enumerate(sc) if u not in common)))
+            if self.weight_step > 0:
+                with np.errstate(invalid="ignore"):
+                    cond = (F - lam[None]) / wc
+                b = np.exp(logb, out=logb)
+                fin = np.isfinite(cond)
+                H.append(float(-np.sum(b[fin] * cond[fin])))
+                del b, cond
+            del logb
         if self.match:
-            L = np.array(logmu)  # (m, card)
+            L = np.array(logmu)  # (m, *common shape)
             valid = np.all(np.isfinite(L), axis=0)
             if valid.any():
-                bar = (w[:, None] * np.where(valid, L, 0.0)).sum(axis=0)
+                bar = np.tensordot(w, np.where(valid, L, 0.0), axes=1)
                 for j, c in enumerate(mbs):
-                    shift = np.where(valid, w[j] * (bar - L[j]), 0.0)
+                    shift = np.where(valid, w[j] * (bar - np.where(valid, L[j], 0.0)), 0.0)
                     self._delta[c] = self._delta[c] + shift
-                    self._F[c] += shift.reshape((-1,) + (1,) * (self._F[c].ndim - 1))
+                    _broadcast_sum(self._st["scope"][c], self._shape[c], [(self._common[c], shift)], out=self._F[c])
         if self.weight_step > 0:
             H = np.array(H)
             Hbar = float(np.dot(w, H))
-            lw = np.log(w) - self.weight_step * (H - Hbar)
+            lw = np.log(w) - self._step * (H - Hbar)
             lw -= lw.max()
             nw = np.exp(lw)
             nw = np.maximum(nw / nw.sum(), 1e-6)
@@ -484,9 +556,10 @@ class WeightedMiniBucket:
                 ok = np.isfinite(lm) & np.isfinite(lam)
                 nu[c] = np.where(ok, wc * np.where(ok, lm, 0.0) - np.where(ok, lam, 0.0), -np.inf)
                 if pending[c] > 0:
-                    with np.errstate(invalid="ignore"):
-                        lb = (self._F[c] - lam[None]) / wc + lm[None]
-                    logb[c] = np.where(np.isnan(lb), -np.inf, lb)
+                    lb = _cond_inplace(self._F[c], lam, wc)
+                    lb += lm[None]
+                    logb[c] = lb
+                self._F[c] = None  # consumed; the next forward pass rebuilds it
         return nu
 
     def _prepare_queries(self):
@@ -513,19 +586,8 @@ class WeightedMiniBucket:
                 v = int(pt.parent[v])
         self._prop = [[] for _ in range(n)]
         for c, k in enumerate(st["var"]):
-            F = self._F[c]
-            lam = self._lam[c]
-            wc = self._weight[c]
-            with np.errstate(invalid="ignore"):
-                cond = (F - lam[None]) / wc
-            bad = ~np.isfinite(lam)
-            if np.ndim(bad) == 0:
-                if bad:
-                    cond[...] = -math.log(cards[k])
-            elif bad.any():
-                cond[:, bad] = -math.log(cards[k])
-            cond = np.where(np.isnan(cond), -np.inf, cond)
-            self._prop[k].append((math.log(wc), _Lookup(st["scope"][c], cond, k)))
+            cond = _cond_inplace(self._F[c], self._lam[c], self._weight[c])
+            self._prop[k].append((math.log(self._weight[c]), _Lookup(st["scope"][c], cond, k)))
             self._F[c] = None
         self._F = None
 
