@@ -756,6 +756,9 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
     n_scored_blocks = int(clusters.loc[clusters["scored"], "block"].nunique())
     lab_mask = df["block"].isin(labeled)
     metrics = {
+        "n_mentions": int(len(df)),
+        "n_blocks": int(df["block"].nunique()),
+        "n_skipped": int(data_desc.get("n_skipped", 0)),
         "samplers": sampler_metrics,
         "factor_eval_ratio_exact_over_racing": (
             sampler_metrics["exact"]["n_factor_evals"] / sampler_metrics["racing"]["n_factor_evals"]

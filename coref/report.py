@@ -213,6 +213,10 @@ def format_summary(metrics):
         f"scored {d.get('n_scored_mentions', '?')} labeled mentions in {d.get('n_scored_blocks', '?')} blocks"
         f"; elapsed {metrics.get('elapsed_s', float('nan')):.1f} s"
     )
+    if d.get("n_unlabeled_blocks"):
+        lines.append(f"{d['n_unlabeled_blocks']} blocks without gold labels were inferred but not scored")
+    if d.get("n_skipped"):
+        lines.append(f"the loader skipped {d['n_skipped']} unreadable records (see metrics.json)")
     return "\n".join(lines)
 
 
@@ -227,10 +231,11 @@ def render_report_md(metrics, curves):
         f"{d['n_blocks']} blocks; {d.get('n_skipped', 0)} records skipped by the loader.",
         f"Grouped {s['folds']}-fold cross-validation by block: theta (logistic regression on labeled "
         "within-block pairs) is fitted on the other folds' blocks and never on the blocks it scores.",
-        f"Scored: {d['n_scored_mentions']} labeled mentions in {d['n_scored_blocks']} blocks. "
-        f"{d['n_unlabeled_blocks']} blocks without any gold label were inferred but not scored; "
-        f"{d.get('n_unlabeled_mentions_in_scored_blocks', 0)} unlabeled mentions inside scored blocks were "
-        "clustered but left out of the scores.",
+        f"Scored: {d['n_scored_mentions']} labeled mentions in {d['n_scored_blocks']} blocks."
+        + (f" {d['n_unlabeled_blocks']} blocks without any gold label were inferred but not scored."
+           if d.get("n_unlabeled_blocks") else " Every block has gold labels.")
+        + (f" {d['n_unlabeled_mentions_in_scored_blocks']} unlabeled mentions inside scored blocks were "
+           "clustered but left out of the scores." if d.get("n_unlabeled_mentions_in_scored_blocks") else ""),
         f"Settings: seed {s['seed']}, delta {s['delta']}, sweeps {s['n_sweeps'] if s['n_sweeps'] is not None else 'default'}, "
         f"executor {s['executor']}.",
         "",

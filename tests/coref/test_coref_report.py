@@ -115,6 +115,11 @@ def test_format_summary_has_one_row_per_sampler():
     assert any(line.startswith("racing") and "0.8470" in line and "1,000" in line for line in lines)
     assert any(line.startswith("exact") and "4,000" in line for line in lines)
     assert "4.00x" in text
+    assert "1 blocks without gold labels were inferred but not scored" in text
+    assert "skipped" not in text
+    m = _metrics()
+    m["data"]["n_skipped"] = 3
+    assert "the loader skipped 3 unreadable records" in report.format_summary(m)
 
 
 def test_plot_curves_skips_zero_evals_on_log_axis(tmp_path):
