@@ -23,8 +23,18 @@ clamps observed variables to cardinality 1 and removes them from every scope
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
+
+try:
+    from . import _wmb as _kernels
+except ImportError as _exc:  # pragma: no cover - only without a build
+    from ..exceptions import PerformanceWarning
+
+    warnings.warn(f"compiled kernel sampling.bounds._wmb unavailable ({_exc}); using NumPy (slower, more memory)",
+                  PerformanceWarning, stacklevel=2)
+    _kernels = None
 
 __all__ = ["Factor", "GraphicalModel"]
 
@@ -319,8 +329,21 @@ def _broadcast_sum(out_scope, out_shape, tables, out=None):
 def _logsumexp0(a, weight=1.0):
     """``weight * log sum_{axis 0} exp(a / weight)``, safe for ``-inf`` (returns -inf, no NaN).
 
-    Uses one temporary the size of ``a``; ``a`` is not modified.
+    Runs the compiled kernel ``_wmb.lse_axis0`` (no temporary the size of
+    ``a``); ``a`` is not modified.
     """
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    rest = a.shape[1:]
+    n = int(np.prod(rest, dtype=np.int64))
+    out = np.empty(n)
+    if _kernels is None:
+        return _logsumexp0_numpy(a, weight)
+    _kernels.lse_axis0(a.reshape(a.shape[0], n), float(weight), out, np.empty(n))
+    return out.reshape(rest)
+
+
+def _logsumexp0_numpy(a, weight=1.0):
+    """NumPy version of :func:`_logsumexp0` (one temporary the size of ``a``)."""
     m = a.max(axis=0)
     finite = np.isfinite(m)
     ms = np.where(finite, m, 0.0)
@@ -334,8 +357,7 @@ def _logsumexp0(a, weight=1.0):
         s = np.log(s)
     if weight != 1.0:
         s *= weight
-    out = np.where(finite, s + ms, -np.inf)
-    return out
+    return np.where(finite, s + ms, -np.inf)
 
 
 def random_model(n_vars, n_factors, *, max_scope=3, max_card=3, zero_prob=0.0, scale=1.0, rng=None):

@@ -1,0 +1,3 @@
+import numpy as np
+
+def lse_axis0(table: np.ndarray, weight: float, out: np.ndarray, work: np.ndarray) -> None: ...
