@@ -39,6 +39,7 @@ FORMATS = ("aminer", "han", "s2and", "crossref", "csv", "parquet")
 _REQUIRED_COLUMNS = ("mention_id", "block", "name", "coauthors", "title", "venue", "year", "affiliation", "gold")
 _CHECKPOINT_DIR = ".checkpoint"
 _CHECKPOINT_VERSION = 1
+_CONNECT_TIMEOUT = "20s"  # --scheduler: give up connecting after this long
 _CHUNK_MENTIONS = 400  # Dask: group small blocks into tasks of about this many mentions
 
 
@@ -372,8 +373,8 @@ def _executor_context(executor, workers, scheduler):
         from distributed import Client
 
         try:
-            client = Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
+            client = Client(scheduler, timeout=_CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError) as exc:
             raise ConnectionError(f"--scheduler {scheduler!r}: could not connect to a Dask scheduler ({exc})") from exc
         try:
             yield client, f"dask scheduler {scheduler}"
@@ -538,6 +539,56 @@ def _scores(pred, gold):
 
 # --------------------------------------------------------------------------- run
 
+def _fit_fold_model(df, labeled, fold):
+    """Fit theta on the labeled blocks outside ``fold``; returns (model, seconds)."""
+    t0 = time.perf_counter()
+    train = df[(df["_fold"] != fold) & df["block"].isin(labeled)].drop(columns="_fold").reset_index(drop=True)
+    model = _model_cls()().fit(train)
+    return model, time.perf_counter() - t0
+
+
+def _fit_models(df, labeled, need_folds, ckpt, *, resume, client, progress):
+    """Fitted model per fold in ``need_folds`` (from checkpoints with ``resume``); fits run on ``client`` if given.
+
+    Returns
+    -------
+    models : dict fold -> model
+    fit_s : dict fold -> seconds the fit took
+    """
+    from tqdm import tqdm
+
+    models, fit_s = {}, {}
+    todo = []
+    for f in need_folds:
+        m, secs = ckpt.load_model(f) if resume else (None, None)
+        if m is None:
+            todo.append(f)
+        else:
+            models[f], fit_s[f] = m, secs
+    with tqdm(total=len(todo), desc="fit theta", unit="fold", disable=not progress or not todo,
+              file=sys.stderr, leave=False) as bar:
+        if client is None:
+            for f in todo:
+                models[f], fit_s[f] = _fit_fold_model(df, labeled, f)
+                ckpt.save_model(f, models[f], fit_s[f])
+                bar.update(1)
+        elif todo:
+            from distributed import as_completed
+
+            df_future = client.scatter(df, hash=False)
+            futures = {client.submit(_fit_fold_model, df_future, labeled, f, pure=False): f for f in todo}
+            try:
+                for fut in as_completed(list(futures)):
+                    f = futures[fut]
+                    models[f], fit_s[f] = fut.result()
+                    ckpt.save_model(f, models[f], fit_s[f])
+                    bar.update(1)
+            except BaseException:
+                client.cancel(list(futures))
+                raise
+    return models, fit_s
+
+
 def _run_iv(sampler, folds, seed, delta, n_sweeps, workers):
     if sampler == "both":
         samplers = list(SAMPLERS)
@@ -559,7 +610,8 @@ def _run_iv(sampler, folds, seed, delta, n_sweeps, workers):
 
 
 def run(data=None, *, format=None, sampler="both", folds=5, out="results/", executor=None, workers=None,
-        scheduler=None, seed=0, delta=0.05, n_sweeps=None, resume=False, strict=False, progress=True):
+        scheduler=None, seed=0, delta=0.05, n_sweeps=None, resume=False, strict=False, progress=True,
+        plots=True):
     """Author coreference end to end with grouped k-fold cross-validation by block.
 
     Parameters
@@ -596,6 +648,8 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
         Make the loader raise on a bad record instead of skipping (and counting) it.
     progress : bool
         Show tqdm progress bars on stderr.
+    plots : bool
+        Write the two PNG plots (B3 F1 against factor evaluations and against sweeps).
 
     Returns
     -------
@@ -626,6 +680,8 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
     ----------
     .. [1] Chen & Ghahramani (2016), Sec. 5.3, Fig. 3.
     """
+    from tqdm import tqdm
+
     from coref.report import CLUSTER_COLUMNS, write_report
 
     t_start = time.perf_counter()
@@ -657,41 +713,29 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
                         results[(s, f, b)] = r
                         n_reused += 1
 
-    # fit theta for each fold that still has work (on the other folds' labeled blocks only)
-    need_folds = sorted({f for s in samplers for f, bs in blocks_by_fold.items() for b in bs if (s, f, b) not in results})
-    models = {}
-    fit_s = {}
-    from tqdm import tqdm
-
-    for f in tqdm(need_folds, desc="fit theta", unit="fold", disable=not progress, file=sys.stderr, leave=False):
-        m, secs = ckpt.load_model(f) if resume else (None, None)
-        if m is None:
-            t0 = time.perf_counter()
-            train = df[(df["_fold"] != f) & df["block"].isin(labeled)].drop(columns="_fold").reset_index(drop=True)
-            m = _model_cls()().fit(train)
-            secs = time.perf_counter() - t0
-            ckpt.save_model(f, m, secs)
-        models[f] = m
-        fit_s[f] = secs
-    if resume:
-        for f in range(folds):
-            if f not in fit_s:
-                fit_s[f] = ckpt.load_model(f)[1]
-
-    items = []
-    groups = {b: g.drop(columns="_fold").reset_index(drop=True) for b, g in df.groupby("block", sort=False)}
-    for s in samplers:
-        for f in range(folds):
-            for b in blocks_by_fold[f]:
-                if (s, f, b) not in results:
-                    items.append((s, f, b, groups[b]))
-    gibbs_settings = dict(seed=seed, delta=delta, n_sweeps=n_sweeps, record_history=True)
-
-    def _on_result(r):
-        ckpt.save_block(r)
-        results[(r.sampler, r.fold, r.block)] = r
-
     with _executor_context(executor, workers, scheduler) as (client, executor_desc):
+        # fit theta for each fold that still has work (on the other folds' labeled blocks only)
+        need_folds = sorted({f for s in samplers for f, bs in blocks_by_fold.items() for b in bs
+                             if (s, f, b) not in results})
+        models, fit_s = _fit_models(df, labeled, need_folds, ckpt, resume=resume, client=client, progress=progress)
+        if resume:
+            for f in range(folds):
+                if f not in fit_s:
+                    fit_s[f] = ckpt.load_model(f)[1]
+
+        items = []
+        groups = {b: g.drop(columns="_fold").reset_index(drop=True) for b, g in df.groupby("block", sort=False)}
+        for s in samplers:
+            for f in range(folds):
+                for b in blocks_by_fold[f]:
+                    if (s, f, b) not in results:
+                        items.append((s, f, b, groups[b]))
+        gibbs_settings = dict(seed=seed, delta=delta, n_sweeps=n_sweeps, record_history=True)
+
+        def _on_result(r):
+            ckpt.save_block(r)
+            results[(r.sampler, r.fold, r.block)] = r
+
         if client is None:
             # local: one bar per (sampler, fold), blocks inside
             by_sf = {}
@@ -786,7 +830,7 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
         "n_block_results_computed": n_computed,
         "elapsed_s": time.perf_counter() - t_start,
     }
-    paths = write_report(out, clusters=clusters, metrics=metrics, curves=curves)
+    paths = write_report(out, clusters=clusters, metrics=metrics, curves=curves, plots=plots)
     return RunResult(metrics=metrics, clusters=clusters, curves=curves, out=out, paths=paths,
                      n_reused=n_reused, n_computed=n_computed)
 

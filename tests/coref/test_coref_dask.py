@@ -45,16 +45,17 @@ def client():
 
 def test_dask_run_equals_local_run(client, tmp_path):
     df = small_mentions()
-    kw = dict(folds=2, n_sweeps=6, seed=11, progress=False)
+    kw = dict(folds=2, n_sweeps=6, seed=11, progress=False, plots=False)
     local = pipeline.run(df, out=tmp_path / "local", **kw)
-    dask = pipeline.run(df, out=tmp_path / "dask", executor=client, **kw)
+    # connect by address, as ``coref run --scheduler ADDRESS`` does
+    dask = pipeline.run(df, out=tmp_path / "dask", scheduler=client.scheduler.address, **kw)
     pd.testing.assert_frame_equal(local.clusters, dask.clusters)
     pd.testing.assert_frame_equal(local.curves, dask.curves)
     for s in ("racing", "exact"):
         a, b = local.metrics["samplers"][s], dask.metrics["samplers"][s]
         for k in ("b3_f1", "pairwise_f1", "n_factor_evals"):
             assert a[k] == b[k], (s, k)
-    assert dask.metrics["settings"]["executor"].startswith("dask client")
+    assert dask.metrics["settings"]["executor"] == f"dask scheduler {client.scheduler.address}"
     assert len(client.scheduler_info()["workers"]) == 2
 
 
@@ -89,3 +90,10 @@ def test_cli_workers_2_equals_local(tmp_path):
     pd.testing.assert_frame_equal(a, b)
     assert json.loads((tmp_path / "w" / "metrics.json").read_text())["settings"]["executor"].startswith(
         "dask LocalCluster")
+
+
+def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "_CONNECT_TIMEOUT", "1s")
+    with pytest.raises(ConnectionError, match=r"--scheduler 'tcp://127.0.0.1:9': could not connect"):
+        pipeline.run(small_mentions(n_blocks=2, per=3), folds=2, scheduler="tcp://127.0.0.1:9", out=tmp_path,
+                     progress=False, plots=False)

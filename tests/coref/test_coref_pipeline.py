@@ -187,7 +187,7 @@ def test_run_end_to_end_outputs_and_metrics(stand_ins, tiny_csv, tmp_path):
 
 def test_theta_never_trained_on_scored_blocks(stand_ins, tmp_path):
     df = tiny_mentions(n_labeled=6, n_unlabeled=2)
-    pipeline.run(df, folds=3, out=tmp_path, progress=False)
+    pipeline.run(df, folds=3, out=tmp_path, progress=False, plots=False)
     assert len(FITS) == 3
     labeled = {f"Block_{b}" for b in range(6)}
     for sampler, block, train_blocks in GIBBS:
@@ -203,20 +203,20 @@ def test_theta_never_trained_on_scored_blocks(stand_ins, tmp_path):
 
 def test_same_seed_same_clusters_other_seed_differs(stand_ins, tmp_path):
     df = tiny_mentions()
-    a = pipeline.run(df, folds=2, out=tmp_path / "a", seed=1, sampler="racing", progress=False).clusters
-    b = pipeline.run(df, folds=2, out=tmp_path / "b", seed=1, sampler="racing", progress=False).clusters
-    c = pipeline.run(df, folds=2, out=tmp_path / "c", seed=2, sampler="racing", progress=False).clusters
+    a = pipeline.run(df, folds=2, out=tmp_path / "a", seed=1, sampler="racing", progress=False, plots=False).clusters
+    b = pipeline.run(df, folds=2, out=tmp_path / "b", seed=1, sampler="racing", progress=False, plots=False).clusters
+    c = pipeline.run(df, folds=2, out=tmp_path / "c", seed=2, sampler="racing", progress=False, plots=False).clusters
     pd.testing.assert_frame_equal(a, b)
     assert not a["cluster_id"].equals(c["cluster_id"])
 
 
 def test_resume_reuses_checkpoints(stand_ins, tmp_path):
     df = tiny_mentions()
-    first = pipeline.run(df, folds=2, out=tmp_path, progress=False)
+    first = pipeline.run(df, folds=2, out=tmp_path, progress=False, plots=False)
     assert len(GIBBS) == 10 and len(FITS) == 2 and first.n_computed == 10
     GIBBS.clear()
     FITS.clear()
-    again = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False)
+    again = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False, plots=False)
     assert GIBBS == [] and FITS == []                               # nothing recomputed, no model refit
     assert again.n_reused == 10 and again.n_computed == 0
     pd.testing.assert_frame_equal(first.clusters, again.clusters)
@@ -227,16 +227,16 @@ def test_resume_reuses_checkpoints(stand_ins, tmp_path):
     while ckpt.name.startswith("model_"):
         ckpt = next(p for p in (tmp_path / ".checkpoint").rglob("*.pkl") if not p.name.startswith("model_"))
     ckpt.unlink()
-    partial = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False)
+    partial = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False, plots=False)
     assert len(GIBBS) == 1 and FITS == [] and partial.n_reused == 9
     pd.testing.assert_frame_equal(first.clusters, partial.clusters)
 
     # without --resume everything is recomputed; other settings do not reuse these checkpoints
     GIBBS.clear()
-    pipeline.run(df, folds=2, out=tmp_path, progress=False)
+    pipeline.run(df, folds=2, out=tmp_path, progress=False, plots=False)
     assert len(GIBBS) == 10
     GIBBS.clear()
-    pipeline.run(df, folds=2, out=tmp_path, seed=5, resume=True, progress=False)
+    pipeline.run(df, folds=2, out=tmp_path, seed=5, resume=True, progress=False, plots=False)
     assert len(GIBBS) == 10
 
 
@@ -248,7 +248,7 @@ def test_aminer_directory(stand_ins, tmp_path):
     d.mkdir()
     for name in ("Ajay_Gupta.xml", "Bin_Yu.xml", "Fei_Su.xml"):
         shutil.copy(src / name, d / name)
-    res = pipeline.run(d, folds=3, out=tmp_path / "out", sampler="racing", progress=False)
+    res = pipeline.run(d, folds=3, out=tmp_path / "out", sampler="racing", progress=False, plots=False)
     assert res.metrics["data"]["n_blocks"] == 3
     assert set(res.clusters["block"]) == {"Ajay_Gupta", "Bin_Yu", "Fei_Su"}
     assert 0.0 < res.metrics["samplers"]["racing"]["b3_f1"] <= 1.0
@@ -271,18 +271,18 @@ def test_bad_parameters(stand_ins, tmp_path, kwargs, err, match):
 
 def test_bad_data_path(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"--data '.*nowhere': no such file or directory"):
-        pipeline.run(tmp_path / "nowhere", out=tmp_path / "out", progress=False)
+        pipeline.run(tmp_path / "nowhere", out=tmp_path / "out", progress=False, plots=False)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="the directory is empty"):
-        pipeline.run(tmp_path / "empty", out=tmp_path / "out", progress=False)
+        pipeline.run(tmp_path / "empty", out=tmp_path / "out", progress=False, plots=False)
     with pytest.raises(TypeError, match="data parameter of coref.run"):
-        pipeline.run(3, out=tmp_path / "out", progress=False)
+        pipeline.run(3, out=tmp_path / "out", progress=False, plots=False)
 
 
 def test_out_is_a_file(stand_ins, tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(NotADirectoryError, match="is not a directory"):
-        pipeline.run(tiny_mentions(), folds=2, out=tmp_path / "f", progress=False)
+        pipeline.run(tiny_mentions(), folds=2, out=tmp_path / "f", progress=False, plots=False)
 
 
 def test_cli_run(stand_ins, tiny_csv, tmp_path, capsys):
@@ -320,7 +320,7 @@ def test_real_model_end_to_end(tmp_path):
     pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
     from coref.evaluate import evaluate_clusters
 
-    res = pipeline.run(tiny_mentions(n_labeled=4, per=8), folds=2, out=tmp_path, n_sweeps=4, progress=False)
+    res = pipeline.run(tiny_mentions(n_labeled=4, per=8), folds=2, out=tmp_path, n_sweeps=4, progress=False, plots=False)
     for s, m in res.metrics["samplers"].items():
         sc = res.clusters[(res.clusters["sampler"] == s) & res.clusters["scored"]]
         ref = evaluate_clusters(pd.Series(sc["cluster_id"].to_numpy(), index=sc["mention_id"].to_numpy()),
