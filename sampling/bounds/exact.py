@@ -63,6 +63,14 @@ def log_partition(model, *, elim_order=None, memory_mb=2048):
     eliminates its variable with a ``-inf``-safe logsumexp; the message goes to
     the bucket of its first-eliminated variable. Variables of cardinality 1 are
     removed from every scope first (:meth:`GraphicalModel.squeeze`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sampling.bounds import Factor, GraphicalModel, log_partition
+    >>> m = GraphicalModel([2, 2], [Factor.from_values((0, 1), [[1.0, 2.0], [3.0, 4.0]])])
+    >>> round(float(np.exp(log_partition(m))), 12)
+    10.0
     """
     budget = _check_memory(memory_mb)
     model = model.squeeze()

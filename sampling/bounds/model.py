@@ -62,7 +62,7 @@ class Factor:
     Examples
     --------
     >>> import numpy as np
-    >>> f = Factor((0, 2), np.log([[1.0, 2.0, 0.5], [0.0, 1.0, 1.0]]))
+    >>> f = Factor.from_values((0, 2), [[1.0, 2.0, 0.5], [0.0, 1.0, 1.0]])
     >>> f.scope, f.shape
     ((0, 2), (2, 3))
     """

@@ -136,6 +136,14 @@ def read_uai(path, evidence=None):
         NaN or infinite entry, trailing tokens; also for bad evidence.
     FileNotFoundError
         If a file does not exist.
+
+    Examples
+    --------
+    >>> from sampling._data import data_path
+    >>> from sampling.bounds import read_uai, log_partition
+    >>> m = read_uai(data_path("uai", "bn", "BN_0.uai"), evidence=data_path("uai", "bn", "BN_0.uai.evid"))
+    >>> round(log_partition(m) / 2.302585092994046, 6)  # log10 P(evidence)
+    -8.893083
     """
     path = os.fspath(path)
     tk = _Tokens(_read_text(path), path)

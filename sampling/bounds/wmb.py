@@ -137,7 +137,8 @@ class WeightedMiniBucket:
         Memory budget in MiB for the mini-bucket tables, messages and
         work space (8 bytes per entry; see Notes).
     elim_order : array_like of int, optional
-        Elimination order; default the better of min-fill / min-size.
+        Elimination order; default the best of min-fill, weighted min-fill and
+        min-size (:func:`sampling.bounds.exact.default_order`).
     n_iters : int, default 10
         Forward-backward reparameterisation passes after the uniform-weight
         pass (0: plain WMB with uniform weights ``1/n_mini_buckets``).
@@ -146,14 +147,17 @@ class WeightedMiniBucket:
         weights). It grows by 1.25 after a pass that lowers the bound (up to
         10x) and halves after one that raises it (the pass is undone).
     match : bool, default True
-        Moment-match the bucket-variable marginals of the mini-buckets.
+        Moment-match the mini-buckets of each bucket on the variables they all
+        share (the bucket variable at least).
     tol : float, default 1e-3
         Stop when a pass lowers the bound by less than ``tol`` nats.
     time_limit : float or None, default None
         Stop the passes after this many seconds (no warning then).
 
-    Attributes (after :meth:`fit`)
-    -------------------------------
+    Attributes
+    ----------
+    (set by :meth:`fit`)
+
     log_Z_upper : float
         Upper bound on ln Z (natural log).
     i_bound : int
@@ -164,7 +168,7 @@ class WeightedMiniBucket:
     model : GraphicalModel
         The model with cardinality-1 variables squeezed out of every scope.
     memory_mb_ : float
-        Estimated memory of the tables kept after fitting (MiB).
+        Estimated peak memory of the tables while fitting (MiB; see Notes).
     bound_history_ : list of float
         The bound after each pass (first: uniform weights).
     n_iters_ : int
@@ -195,14 +199,26 @@ class WeightedMiniBucket:
     Reparameterisation follows the WMB message passing of [1]_ (pyGMs ``WMB``
     ``msgForward`` / ``msgBackward``): a backward pass computes each
     mini-bucket's belief ``b_c = b_parent(sep) * b_c(x_k | sep)`` root first; the
-    next forward pass moment-matches the ``x_k`` marginals of the mini-buckets of
-    each bucket (shifting ``delta_kj``, [1]_ Sec. 4) and moves the weights along
+    next forward pass moment-matches the mini-buckets of each bucket on their
+    shared variables (shifting ``delta_kj``, [1]_ Sec. 4) and moves the weights along
     the conditional entropies (gradient of the bound, [1]_ Eq. 9), then sends
     the messages. Every pass yields a valid bound; the best parameters are kept.
 
     References
     ----------
     See the module docstring.
+
+    Examples
+    --------
+    >>> from sampling.bounds import WeightedMiniBucket, log_partition
+    >>> from sampling.bounds.model import random_model
+    >>> m = random_model(12, 20, max_scope=3, rng=0)
+    >>> wmb = WeightedMiniBucket(m, i_bound=2, n_iters=5).fit()
+    >>> bool(wmb.log_Z_upper >= log_partition(m))
+    True
+    >>> x, log_q = wmb.sample(4, rng=0)
+    >>> bool((m.log_value(x) - log_q <= wmb.log_Z_upper + 1e-9).all())
+    True
     """
 
     def __init__(self, model, *, i_bound=None, memory_mb=1024, elim_order=None, n_iters=10,
