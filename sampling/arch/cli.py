@@ -44,6 +44,11 @@ def add_arguments(parser):
     parser.add_argument("--chains", type=int, default=4, help="number of chains (default: %(default)s)")
     parser.add_argument("--delta", type=float, default=0.05,
                         help="racing error level (default: %(default)s)")
+    parser.add_argument("--pseudo-prior", choices=["pilot", "laplace"], default="pilot",
+                        help="Carlin-Chib pseudo-priors: Gaussians from within-model pilot "
+                             "chains, or the Laplace fits of the paper (default: %(default)s)")
+    parser.add_argument("--pilot", type=int, default=2000,
+                        help="pilot MALA steps per model for --pseudo-prior pilot (default: %(default)s)")
     parser.add_argument("--check-every", type=int, default=0,
                         help="measure racing error rates on every k-th sweep (0: off)")
     parser.add_argument("--seed", type=int, default=20160619, help="random seed (default: %(default)s)")
@@ -219,7 +224,7 @@ def main(args):
         methods = ["subsampled", "exact"] if args.method == "both" else [args.method]
         print(f"sampling arch: {note}")
         results = {}
-        fixed = None
+        fixed = pseudo = None
         gen = np.random.default_rng(args.seed)
         seeds = gen.spawn(len(methods))
         for m, seed in zip(methods, seeds):
@@ -228,10 +233,11 @@ def main(args):
                 returns, orders=orders, method=m, n_iterations=args.iterations,
                 n_warmup=args.warmup, n_chains=args.chains, delta=args.delta, rng=seed,
                 check_every=args.check_every, log_adjusted_prior=fixed,
+                pseudo_prior=args.pseudo_prior, n_pilot=args.pilot, pseudo_priors=pseudo,
                 progress=not args.no_progress, checkpoint=str(out / f"checkpoint_{m}.pkl"),
                 resume=args.resume, name=note.split(";")[0])
-            if fixed is None:
-                fixed = res.log_adjusted_prior  # the exact chain reuses the same target
+            if fixed is None:  # the second chain reuses the same product-space target
+                fixed, pseudo = res.log_adjusted_prior, res.pseudo_priors
             results[m] = res
             _print_result(res)
             print(f"   ({time.perf_counter() - t0:.1f} s)")

@@ -144,6 +144,8 @@ class ChainContext:
         q_max = max(self.orders)
         self.models = [ARCHModel(returns, q, q_max, kernel=kernel) for q in self.orders]
         self.laplaces = list(laplaces)
+        #: Carlin-Chib pseudo-priors (Laplace by default; see :func:`pilot_pseudo_priors`)
+        self.pseudo = list(laplaces)
         m0 = self.models[0]
         self.n_data = m0.n_data
         self.all_idx = m0.all_idx
@@ -203,7 +205,7 @@ class ChainContext:
 
     def log_joint_prior(self, j, x):
         """``log p(x | j) - log pseudo_j(x)``: the model-``j`` part of ``log f_0``."""
-        return self.models[j].log_prior(x) - self.laplaces[j].logpdf(x)
+        return self.models[j].log_prior(x) - self.pseudo[j].logpdf(x)
 
 
 class ChainState:
@@ -373,7 +375,7 @@ def step(ctx, st, *, method, grad_batch, delta, first_batch, stats, check_every=
     j = st.q_idx
     for k in range(ctx.D):
         if k != j:
-            st.xs[k] = ctx.laplaces[k].sample(st.rng)
+            st.xs[k] = ctx.pseudo[k].sample(st.rng)
     acc = _langevin(ctx, st, j, method=method, grad_batch=grad_batch, delta=delta,
                     first_batch=first_batch, stats=stats, check=check)
     gamma = 1.0 / (1.0 + st.t / 100.0)
@@ -389,6 +391,40 @@ def step(ctx, st, *, method, grad_batch, delta, first_batch, stats, check_every=
         st.log_pi -= logsumexp(st.log_pi)
     st.t += 1
     return j_new, acc
+
+
+def pilot_pseudo_priors(ctx, rng, n_pilot, *, method, grad_batch, delta, first_batch, stats,
+                        target_accept=0.36, shrinkage=0.1):
+    """Gaussian pseudo-priors fitted to short within-model pilot chains (Carlin & Chib 1995).
+
+    For each model ``j`` a chain with ``q = j`` fixed runs ``n_pilot`` Langevin-MH
+    steps from the MAP (``select_order`` uses full-data MALA for both methods, so
+    they share the pseudo-priors; the step size adapts in the first half); the second half's mean and covariance, shrunk by ``shrinkage``
+    towards the Laplace covariance, define ``N(mean, cov)``. The Laplace fit stays
+    the whitening transform and the control-variate reference. Returns a list of
+    :class:`~sampling.arch.model.LaplaceApprox` (``log_evidence`` of the Laplace fit).
+    """
+    from .model import LaplaceApprox
+
+    out = []
+    for j in range(ctx.D):
+        lap = ctx.laplaces[j]
+        st = ChainState(ctx, rng, np.zeros(ctx.D), [1.5 * lap.mean.shape[0] ** (-1 / 3)] * ctx.D)
+        st.q_idx = j
+        draws = []
+        for t in range(n_pilot):
+            acc = _langevin(ctx, st, j, method=method, grad_batch=grad_batch, delta=delta,
+                            first_batch=first_batch, stats=stats, check=False)
+            if t < n_pilot // 2:
+                st.log_step[j] += (1.0 / (1.0 + t / 20.0)) * ((1.0 if acc else 0.0) - target_accept)
+            else:
+                draws.append(st.xs[j].copy())
+        X = np.array(draws)
+        cov = (1 - shrinkage) * np.cov(X.T) + shrinkage * lap.cov
+        cov = 0.5 * (cov + cov.T)
+        out.append(LaplaceApprox(mean=X.mean(axis=0), cov=cov, chol=np.linalg.cholesky(cov),
+                                 log_post_map=lap.log_post_map, log_evidence=lap.log_evidence))
+    return out
 
 
 def new_stats():
@@ -487,6 +523,11 @@ class ARCHSelection:
         ``{q: (alpha (q+1,), nu)}`` at each model's MAP (standardised returns).
     n_data, n_outliers : int
         Likelihood terms per model and the always-evaluated outlier terms.
+    n_setup_evals : int
+        Terms evaluated by the pseudo-prior pilot chains (not in ``n_loglik_evals``;
+        the MAP / Laplace fits are not counted either).
+    pseudo_priors : list of LaplaceApprox
+        The Carlin-Chib pseudo-priors used.
     returns_mean, returns_scale : float
         The standardisation applied (``z = (r - mean) / scale``).
     wall_time_s : float
@@ -516,6 +557,8 @@ class ARCHSelection:
     map_params: dict = field(repr=False)
     n_data: int = 0
     n_outliers: int = 0
+    n_setup_evals: int = 0
+    pseudo_priors: list = field(default=None, repr=False)
     returns_mean: float = 0.0
     returns_scale: float = 1.0
     wall_time_s: float = 0.0
@@ -548,6 +591,7 @@ class ARCHSelection:
             "ess": float(self.ess), "r_hat": float(self.r_hat),
             "laplace_log_evidence": self.laplace_log_evidence.tolist(),
             "n_data": self.n_data, "n_outliers": self.n_outliers,
+            "n_setup_evals": self.n_setup_evals,
             "returns_mean": self.returns_mean, "returns_scale": self.returns_scale,
             "wall_time_s": self.wall_time_s,
             "map_params": {str(q): {"alpha": a.tolist(), "nu": nu}
@@ -608,7 +652,8 @@ def _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
 def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled",
                  n_iterations=2000, n_warmup=1000, n_chains=4, delta=0.05, rng=None,
                  grad_batch=1000, first_batch=50, outlier_fraction=0.2, target_accept=0.36,
-                 log_adjusted_prior=None, prior_init="laplace", check_every=0,
+                 log_adjusted_prior=None, prior_init="laplace", pseudo_prior="pilot",
+                 n_pilot=2000, pseudo_priors=None, check_every=0,
                  standardize=True, progress=False, checkpoint=None, resume=False,
                  checkpoint_every=500, kernel=None, name="returns"):
     """Posterior over the ARCH order q by Carlin-Chib MCMC, exact or subsampled.
@@ -643,6 +688,18 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
     log_adjusted_prior : array_like of shape (D,), optional
         A fixed ``log pi~``; skips the Wang-Landau adaptation (warm-up then only
         adapts step sizes). Use it to compare methods on the same target.
+    pseudo_prior : {"laplace", "pilot"}
+        Carlin-Chib pseudo-priors: the Laplace approximation at each model's MAP
+        (paper Appx. C.2), or Gaussians fitted to ``n_pilot``-step within-model
+        full-data MALA pilot chains (Carlin & Chib 1995). The Laplace fit is poor
+        for high orders (many ``alpha_i`` near 0 give long left tails in softplus
+        space), which makes those models sticky; "pilot" mixes about 10x faster
+        on the SPY data. Set-up cost (MAP, pilot) is reported in ``n_setup_evals``.
+    n_pilot : int
+        Pilot steps per model (``pseudo_prior="pilot"``).
+    pseudo_priors : list of LaplaceApprox, optional
+        Reuse the pseudo-priors of an earlier run (``ARCHSelection.pseudo_priors``),
+        e.g. to compare methods on exactly the same product-space target.
     prior_init : {"laplace", "uniform"}
         Starting ``log pi~`` for Wang-Landau: ``-`` the Laplace log evidence, or 0.
     check_every : int
@@ -693,17 +750,25 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
     with limits:
         return _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
                              rng, grad_batch, first_batch, outlier_fraction, target_accept,
-                             log_adjusted_prior, prior_init, check_every, standardize, progress,
+                             log_adjusted_prior, prior_init, pseudo_prior, n_pilot,
+                             pseudo_priors, check_every,
+                             standardize, progress,
                              checkpoint, resume, checkpoint_every, kernel, name)
 
 
 def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta, rng,
                   grad_batch, first_batch, outlier_fraction, target_accept, log_adjusted_prior,
-                  prior_init, check_every, standardize, progress, checkpoint, resume,
+                  prior_init, pseudo_prior, n_pilot, pseudo_priors, check_every, standardize, progress, checkpoint, resume,
                   checkpoint_every, kernel, name):
     r, orders = _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
                            grad_batch, first_batch, outlier_fraction, target_accept,
                            check_every, name)
+    if pseudo_prior not in ("laplace", "pilot"):
+        raise ValueError(f"the pseudo_prior parameter of select_order must be 'laplace' or "
+                         f"'pilot'; got {pseudo_prior!r}")
+    if not isinstance(n_pilot, (int, np.integer)) or n_pilot < 20:
+        raise ValueError(f"the n_pilot parameter of select_order must be an int >= 20; "
+                         f"got {n_pilot!r}")
     if prior_init not in ("laplace", "uniform"):
         raise ValueError(f"the prior_init parameter of select_order must be 'laplace' or "
                          f"'uniform'; got {prior_init!r}")
@@ -737,7 +802,8 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
     config = dict(orders=orders, n_iterations=n_iterations, n_warmup=n_warmup,
                   n_chains=n_chains, n_obs=int(z.shape[0]), data_sum=float(np.sum(r)),
                   outlier_fraction=outlier_fraction, fixed_pi=None if fixed_pi is None
-                  else fixed_pi.tolist(), prior_init=prior_init, **kw)
+                  else fixed_pi.tolist(), prior_init=prior_init, pseudo_prior=pseudo_prior,
+                  n_pilot=n_pilot, shared_pseudo=pseudo_priors is not None, **kw)
     prog = None
     if resume and checkpoint is not None and os.path.exists(checkpoint):
         with open(checkpoint, "rb") as fh:
@@ -745,11 +811,19 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
         if saved.get("config") != config:
             raise ValueError(f"checkpoint {checkpoint} was written by a run with other "
                              "settings; remove it or drop --resume")
+        ctx.pseudo = saved["pseudo"]
     else:
         gen = as_generator(rng)
-        children = gen.spawn(n_chains)
+        children = gen.spawn(n_chains + 1)
+        stats_p = new_stats()
+        if pseudo_priors is not None:
+            ctx.pseudo = list(pseudo_priors)
+        elif pseudo_prior == "pilot":
+            ctx.pseudo = pilot_pseudo_priors(
+                ctx, children[-1], n_pilot, method="exact", grad_batch=grad_batch, delta=delta,
+                first_batch=first_batch, stats=stats_p, target_accept=target_accept)
         eps0 = [1.5 * m.n_params ** (-1.0 / 3.0) for m in models]
-        saved = {"config": config, "phase": "warmup", "done": [0] * n_chains,
+        saved = {"pseudo": ctx.pseudo, "stats_p": stats_p,"config": config, "phase": "warmup", "done": [0] * n_chains,
                  "states": [ChainState(ctx, children[c], pi0, eps0) for c in range(n_chains)],
                  "stats_w": [new_stats() for _ in range(n_chains)],
                  "stats_s": [new_stats() for _ in range(n_chains)],
@@ -843,5 +917,6 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
         laplace_log_evidence=log_ev,
         map_params={q: m.constrained(lap.mean) for q, m, lap in zip(orders, models, laplaces)},
         n_data=ctx.n_data, n_outliers=int(ctx.outliers.shape[0]),
+        n_setup_evals=int(saved["stats_p"]["n_evals"]), pseudo_priors=list(ctx.pseudo),
         returns_mean=mu, returns_scale=sc, wall_time_s=time.perf_counter() - t_start,
     )

@@ -82,10 +82,12 @@ def test_exact_gibbs_frequencies(ctx):
     assert np.all(np.abs(freq - p) < 5 * math.sqrt(p * (1 - p) / n))
 
 
-@pytest.mark.parametrize("method", ["exact", "subsampled"])
-def test_select_order_runs_and_accounts(returns, method):
+@pytest.mark.parametrize("method,pseudo", [("exact", "pilot"), ("subsampled", "pilot"),
+                                           ("subsampled", "laplace")])
+def test_select_order_runs_and_accounts(returns, method, pseudo):
     res = select_order(returns, orders=ORDERS, method=method, n_iterations=150, n_warmup=100,
-                       n_chains=2, rng=5, check_every=3, grad_batch=200)
+                       n_chains=2, rng=5, check_every=3, grad_batch=200,
+                       n_pilot=200, pseudo_prior=pseudo)
     D = len(ORDERS)
     assert res.posterior.shape == (D,) and res.posterior.sum() == pytest.approx(1.0)
     assert res.q_trace.shape == (2, 150) and set(np.unique(res.q_trace)) <= set(ORDERS)
@@ -108,7 +110,8 @@ def test_select_order_runs_and_accounts(returns, method):
 
 
 def test_python_twin_gives_identical_chain(returns):
-    kw = dict(orders=ORDERS, method="subsampled", n_iterations=40, n_warmup=20, n_chains=1, rng=9)
+    kw = dict(orders=ORDERS, method="subsampled", n_iterations=40, n_warmup=20, n_chains=1, rng=9,
+              n_pilot=40)
     a = select_order(returns, **kw)
     b = select_order(returns, kernel=_loglik_py, **kw)
     np.testing.assert_array_equal(a.q_trace, b.q_trace)
@@ -117,7 +120,7 @@ def test_python_twin_gives_identical_chain(returns):
 
 def test_checkpoint_resume_matches_uninterrupted(returns, tmp_path, monkeypatch):
     kw = dict(orders=ORDERS, method="subsampled", n_iterations=60, n_warmup=40, n_chains=2,
-              rng=11, checkpoint_every=20)
+              rng=11, checkpoint_every=20, n_pilot=100)
     full = select_order(returns, **kw)
     ck = tmp_path / "ck.pkl"
     real = S.run_chain
@@ -166,7 +169,7 @@ def test_cli_writes_outputs(returns, tmp_path):
     out = tmp_path / "out"
     rc = main(["arch", str(f), "--orders", "1,2,4", "--iterations", "60", "--warmup", "40",
                "--chains", "2", "--method", "both", "--out", str(out), "--no-progress",
-               "--check-every", "5"])
+               "--check-every", "5", "--pilot", "100"])
     assert rc == 0
     summ = json.loads((out / "summary.json").read_text())
     assert set(summ["results"]) == {"subsampled", "exact"}
@@ -177,7 +180,7 @@ def test_cli_writes_outputs(returns, tmp_path):
     # resume of a finished run reuses the checkpoints
     assert main(["arch", str(f), "--orders", "1,2,4", "--iterations", "60", "--warmup", "40",
                  "--chains", "2", "--method", "both", "--out", str(out), "--no-progress",
-                 "--check-every", "5", "--resume", "--no-plots"]) == 0
+                 "--check-every", "5", "--resume", "--no-plots", "--pilot", "100"]) == 0
 
 
 def test_cli_bad_file(tmp_path, capsys):
