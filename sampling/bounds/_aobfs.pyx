@@ -74,11 +74,18 @@ cdef class ProposalKernel:
                long long[::1] x,                    # INOUT assignment (ancestors set)
                const double[::1] uniforms):         # IN  >= total subtree size uniforms
         """Draw the subtrees of ``starts`` in place; return (ln q, ln g) of the draw."""
+        cdef double log_q = 0.0, log_g = 0.0
+        if starts.shape[0] > 0:
+            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[0], &log_q, &log_g)
+        return log_q, log_g
+
+    cdef void _draw(self, const long long* starts, Py_ssize_t n_starts, long long* x,
+                    const double* uniforms, double* out_q, double* out_g) noexcept:
         cdef Py_ssize_t s, i, k, v, c, j, f, xv, card, used = 0
         cdef long long base, idx
         cdef double log_q = 0.0, log_g = 0.0, m, tot, u, acc, val, lv
         cdef double* row = &self.row[0]
-        for s in range(starts.shape[0]):
+        for s in range(n_starts):
             v = starts[s]
             for i in range(self.pos[v], self.pos[v] + self.size[v]):
                 k = self.pre[i]
@@ -134,7 +141,8 @@ cdef class ProposalKernel:
                         base += x[self.f_vars[c]] * self.f_strides[c]
                     lv = self.f_flat[base]
                     log_g += lv
-        return log_q, log_g
+        out_q[0] = log_q
+        out_g[0] = log_g
 
 
 cdef class LookupSum:
@@ -174,6 +182,9 @@ cdef class LookupSum:
              const long long[::1] a,             # IN  assignment (ancestors of k read)
              double[::1] out):                   # OUT (>= card[k],) sums
         """Write the sums for ``k = 0..card[k]-1`` into ``out``."""
+        self._rows(k, &a[0], &out[0])
+
+    cdef void _rows(self, Py_ssize_t k, const long long* a, double* out) noexcept:
         cdef Py_ssize_t c, j, xv, card = self.cards[k]
         cdef long long base
         for xv in range(card):
@@ -184,3 +195,422 @@ cdef class LookupSum:
                 base += a[self.vars_[j]] * self.strides[j]
             for xv in range(card):
                 out[xv] += self.tab[c][base + self.kstride[c] * xv]
+
+
+import numpy as _np
+
+cdef double NEG_INF = -INFINITY
+
+
+cdef class AndOrTree:
+    """Explicit AND/OR search tree in flat arrays: AOBFS with the upper priority (Eq. 3-5)
+    and the two-step sampler of Alg. 1 (Lou et al. 2017). The reference twin is the
+    pure-Python ``aobfs.AOBFS`` (``backend="python"``); both make identical choices.
+
+    AND node arrays ``a_*`` and OR node arrays ``o_*``; the children of a node occupy a
+    contiguous block (``*_child0``, ``*_nchild``). ``a_nchild = -1`` marks an open frontier
+    AND node, ``0`` a solved one (children freed). Freed blocks are reused (free lists).
+    Node 0 is the dummy root AND node (variable -1).
+    """
+
+    cdef const long long[::1] ch_ptr, ch_idx, is_leaf, cards
+    cdef LookupSum arc, heur
+    cdef long long n_vars
+    cdef long long[::1] a_var, a_val, a_parent, a_child0, a_nchild
+    cdef double[::1] a_logw, a_logu, a_logl, a_logb
+    cdef signed char[::1] a_solved
+    cdef long long[::1] o_var, o_parent, o_child0, o_nchild
+    cdef double[::1] o_logu, o_logl, o_logb
+    cdef signed char[::1] o_solved
+    cdef public long long n_and, n_or, n_nodes, n_expansions, max_nodes, cap_and, cap_or
+    cdef public bint full
+    cdef object free_and, free_or
+    cdef long long[::1] assign, stack, starts
+    cdef double[::1] row_a, row_h
+
+    def __cinit__(self, ch_ptr, ch_idx, is_leaf, cards, LookupSum arc, LookupSum heur,
+                  double log_const, long long max_nodes, long long capacity=1024):
+        self.ch_ptr = ch_ptr
+        self.ch_idx = ch_idx
+        self.is_leaf = is_leaf
+        self.cards = cards
+        self.arc = arc
+        self.heur = heur
+        self.n_vars = cards.shape[0]
+        self.max_nodes = max_nodes
+        self.full = False
+        self.free_and = {}
+        self.free_or = {}
+        self.cap_and = 0
+        self.cap_or = 0
+        self._alloc_arrays_and(capacity)
+        self._alloc_arrays_or(capacity)
+        mc = max(int(_np.max(cards)) if cards.shape[0] else 1, 1)
+        self.row_a = _np.zeros(mc)
+        self.row_h = _np.zeros(mc)
+        self.assign = _np.zeros(max(self.n_vars, 1), dtype=_np.int64)
+        self.stack = _np.zeros(self.n_vars + 2, dtype=_np.int64)
+        self.starts = _np.zeros(self.n_vars + 1, dtype=_np.int64)
+        # root
+        self.n_and = 1
+        self.n_or = 0
+        self.a_var[0] = -1
+        self.a_val[0] = -1
+        self.a_parent[0] = -1
+        self.a_child0[0] = -1
+        self.a_nchild[0] = -1
+        self.a_logw[0] = log_const
+        self.a_logu[0] = 0.0
+        self.a_logl[0] = NEG_INF
+        self.a_logb[0] = 0.0
+        self.a_solved[0] = 0
+        self.n_nodes = 1
+        self.n_expansions = 0
+        self._expand(0)
+        if self.n_nodes >= self.max_nodes:
+            self.full = True
+
+    # ---------------------------------------------------------------- storage
+    def _alloc_arrays_and(self, long long cap):
+        old = self.cap_and
+        def grow(arr, dtype, fill):
+            new = _np.full(cap, fill, dtype=dtype)
+            if old:
+                new[:old] = _np.asarray(arr)[:old]
+            return new
+        self.a_var = grow(self.a_var if old else None, _np.int64, -1)
+        self.a_val = grow(self.a_val if old else None, _np.int64, -1)
+        self.a_parent = grow(self.a_parent if old else None, _np.int64, -1)
+        self.a_child0 = grow(self.a_child0 if old else None, _np.int64, -1)
+        self.a_nchild = grow(self.a_nchild if old else None, _np.int64, -1)
+        self.a_logw = grow(self.a_logw if old else None, _np.float64, 0.0)
+        self.a_logu = grow(self.a_logu if old else None, _np.float64, 0.0)
+        self.a_logl = grow(self.a_logl if old else None, _np.float64, 0.0)
+        self.a_logb = grow(self.a_logb if old else None, _np.float64, 0.0)
+        self.a_solved = grow(self.a_solved if old else None, _np.int8, 0)
+        self.cap_and = cap
+
+    def _alloc_arrays_or(self, long long cap):
+        old = self.cap_or
+        def grow(arr, dtype, fill):
+            new = _np.full(cap, fill, dtype=dtype)
+            if old:
+                new[:old] = _np.asarray(arr)[:old]
+            return new
+        self.o_var = grow(self.o_var if old else None, _np.int64, -1)
+        self.o_parent = grow(self.o_parent if old else None, _np.int64, -1)
+        self.o_child0 = grow(self.o_child0 if old else None, _np.int64, -1)
+        self.o_nchild = grow(self.o_nchild if old else None, _np.int64, 0)
+        self.o_logu = grow(self.o_logu if old else None, _np.float64, 0.0)
+        self.o_logl = grow(self.o_logl if old else None, _np.float64, 0.0)
+        self.o_logb = grow(self.o_logb if old else None, _np.float64, 0.0)
+        self.o_solved = grow(self.o_solved if old else None, _np.int8, 0)
+        self.cap_or = cap
+
+    cdef long long _new_and(self, long long k):
+        lst = self.free_and.get(k)
+        if lst:
+            return lst.pop()
+        if self.n_and + k > self.cap_and:
+            self._alloc_arrays_and(max(2 * self.cap_and, self.n_and + k))
+        cdef long long start = self.n_and
+        self.n_and += k
+        return start
+
+    cdef long long _new_or(self, long long k):
+        lst = self.free_or.get(k)
+        if lst:
+            return lst.pop()
+        if self.n_or + k > self.cap_or:
+            self._alloc_arrays_or(max(2 * self.cap_or, self.n_or + k))
+        cdef long long start = self.n_or
+        self.n_or += k
+        return start
+
+    cdef void _free_and_block(self, long long start, long long k):
+        if k > 0:
+            self.free_and.setdefault(k, []).append(start)
+
+    cdef void _free_or_block(self, long long start, long long k):
+        if k > 0:
+            self.free_or.setdefault(k, []).append(start)
+
+    cdef long long _free_below_or(self, long long s):
+        """Free everything strictly below OR node s; return the number of nodes freed."""
+        cdef long long total = 0, c, t, k = self.o_nchild[s], c0 = self.o_child0[s]
+        if k <= 0:
+            return 0
+        total += k
+        for c in range(c0, c0 + k):
+            if self.a_nchild[c] > 0:
+                for t in range(self.a_child0[c], self.a_child0[c] + self.a_nchild[c]):
+                    total += self._free_below_or(t)
+                total += self.a_nchild[c]
+                self._free_or_block(self.a_child0[c], self.a_nchild[c])
+                self.a_nchild[c] = 0
+        self._free_and_block(c0, k)
+        self.o_nchild[s] = 0
+        return total
+
+    # ---------------------------------------------------------------- search
+    @property
+    def log_Z_upper(self):
+        return self.a_logw[0] + self.a_logu[0]
+
+    @property
+    def log_Z_lower(self):
+        return self.a_logw[0] + self.a_logl[0]
+
+    @property
+    def solved(self):
+        return bool(self.a_solved[0])
+
+    @property
+    def can_expand(self):
+        return not (self.a_solved[0] or self.full or self.a_logb[0] == NEG_INF)
+
+    def expand(self, long long n):
+        """Expand up to n nodes by the upper priority; returns the number done."""
+        cdef long long done = 0
+        while done < n and not (self.a_solved[0] or self.full or self.a_logb[0] == NEG_INF):
+            self._expand(self._select())
+            done += 1
+            self.n_expansions += 1
+        return done
+
+    cdef long long _select(self):
+        cdef long long node = 0, s, c, bs, bc
+        cdef double best, val
+        while self.a_nchild[node] > 0:
+            best = NEG_INF
+            bs = -1
+            for s in range(self.a_child0[node], self.a_child0[node] + self.a_nchild[node]):
+                if not self.o_solved[s]:
+                    val = self.o_logb[s] - self.o_logu[s]
+                    if val > best or bs < 0:
+                        best = val
+                        bs = s
+            best = NEG_INF
+            bc = -1
+            for c in range(self.o_child0[bs], self.o_child0[bs] + self.o_nchild[bs]):
+                if not self.a_solved[c]:
+                    val = self.a_logw[c] + self.a_logb[c]
+                    if val > best or bc < 0:
+                        best = val
+                        bc = c
+            node = bc
+        return node
+
+    cdef void _expand(self, long long n):
+        cdef long long cur = n, v, vi, k, j, y, s, o0, a0, x, cnt, i, card, created
+        cdef double m, t
+        while cur >= 0 and self.a_var[cur] >= 0:
+            self.assign[self.a_var[cur]] = self.a_val[cur]
+            cur = self.o_parent[self.a_parent[cur]]
+        v = self.a_var[n]
+        vi = v if v >= 0 else self.n_vars
+        k = self.ch_ptr[vi + 1] - self.ch_ptr[vi]
+        created = k
+        o0 = self._new_or(k) if k > 0 else 0
+        for j in range(k):
+            y = self.ch_idx[self.ch_ptr[vi] + j]
+            s = o0 + j
+            self.o_var[s] = y
+            self.o_parent[s] = n
+            self.o_child0[s] = -1
+            self.o_nchild[s] = 0
+            self.o_solved[s] = 0
+            self.o_logb[s] = NEG_INF
+            card = self.cards[y]
+            self.arc._rows(y, &self.assign[0], &self.row_a[0])
+            if self.is_leaf[y]:
+                m = NEG_INF
+                for x in range(card):
+                    if self.row_a[x] > m:
+                        m = self.row_a[x]
+                if m == NEG_INF:
+                    t = NEG_INF
+                else:
+                    t = 0.0
+                    for x in range(card):
+                        t += exp(self.row_a[x] - m)
+                    t = m + log(t)
+                self.o_logu[s] = t
+                self.o_logl[s] = t
+                self.o_solved[s] = 1
+            else:
+                self.heur._rows(y, &self.assign[0], &self.row_h[0])
+                cnt = 0
+                for x in range(card):
+                    if self.row_a[x] > NEG_INF and self.row_h[x] > NEG_INF:
+                        cnt += 1
+                if cnt == 0:
+                    self.o_logu[s] = NEG_INF
+                    self.o_logl[s] = NEG_INF
+                    self.o_solved[s] = 1
+                else:
+                    a0 = self._new_and(cnt)
+                    i = a0
+                    for x in range(card):
+                        if self.row_a[x] > NEG_INF and self.row_h[x] > NEG_INF:
+                            self.a_var[i] = y
+                            self.a_val[i] = x
+                            self.a_logw[i] = self.row_a[x]
+                            self.a_logu[i] = self.row_h[x]
+                            self.a_logl[i] = NEG_INF
+                            self.a_logb[i] = self.row_h[x]
+                            self.a_parent[i] = s
+                            self.a_child0[i] = -1
+                            self.a_nchild[i] = -1
+                            self.a_solved[i] = 0
+                            i += 1
+                    self.o_child0[s] = a0
+                    self.o_nchild[s] = cnt
+                    created += cnt
+                    self._update_or(s, False)
+        self.n_nodes += created
+        self.a_child0[n] = o0
+        self.a_nchild[n] = k
+        cur = n
+        while True:
+            self._update_and(cur)
+            s = self.a_parent[cur]
+            if s < 0:
+                break
+            self._update_or(s, True)
+            cur = self.o_parent[s]
+        if self.n_nodes >= self.max_nodes:
+            self.full = True
+
+    cdef void _update_and(self, long long n):
+        cdef long long k = self.a_nchild[n], o0 = self.a_child0[n], s
+        cdef double log_u = 0.0, log_l = 0.0, best = NEG_INF, r
+        cdef bint solved = True
+        if k <= 0:
+            return
+        for s in range(o0, o0 + k):
+            log_u += self.o_logu[s]
+            log_l += self.o_logl[s]
+            if not self.o_solved[s]:
+                solved = False
+                r = self.o_logb[s] - self.o_logu[s]
+                if r > best:
+                    best = r
+        if log_u == NEG_INF:
+            if not solved:
+                for s in range(o0, o0 + k):
+                    if not self.o_solved[s]:
+                        self.n_nodes -= self._free_below_or(s)
+                        self.o_solved[s] = 1
+            log_l = NEG_INF
+            solved = True
+        self.a_logu[n] = log_u
+        if solved:
+            self.a_logl[n] = log_u
+            self.n_nodes -= k
+            for s in range(o0, o0 + k):  # solved OR children may still hold blocks
+                self._free_below_or(s)
+            self._free_or_block(o0, k)
+            self.a_nchild[n] = 0
+            self.a_solved[n] = 1
+            self.a_logb[n] = NEG_INF
+        else:
+            self.a_logl[n] = log_l
+            self.a_logb[n] = log_u + best
+
+    cdef void _update_or(self, long long s, bint count):
+        cdef long long k = self.o_nchild[s], c0 = self.o_child0[s], c
+        cdef double m = NEG_INF, ml = NEG_INF, bm = NEG_INF, v, t, log_u
+        cdef bint solved = True
+        if k <= 0:
+            return
+        for c in range(c0, c0 + k):
+            v = self.a_logw[c] + self.a_logu[c]
+            if v > m:
+                m = v
+            v = self.a_logw[c] + self.a_logl[c]
+            if v > ml:
+                ml = v
+            if not self.a_solved[c]:
+                solved = False
+                v = self.a_logw[c] + self.a_logb[c]
+                if v > bm:
+                    bm = v
+        if m == NEG_INF:
+            log_u = NEG_INF
+        else:
+            t = 0.0
+            for c in range(c0, c0 + k):
+                t += exp(self.a_logw[c] + self.a_logu[c] - m)
+            log_u = m + log(t)
+        self.o_logu[s] = log_u
+        if solved:
+            self.o_logl[s] = log_u
+            if count:
+                self.n_nodes -= k
+            self._free_and_block(c0, k)
+            self.o_nchild[s] = 0
+            self.o_solved[s] = 1
+            self.o_logb[s] = NEG_INF
+        else:
+            if ml == NEG_INF:
+                self.o_logl[s] = NEG_INF
+            else:
+                t = 0.0
+                for c in range(c0, c0 + k):
+                    t += exp(self.a_logw[c] + self.a_logl[c] - ml)
+                self.o_logl[s] = ml + log(t)
+            self.o_logb[s] = bm
+
+    # ---------------------------------------------------------------- sampling
+    def sample_one(self, ProposalKernel prop,       # IN  WMB proposal below open frontier nodes
+                   const double[::1] u_tree,        # IN  >= n_vars uniforms (OR choices)
+                   const double[::1] u_prop,        # IN  >= n_vars uniforms (proposal)
+                   long long[::1] x):               # OUT assignment of the drawn variables
+        """One two-step sample from q_S (Alg. 1); returns ln f(x)/q_S(x) (<= ln U_S)."""
+        cdef long long top = 1, n, s, c, k, c0, vi, j, nst = 0, used = 0
+        cdef double log_U = self.a_logw[0] + self.a_logu[0], log_h = 0.0, target, acc, best
+        cdef double log_q = 0.0, log_g = 0.0
+        self.stack[0] = 0
+        while top > 0:
+            top -= 1
+            n = self.stack[top]
+            if self.a_solved[n]:
+                continue
+            if self.a_nchild[n] < 0:
+                vi = self.a_var[n] if self.a_var[n] >= 0 else self.n_vars
+                for j in range(self.ch_ptr[vi], self.ch_ptr[vi + 1]):
+                    self.starts[nst] = self.ch_idx[j]
+                    nst += 1
+                log_h += self.a_logu[n]
+                continue
+            for s in range(self.a_child0[n], self.a_child0[n] + self.a_nchild[n]):
+                if self.o_solved[s]:
+                    continue
+                k = self.o_nchild[s]
+                c0 = self.o_child0[s]
+                if k == 1:
+                    c = c0
+                else:
+                    target = u_tree[used]
+                    used += 1
+                    acc = 0.0
+                    c = -1
+                    for j in range(c0, c0 + k):
+                        acc += exp(self.a_logw[j] + self.a_logu[j] - self.o_logu[s])
+                        if target < acc:
+                            c = j
+                            break
+                    if c < 0:
+                        best = NEG_INF
+                        for j in range(c0, c0 + k):
+                            if self.a_logu[j] > NEG_INF and self.a_logw[j] + self.a_logu[j] > best:
+                                best = self.a_logw[j] + self.a_logu[j]
+                                c = j
+                x[self.o_var[s]] = self.a_val[c]
+                self.stack[top] = c
+                top += 1
+        if nst == 0:
+            return log_U - log_h
+        prop._draw(&self.starts[0], nst, &x[0], &u_prop[0], &log_q, &log_g)
+        return log_U + log_g - log_h - log_q

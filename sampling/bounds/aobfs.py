@@ -35,8 +35,10 @@ __all__ = ["AOBFS"]
 
 _NEG_INF = -math.inf
 # Estimated bytes per search node (slotted Python object + its share of a children list),
-# measured with tracemalloc on pedigree instances; used to turn memory_mb into a node cap.
-NODE_BYTES = 200
+# measured with tracemalloc on pedigree20 (220 B/node); used to turn memory_mb into a node cap.
+NODE_BYTES = 224
+# Compiled tree: 10 eight-byte fields per node, arrays grown by doubling.
+NODE_BYTES_COMPILED = 160
 
 
 def _lse(values):
@@ -44,7 +46,10 @@ def _lse(values):
     m = max(values, default=_NEG_INF)
     if m == _NEG_INF:
         return _NEG_INF
-    return m + math.log(math.fsum(math.exp(v - m) for v in values))
+    t = 0.0
+    for v in values:  # plain left-to-right sum: the compiled tree adds in the same order
+        t += math.exp(v - m)
+    return m + math.log(t)
 
 
 class _AndNode:
@@ -131,6 +136,11 @@ class AOBFS:
     max_nodes : int, optional
         Hard cap on the number of stored search nodes (overrides the memory estimate;
         use it for reproducible tests).
+    backend : {"auto", "compiled", "python"}, default "auto"
+        "compiled" keeps the tree in flat arrays (``_aobfs.AndOrTree``, needs the WMB's
+        lookup tables); "python" uses the slotted-object reference implementation in
+        this module (the twin the compiled one is tested against). "auto" picks
+        "compiled" when possible.
 
     Attributes
     ----------
@@ -155,12 +165,14 @@ class AOBFS:
     .. [1] Lou, Dechter & Ihler (2017), NIPS, Sec. 2.2, Eq. 3-5.
     """
 
-    def __init__(self, model, *, wmb=None, i_bound=None, memory_mb=1024.0, max_nodes=None):
+    def __init__(self, model, *, wmb=None, i_bound=None, memory_mb=1024.0, max_nodes=None,
+                 backend="auto"):
         self.model = model
         self.wmb = wmb
         self.i_bound = i_bound
         self.memory_mb = memory_mb
         self.max_nodes = max_nodes
+        self.backend = backend
 
     # ------------------------------------------------------------------ setup
     def _setup(self):
@@ -177,12 +189,28 @@ class AOBFS:
         self.n_vars_ = int(len(self.model.cards))
         self.parent_, self.children_, self.roots_ = tree_structure(wmb.pseudo_tree, self.n_vars_)
         self.is_leaf_ = np.array([len(c) == 0 for c in self.children_], dtype=bool)
+        if self.backend not in ("auto", "compiled", "python"):
+            raise ValueError(f"backend must be 'auto', 'compiled' or 'python', got {self.backend!r}")
+        kernel = None
+        if self.backend != "python" and all(hasattr(wmb, n) for n in ("_arc", "_heur", "_prop")):
+            try:
+                from ._aobfs import AndOrTree, LookupSum
+                kernel = (AndOrTree, LookupSum)
+            except ImportError as exc:  # pragma: no cover - build problem
+                import warnings
+                from ..exceptions import PerformanceWarning
+
+                warnings.warn(f"compiled AND/OR tree unavailable ({exc}); using the Python tree",
+                              PerformanceWarning, stacklevel=3)
+        if self.backend == "compiled" and kernel is None:
+            raise ValueError("backend='compiled' needs a fitted WeightedMiniBucket and the built _aobfs kernel")
+        node_bytes = NODE_BYTES if kernel is None else NODE_BYTES_COMPILED
         if self.max_nodes is not None:
             self.max_nodes_ = int(self.max_nodes)
         else:
             wmb_mb = float(getattr(wmb, "memory_mb_", 0.0) or 0.0)
             free = max(float(self.memory_mb) - wmb_mb, 0.05 * float(self.memory_mb))
-            self.max_nodes_ = max(int(free * 2**20 / NODE_BYTES), 16)
+            self.max_nodes_ = max(int(free * 2**20 / node_bytes), 16)
         self.n_nodes_ = 1
         self.n_expansions_ = 0
         self.full_ = False
@@ -191,8 +219,23 @@ class AOBFS:
         # the WMB may have squeezed cardinality-1 variables out of the scopes; constants
         # (empty scopes) then belong to no bucket and sit on the root's arc
         self.model_ = getattr(wmb, "model", None) or self.model
-        self.root_ = _AndNode(-1, -1, float(_constant_log_factor(self.model_)), 0.0, None)
-        self._expand(self.root_)
+        log_const = float(_constant_log_factor(self.model_))
+        self._ctree = None
+        if kernel is not None:
+            AndOrTree, LookupSum = kernel
+            cards = np.ascontiguousarray(wmb.model.cards, dtype=np.int64)
+            kids = list(self.children_) + [self.roots_]
+            ch_ptr = np.concatenate([[0], np.cumsum([len(k) for k in kids])]).astype(np.int64)
+            ch_idx = np.ascontiguousarray(np.concatenate(kids) if kids else np.zeros(0), dtype=np.int64)
+            self._ctree = AndOrTree(ch_ptr, ch_idx, self.is_leaf_.astype(np.int64), cards,
+                                    LookupSum(*lookup_arrays(cards, wmb._arc)),
+                                    LookupSum(*lookup_arrays(cards, wmb._heur)),
+                                    log_const, self.max_nodes_)
+            self.n_nodes_ = self._ctree.n_nodes
+            self.full_ = self._ctree.full
+        else:
+            self.root_ = _AndNode(-1, -1, log_const, 0.0, None)
+            self._expand(self.root_)
         self.log_Z_upper_min_ = self.log_Z_upper_
 
     def fit(self, *, max_expansions=None, time_limit=None):
@@ -217,22 +260,35 @@ class AOBFS:
     # ------------------------------------------------------------- properties
     @property
     def log_Z_upper_(self):
+        if self._ctree is not None:
+            return self._ctree.log_Z_upper
         r = self.root_
         return r.log_w + r.log_u
 
     @property
     def log_Z_lower_(self):
+        if self._ctree is not None:
+            return self._ctree.log_Z_lower
         r = self.root_
         return r.log_w + r.log_l
 
     @property
     def solved_(self):
+        if self._ctree is not None:
+            return self._ctree.solved
         return self.root_.solved
 
     @property
     def can_expand(self):
         """True while an expansion is possible (not solved, memory cap not reached)."""
+        if self._ctree is not None:
+            return self._ctree.can_expand
         return not (self.root_.solved or self.full_ or self.root_.log_b == _NEG_INF)
+
+    @property
+    def compiled_(self):
+        """True when the tree lives in the compiled ``_aobfs.AndOrTree``."""
+        return self._ctree is not None
 
     # ---------------------------------------------------------------- search
     def expand(self, n=1, *, time_limit=None):
@@ -252,6 +308,19 @@ class AOBFS:
         """
         t0 = time.perf_counter()
         done = 0
+        ct = self._ctree
+        if ct is not None:
+            while (n is None or done < n) and ct.can_expand:
+                if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+                    break
+                k = ct.expand(64 if n is None else min(64, n - done))
+                done += k
+                self.n_expansions_ += k
+                if ct.log_Z_upper < self.log_Z_upper_min_:
+                    self.log_Z_upper_min_ = ct.log_Z_upper
+            self.n_nodes_ = ct.n_nodes
+            self.full_ = ct.full
+            return done
         while (n is None or done < n) and self.can_expand:
             if time_limit is not None and time.perf_counter() - t0 >= time_limit:
                 break

@@ -343,9 +343,18 @@ def sample_search_tree(search, evaluator, n, rng, fast=None):
         ln U_S at sampling time.
     """
     wmb = search.wmb
-    root = search.root_
     log_U = search.log_Z_upper_
     out = np.empty(int(n))
+    ct = getattr(search, "_ctree", None)
+    if ct is not None and fast is not None:
+        nv = search.n_vars_
+        for i in range(int(n)):
+            x = np.zeros(nv, dtype=np.int64)
+            out[i] = ct.sample_one(fast.kernel, rng.random(nv), rng.random(nv), x)
+        return out, log_U
+    if ct is not None:
+        raise ValueError("a compiled search tree needs the compiled proposal (fast=FastProposal(...))")
+    root = search.root_
     children, roots = search.children_, search.roots_
     for i in range(int(n)):
         a = np.zeros(search.n_vars_, dtype=np.int64)

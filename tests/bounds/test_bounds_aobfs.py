@@ -141,3 +141,33 @@ def test_bad_arguments(bad, match):
     m = random_model(n=4, seed=9)
     with pytest.raises(ValueError, match=match):
         AOBFS(m, wmb=BruteForceHeuristic(m).fit(), **bad).fit()
+
+
+@pytest.mark.parametrize("seed", [10, 11, 12])
+def test_compiled_tree_matches_python_twin(seed):
+    """The flat-array AND/OR tree makes the same choices as the reference implementation."""
+    m = random_model(n=11, seed=seed)
+    w = _wmb(m, 1)
+    a = AOBFS(m, wmb=w, backend="python").fit(max_expansions=0)
+    b = AOBFS(m, wmb=w, backend="compiled").fit(max_expansions=0)
+    assert b.compiled_ and not a.compiled_
+    for _ in range(2000):
+        if not a.can_expand:
+            break
+        assert a.expand(1) == b.expand(1) == 1
+        assert a.log_Z_upper_ == b.log_Z_upper_
+        assert a.log_Z_lower_ == b.log_Z_lower_
+        assert a.n_nodes_ == b.n_nodes_
+    assert a.solved_ and b.solved_ and not b.can_expand
+    assert b.log_Z_upper_ == pytest.approx(brute_log_z(m), abs=1e-8)
+
+
+def test_compiled_tree_node_cap_and_bad_backend():
+    m = random_model(n=11, seed=13)
+    w = _wmb(m, 1)
+    s = AOBFS(m, wmb=w, max_nodes=40).fit()
+    assert s.compiled_ and s.full_ and not s.can_expand and s.n_nodes_ >= 40
+    with pytest.raises(ValueError, match="backend"):
+        AOBFS(m, wmb=w, backend="gpu").fit()
+    with pytest.raises(ValueError, match="compiled"):
+        AOBFS(m, wmb=BruteForceHeuristic(m).fit(), backend="compiled").fit()

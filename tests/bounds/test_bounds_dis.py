@@ -97,11 +97,21 @@ def test_search_tree_weights_with_real_wmb_are_bounded():
     m = random_model(n=10, seed=2, max_card=3)
     lz = brute_log_z(m)
     w = _wmb(m, 1)
-    s = AOBFS(m, wmb=w).fit(max_expansions=4)
-    assert not s.solved_
-    ev = FactorEvaluator(w.model, s.parent_)
-    log_w, log_U = sample_search_tree(s, ev, 2000, np.random.default_rng(3))
-    assert np.all(log_w <= log_U + 1e-8)
+    ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
+    from sampling.bounds.importance import FastProposal
+
+    fast = FastProposal(w, ev)
+    for backend in ("python", "compiled"):
+        s = AOBFS(m, wmb=w, backend=backend).fit(max_expansions=4)
+        assert not s.solved_ and s.compiled_ == (backend == "compiled")
+        for f in (None, fast) if backend == "python" else (fast,):
+            log_w, log_U = sample_search_tree(s, ev, 2000, np.random.default_rng(3), fast=f)
+            assert np.all(log_w <= log_U + 1e-8)
+            r = np.exp(log_w - lz)
+            assert r.std() > 0
+            assert abs(r.mean() - 1.0) < 5 * r.std(ddof=1) / math.sqrt(r.size)
+    with pytest.raises(ValueError, match="compiled proposal"):
+        sample_search_tree(s, ev, 1, np.random.default_rng(0))
     r = np.exp(log_w - lz)
     assert r.std() > 0
     assert abs(r.mean() - 1.0) < 5 * r.std(ddof=1) / math.sqrt(r.size)
