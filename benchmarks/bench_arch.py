@@ -1,0 +1,132 @@
+"""Subsampled vs exact Carlin-Chib ARCH order selection on the shipped SPY series.
+
+Reproduces the comparison of Chen & Ghahramani (2016), Sec. 5.2 / Fig. 2:
+
+1. set-up: MAP + Laplace per order, pilot-chain pseudo-priors, Wang-Landau
+   adaptation of the adjusted prior (subsampled chain, ``--wl-warmup`` sweeps);
+2. with the adjusted prior and the pseudo-priors fixed (the same product-space
+   target), ``--chains`` chains of each method (seeds from ``rng.spawn``), racing
+   decisions checked against the exact decision on every ``--check-every``-th sweep;
+3. prints and saves (``--out``) the posterior over q of both methods, their total
+   variation distance, likelihood terms per ESS of q, racing error rates and
+   wall times; writes the Fig. 2 (b-d) style plots.
+
+``--wl-compare`` also runs Wang-Landau from a uniform adjusted prior with both
+methods (Fig. 2(b): estimated log posterior vs likelihood terms evaluated).
+
+Not run by the tests. Example (about 20-25 minutes on 2 busy cores)::
+
+    nice -n 10 python benchmarks/bench_arch.py --iterations 6000 --chains 4 --out bench_arch_out
+"""
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from sampling.arch import load_returns, select_order
+from sampling.arch.cli import _print_result, write_outputs
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--iterations", type=int, default=6000)
+    p.add_argument("--warmup", type=int, default=300, help="step-size warm-up per chain")
+    p.add_argument("--wl-warmup", type=int, default=3000, help="Wang-Landau sweeps per chain")
+    p.add_argument("--wl-chains", type=int, default=2)
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--pilot", type=int, default=2000)
+    p.add_argument("--pseudo-prior", default="pilot", choices=["pilot", "laplace"])
+    p.add_argument("--check-every", type=int, default=1)
+    p.add_argument("--seed", type=int, default=20160619)
+    p.add_argument("--wl-compare", action="store_true")
+    p.add_argument("--out", default="bench_arch_out")
+    args = p.parse_args(argv)
+    warnings.simplefilter("ignore")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    r = load_returns()
+    gen = np.random.default_rng(args.seed)
+    s_wl, s_sub, s_ex, s_cmp = gen.spawn(4)
+    t0 = time.perf_counter()
+    wl = select_order(r, method="subsampled", n_iterations=200, n_warmup=args.wl_warmup,
+                      n_chains=args.wl_chains, rng=s_wl, n_pilot=args.pilot,
+                      pseudo_prior=args.pseudo_prior)
+    print(f"set-up + Wang-Landau: {time.perf_counter() - t0:.0f} s; log pi~ = "
+          f"{np.round(wl.log_adjusted_prior, 2).tolist()}; pilot terms = {wl.n_setup_evals:,}")
+    results = {}
+    for m, seed in (("subsampled", s_sub), ("exact", s_ex)):
+        res = select_order(r, method=m, n_iterations=args.iterations, n_warmup=args.warmup,
+                           n_chains=args.chains, rng=seed,
+                           check_every=args.check_every if m == "subsampled" else 0,
+                           log_adjusted_prior=wl.log_adjusted_prior,
+                           pseudo_priors=wl.pseudo_priors, progress=True)
+        results[m] = res
+        _print_result(res)
+    summary = write_outputs(results, out, data_note="shipped SPY 1-min 2011-01")
+    a, b = results["subsampled"], results["exact"]
+    tv = 0.5 * np.abs(a.posterior - b.posterior).sum()
+    tv_adj = 0.5 * np.abs(a.adjusted_posterior - b.adjusted_posterior).sum()
+    # per-chain spread of the posterior: how much TV two exact runs would show
+    se = lambda res: res.posterior_per_chain.std(axis=0, ddof=1) / np.sqrt(res.posterior_per_chain.shape[0])  # noqa: E731
+    print("\n== comparison (same adjusted prior and pseudo-priors)")
+    print(f"posterior subsampled {np.round(a.posterior, 4).tolist()} (+- {np.round(se(a), 4).tolist()})")
+    print(f"posterior exact      {np.round(b.posterior, 4).tolist()} (+- {np.round(se(b), 4).tolist()})")
+    print(f"TV(posterior) = {tv:.4f}   TV(adjusted posterior) = {tv_adj:.4f}")
+    print(f"likelihood terms per ESS(q): subsampled {a.evals_per_ess:,.0f}, exact {b.evals_per_ess:,.0f},"
+          f" ratio exact/subsampled = {b.evals_per_ess / a.evals_per_ess:.2f}")
+    print(f"ESS(q): subsampled {a.ess:.0f}, exact {b.ess:.0f}; R-hat {a.r_hat:.3f} / {b.r_hat:.3f}")
+    print(f"racing error rates: Gibbs {a.gibbs_error_rate} ({a.n_gibbs_checks} checks), "
+          f"MH {a.mh_error_rate} ({a.n_mh_checks} checks)")
+    print(f"wall: subsampled {a.wall_time_s:.0f} s, exact {b.wall_time_s:.0f} s")
+    summary.update(tv_posterior=tv, tv_adjusted_posterior=tv_adj,
+                   posterior_se_subsampled=se(a).tolist(), posterior_se_exact=se(b).tolist())
+    if args.wl_compare:
+        runs = {}
+        for m in ("subsampled", "exact"):
+            runs[m] = select_order(r, method=m, n_iterations=50, n_warmup=args.wl_warmup,
+                                   n_chains=args.wl_chains, rng=s_cmp, prior_init="uniform",
+                                   pseudo_priors=wl.pseudo_priors, progress=True)
+            final = runs[m].log_adjusted_prior_trace[:, -1]
+            print(f"WL from uniform, {m}: {runs[m].n_loglik_evals:,} terms; final log pi~ "
+                  f"(chain mean) {np.round(final.mean(axis=0), 2).tolist()}")
+        _wl_plot(runs, out / "fig2b_wang_landau_uniform.png")
+        summary["wl_compare"] = {m: {"n_loglik_evals": w.n_loglik_evals,
+                                     "log_adjusted_prior_trace_final":
+                                         w.log_adjusted_prior_trace[:, -1].tolist()}
+                                 for m, w in runs.items()}
+    (out / "bench_summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    return 0
+
+
+def _wl_plot(runs, path):
+    """Fig. 2(b): estimated log p(q | r) = -log pi~ (renormalised) vs likelihood terms."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy.special import logsumexp
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for m, w in runs.items():
+        tr = w.log_adjusted_prior_trace                      # (chains, sweeps, D)
+        est = -tr - logsumexp(-tr, axis=2, keepdims=True)
+        n_w = tr.shape[1]
+        x = w.n_evals_trace[:, :n_w].mean(axis=0)
+        for k, q in enumerate(w.orders):
+            ax.plot(x, est[:, :, k].mean(axis=0), "-" if m == "exact" else "--", color=f"C{k}",
+                    label=f"q={q}" if m == "exact" else None)
+    ax.set_xscale("log")
+    ax.set_ylim(-60, 5)
+    ax.set_xlabel("likelihood terms evaluated")
+    ax.set_ylabel("estimated log p(q | r)")
+    ax.set_title("Wang-Landau from a uniform prior (solid: exact, dashed: subsampled)")
+    ax.legend(fontsize=7)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
