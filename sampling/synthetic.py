@@ -229,11 +229,14 @@ def plot_study(df, path):
         lim = np.array([sub["delta"].min(), sub["delta"].max()])
         ax_e.plot(lim, lim, "k--", lw=1, label="error = delta")
         ax_e.set(xscale="log", yscale="log", xlabel="delta", ylabel="empirical error",
-                 title=f"sigma = {sigma:g}: error (95% CI; none shown = no error)")
+                 title=f"sigma = {sigma:g}: error")
         ax_f.set(xscale="log", yscale="log", xlabel="delta", ylabel="proportion of rewards used",
                  title=f"sigma = {sigma:g}: proportion of rewards")
     axes[1, 0].legend(fontsize=6, ncol=2)
     axes[0, 0].legend(fontsize=6)
+    n_states, n_data = int(df["n_states"].iloc[0]), int(df["n_data"].iloc[0])
+    fig.suptitle(f"D = {n_states}, N = {n_data}, {int(df['n_draws'].iloc[0])} draws per point; "
+                 "error with 95% Wilson CI, settings without any error are not drawn", fontsize=9)
     fig.tight_layout()
     _atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)

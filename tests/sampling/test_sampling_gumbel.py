@@ -57,3 +57,11 @@ def test_gumbel_max_rejects_bad_size():
         gumbel_max([0.0], size=-1)
     with pytest.raises(TypeError, match="size parameter"):
         gumbel_max([0.0], size=2.5)
+
+
+def test_public_api_is_exported():
+    import sampling
+
+    for name in ["gumbel_max", "b_normal", "race", "RaceResult", "lil_ucb", "sample_discrete", "mh_accept",
+                 "MHTestResult", "sgld_proposal", "sgld_step", "log_q", "as_generator"]:
+        assert name in sampling.__all__ and callable(getattr(sampling, name))

@@ -40,7 +40,7 @@ def test_mh_error_rate_within_delta(dist):
     # mu0 spread around the true mean: hard decisions; compare with the exact test
     l = _l(0.0, n=20_000, dist=dist, seed=1)
     rng = np.random.default_rng(2)
-    delta, n = 0.1, 1500
+    delta, n = 0.1, 1000
     se_full = l.std() / np.sqrt(l.size)
     errors = 0
     for _ in range(n):

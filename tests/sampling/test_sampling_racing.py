@@ -117,7 +117,7 @@ def _error_rate(rewards, log_f, n_races, delta, seed, **kw):
 def test_racing_normal_error_within_delta_on_hard_problem(dist):
     # sigma = 1e-3 at N = 1e4: normalised gaps ~ 0.1, races stop anywhere in the schedule
     rewards, log_f = _problem(dist, 1e-3, seed=5)
-    delta, n = 0.1, 1500
+    delta, n = 0.1, 1000
     err, frac = _error_rate(rewards, log_f, n, delta, seed=6)
     assert err <= delta + 3 * np.sqrt(delta * (1 - delta) / n)
     assert frac < 0.9  # it does subsample
