@@ -149,7 +149,7 @@ class WeightedMiniBucket:
     match : bool, default True
         Moment-match the mini-buckets of each bucket on the variables they all
         share (the bucket variable at least).
-    tol : float, default 1e-3
+    tol : float, default 1e-2
         Stop when a pass lowers the bound by less than ``tol`` nats.
     time_limit : float or None, default None
         Stop the passes after this many seconds (no warning then).
@@ -222,7 +222,7 @@ class WeightedMiniBucket:
     """
 
     def __init__(self, model, *, i_bound=None, memory_mb=1024, elim_order=None, n_iters=10,
-                 weight_step=1.0, match=True, tol=1e-3, time_limit=None):
+                 weight_step=1.0, match=True, tol=1e-2, time_limit=None):
         if not isinstance(model, GraphicalModel):
             raise TypeError(f"the model parameter must be a GraphicalModel; got {type(model).__name__} instead")
         if i_bound is not None and (not isinstance(i_bound, numbers.Integral) or isinstance(i_bound, bool) or i_bound < 0):
