@@ -4,7 +4,7 @@
 Private: :mod:`sampling.racing` validates every input before calling these.
 The pure-Python twin is :mod:`sampling._racing_py`; tests compare the two.
 """
-from libc.math cimport log, sqrt
+from libc.math cimport INFINITY, log, sqrt
 
 import numpy as np
 
@@ -106,8 +106,8 @@ cdef inline double _lil_ucb_value(double total, long long t, long long n_data, d
     if t >= n_data:
         return total / t  # the exact mean (adaptation 2 of Sec. 3.2)
     inner = log((1.0 + eps) * t)
-    if inner < 1.0:
-        inner = 1.0
+    if inner <= 0.0 or inner <= delta:
+        return INFINITY  # log log undefined or negative: arm not yet pulled often enough
     return total / t + coef * sqrt(2.0 * sigma * sigma * (1.0 + eps) * log(inner / delta) / t)
 
 

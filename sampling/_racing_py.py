@@ -49,7 +49,9 @@ def eliminate(mean, m2, pair_m2, arms, n_seen, coef_sd, coef_c, c_range, pairwis
 def _lil_ucb_value(total, t, n_data, sigma, coef, eps, delta):
     if t >= n_data:
         return total / t
-    inner = max(np.log((1.0 + eps) * t), 1.0)
+    inner = np.log((1.0 + eps) * t)
+    if inner <= 0.0 or inner <= delta:
+        return np.inf
     return total / t + coef * np.sqrt(2.0 * sigma * sigma * (1.0 + eps) * np.log(inner / delta) / t)
 
 

@@ -72,7 +72,9 @@ def lil_ucb(
     sigma : float or array_like of shape (n_states,), optional
         The scale ``sigma_i`` directly. One of ``reward_range`` / ``sigma`` is required.
     epsilon, beta : float, default 0 and 0.5
-        lil'UCB parameters (the heuristic setting of Jamieson et al. 2014, Sec. 5).
+        lil'UCB parameters (the heuristic setting of Jamieson et al. 2014, Sec. 5,
+        which also uses ``delta / 5`` inside the bound; we do the same). With
+        ``epsilon = 0`` an arm pulled once has an infinite UCB (``log log 1``).
     lam : float, optional
         Stop-rule parameter ``lambda``; default ``1 + 10 / D`` (same heuristic).
     gumbels : array_like of shape (n_states,), optional
@@ -183,7 +185,7 @@ def lil_ucb(
             status, best = 1, int(np.flatnonzero(active)[0])
             break
         status, best = _kernels.lil_ucb_run(buf, buf_len, buf_pos, pulls, sums, active, scale, n_data,
-                                            eps_, beta, lam, delta)
+                                            eps_, beta, lam, delta / 5.0)
         if status != 2:
             break
         refill(int(best))

@@ -257,3 +257,21 @@ def test_race_rejects_bad_log_f_output():
         race(_lf, np.zeros((3, 1)), 100)
     with pytest.raises(ValueError, match="log_f0 parameter of race is all -inf"):
         race(_lf, np.full(3, -np.inf), 100)
+
+
+# ------------------------------------------------------------------ full size (slow)
+@pytest.mark.slow
+@pytest.mark.parametrize("dist", ["normal", "lognormal"])
+def test_racing_normal_error_full_size_very_hard(dist):
+    # Sec. 5.1 at full size: D = 10, N = 1e5, sigma = 0.1 (very hard), delta = 0.1
+    rewards, log_f = _problem(dist, 0.1, n_data=100_000, seed=21)
+    delta, n = 0.1, 600
+    err, _ = _error_rate(rewards, log_f, n, delta, seed=22)
+    assert err <= delta + 3 * np.sqrt(delta * (1 - delta) / n)
+
+
+@pytest.mark.slow
+def test_racing_normal_full_size_clear_gap_fraction():
+    rewards, log_f = _problem("normal", 1e-5, n_data=100_000, seed=23)
+    err, frac = _error_rate(rewards, log_f, 300, 0.01, seed=24)
+    assert err == 0.0 and frac < 0.02
