@@ -50,7 +50,7 @@ def _check_known(path, evid, log10z):
     tol = max(1e-6 * abs(ref), 0.5 * 10.0 ** -decimals * math.log(10))
     m = read_uai(path, evidence=evid)
     order = default_order(m)
-    if log2_max_table(m.squeeze(), order) > 28.0:  # a table over 2**28 doubles exceeds 2 GiB
+    if log2_max_table(m.squeeze(), order) > 28.0 + 1e-9:  # a table over 2**28 doubles exceeds 2 GiB
         pytest.skip(f"{path}: exact elimination needs more than 2 GiB")
     got = log_partition(m, elim_order=order, memory_mb=2048)
     assert abs(got - ref) <= tol, (path, got, ref, tol)
