@@ -77,7 +77,7 @@ def _subproblem_check(m, w):
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("i_bound, n_iters", [(1, 0), (2, 5), (10, 0)], ids=["i1", "i2-mm", "exact"])
+@pytest.mark.parametrize("i_bound, n_iters", [(0, 3), (1, 0), (2, 5), (10, 0)], ids=["i0-mm", "i1", "i2-mm", "exact"])
 def test_heuristic_upper_bounds_subproblems(seed, i_bound, n_iters):
     m = random_model(7, 9, max_scope=3, max_card=3, zero_prob=0.2, rng=seed)
     w = _fit(m, i_bound=i_bound, n_iters=n_iters)
