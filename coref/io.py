@@ -110,6 +110,7 @@ class _Collector:
         self.strict = strict
         self.rows = {c: [] for c in MENTION_COLUMNS}
         self.src = []  # (path, record) per row, for duplicate reports
+        self.chunks = []  # (frame, [(path, record), ...]) built in bulk (CSV / Parquet)
         self.skipped = []
         self.notes = []
         self.files = []
@@ -136,12 +137,32 @@ class _Collector:
     def note(self, path, record, message):
         self.notes.append((str(path), record, message))
 
+    def _flush(self):
+        if self.src:
+            self.chunks.append((_frame(self.rows), self.src))
+            self.rows = {c: [] for c in MENTION_COLUMNS}
+            self.src = []
+
+    def add_frame(self, frame, path, records):
+        """Append a whole frame of the schema (validated) read from ``path``."""
+        self._flush()
+        self.chunks.append((frame, [(str(path), r) for r in records]))
+
     def finish(self):
-        df = _frame(self.rows)
+        self._flush()
+        if not self.chunks:
+            df, src = empty_mentions(), []
+        elif len(self.chunks) == 1:
+            df, src = self.chunks[0]
+        else:
+            df = pd.concat([c[0] for c in self.chunks], ignore_index=True)
+            src = [x for c in self.chunks for x in c[1]]
+        df = df.reset_index(drop=True)
+        self.chunks = []
         dup = df["mention_id"].duplicated(keep="first").to_numpy()
         if dup.any():
             for i in np.flatnonzero(dup):
-                p, rec = self.src[i]
+                p, rec = src[i]
                 self.skip(p, rec, f"duplicate mention_id {df['mention_id'].iat[i]!r} (first occurrence kept)")
             df = df.loc[~dup].reset_index(drop=True)
         report = LoadReport(n_read=len(df), n_skipped=len(self.skipped), skipped=tuple(self.skipped),
@@ -563,20 +584,37 @@ def _coauthor_list(value):
     return [str(c) for c in value]
 
 
+def _csv_field_counts(path):
+    """Fields and starting line number of every non-blank CSV record after the header."""
+    import csv
+
+    counts, lines = [], []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        start = 1
+        for k, row in enumerate(reader):
+            if k > 0 and row:
+                counts.append(len(row))
+                lines.append(start)
+            start = reader.line_num + 1
+    return np.asarray(counts, dtype=np.int64), np.asarray(lines, dtype=np.int64)
+
+
 def _load_table(path, col, fmt):
+    """CSV / Parquet of the schema, validated column-wise (fast for millions of rows)."""
     if fmt == "csv":
         try:
             table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[], on_bad_lines="error",
                                 encoding="utf-8")
         except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
             raise MentionFormatError(f"cannot read CSV: {exc}", path=path) from None
-        offset = 2  # header is line 1
+        offset = 2  # header is line 1; records are 1-based line numbers
     else:
         try:
             table = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several unrelated types for a broken file
             raise MentionFormatError(f"cannot read Parquet: {exc}", path=path) from None
-        offset = 0
+        offset = 0  # records are 0-based row numbers
     missing = [c for c in ("mention_id", "name") if c not in table.columns]
     if missing:
         raise MentionFormatError(f"missing required column(s) {missing}; got {list(table.columns)}", path=path)
@@ -586,24 +624,74 @@ def _load_table(path, col, fmt):
     extra = [c for c in table.columns if c not in MENTION_COLUMNS]
     if extra:
         col.note(path, None, f"extra column(s) {extra} ignored")
-    get = {c: (table[c].tolist() if c in table.columns else [None] * len(table)) for c in MENTION_COLUMNS}
-    for i in range(len(table)):
-        record = i + offset if fmt == "csv" else i
-        mid, name = _text(get["mention_id"][i]), _text(get["name"][i])
-        if not mid or not name:
-            col.skip(path, record, "empty mention_id or name")
-            continue
-        yv = get["year"][i]
-        try:
-            year = _year(yv)
-        except ValueError as exc:
-            col.skip(path, record, str(exc))
-            continue
-        g = get["gold"][i]
-        g = None if _text(g) == "" else _text(g)
-        block = _text(get["block"][i]) or name_key(name)
-        col.add(path, record, mention_id=mid, block=block, name=name, coauthors=_coauthor_list(get["coauthors"][i]),
-                title=get["title"][i], venue=get["venue"][i], year=year, affiliation=get["affiliation"][i], gold=g)
+    n = len(table)
+    table = table.reset_index(drop=True)
+    bad = np.zeros(n, dtype=bool)
+    reasons = np.full(n, None, dtype=object)
+
+    def reject(mask, reason):
+        mask = np.asarray(mask, dtype=bool) & ~bad
+        reasons[mask] = reason
+        bad[mask] = True
+
+    line_of = np.arange(n) + offset
+    if fmt == "csv":  # pandas pads a short (truncated) row silently: count the fields ourselves
+        nfields, lines = _csv_field_counts(path)
+        if len(nfields) == n:
+            line_of = lines
+            reject(nfields < table.shape[1], f"too few fields (expected {table.shape[1]}); the row looks truncated")
+
+    def text(c):
+        if c not in table.columns:
+            return pd.Series([""] * n, dtype=str)
+        return table[c].astype("string").fillna("").str.strip().astype(str)
+
+    mention_id, name = text("mention_id"), text("name")
+    reject((mention_id == "").to_numpy() | (name == "").to_numpy(), "empty mention_id or name")
+    if "year" in table.columns:
+        raw = table["year"]
+        if pd.api.types.is_numeric_dtype(raw):
+            num = pd.to_numeric(raw, errors="coerce").astype("Float64")
+            given = raw.notna().to_numpy()
+        else:
+            raw_s = raw.astype("string").str.strip()
+            given = ~(raw_s.isna() | raw_s.isin(["", "null", "None", "NA", "NaN", "nan", "<NA>"])).to_numpy()
+            num = pd.to_numeric(raw_s.where(pd.Series(given, index=raw_s.index)), errors="coerce").astype("Float64")
+        numf = num.to_numpy(dtype=np.float64, na_value=np.nan)
+        junk = given & ~(np.isfinite(numf) & (np.mod(numf, 1.0) == 0))
+        for i in np.flatnonzero(junk & ~bad):
+            reasons[i] = f"year {str(table['year'].iat[i]).strip()!r} is not an integer"
+        bad |= junk
+        yv = np.where(np.isfinite(numf) & ~junk, numf, 0).astype(np.int64)
+        year = pd.array(yv, dtype="Int64")
+        year[(yv == 0)] = pd.NA
+    else:
+        year = pd.array([pd.NA] * n, dtype="Int64")
+    for i in np.flatnonzero(bad):
+        col.skip(path, int(line_of[i]), reasons[i])
+    keep = ~bad
+    if "coauthors" in table.columns:
+        co = [_coauthor_list(v) for v in table["coauthors"].to_numpy()[keep]]
+    else:
+        co = [[] for _ in range(int(keep.sum()))]
+    block = text("block")[keep]
+    name_k = name[keep]
+    empty_block = (block == "").to_numpy()
+    if empty_block.any():
+        block = block.mask(pd.Series(empty_block, index=block.index), name_k[empty_block].map(name_key))
+    gold = text("gold")[keep].astype("string")
+    gold = gold.mask(gold == "")
+    coauthors = np.empty(len(co), dtype=object)
+    coauthors[:] = co
+    frame = pd.DataFrame({
+        "mention_id": mention_id[keep].to_numpy(), "block": block.astype(str).to_numpy(),
+        "name": name_k.to_numpy(), "coauthors": coauthors, "title": text("title")[keep].to_numpy(),
+        "venue": text("venue")[keep].to_numpy(), "year": year[keep],
+        "affiliation": text("affiliation")[keep].to_numpy(), "gold": pd.array(gold.to_numpy(), dtype="string"),
+    })
+    for c in _TEXT_COLUMNS:
+        frame[c] = frame[c].astype(str)
+    col.add_frame(frame, path, line_of[keep].tolist())
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -768,6 +856,9 @@ def write_mentions(df, path):
             out.to_csv(tmp, index=False)
         else:
             out.to_parquet(tmp, index=False)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

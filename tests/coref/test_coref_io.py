@@ -254,6 +254,29 @@ def test_csv_missing_column_and_bad_rows(tmp_path):
     assert [r[1] for r in report.skipped] == [3, 4]
 
 
+def test_csv_truncated_row_is_counted(tmp_path):
+    df = load_mentions(FIX / "aminer")
+    p = write_mentions(df, tmp_path / "m.csv")
+    text = p.read_text()
+    p.write_text(text[: text.rindex(",", 0, len(text) - 30)])  # cut the last row mid-way
+    with pytest.warns(SkippedRecordsWarning, match=r"m\.csv:6: too few fields"):
+        back, report = load_mentions(p, return_report=True)
+    assert len(back) == 4 and report.n_skipped == 1
+    pd.testing.assert_frame_equal(back, df.iloc[:4])
+
+
+def test_parquet_float_years_and_missing_columns(tmp_path):
+    p = tmp_path / "x.parquet"
+    pd.DataFrame({"mention_id": ["a", "b", "c"], "name": ["Ann Lee", "Bo Li", "Cy Wu"],
+                  "year": [1999.0, float("nan"), 2001.5]}).to_parquet(p)
+    with pytest.warns(SkippedRecordsWarning, match=r"x\.parquet:2: year .2001.5. is not an integer"):
+        df, report = load_mentions(p, return_report=True)
+    check_schema(df)
+    assert df["year"].tolist()[0] == 1999 and pd.isna(df["year"].iat[1])
+    assert df["block"].tolist() == ["a lee", "b li"] and df["gold"].isna().all()
+    assert any("absent" in n[2] for n in report.notes)
+
+
 def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="format parameter of load_mentions"):
         load_mentions(FIX / "aminer", format="bibtex")
