@@ -9,6 +9,10 @@ from libc.math cimport INFINITY, log, sqrt
 import numpy as np
 
 
+cdef enum:
+    _BLOCK = 512
+
+
 cdef double[::1] cython_view_empty(Py_ssize_t n):
     return np.empty(n, dtype=np.float64)
 
@@ -24,9 +28,9 @@ def merge_block(const double[:, ::1] rewards,   # IN  (k, m) rewards of the k su
     """Merge one shared mini-batch into the running moments (Chan et al. update)."""
     cdef Py_ssize_t k = rewards.shape[0]
     cdef Py_ssize_t m = rewards.shape[1]
-    cdef Py_ssize_t a, b, n
+    cdef Py_ssize_t a, b, n, n0, n1
     cdef long long ia, ib
-    cdef double s, da, db, cab, caa, cbb, dd, w
+    cdef double s, da, db, dab, caa, dd, w, c0, c1, c2, c3, d0, d1, d2, d3
     cdef double n_new = <double>(n_old + m)
     with nogil:
         w = (<double>n_old) * (<double>m) / n_new
@@ -36,19 +40,44 @@ def merge_block(const double[:, ::1] rewards,   # IN  (k, m) rewards of the k su
                 s += rewards[a, n]
             work[a] = s / m
         if do_pairs:
+            # column blocks keep the k rows of a block in cache while all pairs use them
+            n0 = 0
+            while n0 < m:
+                n1 = n0 + _BLOCK if n0 + _BLOCK < m else m
+                for a in range(k):
+                    ia = arms[a]
+                    for b in range(a + 1, k):
+                        ib = arms[b]
+                        dab = work[a] - work[b]
+                        c0 = 0.0
+                        c1 = 0.0
+                        c2 = 0.0
+                        c3 = 0.0
+                        n = n0
+                        while n + 4 <= n1:  # four independent sums: no FP dependency chain
+                            d0 = rewards[a, n] - rewards[b, n] - dab
+                            d1 = rewards[a, n + 1] - rewards[b, n + 1] - dab
+                            d2 = rewards[a, n + 2] - rewards[b, n + 2] - dab
+                            d3 = rewards[a, n + 3] - rewards[b, n + 3] - dab
+                            c0 += d0 * d0
+                            c1 += d1 * d1
+                            c2 += d2 * d2
+                            c3 += d3 * d3
+                            n += 4
+                        while n < n1:
+                            d0 = rewards[a, n] - rewards[b, n] - dab
+                            c0 += d0 * d0
+                            n += 1
+                        pair_m2[ia, ib] += (c0 + c1) + (c2 + c3)
+                n0 = n1
             for a in range(k):
                 ia = arms[a]
                 da = work[a] - mean[ia]
                 for b in range(a + 1, k):
                     ib = arms[b]
                     db = work[b] - mean[ib]
-                    cab = 0.0
-                    for n in range(m):
-                        dd = (rewards[a, n] - work[a]) - (rewards[b, n] - work[b])
-                        cab += dd * dd
-                    cab += (da - db) * (da - db) * w
-                    pair_m2[ia, ib] += cab
-                    pair_m2[ib, ia] += cab
+                    pair_m2[ia, ib] += (da - db) * (da - db) * w
+                    pair_m2[ib, ia] = pair_m2[ia, ib]
         for a in range(k):
             ia = arms[a]
             caa = 0.0

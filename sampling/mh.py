@@ -164,11 +164,11 @@ def mh_accept(
             raise ValueError(f"{func}: log_lik_diff returned NaN or infinite values")
         out = np.empty((arms.shape[0], idx.shape[0]))
         for r, a in enumerate(arms):
-            out[r] = mu0 if a == 0 else l  # arm 0: reject (constant mu0), arm 1: accept
+            out[r] = 0.0 if a == 0 else l  # arm 0: reject (constant mu0, in the offset), arm 1: accept
         return out
 
     leader, _, survivors, exact, n_seen, mean = _race_core(
-        reward_fn, np.ones(2, dtype=bool), n_data, delta=delta, bound=bound, variance="pairwise",
+        reward_fn, np.array([mu0, 0.0]), n_data, delta=delta, bound=bound, variance="pairwise",
         first_batch=first_batch, c_range=c_range, gen=gen, func=func,
     )
     return MHTestResult(

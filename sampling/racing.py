@@ -220,10 +220,11 @@ def ebs_coefficients(n_seen, n_data, delta_round):
 class _IndexSampler:
     """Draw disjoint mini-batches of ``[0, N)`` without replacement, cost O(T) early on.
 
-    While at most half the indices are used, it draws i.i.d. uniform candidates and keeps
-    the distinct unused ones (a rule that depends only on positions and equalities, so
-    by exchangeability the kept set is a uniform random subset of the unused indices);
-    later it permutes the unused remainder once.
+    While at most 80% of the indices are used, it draws i.i.d. uniform candidates and
+    keeps the distinct unused ones (a rule that depends only on positions and equalities,
+    so by exchangeability the kept set is a uniform random subset of the unused indices);
+    past that it chooses among the unused ones, and a batch that takes the whole
+    remainder (the last round of the doubling schedule) just takes it.
     """
 
     def __init__(self, n_data, gen):
@@ -231,18 +232,21 @@ class _IndexSampler:
         self.gen = gen
         self.used = np.zeros(n_data, dtype=bool)
         self.n_used = 0
-        self._rest = None
         self._stamp = None
 
     def draw(self, m):
         n, gen = self.n, self.gen
-        if self._rest is None and self.n_used + m <= n // 2:
+        left = n - self.n_used
+        if m >= left:  # the last round takes the whole remainder (already sorted)
+            out = np.flatnonzero(~self.used)
+        elif self.n_used + m <= (4 * n) // 5:
             if self._stamp is None:
                 self._stamp = np.empty(n, dtype=np.int64)
             parts, got = [], 0
             while got < m:
                 need = m - got
-                cand = gen.integers(0, n, size=need + need // 2 + 8)
+                free = (n - self.n_used - got) / n  # acceptance rate of a uniform candidate
+                cand = gen.integers(0, n, size=int(need / free * 1.25) + 8)
                 cand = cand[~self.used[cand]]
                 pos = np.arange(cand.shape[0])
                 self._stamp[cand] = pos
@@ -250,30 +254,33 @@ class _IndexSampler:
                 self.used[cand] = True
                 parts.append(cand)
                 got += cand.shape[0]
-            out = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            out = np.sort(parts[0] if len(parts) == 1 else np.concatenate(parts))
         else:
-            if self._rest is None:
-                self._rest = gen.permutation(np.flatnonzero(~self.used))
-            out, self._rest = self._rest[:m], self._rest[m:]
-            self.used[out] = True
+            out = np.sort(gen.choice(np.flatnonzero(~self.used), size=m, replace=False))
+        self.used[out] = True
         self.n_used += m
-        return np.sort(out)  # a set: sorted indices make the caller's gathers cache-friendly
+        return out  # sorted: the batch is a set, and sorted indices make gathers cache-friendly
 
 
 # ----------------------------------------------------------------- the engine
-def _race_core(reward_fn, active, n_data, *, delta, bound, variance, first_batch, c_range, gen, func):
+def _race_core(reward_fn, offset, n_data, *, delta, bound, variance, first_batch, c_range, gen, func):
     """Alg. 1 on validated inputs.
 
     ``reward_fn(arms, idx)`` returns the (len(arms), len(idx)) float64 rewards of arm
-    ids ``arms``; ``active`` is the (D,) bool mask of arms that may win. Returns
-    ``(leader, n_evals, survivors_per_round, exact, n_seen, mean)``.
+    ids ``arms`` minus a per-arm constant ``offset`` (D,) (which changes neither
+    variances nor pairwise variances, so it is only added to the means); arms with a
+    ``-inf`` offset can never win. Returns
+    ``(leader, n_evals, survivors_per_round, exact, n_seen, mean)`` with the means of
+    the full rewards.
     """
+    active = np.isfinite(offset)
     n_states = active.shape[0]
     arms = np.flatnonzero(active).astype(np.int64)
     mean = np.full(n_states, np.nan)
     mean[~active] = -np.inf
     if arms.shape[0] == 1:
         return int(arms[0]), 0, (), True, 0, mean
+    offset = np.where(active, offset, 0.0)
     mean[arms] = 0.0
     m2 = np.zeros(n_states)
     pairwise = variance == "pairwise"
@@ -312,20 +319,22 @@ def _race_core(reward_fn, active, n_data, *, delta, bound, variance, first_batch
         _kernels.merge_block(rewards, arms, n_seen, mean, m2, pair_m2, pairwise, work)
         n_seen += m
         if arms.shape[0] == 1:  # only one state left with non-zero probability
-            return int(arms[0]), n_evals, tuple(survivors), True, n_seen, mean
+            return int(arms[0]), n_evals, tuple(survivors), True, n_seen, mean + offset
+        full_mean = mean + offset
         if n_seen >= n_data:
-            leader = int(arms[np.argmax(mean[arms])])
-            return leader, n_evals, tuple(survivors), True, n_seen, mean
+            leader = int(arms[np.argmax(full_mean[arms])])
+            return leader, n_evals, tuple(survivors), True, n_seen, full_mean
         if bound == "normal":
             coef_sd, coef_c = normal_coefficient(n_seen, n_data, b), 0.0
         else:
             coef_sd, coef_c = ebs_coefficients(n_seen, n_data, delta_round)
         alive = np.empty(arms.shape[0], dtype=np.uint8)
-        leader = int(_kernels.eliminate(mean, m2, pair_m2, arms, n_seen, coef_sd, coef_c, c_range, pairwise, alive))
+        leader = int(_kernels.eliminate(full_mean, m2, pair_m2, arms, n_seen, coef_sd, coef_c, c_range,
+                                        pairwise, alive))
         arms = arms[alive.astype(bool)]
         if arms.shape[0] == 1:
             break
-    return leader, n_evals, tuple(survivors), False, n_seen, mean
+    return leader, n_evals, tuple(survivors), False, n_seen, full_mean
 
 
 def race(
@@ -426,8 +435,10 @@ def race(
     cv = check_control_variate(control_variate, n_states, func)
     gen = as_generator(rng)
     eps = _check_gumbels(gumbels, n_states, gen, func)
-    offset = (f0 + eps) / n_data
+    offset = (f0 + eps) / n_data  # (log f0(i) + eps_i) / N, constant over n (Eq. 3)
     active = np.isfinite(offset)
+    if cv is not None:
+        offset = offset + np.where(active, cv.mean, 0.0)
 
     def reward_fn(arms, idx):
         vals = np.asarray(log_f(arms, idx), dtype=np.float64)
@@ -436,18 +447,17 @@ def race(
                 f"the log_f callable of {func} must return shape (len(states), len(idx)) = "
                 f"({arms.shape[0]}, {idx.shape[0]}); got {vals.shape} instead"
             )
-        vals = vals + offset[arms, None]
         if cv is not None:
             h = np.asarray(cv.proxy(arms, idx), dtype=np.float64)
             if h.shape != vals.shape:
                 raise ValueError(
                     f"the control_variate proxy of {func} must return shape {vals.shape}; got {h.shape} instead"
                 )
-            vals = vals - h + cv.mean[arms, None]
+            vals = vals - h  # the residual reward l - h + E[h] (Eq. 11); E[h] is in ``offset``
         return vals
 
     leader, n_evals, survivors, exact, n_seen, mean = _race_core(
-        reward_fn, active, n_data, delta=delta, bound=bound, variance=variance,
+        reward_fn, offset, n_data, delta=delta, bound=bound, variance=variance,
         first_batch=first_batch, c_range=c_range, gen=gen, func=func,
     )
     if active.sum() == 1:

@@ -1,0 +1,13 @@
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["sampling.gumbel", "sampling.bounds_normal", "sampling.racing", "sampling.mh", "sampling.discrete",
+           "sampling.lil_ucb", "sampling.sgld", "sampling.control_variates"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
