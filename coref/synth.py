@@ -360,6 +360,7 @@ def main(args):
     from coref.io import write_mentions
 
     t0 = time.perf_counter()
+    print(f"generating {args.mentions} synthetic mentions (seed {args.seed}) ...", file=sys.stderr, flush=True)
     try:
         df = synthesize_mentions(args.mentions, rng=args.seed, n_authors=args.authors,
                                  unlabeled_fraction=args.unlabeled_fraction)
