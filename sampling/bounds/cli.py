@@ -64,6 +64,9 @@ def main(args) -> int:
         print(f"sampling bounds: {args.model} ({len(model.cards)} variables, {len(model.factors)} factors), "
               f"method {args.method}, time {args.time:g} s, memory {args.memory_mb:g} MB",
               file=sys.stderr, flush=True)
+        if args.method != "exact":
+            ib = "largest that fits" if args.i_bound is None else args.i_bound
+            print(f"building the weighted mini-bucket bound (i-bound: {ib}) ...", file=sys.stderr, flush=True)
     try:
         trace = run(model, method=args.method, time_limit=args.time, memory_mb=args.memory_mb,
                     delta=args.delta, n_samples=args.n_samples, n_expansions=args.n_expansions,

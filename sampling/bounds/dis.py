@@ -129,7 +129,7 @@ class _Recorder:
 def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_samples=1,
         n_expansions=10, i_bound=None, rng=0, *, wmb=None, max_samples=None,
         max_expansions=None, max_nodes=None, search_fraction=0.5, record_every=None,
-        elim_order=None, progress=None):
+        elim_order=None, progress=None, backend="auto"):
     """Anytime bounds on ln Z of ``model`` with one of the methods of [1]_.
 
     Parameters
@@ -169,6 +169,8 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         Elimination order for the WMB built here.
     progress : callable, optional
         Called with each recorded row (a dict).
+    backend : {"auto", "compiled", "python"}, default "auto"
+        AND/OR tree implementation (see :class:`AOBFS`).
 
     Returns
     -------
@@ -222,7 +224,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         from .exact import log_partition
 
         lz = float(log_partition(model, memory_mb=memory_mb))
-        rec.tick(lambda: _row(lz, lz, lz, 0, 0, 0, False), force=True)
+        rec.tick(lambda: _row(lz, lz, lz, 0, 0, 0, False, lz), force=True)
         meta["log_Z_exact"] = lz
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
@@ -250,14 +252,15 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     fast = make_fast_proposal(wmb, ev) if hasattr(wmb, "_prop") else None
     search = None
     if method in ("dis", "two-stage", "aobfs"):  # compiled lookup tables + the root node
-        search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes).fit(max_expansions=0)
+        search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes,
+                       backend=backend).fit(max_expansions=0)
     # the clock covers the WMB (when built here) and the method itself, not the one-off
     # preprocessing above (factor index, compiled proposal / lookup tables, greedy floor)
     rec.t0 = time.perf_counter() - t_wmb_built
     meta["t_wmb_s"] = t_wmb_built
 
     if method == "wmb":
-        rec.tick(lambda: _row(log_Z_wmb, _NEG_INF, math.nan, 0, 0, 0, False), force=True)
+        rec.tick(lambda: _row(log_Z_wmb, _NEG_INF, math.nan, 0, 0, 0, False, log_Z_wmb), force=True)
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     acc = ImportanceAccumulator(delta)
@@ -275,13 +278,13 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
 
             def row():
                 lo, up = acc.bounds(log_Z_wmb)
-                return _row(up, lo, acc.log_Z_hat, acc.n, 0, 0, acc.lower_is_markov)
+                return _row(up, lo, acc.log_Z_hat, acc.n, 0, 0, acc.lower_is_markov, log_Z_wmb)
             done = (max_samples is not None and n_done >= max_samples) or rec.elapsed() >= time_limit
             rec.tick(row, force=done)
             if done:
                 break
         if not rec.rows:
-            rec.tick(lambda: _row(log_Z_wmb, _NEG_INF, math.nan, 0, 0, 0, False), force=True)
+            rec.tick(lambda: _row(log_Z_wmb, _NEG_INF, math.nan, 0, 0, 0, False, log_Z_wmb), force=True)
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     meta["max_nodes"] = search.max_nodes_
@@ -292,15 +295,15 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         u_det, l_det = state["u_min"], search.log_Z_lower_
         if search.solved_:
             lz = search.log_Z_upper_
-            return _row(lz, lz, lz, acc.n, search.n_nodes_, search.n_expansions_, False)
+            return _row(lz, lz, lz, acc.n, search.n_nodes_, search.n_expansions_, False, lz)
         if not sampling or acc.n == 0:
             return _row(u_det, l_det, math.nan if acc.n == 0 else acc.log_Z_hat, acc.n,
-                        search.n_nodes_, search.n_expansions_, False)
+                        search.n_nodes_, search.n_expansions_, False, u_det)
         lo, up = acc.bounds(u_det)
         markov = acc.lower_is_markov
         if l_det >= lo:
             lo, markov = l_det, False
-        return _row(up, lo, acc.log_Z_hat, acc.n, search.n_nodes_, search.n_expansions_, markov)
+        return _row(up, lo, acc.log_Z_hat, acc.n, search.n_nodes_, search.n_expansions_, markov, u_det)
 
     def expansions_left():
         return math.inf if max_expansions is None else max_expansions - search.n_expansions_
@@ -338,7 +341,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
 
-def _row(up, lo, hat, n_samples, n_nodes, n_exp, markov):
-    return {"log_Z_upper": float(up), "log_Z_lower": float(lo), "log_Z_hat": float(hat),
+def _row(up, lo, hat, n_samples, n_nodes, n_exp, markov, det):
+    return {"log_Z_upper_det": float(det), "log_Z_upper": float(up), "log_Z_lower": float(lo), "log_Z_hat": float(hat),
             "n_samples": int(n_samples), "n_nodes": int(n_nodes), "n_expansions": int(n_exp),
             "lower_is_markov": bool(markov)}

@@ -465,6 +465,9 @@ class ImportanceAccumulator:
 
     def add(self, log_w, log_U):
         """Add samples with log weights ``log_w`` (n,) and log weight bounds ``log_U``."""
+        if np.ndim(log_w) == 0 or (np.size(log_w) == 1 and np.size(log_U) == 1):
+            self._add_one(float(np.reshape(log_w, -1)[0]), float(np.reshape(log_U, -1)[0]))
+            return
         log_w = np.atleast_1d(np.asarray(log_w, dtype=float))
         log_U = np.broadcast_to(np.asarray(log_U, dtype=float), log_w.shape)
         k = log_w.size
@@ -493,6 +496,37 @@ class ImportanceAccumulator:
         d = mean_b - mean_a
         self._mean = mean_a + d * k / n_tot
         self._m2 = m2_a + m2_b + d * d * n_a * k / n_tot
+        self._m = new_m
+        self.n = n_tot
+
+    def _add_one(self, log_w, log_U):
+        """Scalar fast path of :meth:`add` (same arithmetic as a batch of one)."""
+        log_r = log_w - log_U
+        if log_r > _BOUND_TOL * max(1.0, abs(log_U)):
+            self.n_bound_violations += 1
+            warnings.warn(f"an importance weight exceeds its bound U (ln(w/U) = {log_r:.3g}); the "
+                          "heuristic and the proposal disagree", RuntimeWarning, stacklevel=3)
+        log_r = min(log_r, 0.0)
+        if log_w > self.log_w_max:
+            self.log_w_max = log_w
+        a, b = self._log_sum_inv_u, -log_U
+        if a == _NEG_INF:
+            self._log_sum_inv_u = b
+        else:
+            hi, lo = (a, b) if a >= b else (b, a)
+            self._log_sum_inv_u = hi + math.log1p(math.exp(lo - hi))
+        new_m = max(self._m, log_r)
+        if new_m == _NEG_INF:
+            self.n += 1
+            return
+        f = 0.0 if self._m == _NEG_INF else math.exp(self._m - new_m)
+        mean_a, m2_a = self._mean * f, self._m2 * f * f
+        y = math.exp(log_r - new_m)
+        n_a = self.n
+        n_tot = n_a + 1
+        d = y - mean_a
+        self._mean = mean_a + d / n_tot
+        self._m2 = m2_a + d * d * n_a / n_tot
         self._m = new_m
         self.n = n_tot
 

@@ -18,7 +18,7 @@ import numpy as np
 __all__ = ["BoundTrace", "bound_area", "normalized_areas", "plot_traces"]
 
 COLUMNS = ("time_s", "log_Z_upper", "log_Z_lower", "log_Z_hat", "n_samples", "n_nodes",
-           "n_expansions", "lower_is_markov")
+           "n_expansions", "lower_is_markov", "log_Z_upper_det")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +39,9 @@ class BoundTrace:
         Samples drawn, search nodes stored, node expansions done.
     lower_is_markov : ndarray of bool of shape (n_records,)
         True where the lower bound is the Markov bound (Bernstein still vacuous).
+    log_Z_upper_det : ndarray of shape (n_records,)
+        The deterministic upper bound alone (smallest U_S so far, or the WMB bound);
+        ``log_Z_upper`` is ``min(Zhat + Delta, log_Z_upper_det)``.
     method : str
     meta : dict
         Settings and context (delta, i_bound, log_Z_wmb, log_Z_floor, ...).
@@ -52,14 +55,18 @@ class BoundTrace:
     n_nodes: np.ndarray
     n_expansions: np.ndarray
     lower_is_markov: np.ndarray
+    log_Z_upper_det: np.ndarray
     method: str = "dis"
     meta: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_rows(cls, rows, *, method, meta=None):
         """Build from a list of dicts with the keys of :data:`COLUMNS`."""
+        rows = [dict(r) for r in rows]
+        for r in rows:  # rows without the deterministic bound: it is the upper bound itself
+            r.setdefault("log_Z_upper_det", r["log_Z_upper"])
         cols = {c: np.array([r[c] for r in rows]) for c in COLUMNS}
-        for c in ("time_s", "log_Z_upper", "log_Z_lower", "log_Z_hat"):
+        for c in ("time_s", "log_Z_upper", "log_Z_lower", "log_Z_hat", "log_Z_upper_det"):
             cols[c] = cols[c].astype(float).reshape(-1)
         for c in ("n_samples", "n_nodes", "n_expansions"):
             cols[c] = cols[c].astype(np.int64).reshape(-1)
@@ -143,7 +150,7 @@ class BoundTrace:
             info = json.loads(first[2:])
             method, meta = info.get("method", method), info.get("meta", {})
         df = pd.read_csv(path, comment="#")
-        missing = [c for c in COLUMNS if c not in df.columns]
+        missing = [c for c in COLUMNS if c not in df.columns and c != "log_Z_upper_det"]
         if missing:
             raise ValueError(f"{path}: trace CSV lacks column(s) {missing}")
         rows = df.to_dict("records")

@@ -61,3 +61,20 @@ def test_cli_bad_delta(tiny_uai, capsys):
     path, _ = tiny_uai
     assert main(["bounds", str(path), "--delta", "0.9", "--quiet"]) == 2
     assert "delta" in capsys.readouterr().err
+
+
+def test_cli_with_evidence_brackets_exact(tmp_path, capsys):
+    from pathlib import Path
+
+    from sampling.bounds.exact import log_partition
+    from sampling.bounds.uai import read_uai
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    model_path, evid_path = data / "bounds_tiny.uai", data / "bounds_tiny.uai.evid"
+    lz = log_partition(read_uai(model_path, evidence=evid_path))
+    out = tmp_path / "t.csv"
+    assert main(["bounds", str(model_path), "--evid", str(evid_path), "--method", "dis", "--time", "0.3",
+                 "--max-samples", "50", "--quiet", "--out", str(out)]) == 0
+    tr = BoundTrace.from_csv(out)
+    assert np.all(tr.log_Z_upper >= lz - 1e-8) and np.all(tr.log_Z_lower <= lz + 1e-8)
+    assert "--evid" not in capsys.readouterr().err
