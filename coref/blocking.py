@@ -155,11 +155,13 @@ def assign_blocks(df, *, method="given", loose=0.75, tight=0.8, ngram_range=(2, 
     return out
 
 
-def _thresholded_similarity(X, threshold, chunk=2048):
+def _thresholded_similarity(X, threshold, chunk=None):
     """Sparse cosine similarity X X^T keeping entries >= threshold (rows computed in chunks)."""
     import scipy.sparse as sp
 
     n = X.shape[0]
+    if chunk is None:  # bound the chunk's product to ~1e7 candidate entries
+        chunk = int(min(2048, max(16, 10_000_000 // max(n, 1))))
     XT = X.T.tocsc()
     parts = []
     for start in range(0, n, chunk):
