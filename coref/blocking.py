@@ -134,6 +134,12 @@ def assign_blocks(df, *, method="given", loose=0.75, tight=0.8, ngram_range=(2, 
     defaults were chosen on the Crossref/ORCID set (B3 F1 of the blocks as
     clusters 0.959, largest block 86 mentions; lower ``loose`` chains
     canopies into giant blocks: 0.5 gives one block of 6,273 of the 10,000).
+    Initials and full first names ("j wang" / "jie wang") are only ~0.6
+    similar in character n-grams, so at the defaults they often land in
+    different canopies: on 100,000 synthetic mentions (23,864 distinct names,
+    about 10 s CPU) the canopies kept B3 recall 0.71 of the gold authors
+    together, against 1.0 for the name key. Prefer ``"name"`` when names are
+    clean; lower ``loose``/``tight`` trades block size for recall.
     """
     _check_frame(df, method)
     out = df.copy()
