@@ -11,7 +11,7 @@ from libc.math cimport log, log1p, sqrt, fabs
 
 # number of pairwise features phi(x_i, x_j)
 cdef enum:
-    N_FEATURES = 17
+    N_FEATURES = 27
 
 cdef struct BlockData:
     Py_ssize_t n
@@ -37,6 +37,22 @@ cdef struct BlockData:
     const int* year          # -1 = missing
     const int* first_code    # full first-name token id, -1 = missing
     const int* first_init    # first initial (char code), -1 = missing
+    const int* comp1         # component of the shared-coauthor graph (>= 1 shared)
+    const int* comp2         # component of the graph with >= 2 shared coauthors
+    const double* comp1_logsize  # log size of comp1
+    # component profiles (rows indexed by the comp1 label): top words, L2-normalised
+    const long long* pt_ptr
+    const int* pt_ids
+    const double* pt_w
+    const long long* pv_ptr
+    const int* pv_ids
+    const double* pv_w
+    const long long* pa_ptr
+    const int* pa_ids
+    const double* pa_w
+    const int* comp_ymin     # year range of each comp1 component (rows by label), -1 = none
+    const int* comp_ymax
+    const int* comp3         # components when coauthors are keyed by initial + last name
     # model
     const double* theta      # (N_FEATURES,)
     double bias
@@ -68,6 +84,27 @@ cdef inline double _dot_sorted(const long long* ptr, const int* ids, const doubl
     return s
 
 
+cdef inline double _dot_sorted2(const long long* ptr_a, const int* ids_a, const double* w_a,
+                                Py_ssize_t i, const long long* ptr_b, const int* ids_b,
+                                const double* w_b, Py_ssize_t j) noexcept nogil:
+    """sum of w_a * w_b over ids shared by row i of list a and row j of list b."""
+    cdef long long a = ptr_a[i], ae = ptr_a[i + 1], b = ptr_b[j], be = ptr_b[j + 1]
+    cdef double s = 0.0
+    cdef int ia, ib
+    while a < ae and b < be:
+        ia = ids_a[a]
+        ib = ids_b[b]
+        if ia == ib:
+            s += w_a[a] * w_b[b]
+            a += 1
+            b += 1
+        elif ia < ib:
+            a += 1
+        else:
+            b += 1
+    return s
+
+
 cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
                            double* phi) noexcept nogil:
     """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
@@ -76,6 +113,7 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
     cdef long long nj = d.co_ptr[j + 1] - d.co_ptr[j]
     cdef double gap
+    cdef int ci, cj
     # --- coauthors
     _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
     phi[0] = log1p(<double>c)
@@ -122,6 +160,41 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[15] = 0.0
     # --- block size (prior of co-reference falls with the number of mentions)
     phi[16] = d.log_n * phi[0]
+    # --- coauthor-graph components (transitive coauthor evidence inside the block)
+    phi[17] = 1.0 if d.comp1[i] == d.comp1[j] else 0.0
+    phi[18] = 1.0 if d.comp2[i] == d.comp2[j] else 0.0
+    phi[19] = phi[17] * d.comp1_logsize[i]
+    # --- similarity of the two components' profiles (1 inside one component)
+    if phi[17] > 0.0:
+        phi[20] = 1.0
+        phi[21] = 1.0
+        phi[22] = 1.0
+    else:
+        phi[20] = _dot_sorted(d.pt_ptr, d.pt_ids, d.pt_w, d.comp1[i], d.comp1[j], &c, &sw)
+        phi[21] = _dot_sorted(d.pv_ptr, d.pv_ids, d.pv_w, d.comp1[i], d.comp1[j], &c, &sw)
+        phi[22] = _dot_sorted(d.pa_ptr, d.pa_ids, d.pa_w, d.comp1[i], d.comp1[j], &c, &sw)
+    # --- component year ranges: gap between them (0 if they overlap), mention-to-profile titles
+    phi[23] = 0.0
+    phi[24] = 1.0
+    phi[25] = 0.0
+    if phi[17] == 0.0:
+        ci = d.comp1[i]
+        cj = d.comp1[j]
+        if d.comp_ymin[ci] >= 0 and d.comp_ymin[cj] >= 0:
+            if d.comp_ymin[ci] > d.comp_ymax[cj]:
+                gap = <double>(d.comp_ymin[ci] - d.comp_ymax[cj])
+            elif d.comp_ymin[cj] > d.comp_ymax[ci]:
+                gap = <double>(d.comp_ymin[cj] - d.comp_ymax[ci])
+            else:
+                gap = 0.0
+            if gap > 30.0:
+                gap = 30.0
+            phi[23] = gap / 10.0
+        dot = _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, i, d.pt_ptr, d.pt_ids, d.pt_w, cj)
+        dot += _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, j, d.pt_ptr, d.pt_ids, d.pt_w, ci)
+        phi[24] = 0.5 * dot
+        phi[25] = d.comp1_logsize[i] + d.comp1_logsize[j]
+    phi[26] = 1.0 if d.comp3[i] == d.comp3[j] else 0.0
 
 
 cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
@@ -145,6 +218,13 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     cdef const double[::1] co_w = enc.co_w, ti_w = enc.ti_w, ve_w = enc.ve_w, af_w = enc.af_w
     cdef const int[::1] venue_id = enc.venue_id, affil_id = enc.affil_id, year = enc.year
     cdef const int[::1] first_code = enc.first_code, first_init = enc.first_init
+    cdef const int[::1] comp1 = enc.comp1, comp2 = enc.comp2
+    cdef const double[::1] comp1_logsize = enc.comp1_logsize
+    cdef const long long[::1] pt_ptr = enc.pt_ptr, pv_ptr = enc.pv_ptr, pa_ptr = enc.pa_ptr
+    cdef const int[::1] pt_ids = enc.pt_ids, pv_ids = enc.pv_ids, pa_ids = enc.pa_ids
+    cdef const double[::1] pt_w = enc.pt_w, pv_w = enc.pv_w, pa_w = enc.pa_w
+    cdef const int[::1] comp_ymin = enc.comp_ymin, comp_ymax = enc.comp_ymax
+    cdef const int[::1] comp3 = enc.comp3
     if theta.shape[0] != N_FEATURES:
         raise ValueError(f"theta must have {N_FEATURES} entries; got {theta.shape[0]}")
     d.n = enc.n
@@ -170,6 +250,21 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.year = &year[0]
     d.first_code = &first_code[0]
     d.first_init = &first_init[0]
+    d.comp1 = &comp1[0]
+    d.comp2 = &comp2[0]
+    d.comp1_logsize = &comp1_logsize[0]
+    d.pt_ptr = &pt_ptr[0]
+    d.pt_ids = &pt_ids[0]
+    d.pt_w = &pt_w[0]
+    d.pv_ptr = &pv_ptr[0]
+    d.pv_ids = &pv_ids[0]
+    d.pv_w = &pv_w[0]
+    d.pa_ptr = &pa_ptr[0]
+    d.pa_ids = &pa_ids[0]
+    d.pa_w = &pa_w[0]
+    d.comp_ymin = &comp_ymin[0]
+    d.comp_ymax = &comp_ymax[0]
+    d.comp3 = &comp3[0]
     d.theta = &theta[0]
     d.bias = bias
     return d

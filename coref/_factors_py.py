@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-N_FEATURES = 17
+N_FEATURES = 27
 
 
 def _dot_sorted(ptr, ids, w, i, j):
@@ -29,6 +29,22 @@ def _dot_sorted(ptr, ids, w, i, j):
         else:
             b += 1
     return s, c, sw
+
+
+def _dot2(pa, ia, wa, i, pb, ib, wb, j):
+    a, ae, b, be = int(pa[i]), int(pa[i + 1]), int(pb[j]), int(pb[j + 1])
+    s = 0.0
+    while a < ae and b < be:
+        x, y = int(ia[a]), int(ib[b])
+        if x == y:
+            s += float(wa[a]) * float(wb[b])
+            a += 1
+            b += 1
+        elif x < y:
+            a += 1
+        else:
+            b += 1
+    return s
 
 
 def block_phi(enc, i, j):
@@ -74,6 +90,36 @@ def block_phi(enc, i, j):
     else:
         phi[15] = 0.0
     phi[16] = log_n * phi[0]
+    phi[17] = 1.0 if int(enc.comp1[i]) == int(enc.comp1[j]) else 0.0
+    phi[18] = 1.0 if int(enc.comp2[i]) == int(enc.comp2[j]) else 0.0
+    phi[19] = phi[17] * float(enc.comp1_logsize[i])
+    if phi[17] > 0.0:
+        phi[20] = phi[21] = phi[22] = 1.0
+    else:
+        ci, cj = int(enc.comp1[i]), int(enc.comp1[j])
+        phi[20] = _dot_sorted(enc.pt_ptr, enc.pt_ids, enc.pt_w, ci, cj)[0]
+        phi[21] = _dot_sorted(enc.pv_ptr, enc.pv_ids, enc.pv_w, ci, cj)[0]
+        phi[22] = _dot_sorted(enc.pa_ptr, enc.pa_ids, enc.pa_w, ci, cj)[0]
+    phi[23], phi[24], phi[25] = 0.0, 1.0, 0.0
+    if phi[17] == 0.0:
+        ci, cj = int(enc.comp1[i]), int(enc.comp1[j])
+        a0, a1 = int(enc.comp_ymin[ci]), int(enc.comp_ymax[ci])
+        b0, b1 = int(enc.comp_ymin[cj]), int(enc.comp_ymax[cj])
+        if a0 >= 0 and b0 >= 0:
+            if a0 > b1:
+                gap = float(a0 - b1)
+            elif b0 > a1:
+                gap = float(b0 - a1)
+            else:
+                gap = 0.0
+            if gap > 30.0:
+                gap = 30.0
+            phi[23] = gap / 10.0
+        dot = _dot2(enc.ti_ptr, enc.ti_ids, enc.ti_w, i, enc.pt_ptr, enc.pt_ids, enc.pt_w, cj)
+        dot += _dot2(enc.ti_ptr, enc.ti_ids, enc.ti_w, j, enc.pt_ptr, enc.pt_ids, enc.pt_w, ci)
+        phi[24] = 0.5 * dot
+        phi[25] = float(enc.comp1_logsize[i]) + float(enc.comp1_logsize[j])
+    phi[26] = 1.0 if int(enc.comp3[i]) == int(enc.comp3[j]) else 0.0
     return phi
 
 

@@ -28,6 +28,17 @@ Features phi(x_i, x_j) (``FEATURE_NAMES``, in kernel order):
  14   year_missing        1 if either year is missing
  15   name_compat         1 same first name, 0.5 compatible initials, 0 otherwise
  16   co_log_count_logn   co_log_count * log(block size)
+ 17   same_comp1          1 if i, j are connected in the block's shared-coauthor graph
+ 18   same_comp2          same, for the graph whose edges need >= 2 shared coauthors
+ 19   same_comp1_logsize  same_comp1 * log(size of that component)
+ 20   comp_title_cos      cosine of the title profiles of the two comp1 components
+ 21   comp_venue_cos      same for venue words (profiles: top words, summed TF-IDF)
+ 22   comp_affil_cos      same for affiliation words (all three are 1 within one component)
+ 23   comp_year_gap       gap between the year ranges of the two components / 10 (cap 3)
+ 24   mention_comp_title  mean cosine of each mention's title with the other's component
+                          title profile (1 within one component)
+ 25   comp_logsizes       log |comp(i)| + log |comp(j)| for different components (else 0)
+ 26   same_comp_initials  same_comp1 with coauthors keyed by first initial + last name
 ====  ==================  ===========================================================
 
 Word IDF for titles, venues and affiliations comes from a :class:`Vocabulary`
@@ -58,6 +69,9 @@ FEATURE_NAMES = (
     "co_log_count", "co_jaccard", "co_idf", "co_any", "co_missing", "co_two",
     "title_cos", "venue_cos", "venue_eq", "affil_cos", "affil_missing", "affil_eq",
     "year_gap", "year_gap2", "year_missing", "name_compat", "co_log_count_logn",
+    "same_comp1", "same_comp2", "same_comp1_logsize",
+    "comp_title_cos", "comp_venue_cos", "comp_affil_cos",
+    "comp_year_gap", "mention_comp_title", "comp_logsizes", "same_comp_initials",
 )
 N_FEATURES = len(FEATURE_NAMES)
 
@@ -144,7 +158,10 @@ class EncodedBlock:
     title words (``ti``), venue words (``ve``) and affiliation words (``af``); the
     id / weight arrays carry one trailing padding entry so they are never empty.
     Per-mention int32 arrays of shape (n,): ``venue_id``, ``affil_id``, ``year``,
-    ``first_code``, ``first_init`` (-1 = missing).
+    ``first_code``, ``first_init`` (-1 = missing), ``comp1``, ``comp2``
+    (components of the shared-coauthor graphs) and float64 ``comp1_logsize``.
+    Component profiles ``pt_*`` (title), ``pv_*`` (venue), ``pa_*`` (affiliation):
+    CSR with n rows, row r holding the profile of the component labelled r.
     """
 
     n: int
@@ -165,6 +182,21 @@ class EncodedBlock:
     year: np.ndarray
     first_code: np.ndarray
     first_init: np.ndarray
+    comp1: np.ndarray
+    comp2: np.ndarray
+    comp1_logsize: np.ndarray
+    pt_ptr: np.ndarray
+    pt_ids: np.ndarray
+    pt_w: np.ndarray
+    pv_ptr: np.ndarray
+    pv_ids: np.ndarray
+    pv_w: np.ndarray
+    pa_ptr: np.ndarray
+    pa_ids: np.ndarray
+    pa_w: np.ndarray
+    comp_ymin: np.ndarray
+    comp_ymax: np.ndarray
+    comp3: np.ndarray
     mention_id: tuple = ()
 
     def __len__(self) -> int:
@@ -204,6 +236,76 @@ def _codes(values):
         if v:
             out[r] = table.setdefault(v, len(table))
     return out
+
+
+def _components(token_lists, min_shared):
+    """Connected components of mentions linked by >= ``min_shared`` shared tokens.
+
+    Returns int32 labels (the smallest member index of each component).
+    """
+    n = len(token_lists)
+    parent = list(range(n))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    holders = {}
+    for r, toks in enumerate(token_lists):
+        for t in toks:
+            holders.setdefault(t, []).append(r)
+    if min_shared <= 1:
+        for rows in holders.values():
+            for r in rows[1:]:
+                a, b = find(rows[0]), find(r)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    else:
+        shared = {}
+        for rows in holders.values():
+            for x in range(len(rows)):
+                for y in range(x + 1, len(rows)):
+                    key = (rows[x], rows[y])
+                    shared[key] = shared.get(key, 0) + 1
+        for (r1, r2), c in shared.items():
+            if c >= min_shared:
+                a, b = find(r1), find(r2)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    return np.asarray([find(r) for r in range(n)], dtype=np.int32)
+
+
+def _profiles(comp, ptr, ids, w, *, top):
+    """Per-component profiles: summed member weights, top ``top`` ids, L2-normalised.
+
+    Returns CSR (ptr, ids, w) with one row per mention index; row r is the profile
+    of the component labelled r (empty for non-root rows).
+    """
+    n = len(comp)
+    acc = {}
+    for r in range(n):
+        prof = acc.setdefault(int(comp[r]), {})
+        for k in range(int(ptr[r]), int(ptr[r + 1])):
+            prof[int(ids[k])] = prof.get(int(ids[k]), 0.0) + float(w[k])
+    rows = []
+    for r in range(n):
+        prof = acc.get(r)
+        if not prof:
+            rows.append([])
+            continue
+        best = sorted(prof.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        norm = math.sqrt(sum(v * v for _, v in best))
+        rows.append(sorted((k, v / norm) for k, v in best) if norm > 0 else [])
+    out_ptr = np.zeros(n + 1, dtype=np.int64)
+    out_ids, out_w = [], []
+    for r, row in enumerate(rows):
+        out_ids.extend(k for k, _ in row)
+        out_w.extend(v for _, v in row)
+        out_ptr[r + 1] = len(out_ids)
+    return (out_ptr, np.asarray(out_ids + [0], dtype=np.int32),
+            np.asarray(out_w + [0.0], dtype=np.float64))
 
 
 def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> EncodedBlock:
@@ -273,6 +375,22 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
     first_code = _codes(firsts)
     first_init = np.asarray([ord(f[0]) if f else -1 for f in firsts], dtype=np.int32)
 
+    comp1 = _components(co_lists, 1)
+    comp2 = _components(co_lists, 2)
+    comp3 = _components([sorted({(t.split()[0][0] + " " + t.split()[-1]) for t in toks})
+                         for toks in co_lists], 1)
+    comp1_logsize = np.log(np.bincount(comp1, minlength=max(n, 1))[comp1].astype(np.float64))
+    pt = _profiles(comp1, ti_ptr, ti_ids, ti_w, top=30)
+    pv = _profiles(comp1, ve_ptr, ve_ids, ve_w, top=10)
+    pa = _profiles(comp1, af_ptr, af_ids, af_w, top=10)
+    comp_ymin = np.full(n, -1, dtype=np.int32)
+    comp_ymax = np.full(n, -1, dtype=np.int32)
+    for r in range(n):
+        c, y = comp1[r], year[r]
+        if y >= 0:
+            comp_ymin[c] = y if comp_ymin[c] < 0 else min(comp_ymin[c], y)
+            comp_ymax[c] = max(comp_ymax[c], y)
+
     return EncodedBlock(
         n=n, co_ptr=co_ptr, co_ids=co_ids, co_w=co_w,
         ti_ptr=ti_ptr, ti_ids=ti_ids, ti_w=ti_w,
@@ -280,5 +398,9 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
         af_ptr=af_ptr, af_ids=af_ids, af_w=af_w,
         venue_id=venue_id, affil_id=affil_id, year=year,
         first_code=first_code, first_init=first_init,
+        comp1=comp1, comp2=comp2, comp1_logsize=comp1_logsize,
+        pt_ptr=pt[0], pt_ids=pt[1], pt_w=pt[2], pv_ptr=pv[0], pv_ids=pv[1], pv_w=pv[2],
+        pa_ptr=pa[0], pa_ids=pa[1], pa_w=pa[2], comp_ymin=comp_ymin, comp_ymax=comp_ymax,
+        comp3=comp3,
         mention_id=tuple(str(m) for m in df["mention_id"].tolist()),
     )

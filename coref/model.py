@@ -85,10 +85,10 @@ class PairwiseModel:
 
     Parameters
     ----------
-    C : float, default 1.0
+    C : float, default 0.1
         Inverse L2 regularisation strength of ``LogisticRegression`` (on
         standardised features).
-    max_pairs_per_block : int, default 20000
+    max_pairs_per_block : int, default 3000
         Labeled pairs used per training block (uniform subsample of bigger blocks;
         keeps the block's share of co-referent pairs, so f stays a log-odds).
     class_weight : None or "balanced", default None
@@ -121,8 +121,8 @@ class PairwiseModel:
     feature_names_ : tuple of str
     """
 
-    def __init__(self, *, C=1.0, max_pairs_per_block=20000, class_weight=None,
-                 bias_shift="auto", shift_grid=(-2.0, -1.0, 0.0, 1.0, 2.0, 3.0),
+    def __init__(self, *, C=0.1, max_pairs_per_block=3000, class_weight=None,
+                 bias_shift="auto", shift_grid=(0.0, 0.5, 1.0),
                  tune_sweeps=12, tune_max_blocks=40, random_state=0):
         self.C = C
         self.max_pairs_per_block = max_pairs_per_block
