@@ -52,7 +52,7 @@ def _train_subset(df, n_train, max_block, seed):
     return df[df["block"].isin(set(chosen))].reset_index(drop=True)
 
 
-def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delta):
+def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delta, buffer_size=None):
     """Benchmark one size in this process; returns a dict of numbers."""
     import numpy as np
     import pandas as pd
@@ -62,7 +62,8 @@ def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delt
     from coref.pipeline import _executor_context, infer_blocks
     from coref.synth import synthesize_mentions
 
-    res = {"n_mentions": n, "sampler": sampler, "n_sweeps": sweeps, "seed": seed, "workers": workers or 0}
+    res = {"n_mentions": n, "sampler": sampler, "n_sweeps": sweeps, "seed": seed, "workers": workers or 0,
+           "buffer_size": buffer_size}
     rss0 = _rss_mb()
     t = time.perf_counter()
     df = synthesize_mentions(n, rng=seed)
@@ -83,7 +84,8 @@ def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delt
     with _executor_context(None, workers, None) as (client, desc):
         t = time.perf_counter()
         results = infer_blocks(df, model, sampler=sampler, seed=seed, delta=delta, n_sweeps=sweeps,
-                               record_history=False, client=client, progress=sys.stderr.isatty())
+                               record_history=False, client=client, progress=sys.stderr.isatty(),
+                               gibbs_params=None if buffer_size is None else {"buffer_size": buffer_size})
         res["infer_s"] = time.perf_counter() - t
         res["executor"] = desc
     res["mentions_per_s"] = n / res["infer_s"]
@@ -114,12 +116,15 @@ def main(argv=None):
     p.add_argument("--train", type=int, default=3000, help="labeled mentions to fit theta on")
     p.add_argument("--max-train-block", type=int, default=300)
     p.add_argument("--workers", type=int, default=None, help="Dask LocalCluster workers (default: in process)")
+    p.add_argument("--buffer-size", type=int, default=None,
+                   help="GibbsCoref random-number buffer length (default: its own default)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per size")
     p.add_argument("--out", default=None, help="append JSON lines here")
     p.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     kw = dict(sweeps=args.sweeps, sampler=args.sampler, seed=args.seed, n_train=args.train,
-              max_train_block=args.max_train_block, workers=args.workers, delta=args.delta)
+              max_train_block=args.max_train_block, workers=args.workers, delta=args.delta,
+              buffer_size=args.buffer_size)
     if args.one is not None:
         print(json.dumps(run_one(args.one, **kw)), flush=True)
         return 0
@@ -130,6 +135,8 @@ def main(argv=None):
                "--train", str(args.train), "--max-train-block", str(args.max_train_block)]
         if args.workers:
             cmd += ["--workers", str(args.workers)]
+        if args.buffer_size:
+            cmd += ["--buffer-size", str(args.buffer_size)]
         t = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)

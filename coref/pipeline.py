@@ -132,12 +132,14 @@ class RunResult:
 
 # --------------------------------------------------------------------------- one block
 
-def _infer_block(block_df, model, *, sampler, fold, block, seed, delta, n_sweeps, record_history):
+def _infer_block(block_df, model, *, sampler, fold, block, seed, delta, n_sweeps, record_history,
+                 gibbs_params=None):
     """Run Gibbs on one block with its own generator; assumes validated input."""
     Gibbs = _gibbs_cls()
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
-    kwargs = dict(sampler=sampler, delta=delta, rng=seed, record_history=record_history)
+    kwargs = dict(gibbs_params or {})
+    kwargs.update(sampler=sampler, delta=delta, rng=seed, record_history=record_history)
     if n_sweeps is not None:
         kwargs["n_sweeps"] = n_sweeps
     t0 = time.perf_counter()
@@ -407,7 +409,8 @@ def _chunks(items, target):
 
 
 def infer_blocks(df, model, *, sampler="racing", fold=0, seed=0, delta=0.05, n_sweeps=None,
-                 record_history=True, client=None, progress=False, on_result=None, skip=None):
+                 record_history=True, client=None, progress=False, on_result=None, skip=None,
+                 gibbs_params=None):
     """Gibbs over every block of ``df`` with one fitted model, locally or on Dask.
 
     Parameters
@@ -431,6 +434,8 @@ def infer_blocks(df, model, *, sampler="racing", fold=0, seed=0, delta=0.05, n_s
         Called with each :class:`BlockResult` as it arrives (e.g. to checkpoint).
     skip : set or None
         Blocks not to run.
+    gibbs_params : dict or None
+        Further :class:`coref.gibbs.GibbsCoref` hyperparameters (e.g. ``t_end``).
 
     Returns
     -------
@@ -439,7 +444,8 @@ def infer_blocks(df, model, *, sampler="racing", fold=0, seed=0, delta=0.05, n_s
     """
     groups = [(b, g.reset_index(drop=True)) for b, g in df.groupby("block", sort=False) if not skip or b not in skip]
     items = [(sampler, fold, b, g) for b, g in groups]
-    settings = dict(seed=seed, delta=delta, n_sweeps=n_sweeps, record_history=record_history)
+    settings = dict(seed=seed, delta=delta, n_sweeps=n_sweeps, record_history=record_history,
+                    gibbs_params=gibbs_params)
     results = _execute(items, {fold: model}, client, settings, progress=progress, on_result=on_result,
                        desc=f"gibbs {sampler}")
     order = {b: i for i, (b, _) in enumerate(groups)}

@@ -346,3 +346,18 @@ def test_real_blocks_match_one_gibbs_over_the_whole_fold():
     got = pd.Series(np.concatenate([r.cluster_id for r in res]), index=np.concatenate([r.mention_id for r in res]))
     assert got.astype(str).to_dict() == whole.clusters_.astype(str).to_dict()
     assert sum(r.n_factor_evals for r in res) == whole.n_factor_evals_
+
+
+def test_infer_blocks_passes_gibbs_params(monkeypatch):
+    seen = []
+
+    class Recorder(StandInGibbs):
+        def __init__(self, model, *, t_end=None, **kw):
+            seen.append(t_end)
+            super().__init__(model, **kw)
+
+    monkeypatch.setattr(pipeline, "_gibbs_cls", lambda: Recorder)
+    df = tiny_mentions(n_labeled=2, n_unlabeled=0)
+    model = StandInModel().fit(df)
+    res = pipeline.infer_blocks(df, model, n_sweeps=2, gibbs_params={"t_end": 0.01})
+    assert seen == [0.01, 0.01] and [r.block for r in res] == ["Block_0", "Block_1"]
