@@ -78,6 +78,11 @@ def main(argv=None):
     print(f"likelihood terms per ESS(q): subsampled {a.evals_per_ess:,.0f}, exact {b.evals_per_ess:,.0f},"
           f" ratio exact/subsampled = {b.evals_per_ess / a.evals_per_ess:.2f}")
     print(f"ESS(q): subsampled {a.ess:.0f}, exact {b.ess:.0f}; R-hat {a.r_hat:.3f} / {b.r_hat:.3f}")
+    ind_ratio = (b.n_loglik_evals_sampling / b.ess_indicator) / (a.n_loglik_evals_sampling / a.ess_indicator)
+    print(f"ESS of 1[q=k]: subsampled {np.round(a.ess_indicator, 0).tolist()}, exact "
+          f"{np.round(b.ess_indicator, 0).tolist()}; terms-per-ESS ratio exact/subsampled per k: "
+          f"{np.round(ind_ratio, 2).tolist()}")
+    summary["evals_per_indicator_ess_ratio"] = ind_ratio.tolist()
     print(f"racing error rates: Gibbs {a.gibbs_error_rate} ({a.n_gibbs_checks} checks), "
           f"MH {a.mh_error_rate} ({a.n_mh_checks} checks)")
     print(f"wall: subsampled {a.wall_time_s:.0f} s, exact {b.wall_time_s:.0f} s")

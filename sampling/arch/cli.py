@@ -203,7 +203,8 @@ def _print_result(r, file=sys.stdout):
     if r.gibbs_error_rate is not None:
         print(f"   racing error rates: Gibbs {r.gibbs_error_rate:.2e} ({r.n_gibbs_checks} checks), "
               f"MH {r.mh_error_rate:.2e} ({r.n_mh_checks} checks)", file=file)
-    print(f"   ESS(q) = {r.ess:.1f}   R-hat(q) = {r.r_hat:.3f}   wall {r.wall_time_s:.1f} s", file=file)
+    print(f"   ESS(q) = {r.ess:.1f}   R-hat(q) = {r.r_hat:.3f}   ESS of 1[q=k]: "
+          f"{np.round(r.ess_indicator, 0).tolist()}   wall {r.wall_time_s:.1f} s", file=file)
 
 
 def main(args):

@@ -194,3 +194,24 @@ def test_cli_bad_file(tmp_path, capsys):
     g.write_text("Close\n" + "\n".join(str(1 + 0.01 * i) for i in range(20)) + "\n")
     assert main(["arch", str(g), "--no-progress"]) == 1
     assert "too few returns" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_subsampled_posterior_matches_exact():
+    """Same adjusted prior and pseudo-priors: posteriors over q agree within 5 SE (TV < 0.1)."""
+    r = _sim_arch(6000, [0.3, 0.25, 0.15, 0.1], 6.0, np.random.default_rng(77))
+    orders = (1, 2, 3, 5)
+    wl = select_order(r, orders=orders, method="exact", n_iterations=50, n_warmup=1500,
+                      n_chains=2, rng=1, n_pilot=600)
+    res = {}
+    for m, seed in (("subsampled", 2), ("exact", 3)):
+        res[m] = select_order(r, orders=orders, method=m, n_iterations=3000, n_warmup=200,
+                              n_chains=4, rng=seed, log_adjusted_prior=wl.log_adjusted_prior,
+                              pseudo_priors=wl.pseudo_priors, check_every=10)
+    a, b = res["subsampled"], res["exact"]
+    se = np.sqrt(a.posterior_per_chain.var(axis=0, ddof=1) / 4
+                 + b.posterior_per_chain.var(axis=0, ddof=1) / 4)
+    assert np.all(np.abs(a.posterior - b.posterior) <= 5 * se + 0.01), (a.posterior, b.posterior, se)
+    assert 0.5 * np.abs(a.posterior - b.posterior).sum() < 0.1
+    assert a.evals_per_ess < b.evals_per_ess
+    assert a.gibbs_error_rate < 0.05 and a.mh_error_rate < 0.05
