@@ -94,6 +94,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--init", default="singletons")
     ap.add_argument("--max-pairs", type=int, default=3000)
+    ap.add_argument("--grid", default="", help="comma list: shift_grid for --shift auto")
     ap.add_argument("--scan", default="", help="comma list of shifts: exact-sampler scan only")
     ap.add_argument("--blocks", type=int, default=0, help="use only the first N blocks (quick)")
     args = ap.parse_args(argv)
@@ -118,8 +119,9 @@ def main(argv=None):
     t_fit = 0.0
     for k, (tr, te) in enumerate(GroupKFold(n_splits=args.folds).split(df, groups=df["block"])):
         t1 = time.perf_counter()
+        extra = {"shift_grid": tuple(float(x) for x in args.grid.split(","))} if args.grid else {}
         model = PairwiseModel(C=args.C, bias_shift=shift, max_pairs_per_block=args.max_pairs,
-                              random_state=args.seed).fit(df.iloc[tr])
+                              random_state=args.seed, **extra).fit(df.iloc[tr])
         t_fit += time.perf_counter() - t1
         test = df.iloc[te]
         line = f"[tune] fold {k}: shift={model.shift_:+.2f} bias={model.bias_:+.3f}"
