@@ -36,3 +36,13 @@ def lil_ucb_run(
     lam: float,
     delta: float,
 ) -> tuple[int, int]: ...
+def merge_pairs(
+    rewards: np.ndarray,
+    arms: np.ndarray,
+    n_old: int,
+    mean: np.ndarray,
+    block_mean: np.ndarray,
+    gram: np.ndarray,
+    pair_m2: np.ndarray,
+    rtol: float,
+) -> None: ...

@@ -189,3 +189,42 @@ def lil_ucb_run(const double[:, ::1] buf,     # IN  (D, cap) fetched, not yet pu
                 status = 0
                 break
     return status, best
+
+
+def merge_pairs(const double[:, ::1] rewards,    # IN  (k, m) rewards of the surviving arms
+                const long long[::1] arms,        # IN  (k,) arm ids
+                long long n_old,                  # IN  rewards merged per arm before this block
+                const double[::1] mean,           # IN  (D,) running means BEFORE this block
+                const double[::1] block_mean,     # IN  (k,) means of this block's rows
+                const double[:, ::1] gram,        # IN  (k, k) block-centred Gram matrix Rc Rc^T
+                double[:, ::1] pair_m2,           # INOUT (D, D) sums of squared deviations of differences
+                double rtol):                     # IN  recompute a pair directly below this ratio
+    """Merge a block into the pairwise moments using its centred Gram matrix.
+
+    The block sum of squares of ``l_a - l_b`` about its mean is
+    ``G_aa + G_bb - 2 G_ab``; when that is below ``rtol * (G_aa + G_bb)`` (strongly
+    correlated arms, where the subtraction would lose digits) it is recomputed
+    directly from the rewards. Then the Chan et al. update adds the between-block term.
+    """
+    cdef Py_ssize_t k = rewards.shape[0]
+    cdef Py_ssize_t m = rewards.shape[1]
+    cdef Py_ssize_t a, b, n
+    cdef long long ia, ib
+    cdef double c, da, db, dab, d0, w
+    with nogil:
+        w = (<double>n_old) * (<double>m) / (<double>(n_old + m))
+        for a in range(k):
+            ia = arms[a]
+            da = block_mean[a] - mean[ia]
+            for b in range(a + 1, k):
+                ib = arms[b]
+                c = gram[a, a] + gram[b, b] - 2.0 * gram[a, b]
+                if c < rtol * (gram[a, a] + gram[b, b]):
+                    dab = block_mean[a] - block_mean[b]
+                    c = 0.0
+                    for n in range(m):
+                        d0 = rewards[a, n] - rewards[b, n] - dab
+                        c += d0 * d0
+                db = block_mean[b] - mean[ib]
+                pair_m2[ia, ib] += c + (da - db) * (da - db) * w
+                pair_m2[ib, ia] = pair_m2[ia, ib]

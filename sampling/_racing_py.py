@@ -79,3 +79,19 @@ def lil_ucb_run(buf, buf_len, buf_pos, pulls, sums, active, sigma, n_data, eps, 
         ucb[best] = _lil_ucb_value(sums[best], pulls[best], n_data, sigma[best], coef, eps, delta)
         if pulls[best] * (1.0 + lam) >= 1.0 + lam * total:
             return 0, best
+
+
+def merge_pairs(rewards, arms, n_old, mean, block_mean, gram, pair_m2, rtol):
+    """Merge a block into the pairwise moments using its centred Gram matrix (see the .pyx)."""
+    k, m = rewards.shape
+    w = n_old * m / (n_old + m)
+    for a in range(k):
+        for b in range(a + 1, k):
+            ia, ib = int(arms[a]), int(arms[b])
+            c = gram[a, a] + gram[b, b] - 2.0 * gram[a, b]
+            if c < rtol * (gram[a, a] + gram[b, b]):
+                d = rewards[a] - rewards[b] - (block_mean[a] - block_mean[b])
+                c = float(np.dot(d, d))
+            da, db = block_mean[a] - mean[ia], block_mean[b] - mean[ib]
+            pair_m2[ia, ib] += c + (da - db) ** 2 * w
+            pair_m2[ib, ia] = pair_m2[ia, ib]

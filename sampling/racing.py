@@ -54,6 +54,8 @@ __all__ = ["race", "RaceResult", "KAPPA_EBS", "ebs_coefficients", "normal_coeffi
 KAPPA_EBS = 7.0 / 3.0 + 3.0 / math.sqrt(2.0)
 
 _BOUNDS = ("normal", "ebs")
+#: pairwise sums of squares below this fraction of G_aa + G_bb are recomputed directly
+_GRAM_RTOL = 1e-6
 _VARIANCES = ("pairwise", "marginal")
 
 
@@ -316,7 +318,17 @@ def _race_core(reward_fn, offset, n_data, *, delta, bound, variance, first_batch
             if arms.shape[0] == 0:
                 raise ValueError(f"{func}: every state has zero probability (log_f is -inf for all of them)")
         rewards = np.ascontiguousarray(rewards, dtype=np.float64)
-        _kernels.merge_block(rewards, arms, n_seen, mean, m2, pair_m2, pairwise, work)
+        if pairwise:  # O(k^2 m) through BLAS; exact fallback for strongly correlated pairs
+            block_mean = rewards.mean(axis=1)
+            centred = rewards - block_mean[:, None]
+            gram = np.ascontiguousarray(centred @ centred.T)
+            _kernels.merge_pairs(rewards, arms, n_seen, mean, block_mean, gram, pair_m2, _GRAM_RTOL)
+            # per-arm moments from the Gram diagonal (same Chan et al. update as merge_block)
+            shift = block_mean - mean[arms]
+            m2[arms] += np.diag(gram) + shift * shift * (n_seen * m / (n_seen + m))
+            mean[arms] += shift * (m / (n_seen + m))
+        else:
+            _kernels.merge_block(rewards, arms, n_seen, mean, m2, pair_m2, False, work)
         n_seen += m
         if arms.shape[0] == 1:  # only one state left with non-zero probability
             return int(arms[0]), n_evals, tuple(survivors), True, n_seen, mean + offset

@@ -210,7 +210,7 @@ def plot_study(df, path):
     import matplotlib.pyplot as plt
 
     sigmas = sorted(df["sigma"].unique(), reverse=True)
-    fig, axes = plt.subplots(2, len(sigmas), figsize=(4.2 * len(sigmas), 7), squeeze=False)
+    fig, axes = plt.subplots(2, len(sigmas), figsize=(4.4 * len(sigmas), 8), squeeze=False)
     markers = {"normal": "x", "uniform": "o", "lognormal": "s"}
     colours = dict(zip(ALGORITHMS, ["C3", "C1", "C0", "C9", "C2"]))
     for col, sigma in enumerate(sigmas):
@@ -232,12 +232,12 @@ def plot_study(df, path):
                  title=f"sigma = {sigma:g}: error")
         ax_f.set(xscale="log", yscale="log", xlabel="delta", ylabel="proportion of rewards used",
                  title=f"sigma = {sigma:g}: proportion of rewards")
-    axes[1, 0].legend(fontsize=6, ncol=2)
-    axes[0, 0].legend(fontsize=6)
+    handles, labels = axes[1, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=7, frameon=False)
     n_states, n_data = int(df["n_states"].iloc[0]), int(df["n_data"].iloc[0])
     fig.suptitle(f"D = {n_states}, N = {n_data}, {int(df['n_draws'].iloc[0])} draws per point; "
                  "error with 95% Wilson CI, settings without any error are not drawn", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     _atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
 

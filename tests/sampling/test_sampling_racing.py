@@ -99,6 +99,9 @@ def test_race_full_schedule_hits_exact_answer():
     assert res.exact and res.n_seen == 1000
     assert res.survivors_per_round[0] == 4 and res.n_rounds == 8  # 10,20,...,640,1000
     assert res.state == exact_state(rewards, np.zeros(4), g)
+    np.testing.assert_allclose(res.mean_estimates, rewards.mean(axis=1) + g / 1000, rtol=1e-10, atol=1e-15)
+    res_m = race(log_f, np.zeros(4), 1000, delta=1e-6, first_batch=10, gumbels=g, rng=0, variance="marginal")
+    np.testing.assert_allclose(res_m.mean_estimates, res.mean_estimates, rtol=1e-10, atol=1e-15)
 
 
 def _error_rate(rewards, log_f, n_races, delta, seed, **kw):
@@ -275,3 +278,21 @@ def test_racing_normal_full_size_clear_gap_fraction():
     rewards, log_f = _problem("normal", 1e-5, n_data=100_000, seed=23)
     err, frac = _error_rate(rewards, log_f, 300, 0.01, seed=24)
     assert err == 0.0 and frac < 0.02
+
+
+@pytest.mark.parametrize("kern", KERNELS, ids=["cython", "python"])
+def test_merge_pairs_from_gram_matches_direct_loop(kern):
+    # includes a nearly identical pair (forces the direct fallback) and a huge-offset, tiny-spread row
+    rng = np.random.default_rng(30)
+    base = rng.normal(size=300)
+    rewards = np.ascontiguousarray(np.vstack([base + 1e-5 * rng.normal(size=300), base, rng.normal(size=300),
+                                              1e3 + 1e-9 * rng.normal(size=300)]))
+    arms = np.array([0, 1, 3, 4], dtype=np.int64)
+    mean = rng.normal(size=5)
+    bm = rewards.mean(axis=1)
+    centred = rewards - bm[:, None]
+    got = np.zeros((5, 5))
+    kern.merge_pairs(rewards, arms, 100, mean, bm, np.ascontiguousarray(centred @ centred.T), got, 1e-6)
+    ref = np.zeros((5, 5))
+    _racing.merge_block(rewards, arms, 100, mean.copy(), np.zeros(5), ref, True, np.empty(5))
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=0)
