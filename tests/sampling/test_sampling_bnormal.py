@@ -1,6 +1,5 @@
 import time
 
-import numpy as np
 import pytest
 
 from sampling import b_normal
