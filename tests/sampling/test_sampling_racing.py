@@ -118,8 +118,9 @@ def _error_rate(rewards, log_f, n_races, delta, seed, **kw):
 
 @pytest.mark.parametrize("dist", ["normal", "lognormal"])
 def test_racing_normal_error_within_delta_on_hard_problem(dist):
-    # sigma = 1e-3 at N = 1e4: normalised gaps ~ 0.1, races stop anywhere in the schedule
-    rewards, log_f = _problem(dist, 1e-3, seed=5)
+    # sigma = 1e-2 at N = 1e4: most races run deep into the schedule (about 80% of the rewards)
+    # and the error (about 0.03 for Normal rewards at delta = 0.1) is close to its bound
+    rewards, log_f = _problem(dist, 1e-2, seed=5)
     delta, n = 0.1, 1000
     err, frac = _error_rate(rewards, log_f, n, delta, seed=6)
     assert err <= delta + 3 * np.sqrt(delta * (1 - delta) / n)
