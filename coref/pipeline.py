@@ -167,10 +167,18 @@ def _infer_block(block_df, model, *, sampler, fold, block, seed, delta, n_sweeps
 
 def _infer_chunk(items, model, settings):
     """Dask task: ``items`` is a list of (sampler, fold, block, block_df) sharing one model."""
-    return [
-        _infer_block(bdf, model, sampler=s, fold=f, block=b, **settings)
-        for s, f, b, bdf in items
-    ]
+    with _single_thread():
+        return [
+            _infer_block(bdf, model, sampler=s, fold=f, block=b, **settings)
+            for s, f, b, bdf in items
+        ]
+
+
+def _single_thread():
+    """Context limiting BLAS and OpenMP to one thread (same arithmetic on every executor)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
 
 
 def _pad(a, n):
@@ -461,13 +469,14 @@ def _execute(items, models, client, settings, *, progress, on_result, desc):
     with tqdm(total=n_mentions, desc=desc, unit="mention", disable=not progress, leave=False,
               file=sys.stderr, dynamic_ncols=True) as bar:
         if client is None:
-            for s, f, b, bdf in items:
-                bar.set_postfix_str(f"fold {f} block {b} ({len(bdf)})", refresh=False)
-                r = _infer_block(bdf, models[f], sampler=s, fold=f, block=b, **settings)
-                results.append(r)
-                if on_result is not None:
-                    on_result(r)
-                bar.update(len(bdf))
+            with _single_thread():
+                for s, f, b, bdf in items:
+                    bar.set_postfix_str(f"fold {f} block {b} ({len(bdf)})", refresh=False)
+                    r = _infer_block(bdf, models[f], sampler=s, fold=f, block=b, **settings)
+                    results.append(r)
+                    if on_result is not None:
+                        on_result(r)
+                    bar.update(len(bdf))
             return results
         from distributed import as_completed
 
@@ -546,10 +555,16 @@ def _scores(pred, gold):
 # --------------------------------------------------------------------------- run
 
 def _fit_fold_model(df, labeled, fold):
-    """Fit theta on the labeled blocks outside ``fold``; returns (model, seconds)."""
+    """Fit theta on the labeled blocks outside ``fold``; returns (model, seconds).
+
+    Runs with one BLAS / OpenMP thread: the solver's floating-point sums then do not
+    depend on how many threads the process (driver or Dask worker) would use, so
+    theta -- and every cluster downstream -- is the same on every executor.
+    """
     t0 = time.perf_counter()
     train = df[(df["_fold"] != fold) & df["block"].isin(labeled)].drop(columns="_fold").reset_index(drop=True)
-    model = _model_cls()().fit(train)
+    with _single_thread():
+        model = _model_cls()().fit(train)
     return model, time.perf_counter() - t0
 
 

@@ -20,6 +20,7 @@ from coref.report import CLUSTER_COLUMNS, CURVE_COLUMNS
 # --------------------------------------------------------------------------- stand-ins
 
 FITS = []    # frozenset of training blocks, per PairwiseModel fit
+THREADS = []  # largest BLAS/OpenMP thread count seen inside fit / Gibbs
 GIBBS = []   # (sampler, block, id of the model) per GibbsCoref fit
 
 
@@ -29,6 +30,7 @@ class StandInModel:
     def fit(self, df):
         self.train_blocks_ = frozenset(df["block"])
         FITS.append(self.train_blocks_)
+        THREADS.append(_max_threads())
         return self
 
     @staticmethod
@@ -44,6 +46,7 @@ class StandInGibbs:
 
     def fit(self, df):
         GIBBS.append((self.sampler, df["block"].iloc[0], self.model.train_blocks_))
+        THREADS.append(_max_threads())
         t0 = time.perf_counter()
         rng, n = stand_in_block_rng(self.rng, df["block"].iloc[0]), len(df)
         co = list(df["coauthors"])
@@ -77,6 +80,12 @@ class StandInGibbs:
         return self
 
 
+def _max_threads():
+    from threadpoolctl import threadpool_info
+
+    return max([i["num_threads"] for i in threadpool_info()], default=1)
+
+
 def stand_in_block_rng(seed, block):
     h = int.from_bytes(hashlib.sha256(str(block).encode()).digest()[:8], "little")
     return np.random.default_rng([seed, h])
@@ -86,6 +95,7 @@ def stand_in_block_rng(seed, block):
 def stand_ins(monkeypatch):
     FITS.clear()
     GIBBS.clear()
+    THREADS.clear()
     monkeypatch.setattr(pipeline, "_model_cls", lambda: StandInModel)
     monkeypatch.setattr(pipeline, "_gibbs_cls", lambda: StandInGibbs)
     yield
@@ -199,6 +209,13 @@ def test_theta_never_trained_on_scored_blocks(stand_ins, tmp_path):
     for train_blocks, scored in scored_per_model.items():
         assert (train_blocks | (scored & labeled)) == labeled       # grouped k-fold: complement
     assert len(GIBBS) == 2 * 8
+
+
+def test_fit_and_gibbs_run_single_threaded(stand_ins, tmp_path):
+    # lbfgs sums differ with the BLAS/OpenMP thread count; the Dask workers run with one
+    # thread, so the driver must too, or theta (and the clusters) would depend on the executor
+    pipeline.run(tiny_mentions(), folds=2, out=tmp_path, progress=False, plots=False)
+    assert THREADS and set(THREADS) == {1}
 
 
 def test_same_seed_same_clusters_other_seed_differs(stand_ins, tmp_path):
