@@ -94,6 +94,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--init", default="singletons")
     ap.add_argument("--max-pairs", type=int, default=3000)
+    ap.add_argument("--dump", default="", help="write out-of-fold predictions to this CSV")
     ap.add_argument("--grid", default="", help="comma list: shift_grid for --shift auto")
     ap.add_argument("--scan", default="", help="comma list of shifts: exact-sampler scan only")
     ap.add_argument("--blocks", type=int, default=0, help="use only the first N blocks (quick)")
@@ -139,6 +140,11 @@ def main(argv=None):
             line += f" | {s} F1={F:.4f}"
         print(line, flush=True)
     gold = df.set_index("mention_id")["gold"].astype(str)
+    if args.dump:
+        out = pd.DataFrame({s: pred[s] for s in samplers})
+        out["gold"] = gold
+        out["block"] = df.set_index("mention_id")["block"]
+        out.to_csv(args.dump)
     for s in samplers:
         P, R, F = b3_prf(pred[s].reindex(gold.index).to_numpy(), gold.to_numpy())
         print(f"[tune] {s:6s} B3 P={P:.4f} R={R:.4f} F1={F:.4f} factor_evals={evals[s]:,} "

@@ -11,7 +11,8 @@ from libc.math cimport log, log1p, sqrt, fabs
 
 # number of pairwise features phi(x_i, x_j)
 cdef enum:
-    N_FEATURES = 27
+    N_BASE = 33
+    N_FEATURES = 66
 
 cdef struct BlockData:
     Py_ssize_t n
@@ -53,6 +54,12 @@ cdef struct BlockData:
     const int* comp_ymin     # year range of each comp1 component (rows by label), -1 = none
     const int* comp_ymax
     const int* comp3         # components when coauthors are keyed by initial + last name
+    # block-level constants (act as block-specific intercepts)
+    double comp_frac         # number of comp1 components / n
+    double title_coh         # squared norm of the mean title vector (mean pairwise cosine)
+    double venue_coh
+    double affil_coh
+    double name_middle       # fraction of mention names with 3 or more parts
     # model
     const double* theta      # (N_FEATURES,)
     double bias
@@ -113,7 +120,7 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
     cdef long long nj = d.co_ptr[j + 1] - d.co_ptr[j]
     cdef double gap
-    cdef int ci, cj
+    cdef int ci, cj, k
     # --- coauthors
     _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
     phi[0] = log1p(<double>c)
@@ -195,6 +202,15 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[24] = 0.5 * dot
         phi[25] = d.comp1_logsize[i] + d.comp1_logsize[j]
     phi[26] = 1.0 if d.comp3[i] == d.comp3[j] else 0.0
+    phi[27] = d.log_n
+    phi[28] = d.comp_frac
+    phi[29] = d.title_coh
+    phi[30] = d.venue_coh
+    phi[31] = d.affil_coh
+    phi[32] = d.name_middle
+    # --- the same features again, inside one coauthor component only (separate weights)
+    for k in range(N_BASE):
+        phi[N_BASE + k] = phi[k] * phi[17]
 
 
 cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
@@ -231,6 +247,11 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.log_n = log(<double>enc.n) if enc.n > 0 else 0.0
     d.theta = &theta[0]
     d.bias = bias
+    d.comp_frac = enc.block_stats[0]
+    d.title_coh = enc.block_stats[1]
+    d.venue_coh = enc.block_stats[2]
+    d.affil_coh = enc.block_stats[3]
+    d.name_middle = enc.block_stats[4]
     if d.n == 0:
         return d
     d.co_ptr = &co_ptr[0]

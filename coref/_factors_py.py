@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-N_FEATURES = 27
+N_BASE = 33
+N_FEATURES = 66
 
 
 def _dot_sorted(ptr, ids, w, i, j):
@@ -120,6 +121,11 @@ def block_phi(enc, i, j):
         phi[24] = 0.5 * dot
         phi[25] = float(enc.comp1_logsize[i]) + float(enc.comp1_logsize[j])
     phi[26] = 1.0 if int(enc.comp3[i]) == int(enc.comp3[j]) else 0.0
+    phi[27] = log_n
+    for k in range(5):
+        phi[28 + k] = float(enc.block_stats[k])
+    for k in range(N_BASE):
+        phi[N_BASE + k] = phi[k] * phi[17]
     return phi
 
 

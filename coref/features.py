@@ -39,6 +39,13 @@ Features phi(x_i, x_j) (``FEATURE_NAMES``, in kernel order):
                           title profile (1 within one component)
  25   comp_logsizes       log |comp(i)| + log |comp(j)| for different components (else 0)
  26   same_comp_initials  same_comp1 with coauthors keyed by first initial + last name
+ 27   log_n               log(block size)                      (block constant)
+ 28   comp_frac           number of comp1 components / n       (block constant)
+ 29   title_coherence     squared norm of the mean title vector ~ mean pairwise title cosine
+ 30   venue_coherence     same for venue vectors               (block constant)
+ 31   affil_coherence     same for affiliation vectors (mentions with one) (block constant)
+ 32   name_middle         fraction of names with 3+ parts      (block constant)
+ 33+k <name>*same_comp1   feature k times same_comp1 (separate weights inside a component)
 ====  ==================  ===========================================================
 
 Word IDF for titles, venues and affiliations comes from a :class:`Vocabulary`
@@ -72,7 +79,10 @@ FEATURE_NAMES = (
     "same_comp1", "same_comp2", "same_comp1_logsize",
     "comp_title_cos", "comp_venue_cos", "comp_affil_cos",
     "comp_year_gap", "mention_comp_title", "comp_logsizes", "same_comp_initials",
+    "log_n", "comp_frac", "title_coherence", "venue_coherence", "affil_coherence",
+    "name_middle",
 )
+FEATURE_NAMES = FEATURE_NAMES + tuple(f"{name}*same_comp1" for name in FEATURE_NAMES)
 N_FEATURES = len(FEATURE_NAMES)
 
 _REQUIRED = ("mention_id", "name", "coauthors", "title", "venue", "year", "affiliation")
@@ -197,6 +207,7 @@ class EncodedBlock:
     comp_ymin: np.ndarray
     comp_ymax: np.ndarray
     comp3: np.ndarray
+    block_stats: tuple = (0.0, 0.0, 0.0, 0.0, 0.0)
     mention_id: tuple = ()
 
     def __len__(self) -> int:
@@ -391,6 +402,25 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
             comp_ymin[c] = y if comp_ymin[c] < 0 else min(comp_ymin[c], y)
             comp_ymax[c] = max(comp_ymax[c], y)
 
+    def coherence(ptr, ids, w):
+        rows = [r for r in range(n) if ptr[r + 1] > ptr[r]]
+        if not rows:
+            return 0.0
+        acc = {}
+        for r in rows:
+            for k in range(int(ptr[r]), int(ptr[r + 1])):
+                acc[int(ids[k])] = acc.get(int(ids[k]), 0.0) + float(w[k])
+        return float(sum(v * v for v in acc.values()) / (len(rows) ** 2))
+
+    n_middle = sum(1 for name in df["name"].tolist() if len(normalize_name(name).split()) >= 3)
+    block_stats = (
+        float(len(set(comp1.tolist())) / n) if n else 0.0,
+        coherence(ti_ptr, ti_ids, ti_w),
+        coherence(ve_ptr, ve_ids, ve_w),
+        coherence(af_ptr, af_ids, af_w),
+        float(n_middle / n) if n else 0.0,
+    )
+
     return EncodedBlock(
         n=n, co_ptr=co_ptr, co_ids=co_ids, co_w=co_w,
         ti_ptr=ti_ptr, ti_ids=ti_ids, ti_w=ti_w,
@@ -401,6 +431,6 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
         comp1=comp1, comp2=comp2, comp1_logsize=comp1_logsize,
         pt_ptr=pt[0], pt_ids=pt[1], pt_w=pt[2], pv_ptr=pv[0], pv_ids=pv[1], pv_w=pv[2],
         pa_ptr=pa[0], pa_ids=pa[1], pa_w=pa[2], comp_ymin=comp_ymin, comp_ymax=comp_ymax,
-        comp3=comp3,
+        comp3=comp3, block_stats=block_stats,
         mention_id=tuple(str(m) for m in df["mention_id"].tolist()),
     )
