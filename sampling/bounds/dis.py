@@ -332,7 +332,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
             break
         k = n_samples if max_samples is None else min(n_samples, max_samples - acc.n)
         log_w, log_U = sample_search_tree(search, ev, k, gen, fast=fast)
-        acc.add(log_w, log_U)
+        if k == 1:
+            acc._add_one(float(log_w[0]), float(log_U))  # scalar fast path (N_l = 1)
+        else:
+            acc.add(log_w, log_U)
         done = (max_samples is not None and acc.n >= max_samples) or rec.elapsed() >= time_limit
         rec.tick(lambda: search_row(True), force=done)
     rec.tick(lambda: search_row(True), force=True)
