@@ -225,3 +225,35 @@ def test_lse_axis0_edge_cases():
     assert _logsumexp0(np.array([-np.inf, -np.inf])) == -np.inf
     with pytest.raises(ValueError):
         _wmb.lse_axis0(np.zeros((2, 3)), 1.0, np.empty(2), np.empty(3))
+
+
+# ---------------------------------------------------------------- real instances
+def test_pedigree1_exact_at_full_i_bound():
+    m = read_uai(data_path("uai", "pedigree", "pedigree1.uai"))
+    w = WeightedMiniBucket(m, memory_mb=1024).fit()  # i_bound=None: the induced width fits
+    assert w.i_bound >= w.pseudo_tree.induced_width
+    assert w.log_Z_upper == pytest.approx(log_partition(m, elim_order=w.elim_order), abs=1e-8)
+    assert w.log_Z_upper == pytest.approx(-14.107169 * np.log(10), abs=1e-5)
+
+
+_PEDIGREE_LOG10_Z = {
+    1: -14.107169, 7: -64.8245, 9: -78.5222, 13: -31.1776, 18: -78.143606, 19: -59.0249, 20: -29.6304,
+    23: -38.555591, 25: -115.7720, 30: -83.733131, 31: -69.7017, 33: -54.2777, 34: -64.2292, 37: -116.5800,
+    38: -54.2500, 39: -102.199094, 40: -87.8848, 41: -76.0389, 42: -30.7614, 44: -63.4735, 50: -22.8800,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num", sorted(_PEDIGREE_LOG10_Z))
+def test_wmb_bounds_every_shared_pedigree(num):
+    from pathlib import Path
+
+    path = Path("/work/shared/data/uai/pedigree") / f"pedigree{num}.uai"
+    if not path.exists():
+        pytest.skip("shared UAI data not present")
+    m = read_uai(path)
+    w = _fit(m, memory_mb=64, n_iters=3)
+    ref = _PEDIGREE_LOG10_Z[num] * np.log(10)
+    assert w.log_Z_upper >= ref - 5e-4  # references carry 4-6 decimals of log10 Z
+    X, log_q = w.sample(200, rng=num)
+    assert np.max(m.log_value(X) - log_q) <= w.log_Z_upper + 1e-9
