@@ -166,7 +166,7 @@ class PairwiseModel:
             raise ValueError("the labeled pairs are all of one class; cannot fit theta")
         mu = X.mean(axis=0)
         sd = X.std(axis=0)
-        sd[sd == 0] = 1.0
+        sd[sd < 1e-6] = 1.0  # (near-)constant features: no scaling, avoids huge theta
         lr = LogisticRegression(C=float(self.C), class_weight=self.class_weight, max_iter=2000)
         lr.fit((X - mu) / sd, y)
         theta = lr.coef_[0] / sd
