@@ -10,7 +10,6 @@ from sampling._data import data_path
 from sampling.bounds.exact import default_order, log_partition, log_partition_enumerate
 from sampling.bounds.ordering import log2_max_table
 from sampling.bounds.model import Factor, GraphicalModel, random_model
-from sampling.bounds.ordering import min_fill_order
 from sampling.bounds.uai import read_uai
 
 SHARED = Path("/work/shared/data/uai")

@@ -31,7 +31,8 @@ def test_read_tiny_fixture():
     # last scope variable changes fastest
     np.testing.assert_allclose(np.exp(m.factors[2].log_values), [[1, 2, 3], [4, 5, 6]])
     assert m.factors[1].log_values[1, 1] == -np.inf
-    z = 0.25 * (1 * (6 + 15) / 1 * 0 + 1.0 * 6 + 2.0 * 15) + 0.75 * (0.5 * 6 + 0.0)
+    # sum_x2 f2(x1, x2) is 6 (x1 = 0) and 15 (x1 = 1)
+    z = 0.25 * (1.0 * 6 + 2.0 * 15) + 0.75 * (0.5 * 6 + 0.0 * 15)
     assert log_partition_enumerate(m) == pytest.approx(np.log(z))
 
 
