@@ -223,7 +223,10 @@ class AOBFS:
         # the WMB may have squeezed cardinality-1 variables out of the scopes; constants
         # (empty scopes) then belong to no bucket and sit on the root's arc
         self.model_ = getattr(wmb, "model", None) or self.model
-        log_const = float(_constant_log_factor(self.model_))
+        from .importance import constant_bucket
+
+        self.const_bucket_ = constant_bucket(wmb, self.model_, self.parent_)
+        log_const = 0.0 if self.const_bucket_ is not None else float(_constant_log_factor(self.model_))
         self._ctree = None
         if kernel is not None:
             AndOrTree, LookupSum = kernel

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._rng import as_generator
 from .aobfs import AOBFS, tree_structure
-from .importance import (FactorEvaluator, ImportanceAccumulator, greedy_log_lower,
+from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket, greedy_log_lower,
                          make_fast_proposal, sample_search_tree, sample_wmb_is)
 from .trace import BoundTrace
 
@@ -241,7 +241,8 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     parent, _, _ = tree_structure(wmb.pseudo_tree, int(len(model.cards)))
     # evaluate factors of the model the WMB used (card-1 variables squeezed out), so that
     # factor buckets agree with the WMB arc weights
-    ev = FactorEvaluator(getattr(wmb, "model", None) or model, parent)
+    wmodel = getattr(wmb, "model", None) or model
+    ev = FactorEvaluator(wmodel, parent, const_bucket=constant_bucket(wmb, wmodel, parent))
     try:
         meta["log_Z_floor"] = greedy_log_lower(wmb, ev)
     except Exception:  # noqa: BLE001 - the floor is only a convenience for the area metric
@@ -258,6 +259,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     # preprocessing above (factor index, compiled proposal / lookup tables, greedy floor)
     rec.t0 = time.perf_counter() - t_wmb_built
     meta["t_wmb_s"] = t_wmb_built
+
+    if log_Z_wmb == _NEG_INF:  # the WMB bound proves Z = 0
+        rec.tick(lambda: _row(_NEG_INF, _NEG_INF, _NEG_INF, 0, 0, 0, False, _NEG_INF), force=True)
+        return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     if method == "wmb":
         rec.tick(lambda: _row(log_Z_wmb, _NEG_INF, math.nan, 0, 0, 0, False, log_Z_wmb), force=True)

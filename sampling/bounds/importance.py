@@ -35,6 +35,7 @@ __all__ = [
     "BruteForceHeuristic",
     "FactorEvaluator",
     "FastProposal",
+    "constant_bucket",
     "ImportanceAccumulator",
     "factor_arrays",
     "greedy_log_lower",
@@ -96,9 +97,13 @@ class FactorEvaluator:
     model : GraphicalModel
     parent : ndarray of shape (n_vars,) of int
         Pseudo-tree parent of each variable, -1 for roots.
+    const_bucket : int, optional
+        Bucket holding the empty-scope (constant) factors, as the heuristic does it (see
+        :func:`constant_bucket`); None = constants belong to no bucket
+        (``log_constant``).
     """
 
-    def __init__(self, model, parent):
+    def __init__(self, model, parent, const_bucket=None):
         parent = np.asarray(parent, dtype=np.int64)
         n_vars = parent.shape[0]
         depth = np.full(n_vars, -1, dtype=np.int64)
@@ -116,10 +121,15 @@ class FactorEvaluator:
         facs = factor_arrays(model)
         self.log_constant = 0.0
         scopes, tables, buckets = [], [], []
+        card_all = np.asarray(_cards(model), dtype=np.int64)
         for scope, table in facs:
             if len(scope) == 0:
-                self.log_constant += float(table.reshape(-1)[0])
-                continue
+                if const_bucket is None:
+                    self.log_constant += float(table.reshape(-1)[0])
+                    continue
+                # the heuristic files constants in a bucket: do the same
+                scope = (int(const_bucket),)
+                table = np.full(int(card_all[const_bucket]), float(table.reshape(-1)[0]))
             scopes.append(scope)
             tables.append(table.reshape(-1))
             buckets.append(max(scope, key=lambda v: depth[v]))
@@ -178,6 +188,33 @@ class FactorEvaluator:
         xs = np.asarray(x, dtype=np.int64)
         flat_idx = self.offsets[idx] + (xs[self.scope_pad[idx]] * self.strides[idx]).sum(axis=1)
         return float(self.flat[flat_idx].sum())
+
+
+def constant_bucket(wmb, model, parent):
+    """The pseudo-tree root whose WMB arc weights hold the empty-scope factors, or None.
+
+    The arc-weight contract says "the factors in var's bucket" but not where constants
+    go; this compares each root's arc weights with its own factors to find out.
+    """
+    facs = factor_arrays(model)
+    const = sum(float(t.reshape(-1)[0]) for sc, t in facs if len(sc) == 0)
+    if not any(len(sc) == 0 for sc, _ in facs) or const == 0.0:
+        return None
+    ev = FactorEvaluator(model, parent)
+    n = len(parent)
+    zero = np.zeros(n, dtype=np.int64)
+    for r in np.flatnonzero(np.asarray(parent) < 0):
+        r = int(r)
+        card = int(_cards(model)[r])
+        x = np.zeros((card, n), dtype=np.int64)
+        x[:, r] = np.arange(card)
+        idx = np.flatnonzero(ev.bucket == r)
+        own = ev.log_factor_values(x)[:, idx].sum(axis=1) if idx.size else np.zeros(card)
+        theirs = np.asarray(wmb.log_arc_weight(r, zero), dtype=float)
+        fin = np.isfinite(own) & np.isfinite(theirs)
+        if fin.any() and np.allclose(theirs[fin] - own[fin], const, atol=1e-9 * max(1.0, abs(const))):
+            return r
+    return None
 
 
 # --------------------------------------------------------------------------- fast proposal

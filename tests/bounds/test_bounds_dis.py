@@ -302,3 +302,25 @@ def test_pedigree1_bracketing_over_seeds(method):
         assert np.all(tr.log_Z_upper >= PEDIGREE1_LN_Z - 1e-3)
         ok += bool(np.all(tr.log_Z_lower <= PEDIGREE1_LN_Z + 1e-3))
     assert ok >= 10
+
+
+EDGE_MODELS = {
+    "single-var": GraphicalModel([3], [Factor((0,), np.log([1.0, 2.0, 3.0]))]),
+    "zero-Z": GraphicalModel([2, 2], [Factor((0, 1), np.full((2, 2), -np.inf))]),
+    "constant+isolated": GraphicalModel([2, 2, 1, 3], [Factor((), np.array(1.5)),
+                                                        Factor((0, 1), np.log([[1, 2], [3, 4.0]])),
+                                                        Factor((2, 3), np.log([[1, 2, 3.0]]))]),
+    "card-1": GraphicalModel([1, 2, 1], [Factor((0, 1), np.log([[1, 2.0]])), Factor((1, 2), np.log([[1], [3.0]]))]),
+}
+
+
+@pytest.mark.parametrize("name", list(EDGE_MODELS))
+@pytest.mark.parametrize("method", ["dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact"])
+def test_edge_models(name, method):
+    m = EDGE_MODELS[name]
+    lz = brute_log_z(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tr = run(m, method, time_limit=None, max_samples=50, max_expansions=20, rng=0)
+    assert not np.isnan(tr.log_Z_upper).any() and not np.isnan(tr.log_Z_lower).any()
+    assert np.all(tr.log_Z_lower <= lz + 1e-9) and np.all(tr.log_Z_upper >= lz - 1e-9)
