@@ -179,7 +179,9 @@ class WeightedMiniBucket:
     Raises
     ------
     MemoryError
-        If an explicit ``i_bound`` needs more than ``memory_mb``.
+        If an explicit ``i_bound`` needs more than ``memory_mb``, or (with
+        ``i_bound=None``) even the smallest useful i-bound (largest factor
+        scope minus one) does not fit.
     ValueError
         For a bad ``i_bound``, ``memory_mb``, ``elim_order``, ``n_iters``.
 
