@@ -113,7 +113,9 @@ def _wilson(k, n, z=1.959964):
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def run_study(*, dists=("normal", "uniform", "lognormal"), sigmas=(0.1, 1e-4, 1e-5),
