@@ -48,7 +48,6 @@ import html.entities
 import json
 import os
 import re
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from coref.blocking import name_key, normalize_name
+from sampling._atomic import atomic_path
 from coref.exceptions import MentionFormatError, SkippedRecordsWarning
 
 __all__ = ["load_mentions", "write_mentions", "MENTION_COLUMNS", "FORMATS", "LoadReport", "empty_mentions"]
@@ -847,21 +847,10 @@ def write_mentions(df, path):
     if suffix not in (".csv", ".parquet", ".pq"):
         raise ValueError(f"write_mentions: the path must end in .csv or .parquet; got {path.name!r}")
     out = df.loc[:, list(MENTION_COLUMNS)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         if suffix == ".csv":
             out = out.assign(coauthors=out["coauthors"].map(lambda c: "|".join(c)))
             out.to_csv(tmp, index=False)
         else:
             out.to_parquet(tmp, index=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path

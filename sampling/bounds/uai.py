@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 
+from .._atomic import atomic_write_text
 from ..exceptions import UAIFormatError
 from .model import Factor, GraphicalModel
 
@@ -304,17 +305,11 @@ def write_uai(path, model, *, kind="MARKOV"):
         for s in range(0, vals.size, max(row, 1)):
             out.append(" " + _fmt(vals[s:s + row]))
         out.append("")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(out) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "\n".join(out) + "\n")
 
 
 def write_evidence(path, evidence):
     """Write ``evidence`` (dict var -> value) in the UAI-2014 one-line form."""
     path = os.fspath(path)
     items = sorted((int(v), int(x)) for v, x in dict(evidence).items())
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(" ".join([str(len(items))] + [f"{v} {x}" for v, x in items]) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, " ".join([str(len(items))] + [f"{v} {x}" for v, x in items]) + "\n")

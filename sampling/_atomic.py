@@ -1,0 +1,55 @@
+"""Atomic file output: write to a temporary file in the target folder, then rename.
+
+A reader (or a run that is killed half way) sees either the old file or the
+complete new one, never a partial file. Used by every writer of the project.
+"""
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success move it over ``path``.
+
+    The temporary name keeps ``path``'s suffix, so writers that pick a format from
+    the extension (``DataFrame.to_parquet``, ``Figure.savefig``) work unchanged.
+    Parent folders are created. On any exception the temporary file is removed and
+    ``path`` is left as it was.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Final location.
+
+    Yields
+    ------
+    pathlib.Path
+        Where to write.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path, text, *, encoding="utf-8"):
+    """Write ``text`` to ``path`` atomically; return ``path`` as a ``Path``."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding=encoding)
+    return Path(path)
