@@ -7,7 +7,7 @@ by annealed Gibbs whose conditionals are subsampled with a Racing-Normal test.
 Names are imported lazily from their modules (table below) so that importing
 ``coref`` does not import Dask or scikit-learn until they are needed.
 """
-import importlib
+from sampling._cli import lazy_exports
 
 _EXPORTS = {
     "load_mentions": "coref.io",
@@ -28,16 +28,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'coref' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports('coref', _EXPORTS, globals())

@@ -8,7 +8,7 @@ sampling (DIS). Everything is in natural log (``log_Z``).
 Names are imported lazily from their modules (table below) so that importing
 ``sampling.bounds`` stays cheap.
 """
-import importlib
+from sampling._cli import lazy_exports
 
 _EXPORTS = {
     # model and I/O
@@ -33,16 +33,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'sampling.bounds' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports('sampling.bounds', _EXPORTS, globals())
