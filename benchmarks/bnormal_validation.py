@@ -11,12 +11,11 @@ Targets: |difference| < 0.02 for delta <= 0.1 and < 0.03 above; every call < 1 s
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 
 import numpy as np
 
+from sampling._atomic import atomic_path
 from sampling.bounds_normal import _b_normal_cached, b_normal, simulate_b_normal
 
 # Appendix B, Table 1 (columns pi1 = 1e-4, 1e-3, 1e-2) at the deltas below that it lists
@@ -63,11 +62,8 @@ def main(argv=None):
 
         df = pd.DataFrame(rows, columns=["pi1", "delta", "b_normal", "simulation", "difference", "tolerance",
                                          "appendix_b", "ms_per_fresh_call"])
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.out)), suffix=".csv")
-        os.close(fd)
-        df.to_csv(tmp, index=False)
-        os.replace(tmp, args.out)
+        with atomic_path(args.out) as tmp:
+            df.to_csv(tmp, index=False)
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sampling._atomic import atomic_path
 from sampling._rng import as_generator
 
 __all__ = ["DEFAULT_LOG_P", "make_rewards", "MatrixLogF", "exact_state", "run_study", "plot_study", "ALGORITHMS"]
@@ -185,25 +186,6 @@ def run_study(*, dists=("normal", "uniform", "lognormal"), sigmas=(0.1, 1e-4, 1e
     return pd.DataFrame(rows, columns=CSV_COLUMNS)
 
 
-def _atomic_write(path, write):
-    """Write via a temporary file in the same folder, then ``os.replace``."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def plot_study(df, path):
     """Figure-1 style plots: error vs delta (top row) and proportion of rewards (bottom), one column per sigma."""
     import matplotlib
@@ -240,7 +222,8 @@ def plot_study(df, path):
     fig.suptitle(f"D = {n_states}, N = {n_data}, {int(df['n_draws'].iloc[0])} draws per point; "
                  "error with 95% Wilson CI, settings without any error are not drawn", fontsize=9)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    _atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
 
 
@@ -290,7 +273,8 @@ def main(args) -> int:
         print(f"sampling synthetic: error: {exc}")
         return 2
     out = Path(args.out)
-    _atomic_write(out / "synthetic.csv", lambda tmp: df.to_csv(tmp, index=False))
+    with atomic_path(out / "synthetic.csv") as tmp:
+        df.to_csv(tmp, index=False)
     plot_study(df, out / "synthetic.png")
     with np.printoptions(precision=4):
         print(df[["dist", "sigma", "algorithm", "delta", "error_rate", "error_ci_high", "mean_fraction",
