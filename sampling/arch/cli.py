@@ -37,7 +37,7 @@ def add_arguments(parser):
     parser.add_argument("--method", choices=["subsampled", "exact", "both"], default="subsampled",
                         help="subsampled (racing) chain, exact chain, or both on the same "
                              "adjusted prior (default: %(default)s)")
-    parser.add_argument("--iterations", type=int, default=2500,
+    parser.add_argument("--iterations", type=int, default=5000,
                         help="sweeps per chain after the adjusted prior is fixed (default: %(default)s)")
     parser.add_argument("--warmup", type=int, default=1000,
                         help="Wang-Landau / step-size adaptation sweeps per chain (default: %(default)s)")
@@ -49,6 +49,8 @@ def add_arguments(parser):
                              "chains, or the Laplace fits of the paper (default: %(default)s)")
     parser.add_argument("--pilot", type=int, default=2000,
                         help="pilot MALA steps per model for --pseudo-prior pilot (default: %(default)s)")
+    parser.add_argument("--grad-batch", type=int, default=4000,
+                        help="SGLD mini-batch size (default: %(default)s)")
     parser.add_argument("--check-every", type=int, default=0,
                         help="measure racing error rates on every k-th sweep (0: off)")
     parser.add_argument("--seed", type=int, default=20160619, help="random seed (default: %(default)s)")
@@ -235,6 +237,7 @@ def main(args):
                 n_warmup=args.warmup, n_chains=args.chains, delta=args.delta, rng=seed,
                 check_every=args.check_every, log_adjusted_prior=fixed,
                 pseudo_prior=args.pseudo_prior, n_pilot=args.pilot, pseudo_priors=pseudo,
+                grad_batch=args.grad_batch,
                 progress=not args.no_progress, checkpoint=str(out / f"checkpoint_{m}.pkl"),
                 resume=args.resume, name=note.split(";")[0])
             if fixed is None:  # the second chain reuses the same product-space target
