@@ -378,3 +378,16 @@ def test_infer_blocks_passes_gibbs_params(monkeypatch):
     model = StandInModel().fit(df)
     res = pipeline.infer_blocks(df, model, n_sweeps=2, gibbs_params={"t_end": 0.01})
     assert seen == [0.01, 0.01] and [r.block for r in res] == ["Block_0", "Block_1"]
+
+
+@pytest.mark.slow
+def test_real_shipped_data_default_run(tmp_path):
+    # what `coref run` does by default (a few minutes on 2 cores)
+    pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
+    res = pipeline.run(out=tmp_path, progress=False)
+    m = res.metrics
+    assert m["data"]["n_mentions"] == 7026 and m["data"]["n_blocks"] == 108 and m["data"]["n_skipped"] == 0
+    assert m["settings"]["folds"] == 5 and set(m["samplers"]) == {"racing", "exact"}
+    for s in ("racing", "exact"):
+        assert m["samplers"][s]["b3_f1"] > 0.7
+    assert m["factor_eval_ratio_exact_over_racing"] > 1.2
