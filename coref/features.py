@@ -391,9 +391,9 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
     comp3 = _components([sorted({(t.split()[0][0] + " " + t.split()[-1]) for t in toks})
                          for toks in co_lists], 1)
     comp1_logsize = np.log(np.bincount(comp1, minlength=max(n, 1))[comp1].astype(np.float64))
-    pt = _profiles(comp1, ti_ptr, ti_ids, ti_w, top=30)
-    pv = _profiles(comp1, ve_ptr, ve_ids, ve_w, top=10)
-    pa = _profiles(comp1, af_ptr, af_ids, af_w, top=10)
+    pt = _profiles(comp1, ti_ptr, ti_ids, ti_w, top=80)
+    pv = _profiles(comp1, ve_ptr, ve_ids, ve_w, top=25)
+    pa = _profiles(comp1, af_ptr, af_ids, af_w, top=25)
     comp_ymin = np.full(n, -1, dtype=np.int32)
     comp_ymax = np.full(n, -1, dtype=np.int32)
     for r in range(n):
