@@ -120,6 +120,19 @@ class GibbsCoref:
     wall_s_ : float
         Wall-clock seconds of ``fit``.
 
+    Notes
+    -----
+    Paper symbols: arm y = candidate cluster, N_y = |C_y \ {i}|, T_y = rewards drawn,
+    D = number of candidate clusters + 1 (new cluster), t* = the largest number of
+    mini-batch rounds any arm needs to exhaust its population.  Rewards are
+    f_theta(x_i, x_j) / tau; the Gumbel g_y is not scaled (Gumbel-max over S_y / tau).
+    The second mini-batch is (N_y - 3) // 10 but at least 1 (Appx. C.3 writes
+    ``(|C_y| - 3)/10 ∧ 1``); Eq. 26 is used as the standard error of the difference of
+    two independent totals, (se_x^2 + se_y^2)^(1/2).  ``n_factor_evals_`` counts every
+    f_theta evaluated: n - 1 per step for the exact sampler, the sum of T_y for racing.
+    Both samplers use the same random-number streams, so with ``first_batch`` at least
+    the block size they give identical clusters.
+
     References
     ----------
     .. [1] Chen & Ghahramani (2016), "Scalable discrete sampling as a multi-armed

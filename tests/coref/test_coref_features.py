@@ -59,6 +59,15 @@ def test_hand_features():
     # (1, 2): mention 2 has no coauthors, no year, no affiliation
     assert phi[2, 4] == 1.0 and phi[2, 14] == 1.0 and phi[2, 10] == 1.0 and phi[2, 0] == 0.0
     assert phi[2, 15] == 0.5
+    # coauthor-graph components: a, b, d are linked through Jiawei Han; c is alone
+    assert phi[0, 17] == 1.0 and phi[1, 17] == 1.0 and phi[2, 17] == 0.0
+    assert phi[0, 19] == pytest.approx(np.log(3.0))
+    assert phi[2, 20] == 0.0  # no title word in common between the two components
+    # block constants: log n and the component fraction (3 components of 5 mentions)
+    assert np.all(phi[:, 27] == pytest.approx(np.log(5.0)))
+    assert np.all(phi[:, 28] == pytest.approx(3 / 5))
+    # interaction copies: phi[33 + k] = phi[k] * same_comp1
+    np.testing.assert_array_equal(phi[:, 33:], phi[:, :33] * phi[:, [17]])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
