@@ -122,7 +122,7 @@ class GibbsCoref:
 
     Notes
     -----
-    Paper symbols: arm y = candidate cluster, N_y = |C_y \ {i}|, T_y = rewards drawn,
+    Paper symbols: arm y = candidate cluster, N_y = |C_y minus {i}|, T_y = rewards drawn,
     D = number of candidate clusters + 1 (new cluster), t* = the largest number of
     mini-batch rounds any arm needs to exhaust its population.  Rewards are
     f_theta(x_i, x_j) / tau; the Gumbel g_y is not scaled (Gumbel-max over S_y / tau).
