@@ -93,13 +93,16 @@ _STOP = frozenset(
 )
 _AFFIL_STOP = frozenset("of the and at in for dept department univ university".split())
 _WORD_RE = re.compile(r"[a-z0-9]+")
+# placeholder strings some sources use for a missing field (AMiner writes "null")
+_MISSING = frozenset({"null", "none", "nan", "n/a", "na", "unknown"})
 
 
 def _ascii_lower(text) -> str:
     if text is None or (isinstance(text, float) and math.isnan(text)) or text is pd.NA:
         return ""
     text = unicodedata.normalize("NFKD", str(text))
-    return text.encode("ascii", "ignore").decode("ascii").lower()
+    text = text.encode("ascii", "ignore").decode("ascii").lower()
+    return "" if text.strip() in _MISSING else text
 
 
 def normalize_name(name) -> str:
