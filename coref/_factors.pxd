@@ -11,8 +11,8 @@ from libc.math cimport log, log1p, sqrt, fabs
 
 # number of pairwise features phi(x_i, x_j)
 cdef enum:
-    N_BASE = 33
-    N_FEATURES = 66
+    N_BASE = 35
+    N_FEATURES = 70
 
 cdef struct BlockData:
     Py_ssize_t n
@@ -54,6 +54,9 @@ cdef struct BlockData:
     const int* comp_ymin     # year range of each comp1 component (rows by label), -1 = none
     const int* comp_ymax
     const int* comp3         # components when coauthors are keyed by initial + last name
+    const long long* ck_ptr  # coauthors keyed by first initial + last name: CSR, sorted ids
+    const int* ck_ids
+    const double* ck_w
     # block-level constants (act as block-specific intercepts)
     double comp_frac         # number of comp1 components / n
     double title_coh         # squared norm of the mean title vector (mean pairwise cosine)
@@ -208,6 +211,10 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[30] = d.venue_coh
     phi[31] = d.affil_coh
     phi[32] = d.name_middle
+    # --- coauthors keyed by initials: shared count, and shared only through initials
+    _dot_sorted(d.ck_ptr, d.ck_ids, d.ck_w, i, j, &c, &sw)
+    phi[33] = log1p(<double>c)
+    phi[34] = phi[33] - phi[0] if phi[33] > phi[0] else 0.0
     # --- the same features again, inside one coauthor component only (separate weights)
     for k in range(N_BASE):
         phi[N_BASE + k] = phi[k] * phi[17]
@@ -241,6 +248,9 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     cdef const double[::1] pt_w = enc.pt_w, pv_w = enc.pv_w, pa_w = enc.pa_w
     cdef const int[::1] comp_ymin = enc.comp_ymin, comp_ymax = enc.comp_ymax
     cdef const int[::1] comp3 = enc.comp3
+    cdef const long long[::1] ck_ptr = enc.ck_ptr
+    cdef const int[::1] ck_ids = enc.ck_ids
+    cdef const double[::1] ck_w = enc.ck_w
     if theta.shape[0] != N_FEATURES:
         raise ValueError(f"theta must have {N_FEATURES} entries; got {theta.shape[0]}")
     d.n = enc.n
@@ -286,6 +296,9 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.comp_ymin = &comp_ymin[0]
     d.comp_ymax = &comp_ymax[0]
     d.comp3 = &comp3[0]
+    d.ck_ptr = &ck_ptr[0]
+    d.ck_ids = &ck_ids[0]
+    d.ck_w = &ck_w[0]
     d.theta = &theta[0]
     d.bias = bias
     return d

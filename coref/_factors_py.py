@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-N_BASE = 33
-N_FEATURES = 66
+N_BASE = 35
+N_FEATURES = 70
 
 
 def _dot_sorted(ptr, ids, w, i, j):
@@ -124,6 +124,9 @@ def block_phi(enc, i, j):
     phi[27] = log_n
     for k in range(5):
         phi[28 + k] = float(enc.block_stats[k])
+    _, c3, _ = _dot_sorted(enc.ck_ptr, enc.ck_ids, enc.ck_w, i, j)
+    phi[33] = math.log1p(float(c3))
+    phi[34] = phi[33] - phi[0] if phi[33] > phi[0] else 0.0
     for k in range(N_BASE):
         phi[N_BASE + k] = phi[k] * phi[17]
     return phi

@@ -45,7 +45,9 @@ Features phi(x_i, x_j) (``FEATURE_NAMES``, in kernel order):
  30   venue_coherence     same for venue vectors               (block constant)
  31   affil_coherence     same for affiliation vectors (mentions with one) (block constant)
  32   name_middle         fraction of names with 3+ parts      (block constant)
- 33+k <name>*same_comp1   feature k times same_comp1 (separate weights inside a component)
+ 33   co_init_log_count   log(1 + shared coauthors keyed by first initial + last name)
+ 34   co_init_extra       co_init_log_count - co_log_count (matches through initials only)
+ 35+k <name>*same_comp1   feature k times same_comp1 (separate weights inside a component)
 ====  ==================  ===========================================================
 
 Word IDF for titles, venues and affiliations comes from a :class:`Vocabulary`
@@ -80,7 +82,7 @@ FEATURE_NAMES = (
     "comp_title_cos", "comp_venue_cos", "comp_affil_cos",
     "comp_year_gap", "mention_comp_title", "comp_logsizes", "same_comp_initials",
     "log_n", "comp_frac", "title_coherence", "venue_coherence", "affil_coherence",
-    "name_middle",
+    "name_middle", "co_init_log_count", "co_init_extra",
 )
 FEATURE_NAMES = FEATURE_NAMES + tuple(f"{name}*same_comp1" for name in FEATURE_NAMES)
 N_FEATURES = len(FEATURE_NAMES)
@@ -210,6 +212,9 @@ class EncodedBlock:
     comp_ymin: np.ndarray
     comp_ymax: np.ndarray
     comp3: np.ndarray
+    ck_ptr: np.ndarray
+    ck_ids: np.ndarray
+    ck_w: np.ndarray
     block_stats: tuple = (0.0, 0.0, 0.0, 0.0, 0.0)
     mention_id: tuple = ()
 
@@ -391,8 +396,10 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
 
     comp1 = _components(co_lists, 1)
     comp2 = _components(co_lists, 2)
-    comp3 = _components([sorted({(t.split()[0][0] + " " + t.split()[-1]) for t in toks})
-                         for toks in co_lists], 1)
+    init_lists = [sorted({(t.split()[0][0] + " " + t.split()[-1]) for t in toks})
+                  for toks in co_lists]
+    comp3 = _components(init_lists, 1)
+    ck_ptr, ck_ids, ck_w = _csr(init_lists, lambda t, c: 1.0, normalise=False)
     comp1_logsize = np.log(np.bincount(comp1, minlength=max(n, 1))[comp1].astype(np.float64))
     pt = _profiles(comp1, ti_ptr, ti_ids, ti_w, top=80)
     pv = _profiles(comp1, ve_ptr, ve_ids, ve_w, top=25)
@@ -434,6 +441,6 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
         comp1=comp1, comp2=comp2, comp1_logsize=comp1_logsize,
         pt_ptr=pt[0], pt_ids=pt[1], pt_w=pt[2], pv_ptr=pv[0], pv_ids=pv[1], pv_w=pv[2],
         pa_ptr=pa[0], pa_ids=pa[1], pa_w=pa[2], comp_ymin=comp_ymin, comp_ymax=comp_ymax,
-        comp3=comp3, block_stats=block_stats,
+        comp3=comp3, ck_ptr=ck_ptr, ck_ids=ck_ids, ck_w=ck_w, block_stats=block_stats,
         mention_id=tuple(str(m) for m in df["mention_id"].tolist()),
     )

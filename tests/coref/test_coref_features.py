@@ -66,8 +66,9 @@ def test_hand_features():
     # block constants: log n and the component fraction (3 components of 5 mentions)
     assert np.all(phi[:, 27] == pytest.approx(np.log(5.0)))
     assert np.all(phi[:, 28] == pytest.approx(3 / 5))
-    # interaction copies: phi[33 + k] = phi[k] * same_comp1
-    np.testing.assert_array_equal(phi[:, 33:], phi[:, :33] * phi[:, [17]])
+    # interaction copies: phi[nb + k] = phi[k] * same_comp1
+    nb = N_FEATURES // 2
+    np.testing.assert_array_equal(phi[:, nb:], phi[:, :nb] * phi[:, [17]])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
