@@ -49,7 +49,7 @@ def add_arguments(parser):
                              "chains, or the Laplace fits of the paper (default: %(default)s)")
     parser.add_argument("--pilot", type=int, default=2000,
                         help="pilot MALA steps per model for --pseudo-prior pilot (default: %(default)s)")
-    parser.add_argument("--grad-batch", type=int, default=4000,
+    parser.add_argument("--grad-batch", type=int, default=1000,
                         help="SGLD mini-batch size (default: %(default)s)")
     parser.add_argument("--check-every", type=int, default=0,
                         help="measure racing error rates on every k-th sweep (0: off)")
