@@ -89,13 +89,14 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--settings", default=";".join(SETTINGS), help="settings separated by ;")
     p.add_argument("--out", default="results/table1")
+    p.add_argument("--data", default=DATA, help="folder with pedigreeN.uai (default: the shared full set)")
     args = p.parse_args(argv)
     names = list(LN_Z) if args.all else args.instances.split(",")
     settings = args.settings.split(";")
     os.makedirs(os.path.join(args.out, "traces"), exist_ok=True)
     rows = []
     for name in names:
-        model = read_uai(os.path.join(DATA, name + ".uai"))
+        model = read_uai(os.path.join(args.data, name + ".uai"))
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -10,6 +10,7 @@ from sampling.bounds.aobfs import AOBFS
 from sampling.bounds.dis import run
 from sampling.bounds.importance import (BruteForceHeuristic, FactorEvaluator, ImportanceAccumulator,
                                         sample_search_tree)
+from sampling._data import data_path
 from sampling.bounds.model import Factor, GraphicalModel
 
 PEDIGREE1_LN_Z = -32.4830  # SOURCES.md (our VE: log10 Z = -14.107169)
@@ -189,7 +190,7 @@ def test_biased_weights_are_caught():
 def test_run_on_pedigree1_brackets_known_value():
     from sampling.bounds.uai import read_uai
 
-    m = read_uai("/work/shared/data/uai/pedigree/pedigree1.uai")
+    m = read_uai(data_path("uai", "pedigree", "pedigree1.uai"))
     from sampling.bounds.wmb import WeightedMiniBucket
 
     with warnings.catch_warnings():
@@ -291,7 +292,7 @@ def test_pedigree1_bracketing_over_seeds(method):
     from sampling.bounds.uai import read_uai
     from sampling.bounds.wmb import WeightedMiniBucket
 
-    m = read_uai("/work/shared/data/uai/pedigree/pedigree1.uai")
+    m = read_uai(data_path("uai", "pedigree", "pedigree1.uai"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         w = WeightedMiniBucket(m, i_bound=8, n_iters=3).fit()
