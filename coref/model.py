@@ -98,6 +98,9 @@ class PairwiseModel:
         (see module docstring).
     shift_grid : sequence of float
         Candidate shifts for ``bias_shift="auto"``.
+    shift_tol : float, default 0.005
+        With ``"auto"``, the smallest |shift| whose training B3 F1 is within
+        ``shift_tol`` of the best is chosen.
     tune_sweeps : int, default 12
         Exact Gibbs sweeps per candidate shift when tuning.
     tune_max_blocks : int, default 40
@@ -123,12 +126,13 @@ class PairwiseModel:
 
     def __init__(self, *, C=0.1, max_pairs_per_block=3000, class_weight=None,
                  bias_shift="auto", shift_grid=(0.0, 0.5, 1.0),
-                 tune_sweeps=12, tune_max_blocks=40, random_state=0):
+                 shift_tol=0.005, tune_sweeps=12, tune_max_blocks=40, random_state=0):
         self.C = C
         self.max_pairs_per_block = max_pairs_per_block
         self.class_weight = class_weight
         self.bias_shift = bias_shift
         self.shift_grid = shift_grid
+        self.shift_tol = shift_tol
         self.tune_sweeps = tune_sweeps
         self.tune_max_blocks = tune_max_blocks
         self.random_state = random_state
@@ -242,7 +246,11 @@ class PairwiseModel:
                 scores[float(s)].append((len(test), _b3_f1(pred, test["gold"].astype(str).to_numpy())))
         avg = {s: (sum(n * f for n, f in v) / sum(n for n, _ in v) if v else 0.0)
                for s, v in scores.items()}
-        best = max(avg, key=lambda s: (avg[s], -abs(s)))
+        top = max(avg.values())
+        # the smallest |shift| whose score is within shift_tol of the best (the inner
+        # B3 estimates are noisy; do not move the calibrated intercept for noise)
+        near = [s for s in avg if avg[s] >= top - float(self.shift_tol)]
+        best = min(near, key=lambda s: (abs(s), s))
         return float(best), avg
 
     # ------------------------------------------------------------------ factors
