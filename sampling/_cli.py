@@ -10,12 +10,18 @@ import os
 import sys
 
 
-def build_parser(prog, description, subcommands):
-    """An ``argparse`` parser with one sub-parser per entry of ``subcommands``."""
+def build_parser(prog, description, subcommands, *, only=None):
+    """An ``argparse`` parser with one sub-parser per entry of ``subcommands``.
+
+    Only the module of sub-command ``only`` is imported (all of them when ``only``
+    is None), so one broken or slow-to-import module does not affect the others.
+    """
     parser = argparse.ArgumentParser(prog=prog, description=description)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_) in subcommands.items():
         p = sub.add_parser(name, help=help_, description=help_)
+        if only is not None and name != only:
+            continue
         try:
             mod = importlib.import_module(module)
         except ImportError as exc:
@@ -28,7 +34,9 @@ def build_parser(prog, description, subcommands):
 
 def route(prog, description, subcommands, argv=None):
     """Parse ``argv`` and run the chosen sub-command; return its exit code."""
-    args = build_parser(prog, description, subcommands).parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    only = argv[0] if argv and argv[0] in subcommands else None
+    args = build_parser(prog, description, subcommands, only=only).parse_args(argv)
     if getattr(args, "_missing", None):
         print(args._missing, file=sys.stderr)
         return 2

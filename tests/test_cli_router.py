@@ -9,6 +9,21 @@ def test_route_reports_missing_module(capsys):
     assert "prog x: not available" in capsys.readouterr().err
 
 
+def test_route_imports_only_the_chosen_subcommand(capsys):
+    table = {"ok": ("tests_cli_fake_ok", "fine"), "broken": ("no_such_module_xyz", "broken")}
+    import sys
+    import types
+
+    mod = types.ModuleType("tests_cli_fake_ok")
+    mod.add_arguments = lambda p: p.add_argument("--n", type=int, default=1)
+    mod.main = lambda args: args.n + 40
+    sys.modules["tests_cli_fake_ok"] = mod
+    try:
+        assert route("prog", "desc", table, ["ok", "--n", "2"]) == 42
+    finally:
+        del sys.modules["tests_cli_fake_ok"]
+
+
 def test_lazy_exports_resolves_and_caches():
     ns = {}
     getattr_, dir_ = lazy_exports("pkg", {"sqrt": "math"}, ns)
