@@ -19,12 +19,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from sampling._atomic import atomic_path
+from sampling._atomic import atomic_write_text as _atomic_write_text
 
 __all__ = [
     "atomic_write",
@@ -51,10 +52,13 @@ _LABELS = {"racing": "Racing-Normal Gibbs (sub)", "exact": "exact Gibbs"}
 def atomic_write(path, mode="w", **open_kwargs):
     """Open a temporary file beside ``path``; move it over ``path`` on success.
 
+    A file-object front end to :func:`sampling._atomic.atomic_path`, the project's
+    one atomic-write helper.
+
     Parameters
     ----------
     path : str or os.PathLike
-        Final location. Its directory must exist.
+        Final location (parent folders are created).
     mode : {"w", "wb"}
         Text or binary.
     **open_kwargs
@@ -65,36 +69,24 @@ def atomic_write(path, mode="w", **open_kwargs):
     file object
         Write the content to it. If the block raises, the temporary file is removed
         and ``path`` is left untouched.
+
+    Raises
+    ------
+    ValueError
+        If ``mode`` is not "w" or "wb".
     """
-    path = Path(path)
     if mode not in ("w", "wb"):
         raise ValueError(f"the mode parameter of atomic_write must be 'w' or 'wb'; got {mode!r} instead")
     if mode == "w":
         open_kwargs.setdefault("encoding", "utf-8")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode, **open_kwargs) as fh:
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **open_kwargs) as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def atomic_write_text(path, text):
     """Write ``text`` (UTF-8) to ``path`` atomically."""
-    with atomic_write(path, "w") as fh:
-        fh.write(text)
+    _atomic_write_text(path, text)
 
 
 def _jsonable(obj):
@@ -167,8 +159,8 @@ def plot_curves(curves, path, *, x="n_factor_evals"):
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
     fig.subplots_adjust(left=0.14, right=0.97, bottom=0.13, top=0.91)  # tight_layout costs ~0.4 s a figure
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
 
 
 def _fmt_int(v):

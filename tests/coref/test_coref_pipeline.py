@@ -153,7 +153,7 @@ def test_run_end_to_end_outputs_and_metrics(stand_ins, tiny_csv, tmp_path):
     names = {p.name for p in out.iterdir()}
     assert {"clusters.csv", "curves.csv", "metrics.json", "report.md",
             "b3_f1_vs_factor_evals.png", "b3_f1_vs_sweeps.png"} <= names
-    assert not [n for n in names if n.endswith(".tmp")]
+    assert not [n for n in names if ".tmp" in n]
 
     clusters = pd.read_csv(out / "clusters.csv", dtype={"gold": "string"})
     assert list(clusters.columns) == CLUSTER_COLUMNS

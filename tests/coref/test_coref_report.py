@@ -37,7 +37,7 @@ def _curves():
 
 
 def _leftovers(d):
-    return [p.name for p in d.iterdir() if p.name.endswith(".tmp")]
+    return [p.name for p in d.iterdir() if ".tmp" in p.name]
 
 
 def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
@@ -68,7 +68,7 @@ def test_atomic_write_failure_in_replace_keeps_old_content(tmp_path, monkeypatch
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(report.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         report.write_json(target, {"new": 2})
     assert json.loads(target.read_text()) == {"old": 1}
