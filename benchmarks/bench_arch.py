@@ -86,6 +86,12 @@ def main(argv=None):
     print(f"racing error rates: Gibbs {a.gibbs_error_rate} ({a.n_gibbs_checks} checks), "
           f"MH {a.mh_error_rate} ({a.n_mh_checks} checks)")
     print(f"wall: subsampled {a.wall_time_s:.0f} s, exact {b.wall_time_s:.0f} s")
+    for res in (a, b):
+        n_sw = res.q_trace.size
+        comp = {k: v / n_sw / res.n_data for k, v in res.evals_by_component.items()}
+        print(f"terms per sweep / N, {res.method}: total {res.n_loglik_evals_sampling / n_sw / res.n_data:.2f}"
+              + "".join(f", {k} {v:.2f}" for k, v in comp.items())
+              + f"; acceptance {np.round(res.acceptance_rate, 3).tolist()}")
     summary.update(tv_posterior=tv, tv_adjusted_posterior=tv_adj,
                    posterior_se_subsampled=se(a).tolist(), posterior_se_exact=se(b).tolist())
     if args.wl_compare:

@@ -472,14 +472,18 @@ def step(ctx, st, *, method, grad_batch, delta, first_batch, stats, check_every=
             st.xs[k] = ctx.pseudo[k].sample(st.rng)
     gamma = 1.0 / (1.0 + st.t / 100.0)
     n_acc = 0
+    e0 = stats["n_evals"]
     for _ in range(n_mh):
         acc = _langevin(ctx, st, j, method=method, grad_batch=grad_batch, delta=delta,
                         first_batch=first_batch, stats=stats, check=check)
         n_acc += int(acc)
         if adapt_step:
             st.log_step[j] += gamma * ((1.0 if acc else 0.0) - target_accept)
+    e1 = stats["n_evals"]
     j_new = _gibbs_q(ctx, st, method=method, delta=delta, first_batch=first_batch,
                      stats=stats, check=check)
+    stats["param_evals"] = stats.get("param_evals", 0) + (e1 - e0)
+    stats["gibbs_evals"] = stats.get("gibbs_evals", 0) + (stats["n_evals"] - e1)
     if j_new != j:
         st.cache = None
     st.q_idx = j_new
@@ -527,7 +531,8 @@ def pilot_pseudo_priors(ctx, rng, n_pilot, *, method, grad_batch, delta, first_b
 def new_stats():
     """Counters of one chain: likelihood terms evaluated and racing-error checks."""
     return {"n_evals": 0, "check_evals": 0, "gibbs_checks": 0, "gibbs_errors": 0,
-            "mh_checks": 0, "mh_errors": 0, "n_accept": 0, "n_mh": 0, "wall_s": 0.0}
+            "mh_checks": 0, "mh_errors": 0, "n_accept": 0, "n_mh": 0, "wall_s": 0.0,
+            "param_evals": 0, "gibbs_evals": 0}
 
 
 def run_chain(ctx, st, n_iter, *, method, grad_batch, delta, first_batch,
@@ -631,6 +636,9 @@ class ARCHSelection:
     returns_mean, returns_scale : float
         The standardisation applied (``z = (r - mean) / scale``).
     wall_time_s : float
+    evals_by_component : dict
+        Fixed-phase likelihood terms split into ``"param"`` (Langevin-MH moves on
+        the current model) and ``"gibbs"`` (the q update), all chains.
     """
 
     orders: tuple
@@ -663,6 +671,7 @@ class ARCHSelection:
     returns_mean: float = 0.0
     returns_scale: float = 1.0
     wall_time_s: float = 0.0
+    evals_by_component: dict = field(default_factory=dict)
 
     @property
     def evals_per_ess(self):
@@ -694,6 +703,7 @@ class ARCHSelection:
             "laplace_log_evidence": self.laplace_log_evidence.tolist(),
             "n_data": self.n_data, "n_outliers": self.n_outliers,
             "n_setup_evals": self.n_setup_evals,
+            "evals_by_component": dict(self.evals_by_component),
             "returns_mean": self.returns_mean, "returns_scale": self.returns_scale,
             "wall_time_s": self.wall_time_s,
             "map_params": {str(q): {"alpha": a.tolist(), "nu": nu}
@@ -1036,5 +1046,7 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
         map_params={q: m.constrained(lap.mean) for q, m, lap in zip(orders, models, laplaces)},
         n_data=ctx.n_data, n_outliers=int(ctx.outliers.shape[0]),
         n_setup_evals=int(saved["stats_p"]["n_evals"]), pseudo_priors=list(ctx.pseudo),
+        evals_by_component={k: int(sum(s.get(f"{k}_evals", 0) for s in ss))
+                             for k in ("param", "gibbs")},
         returns_mean=mu, returns_scale=sc, wall_time_s=time.perf_counter() - t_start,
     )

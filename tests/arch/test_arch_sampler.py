@@ -126,6 +126,7 @@ def test_select_order_runs_and_accounts(returns, method, pseudo):
     assert res.log_adjusted_prior_trace.shape == (2, 100, D)
     assert np.all(np.diff(res.n_evals_trace, axis=1) > 0)
     assert res.n_loglik_evals == res.n_evals_trace[:, -1].sum()
+    assert sum(res.evals_by_component.values()) == res.n_loglik_evals_sampling
     assert np.all((res.acceptance_rate > 0.05) & (res.acceptance_rate < 0.95))
     n = res.n_data
     per_sweep = res.n_loglik_evals_sampling / 300
