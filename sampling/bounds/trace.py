@@ -108,9 +108,9 @@ class BoundTrace:
         df.attrs["meta"] = dict(self.meta)
         return df
 
-    def area(self, *, t_end=None, log_Z_floor=None, t_start=None):
+    def area(self, *, t_end=None, log_Z_floor=None, t_start=None, log_time=False):
         """Area between ln upper and ln lower over time (Table 1 of [1]_); see :func:`bound_area`."""
-        return bound_area(self, t_end=t_end, log_Z_floor=log_Z_floor, t_start=t_start)
+        return bound_area(self, t_end=t_end, log_Z_floor=log_Z_floor, t_start=t_start, log_time=log_time)
 
     # ------------------------------------------------------------------- I/O
     def to_csv(self, path):
@@ -168,7 +168,7 @@ def _jsonable(d):
     return out
 
 
-def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
+def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None, log_time=False):
     """Area between the ln upper and ln lower bound over time (Table 1 of [1]_).
 
     The bounds are step functions (each record holds until the next); the last record
@@ -187,17 +187,22 @@ def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
         Start of the window (default: the first record time). Before the first record
         the gap is ``meta["log_Z_wmb"] - log_Z_floor`` when the WMB bound is known (every
         method starts from the WMB bound and the common floor), else the first record's.
+    log_time : bool, default False
+        Integrate over ln t instead of t (the x-axis of Fig. 3 of [1]_, which weighs the
+        early, loose part of a run as much as the late part); needs ``t_start > 0``
+        (records before ``t_start`` only set the gap held at ``t_start``).
 
     Returns
     -------
     float
-        Area in nats x seconds; ``inf`` if the lower bound is ``-inf`` somewhere in the
-        window.
+        Area in nats x seconds (nats x ln-seconds with ``log_time``); ``inf`` if the
+        lower bound is ``-inf`` somewhere in the window.
 
     Raises
     ------
     ValueError
-        If the window is empty or the trace has no record.
+        If the window is empty, the trace has no record, or ``log_time`` is set without
+        a positive ``t_start``.
     """
     if len(trace) == 0:
         raise ValueError("cannot compute the area of an empty trace")
@@ -206,6 +211,9 @@ def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
     t1 = float(t[-1]) if t_end is None else float(t_end)
     if not t1 >= t0:
         raise ValueError(f"t_end ({t1}) must be >= t_start ({t0})")
+    if log_time and not t0 > 0:
+        raise ValueError(f"log_time needs t_start > 0; got {t0}")
+    clock = np.log if log_time else (lambda v: np.asarray(v, dtype=float))
     if log_Z_floor is None:
         log_Z_floor = trace.meta.get("log_Z_floor")
     floor = -math.inf if log_Z_floor is None else float(log_Z_floor)
@@ -215,7 +223,7 @@ def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
     starts = np.clip(t, t0, t1)
     ends = np.clip(ends, t0, t1)
     # before the first record: hold the first record's gap
-    width = ends - starts
+    width = clock(ends) - clock(starts)
     total = 0.0
     for w, g in zip(width, gap):
         if w > 0:
@@ -226,7 +234,7 @@ def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None):
         u0 = trace.meta.get("log_Z_wmb")
         if u0 is not None and not isinstance(u0, str):
             g0 = max(float(u0) - floor, 0.0)
-        total += (min(float(t[0]), t1) - t0) * g0
+        total += float(clock(min(float(t[0]), t1)) - clock(t0)) * g0
     return float(total)
 
 

@@ -25,6 +25,17 @@ def test_area_of_step_functions_by_hand():
     assert bound_area(tr, t_end=6.0, t_start=3.0) == pytest.approx(4 + 2)
 
 
+def test_area_over_log_time_by_hand():
+    tr = make_trace([1.0, 2.0, 4.0], [10.0, 8.0, 7.0], [0.0, 4.0, 6.0], meta={"log_Z_floor": -1.0})
+    # gaps 10 on [1,2), 4 on [2,4), 1 on [4,8) in ln t
+    assert bound_area(tr, t_start=1.0, t_end=8.0, log_time=True) == pytest.approx(
+        10 * math.log(2) + 4 * math.log(2) + 1 * math.log(2))
+    # before the first record: the first gap (no WMB bound in meta), over [0.5, 1)
+    assert tr.area(t_start=0.5, t_end=2.0, log_time=True) == pytest.approx(20 * math.log(2))
+    with pytest.raises(ValueError, match="t_start > 0"):
+        bound_area(tr, t_start=0.0, t_end=8.0, log_time=True)
+
+
 def test_area_floor_and_infinite_lower():
     tr = make_trace([0.0, 1.0], [5.0, 5.0], [-math.inf, 3.0])
     assert bound_area(tr, t_end=2.0) == math.inf
