@@ -881,6 +881,7 @@ def add_arguments(parser):
                         help="reuse per-block results checkpointed in DIR/.checkpoint by an earlier run")
     parser.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping it")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
 
 def main(args):
@@ -892,6 +893,8 @@ def main(args):
                      workers=args.workers, scheduler=args.scheduler, seed=args.seed, delta=args.delta,
                      n_sweeps=args.n_sweeps, resume=args.resume, strict=args.strict, progress=not args.quiet)
     except (FileNotFoundError, NotADirectoryError, MentionFormatError, ValueError, TypeError, ConnectionError) as exc:
+        if getattr(args, "debug", False):
+            raise
         print(f"coref run: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

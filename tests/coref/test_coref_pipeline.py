@@ -323,6 +323,8 @@ def test_cli_bad_data_is_a_clear_error(tmp_path, capsys):
     assert main(["run", "--data", str(tmp_path / "missing.xml"), "--out", str(tmp_path), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("coref run: error: --data") and "missing.xml" in err and "no such file" in err
+    with pytest.raises(FileNotFoundError, match="missing.xml"):
+        main(["run", "--data", str(tmp_path / "missing.xml"), "--out", str(tmp_path), "--quiet", "--debug"])
     bad = tmp_path / "bad.xml"
     bad.write_text("<person><publication><title>unterminated")
     assert main(["run", "--data", str(bad), "--format", "aminer", "--out", str(tmp_path), "--quiet"]) == 2
