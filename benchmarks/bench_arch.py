@@ -40,6 +40,9 @@ def main(argv=None):
     p.add_argument("--pilot", type=int, default=2000)
     p.add_argument("--pseudo-prior", default="pilot", choices=["pilot", "laplace"])
     p.add_argument("--check-every", type=int, default=1)
+    p.add_argument("--control-variate", default="taylor", choices=["taylor", "binned"])
+    p.add_argument("--outlier-fraction", type=float, default=0.2)
+    p.add_argument("--grad-batch", type=int, default=1000)
     p.add_argument("--seed", type=int, default=20160619)
     p.add_argument("--wl-compare", action="store_true")
     p.add_argument("--out", default="bench_arch_out")
@@ -50,10 +53,12 @@ def main(argv=None):
     r = load_returns()
     gen = np.random.default_rng(args.seed)
     s_wl, s_sub, s_ex, s_cmp = gen.spawn(4)
+    cv_kw = dict(control_variate=args.control_variate, outlier_fraction=args.outlier_fraction,
+                 grad_batch=args.grad_batch)
     t0 = time.perf_counter()
     wl = select_order(r, method="subsampled", n_iterations=200, n_warmup=args.wl_warmup,
                       n_chains=args.wl_chains, rng=s_wl, n_pilot=args.pilot,
-                      pseudo_prior=args.pseudo_prior)
+                      pseudo_prior=args.pseudo_prior, **cv_kw)
     print(f"set-up + Wang-Landau: {time.perf_counter() - t0:.0f} s; log pi~ = "
           f"{np.round(wl.log_adjusted_prior, 2).tolist()}; pilot terms = {wl.n_setup_evals:,}")
     results = {}
@@ -62,7 +67,7 @@ def main(argv=None):
                            n_chains=args.chains, rng=seed,
                            check_every=args.check_every if m == "subsampled" else 0,
                            log_adjusted_prior=wl.log_adjusted_prior,
-                           pseudo_priors=wl.pseudo_priors, progress=True)
+                           pseudo_priors=wl.pseudo_priors, progress=True, **cv_kw)
         results[m] = res
         _print_result(res)
     summary = write_outputs(results, out, data_note="shipped SPY 1-min 2011-01")
@@ -99,7 +104,7 @@ def main(argv=None):
         for m in ("subsampled", "exact"):
             runs[m] = select_order(r, method=m, n_iterations=50, n_warmup=args.wl_warmup,
                                    n_chains=args.wl_chains, rng=s_cmp, prior_init="uniform",
-                                   pseudo_priors=wl.pseudo_priors, progress=True)
+                                   pseudo_priors=wl.pseudo_priors, progress=True, **cv_kw)
             final = runs[m].log_adjusted_prior_trace[:, -1]
             print(f"WL from uniform, {m}: {runs[m].n_loglik_evals:,} terms; final log pi~ "
                   f"(chain mean) {np.round(final.mean(axis=0), 2).tolist()}")

@@ -51,6 +51,11 @@ def add_arguments(parser):
                         help="pilot MALA steps per model for --pseudo-prior pilot (default: %(default)s)")
     parser.add_argument("--grad-batch", type=int, default=1000,
                         help="SGLD mini-batch size (default: %(default)s)")
+    parser.add_argument("--control-variate", choices=["taylor", "binned"], default="taylor",
+                        help="racing control variate: per-term Taylor expansion at the MAP, or "
+                             "the paper's 10x10 binned proxies (default: %(default)s)")
+    parser.add_argument("--outlier-fraction", type=float, default=0.2,
+                        help="share of terms always evaluated exactly (default: %(default)s)")
     parser.add_argument("--check-every", type=int, default=0,
                         help="measure racing error rates on every k-th sweep (0: off)")
     parser.add_argument("--seed", type=int, default=20160619, help="random seed (default: %(default)s)")
@@ -237,7 +242,8 @@ def main(args):
                 n_warmup=args.warmup, n_chains=args.chains, delta=args.delta, rng=seed,
                 check_every=args.check_every, log_adjusted_prior=fixed,
                 pseudo_prior=args.pseudo_prior, n_pilot=args.pilot, pseudo_priors=pseudo,
-                grad_batch=args.grad_batch,
+                grad_batch=args.grad_batch, control_variate=args.control_variate,
+                outlier_fraction=args.outlier_fraction,
                 progress=not args.no_progress, checkpoint=str(out / f"checkpoint_{m}.pkl"),
                 resume=args.resume, name=note.split(";")[0])
             if fixed is None:  # the second chain reuses the same product-space target

@@ -38,8 +38,11 @@ def ctx(returns):
     return S.ChainContext(z, ORDERS, laps)
 
 
-def test_control_variate_mean_is_exact_and_reduces_variance(ctx):
+@pytest.mark.parametrize("kind", ["binned", "taylor"])
+def test_control_variate_mean_is_exact_and_reduces_variance(ctx, kind):
     rng = np.random.default_rng(0)
+    if kind == "taylor":
+        ctx = S.ChainContext(ctx.models[0].r, ORDERS, ctx.laplaces, control_variate="taylor")
     for j in range(ctx.D):
         x = ctx.laplaces[j].sample(rng)
         res, l = ctx.cv_rewards(j, x, ctx.inliers)
