@@ -22,15 +22,23 @@ Implements Chen & Ghahramani (2016), Sec. 5.2 and Appx. C.2 (Eq. 25):
   ``1 / (1 + t / 100)`` on ``log pi~`` during warm-up, then fixed; the reported
   posterior is ``p(q | r) ∝ p~(q | r) pi_q / pi~_q`` (uniform ``pi``).
 
-Control variates (Eq. 11, Appx. C.2): for each model the 2-D points
-``z_t = (r_t, s_t)`` (``s_t`` the conditional variance at the MAP) are cut into
-10 x 10 bins at the marginal deciles; reference point of a bin = its mean. The
-Taylor proxy ``h_t`` expands ``l_t = f(r_t, s_t(x))`` to second order in
-``(r_t, s_t)`` around the bin's reference; its population mean follows from the
-per-bin means and covariances of ``(r_t, r_{t-1}^2, ..., r_{t-q}^2)``. The
-``outlier_fraction`` (20 %) of points farthest from their reference (largest over
-models, in units of each coordinate's standard deviation) are always evaluated
-exactly; racing subsamples the remaining points.
+Control variates (Eq. 11) for the racing tests, ``control_variate=``:
+
+* ``"taylor"`` (default): each term's second-order Taylor expansion in
+  ``(alpha, nu)`` around the model's MAP, ``h_t = l_t0 + gamma_t0 . Delta +
+  Delta^T J_t Delta / 2``; its population mean follows exactly from sums
+  precomputed once (:class:`GradientCV`, which also supplies the SGLD gradient's
+  control variate);
+* ``"binned"`` (paper Appx. C.2): for each model the 2-D points ``z_t = (r_t, s_t)``
+  (``s_t`` the conditional variance at the MAP) are cut into 10 x 10 bins at the
+  marginal deciles; reference point of a bin = its mean; ``h_t`` expands
+  ``l_t = f(r_t, s_t(x))`` to second order in ``(r_t, s_t)`` around the bin's
+  reference, with population mean from the per-bin means and covariances of
+  ``(r_t, r_{t-1}^2, ..., r_{t-q}^2)``.
+
+The ``outlier_fraction`` (20 %) of points farthest from their bin reference
+(largest over models, in units of each coordinate's standard deviation) are always
+evaluated exactly (terms and gradients); racing subsamples the remaining points.
 """
 from __future__ import annotations
 
@@ -820,8 +828,14 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
         Candidate orders; every model conditions on the first ``max(orders)`` points.
     method : {"subsampled", "exact"}
         ``"subsampled"``: Racing-Normal Gibbs for q and SGLD + Racing-Normal MH for
-        the parameters (paper Sec. 5.2); ``"exact"``: the same chain with
-        full-data conditionals (exact Gibbs, MALA).
+        the parameters (paper Sec. 5.2): the outliers' terms and gradients are
+        exact, the inliers' log-likelihood sums are raced with the control
+        variates, the inliers' gradient sum is the linearised control variate plus
+        a ``grad_batch`` mini-batch estimate of its remainder. ``"exact"``: the
+        same chain with full-data conditionals: exact Gumbel-max Gibbs over all
+        ``N`` terms of every model, and the same whitened Langevin proposal with
+        the exact full-data gradient and the exact MH ratio (MALA); same
+        step-size adaptation, Wang-Landau and pseudo-priors.
     n_iterations : int
         Sweeps per chain with the adjusted prior fixed (the sample).
     n_warmup : int
