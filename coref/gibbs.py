@@ -101,7 +101,8 @@ class GibbsCoref:
     record_history : bool, default True
         Keep ``labels_history_``.
     buffer_size : int, default 65536
-        Length of the pre-drawn random-number buffers (refilled as needed).
+        Largest length of the pre-drawn random-number buffers (refilled as needed);
+        a block of n mentions uses at most ``4 n (n + 1)``.
 
     Attributes
     ----------
@@ -281,7 +282,9 @@ class GibbsCoref:
         lab_hist = np.zeros((len(temps) + 1, n), np.int64) if self.record_history else None
         if lab_hist is not None:
             lab_hist[0] = labels
-        buf = max(int(self.buffer_size), 2 * (n + 1))
+        # One sweep needs about one Gumbel per candidate per mention (<= n (n + 1)); a
+        # buffer sized to the block avoids drawing 2 x buffer_size numbers for tiny blocks.
+        buf = max(min(int(self.buffer_size), 4 * n * (n + 1)), 2 * (n + 1))
         for s, tau in enumerate(temps, start=1):
             order = gen.permutation(n).astype(np.int64)
             state = np.zeros(4, np.int64)
