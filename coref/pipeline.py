@@ -32,9 +32,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from coref.report import SAMPLERS  # ("racing", "exact")
+
 __all__ = ["run", "RunResult", "BlockResult", "assign_folds", "infer_blocks", "add_arguments", "main"]
 
-SAMPLERS = ("racing", "exact")
 FORMATS = ("aminer", "han", "s2and", "crossref", "csv", "parquet")
 _REQUIRED_COLUMNS = ("mention_id", "block", "name", "coauthors", "title", "venue", "year", "affiliation", "gold")
 _CHECKPOINT_DIR = ".checkpoint"
@@ -773,7 +774,6 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
 
     # assemble
     gold = df.set_index("mention_id")["gold"]
-    block_of = df.set_index("mention_id")["block"]
     scored_blocks = labeled
     all_results = [results[(s, f, b)] for s in samplers for f in range(folds) for b in blocks_by_fold[f]]
     frames = []
@@ -824,7 +824,7 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
         "n_mentions": int(len(df)),
         "n_blocks": int(df["block"].nunique()),
         "n_skipped": int(data_desc.get("n_skipped", 0)),
-        "samplers": sampler_metrics,
+        **sampler_metrics,  # one top-level key per sampler: "racing", "exact"
         "factor_eval_ratio_exact_over_racing": (
             sampler_metrics["exact"]["n_factor_evals"] / sampler_metrics["racing"]["n_factor_evals"]
             if {"exact", "racing"} <= set(sampler_metrics) and sampler_metrics["racing"]["n_factor_evals"] > 0

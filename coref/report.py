@@ -167,20 +167,29 @@ def _fmt_int(v):
     return "-" if v is None else f"{int(v):,}"
 
 
+SAMPLERS = ("racing", "exact")
+
+
+def sampler_items(metrics):
+    """``(sampler, metrics dict)`` pairs of a metrics.json dict, racing first."""
+    return [(name, metrics[name]) for name in SAMPLERS if name in metrics]
+
+
 def format_summary(metrics):
     """A short plain-text table of the per-sampler results in ``metrics``.
 
     Parameters
     ----------
     metrics : dict
-        As written to metrics.json (key ``"samplers"``: sampler -> metrics dict).
+        As written to metrics.json (one top-level key per sampler run, ``"racing"`` and/or
+        ``"exact"``, holding that sampler's metrics dict).
 
     Returns
     -------
     str
     """
     rows = [("sampler", "B3 P", "B3 R", "B3 F1", "pair F1", "factor evals", "Gibbs s")]
-    for name, m in metrics["samplers"].items():
+    for name, m in sampler_items(metrics):
         rows.append((
             name,
             f"{m['b3_precision']:.4f}",
@@ -236,7 +245,7 @@ def render_report_md(metrics, curves):
         "| sampler | B3 precision | B3 recall | B3 F1 | pairwise F1 | factor evaluations | Gibbs wall s |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, m in metrics["samplers"].items():
+    for name, m in sampler_items(metrics):
         lines.append(
             f"| {name} | {m['b3_precision']:.4f} | {m['b3_recall']:.4f} | {m['b3_f1']:.4f} | "
             f"{m['pairwise_f1']:.4f} | {_fmt_int(m['n_factor_evals'])} | {m['wall_s']:.1f} |"
@@ -255,7 +264,7 @@ def render_report_md(metrics, curves):
         "| sampler | fold | blocks | scored mentions | B3 F1 | pairwise F1 | factor evaluations |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, m in metrics["samplers"].items():
+    for name, m in sampler_items(metrics):
         for f in m.get("folds", []):
             b3f = "-" if f.get("b3_f1") is None else f"{f['b3_f1']:.4f}"
             pf = "-" if f.get("pairwise_f1") is None else f"{f['pairwise_f1']:.4f}"

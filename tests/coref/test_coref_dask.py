@@ -52,7 +52,7 @@ def test_dask_run_equals_local_run(client, tmp_path):
     pd.testing.assert_frame_equal(local.clusters, dask.clusters)
     pd.testing.assert_frame_equal(local.curves, dask.curves)
     for s in ("racing", "exact"):
-        a, b = local.metrics["samplers"][s], dask.metrics["samplers"][s]
+        a, b = local.metrics[s], dask.metrics[s]
         for k in ("b3_f1", "pairwise_f1", "n_factor_evals"):
             assert a[k] == b[k], (s, k)
     assert dask.metrics["settings"]["executor"] == f"dask scheduler {client.scheduler.address}"

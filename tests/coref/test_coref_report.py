@@ -19,7 +19,7 @@ def _metrics():
         for name, n in (("racing", 1000), ("exact", 4000))
     }
     return {
-        "samplers": samplers,
+        **samplers,
         "factor_eval_ratio_exact_over_racing": 4.0,
         "data": {"path": "x", "format": "csv", "n_mentions": 10, "n_blocks": 3, "n_scored_mentions": 8,
                  "n_scored_blocks": 2, "n_unlabeled_blocks": 1, "n_skipped": 0},
@@ -104,7 +104,7 @@ def test_write_report_writes_every_file(tmp_path):
     assert "inferred but not scored" in md
     back = pd.read_csv(paths["curves"])
     assert list(back.columns) == report.CURVE_COLUMNS and len(back) == 8
-    assert json.loads(paths["metrics"].read_text())["samplers"]["exact"]["n_factor_evals"] == 4000
+    assert json.loads(paths["metrics"].read_text())["exact"]["n_factor_evals"] == 4000
     assert _leftovers(tmp_path) == []
 
 
