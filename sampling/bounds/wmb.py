@@ -250,7 +250,6 @@ class WeightedMiniBucket:
     def _partition(self, ib):
         """Scope-only mini-bucket partition for i-bound ``ib``; returns the structure lists."""
         model, pos, pt = self.model, self._pos, self.pseudo_tree
-        cards = model.cards
         n = model.n_vars
         items = [[] for _ in range(n)]  # (kind, id, scope) ; kind 0 = factor, 1 = message
         const_factors = []
@@ -584,7 +583,6 @@ class WeightedMiniBucket:
         """Per-variable lookups for arc weights, heuristics and the proposal; frees the F tables."""
         st, model, pt = self._st, self.model, self.pseudo_tree
         n = model.n_vars
-        cards = model.cards
         self._arc = [[] for _ in range(n)]
         for c, k in enumerate(st["var"]):
             for a in st["factors"][c]:

@@ -139,8 +139,8 @@ def test_racing_conditional_matches_exact():
         labels = labels0.copy()
         size = size0.copy()
         state = np.zeros(4, np.int64)
-        l = _gibbs.sweep(enc, theta, bias, labels, size, np.array([i], np.int64), inv_temp, 1, 3,
-                         b_table, gen.gumbel(size=n + 1), gen.random(size=n), state)
+        _gibbs.sweep(enc, theta, bias, labels, size, np.array([i], np.int64), inv_temp, 1, 3,
+                     b_table, gen.gumbel(size=n + 1), gen.random(size=n), state)
         counts[keys.index(labels[i])] += 1
         evals += state[3]
     expected = p * n_draws
