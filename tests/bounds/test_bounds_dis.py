@@ -214,11 +214,20 @@ def test_run_on_pedigree1_brackets_known_value():
     (dict(n_samples=1.5), TypeError, "n_samples"),
     (dict(memory_mb=0), ValueError, "memory_mb"),
     (dict(rng="seed"), TypeError, "rng"),
+    (dict(clock="moon"), ValueError, "clock"),
 ])
 def test_run_error_paths(kw, exc, match):
     m = random_model(n=4, seed=0)
     with pytest.raises(exc, match=match):
         run(m, **kw)
+
+
+def test_cpu_clock_budget():
+    m = random_model(n=4, seed=0)
+    for method in ("wmb-is", "dis"):
+        tr = run(m, method, time_limit=0.2, rng=0, clock="cpu")
+        assert tr.meta["clock"] == "cpu"
+        assert 0.0 <= tr.time_s[0] and tr.time_s[-1] < 0.2 + 0.1 and np.all(np.diff(tr.time_s) >= 0)
 
 
 # ----------------------------------------------------------------- compiled kernels vs twins
