@@ -14,9 +14,15 @@ Reproduces the comparison of Chen & Ghahramani (2016), Sec. 5.2 / Fig. 2:
 ``--wl-compare`` also runs Wang-Landau from a uniform adjusted prior with both
 methods (Fig. 2(b): estimated log posterior vs likelihood terms evaluated).
 
-Not run by the tests. Example (about 20-25 minutes on 2 busy cores)::
+Not run by the tests. Example (about 4-5 minutes on 2 busy cores)::
 
-    nice -n 10 python benchmarks/bench_arch.py --iterations 6000 --chains 4 --out bench_arch_out
+    nice -n 10 python benchmarks/bench_arch.py --iterations 6000 --chains 4 --wl-warmup 3000 \
+        --check-every 1 --out bench_arch_out
+
+Measured with that command (defaults: Taylor control variates, 20 % outliers, SGLD
+batch 1000): TV(posterior) 0.014, TV(adjusted posterior) 0.047, likelihood terms per
+ESS(q) exact/subsampled 3.03 (2.1-3.2 per indicator 1[q=k]), terms per sweep 2.06 N vs
+7.31 N, racing errors Gibbs 1.0e-3 / MH 2.4e-3, wall 123 s vs 57 s.
 """
 import argparse
 import json
