@@ -33,6 +33,17 @@ Full protocol (22 instances x 5 settings x 60 s, about 2 h plus WMB time)::
 
     python benchmarks/bench_bounds_table1.py --all --time 60 --out results/table1
 
+Measured in the session (i-bound 12, 1024 MB, delta 0.025; 2-core machine shared with
+other jobs, so ``--clock cpu`` is the fair comparison): 60 CPU-s on pedigree20/23/42/33/37,
+Markov floor, area / WMB-IS geometric mean DIS(1,1) 0.905, DIS(1,10) 1.188 (ln-t areas
+1.004 / 1.316); final gap below WMB-IS on 2/5 (pedigree33, 37) for both. The search fills
+the 1 GB node cap after ~2M expansions (~35 CPU-s at ~18 us each) and tightens U_S by only
+0.2-0.95 of the 0.6-3.9 nats of WMB looseness, so within 60 s DIS pays for its search
+without recouping it on pedigree20/23/42 (per sample the q_S bounds are tighter: pedigree20
+DIS(1,10) gap 0.0189 with 1.0M samples vs WMB-IS 0.0172 with 1.9M). With 150 CPU-s on
+pedigree20 (one seed) DIS(1,10) ends below WMB-IS: gap 0.0107 (3.0M samples) vs 0.0111
+(4.4M samples), its area still larger (5.83 vs 4.04) from the search-heavy first ~35 s.
+
 Short run used in the session::
 
     python benchmarks/bench_bounds_table1.py --instances pedigree1,pedigree20 --time 20
