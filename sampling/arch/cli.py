@@ -17,13 +17,13 @@ the paper's Fig. 2 (b-d): ``fig2b_log_posterior.png``, ``fig2c_adjusted_posterio
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from sampling._atomic import atomic_path, atomic_write_text
 from sampling.exceptions import ReturnsDataError
 
 
@@ -65,17 +65,9 @@ def add_arguments(parser):
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
-def _atomic_write_text(path, text):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
 def _atomic_savefig(fig, path):
-    tmp = f"{path}.tmp{os.getpid()}.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
 
 
 def _parse_orders(text):
@@ -99,13 +91,13 @@ def write_outputs(results, out, *, plots=True, data_note=""):
         summary["tv_adjusted_posterior"] = 0.5 * float(
             np.abs(a.adjusted_posterior - b.adjusted_posterior).sum())
         summary["evals_per_ess_ratio_exact_over_subsampled"] = b.evals_per_ess / a.evals_per_ess
-    _atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))
     rows = []
     for m, r in results.items():
         for q, p, pa, lp in zip(r.orders, r.posterior, r.adjusted_posterior, r.log_adjusted_prior):
             rows.append({"method": m, "q": q, "posterior": p, "adjusted_posterior": pa,
                          "log_adjusted_prior": lp})
-    _atomic_write_text(out / "posterior.csv", pd.DataFrame(rows).to_csv(index=False))
+    atomic_write_text(out / "posterior.csv", pd.DataFrame(rows).to_csv(index=False))
     rows = []
     for m, r in results.items():
         for c in range(r.q_trace.shape[0]):
@@ -114,7 +106,7 @@ def write_outputs(results, out, *, plots=True, data_note=""):
                                       "iteration": np.arange(r.q_trace.shape[1]),
                                       "q": r.q_trace[c],
                                       "n_loglik_evals": r.n_evals_trace[c, n_w:]}))
-    _atomic_write_text(out / "q_trace.csv", pd.concat(rows).to_csv(index=False))
+    atomic_write_text(out / "q_trace.csv", pd.concat(rows).to_csv(index=False))
     rows = []
     for m, r in results.items():
         for c in range(r.log_adjusted_prior_trace.shape[0]):
@@ -127,7 +119,7 @@ def write_outputs(results, out, *, plots=True, data_note=""):
             df.insert(0, "method", m)
             rows.append(df)
     if rows:
-        _atomic_write_text(out / "warmup_log_prior.csv", pd.concat(rows).to_csv(index=False))
+        atomic_write_text(out / "warmup_log_prior.csv", pd.concat(rows).to_csv(index=False))
     if plots:
         _plots(results, out)
     return summary

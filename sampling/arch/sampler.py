@@ -43,16 +43,22 @@ evaluated exactly (terms and gradients); racing subsamples the remaining points.
 from __future__ import annotations
 
 import math
+import os
+import pickle
 import time
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import expit as _sigmoid
 from scipy.special import logsumexp
 
+from sampling._atomic import atomic_path
+from sampling._rng import as_generator
+from sampling.exceptions import LowESSWarning
 from sampling.sgld import log_q, sgld_proposal
 
-from scipy.special import expit as _sigmoid
-
-from .model import ARCHModel
+from .model import ARCHModel, check_returns, standardise
 
 __all__ = ["ARCHSelection", "ChainContext", "ChainState", "run_chain", "select_order"]
 
@@ -603,18 +609,9 @@ def run_chain(ctx, st, n_iter, *, method, grad_batch, delta, first_batch,
     return qs, ev, lp
 
 
-
-
 # --------------------------------------------------------------------------- public API
-import os  # noqa: E402
-import pickle  # noqa: E402
-import warnings  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
 
-from sampling._rng import as_generator  # noqa: E402
-from sampling.exceptions import LowESSWarning  # noqa: E402
 
-from .model import check_returns, standardise  # noqa: E402
 
 _METHODS = ("subsampled", "exact")
 
@@ -774,10 +771,8 @@ def _q_diagnostics(q_trace, orders=()):
 
 
 def _atomic_pickle(obj, path):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
 
 
 def _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,

@@ -26,8 +26,6 @@ import math
 import numbers
 import time
 
-import numpy as np
-
 from .._rng import as_generator
 from .aobfs import AOBFS, tree_structure
 from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket, greedy_log_lower,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import tempfile
 
 import numpy as np
+
+from sampling._atomic import atomic_path
 
 __all__ = ["BoundTrace", "bound_area", "normalized_areas", "plot_traces"]
 
@@ -118,19 +118,10 @@ class BoundTrace:
 
         The first line is a ``# `` comment holding ``method`` and ``meta`` as JSON.
         """
-        path = os.fspath(path)
-        d = os.path.dirname(os.path.abspath(path))
         header = json.dumps({"method": self.method, "meta": _jsonable(self.meta)})
-        fd, tmp = tempfile.mkstemp(prefix=".trace-", suffix=".csv", dir=d)
-        try:
-            with os.fdopen(fd, "w", newline="") as fh:
-                fh.write("# " + header + "\n")
-                self.to_frame().to_csv(fh, index=False, float_format="%.10g")
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+            fh.write("# " + header + "\n")
+            self.to_frame().to_csv(fh, index=False, float_format="%.10g")
 
     @classmethod
     def from_csv(cls, path):
@@ -299,15 +290,6 @@ def plot_traces(traces, path=None, *, log_Z=None, title=None, ax=None):
     ax.legend(fontsize="small")
     fig.tight_layout()
     if path is not None:
-        path = os.fspath(path)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".png", dir=d)
-        os.close(fd)
-        try:
+        with atomic_path(path) as tmp:
             fig.savefig(tmp, format="png", dpi=100)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
     return fig

@@ -1,7 +1,6 @@
 """`sampling bounds` command line."""
 import argparse
 import itertools
-import math
 
 import numpy as np
 import pytest
