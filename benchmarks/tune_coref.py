@@ -12,8 +12,9 @@ import re
 import sys
 import time
 
-import numpy as np
 import pandas as pd
+
+from coref.evaluate import b3 as coref_b3
 
 
 def _read_aminer_fallback(folder):
@@ -62,22 +63,10 @@ def load(path=None):
         return _read_aminer_fallback(path)
 
 
-def b3(pred, gold):
-    from coref.model import _b3_f1
-    return _b3_f1(pred, gold)
-
-
 def b3_prf(pred, gold):
-    pred = np.asarray(pred)
-    gold = np.asarray(gold)
-    _, p = np.unique(pred, return_inverse=True)
-    _, g = np.unique(gold, return_inverse=True)
-    joint = p.astype(np.int64) * (g.max() + 1) + g
-    _, jinv, jcnt = np.unique(joint, return_inverse=True, return_counts=True)
-    inter = jcnt[jinv].astype(float)
-    P = np.mean(inter / np.bincount(p)[p])
-    R = np.mean(inter / np.bincount(g)[g])
-    return P, R, 2 * P * R / (P + R)
+    """B3 (precision, recall, F1) of two Series indexed by mention_id (coref.evaluate.b3)."""
+    r = coref_b3(pred, gold)
+    return r.precision, r.recall, r.f1
 
 
 def main(argv=None):
@@ -135,18 +124,17 @@ def main(argv=None):
             pred[s].loc[g.clusters_.index] = g.clusters_.to_numpy()
             evals[s] += g.n_factor_evals_
             wall[s] += g.wall_s_
-            P, R, F = b3_prf(g.clusters_.reindex(test["mention_id"]).to_numpy(),
-                             test["gold"].astype(str).to_numpy())
+            P, R, F = b3_prf(g.clusters_, test.set_index("mention_id")["gold"])
             line += f" | {s} F1={F:.4f}"
         print(line, flush=True)
-    gold = df.set_index("mention_id")["gold"].astype(str)
+    gold = df.set_index("mention_id")["gold"]
     if args.dump:
         out = pd.DataFrame({s: pred[s] for s in samplers})
         out["gold"] = gold
         out["block"] = df.set_index("mention_id")["block"]
         out.to_csv(args.dump)
     for s in samplers:
-        P, R, F = b3_prf(pred[s].reindex(gold.index).to_numpy(), gold.to_numpy())
+        P, R, F = b3_prf(pred[s].reindex(gold.index), gold)
         print(f"[tune] {s:6s} B3 P={P:.4f} R={R:.4f} F1={F:.4f} factor_evals={evals[s]:,} "
               f"gibbs_wall={wall[s]:.1f}s")
     if len(samplers) == 2:
@@ -171,9 +159,9 @@ def scan(df, args, shifts):
                            n_sweeps=args.sweeps, t_start=args.t_start, t_end=args.t_end,
                            init=args.init, rng=args.seed, record_history=False).fit(test)
             pred[s].loc[g.clusters_.index] = g.clusters_.to_numpy()
-    gold = df.set_index("mention_id")["gold"].astype(str)
+    gold = df.set_index("mention_id")["gold"]
     for s in shifts:
-        P, R, F = b3_prf(pred[s].reindex(gold.index).to_numpy(), gold.to_numpy())
+        P, R, F = b3_prf(pred[s].reindex(gold.index), gold)
         print(f"[scan] shift={s:+.2f} B3 P={P:.4f} R={R:.4f} F1={F:.4f}", flush=True)
 
 

@@ -18,26 +18,11 @@ import numpy as np
 import pandas as pd
 
 from coref import _factors
+from coref.evaluate import b3
 from coref.features import FEATURE_NAMES, N_FEATURES, EncodedBlock, Vocabulary, encode_mentions
 from sampling._rng import as_generator
 
 __all__ = ["PairwiseModel", "labeled_pairs"]
-
-
-def _b3_f1(pred, gold) -> float:
-    """B3 F1 of integer label arrays (both over the same mentions)."""
-    pred = np.asarray(pred)
-    gold = np.asarray(gold)
-    _, p = np.unique(pred, return_inverse=True)
-    _, g = np.unique(gold, return_inverse=True)
-    joint = p.astype(np.int64) * (g.max() + 1) + g
-    _, jinv, jcnt = np.unique(joint, return_inverse=True, return_counts=True)
-    inter = jcnt[jinv].astype(float)
-    ps = np.bincount(p)[p].astype(float)
-    gs = np.bincount(g)[g].astype(float)
-    prec = np.mean(inter / ps)
-    rec = np.mean(inter / gs)
-    return float(2 * prec * rec / (prec + rec)) if prec + rec > 0 else 0.0
 
 
 def labeled_pairs(enc: EncodedBlock, gold: np.ndarray, *, max_pairs: int, rng) -> tuple:
@@ -242,8 +227,8 @@ class PairwiseModel:
                 sub.shift_ = float(s)
                 g = GibbsCoref(sub, sampler="exact", n_sweeps=int(self.tune_sweeps),
                                rng=0, record_history=False).fit(test)
-                pred = g.clusters_.reindex(test["mention_id"]).to_numpy()
-                scores[float(s)].append((len(test), _b3_f1(pred, test["gold"].astype(str).to_numpy())))
+                f1 = b3(g.clusters_, test.set_index("mention_id")["gold"]).f1
+                scores[float(s)].append((len(test), f1))
         avg = {s: (sum(n * f for n, f in v) / sum(n for n, _ in v) if v else 0.0)
                for s, v in scores.items()}
         top = max(avg.values())

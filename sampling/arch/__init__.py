@@ -3,8 +3,8 @@
 Public names: :func:`select_order` (-> :class:`ARCHSelection`), :class:`ARCHModel`,
 :func:`load_returns`, :func:`build_returns`.
 """
-from .model import ARCHModel, LaplaceApprox, build_returns, load_returns
+from .model import ARCHModel, LaplaceApprox, build_returns, load_returns, simulate_arch
 from .sampler import ARCHSelection, select_order
 
 __all__ = ["ARCHModel", "ARCHSelection", "LaplaceApprox", "build_returns", "load_returns",
-           "select_order"]
+           "select_order", "simulate_arch"]

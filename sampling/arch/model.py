@@ -40,6 +40,7 @@ __all__ = [
     "softplus",
     "softplus_inv",
     "check_returns",
+    "simulate_arch",
 ]
 
 #: Minimum number of likelihood terms (after conditioning on ``q_max``) we accept.
@@ -65,6 +66,47 @@ def _sigmoid(x):
 
 
 # --------------------------------------------------------------------------- data
+def simulate_arch(n, alpha, nu, *, rng=None):
+    """Simulate an ARCH(q) series with unit-variance Student-t innovations.
+
+    r_t = sigma_t z_t with sigma_t^2 = alpha_0 + sum_{i=1..q} alpha_i r_{t-i}^2 and
+    z_t ~ t_nu scaled to unit variance; the q pre-sample values are 0.
+
+    Parameters
+    ----------
+    n : int
+        Number of returns.
+    alpha : sequence of float of length q + 1
+        ``(alpha_0, ..., alpha_q)``, all >= 0 and alpha_0 > 0.
+    nu : float > 2
+        Degrees of freedom.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If ``nu <= 2`` or ``alpha_0 <= 0`` or an ``alpha_i < 0``.
+    """
+    from sampling._rng import as_generator
+
+    alpha = np.asarray(alpha, dtype=float)
+    if not nu > 2:
+        raise ValueError(f"the nu parameter of simulate_arch must be > 2 (unit variance); got {nu}")
+    if alpha.ndim != 1 or alpha.size < 1 or not alpha[0] > 0 or np.any(alpha[1:] < 0):
+        raise ValueError(f"the alpha parameter of simulate_arch must be (alpha_0 > 0, alpha_i >= 0); got {alpha}")
+    gen = as_generator(rng)
+    q = alpha.size - 1
+    z = gen.standard_t(nu, size=n) * math.sqrt((nu - 2.0) / nu)
+    r = np.zeros(n + q)
+    for t in range(q, n + q):
+        r[t] = math.sqrt(alpha[0] + np.dot(alpha[1:], r[t - q:t][::-1] ** 2)) * z[t - q]
+    return r[q:]
+
+
 def default_returns_path():
     """Path of the default shipped series (SPY 1-minute bars, January 2011)."""
     from sampling._data import data_path

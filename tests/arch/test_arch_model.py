@@ -1,5 +1,4 @@
 """ARCH likelihood kernels, gradients, priors, data loading and the cross-check with `arch`."""
-import math
 import warnings
 
 import numpy as np
@@ -9,22 +8,13 @@ from scipy import stats
 from sampling.arch import _loglik, _loglik_py
 from sampling.arch.model import (ARCHModel, build_returns, check_returns, load_prices,
                                  load_returns, softplus, softplus_inv, standardise)
+from sampling.arch.model import simulate_arch
 from sampling.exceptions import ReturnsDataError
-
-
-def _sim_arch(n, alpha, nu, rng):
-    q = len(alpha) - 1
-    r = np.zeros(n + q)
-    scale = math.sqrt((nu - 2) / nu)
-    for t in range(q, n + q):
-        s = alpha[0] + sum(alpha[i] * r[t - i] ** 2 for i in range(1, q + 1))
-        r[t] = math.sqrt(s) * scale * rng.standard_t(nu)
-    return r[q:]
 
 
 @pytest.fixture(scope="module")
 def series():
-    return _sim_arch(600, [0.4, 0.3, 0.15, 0.1], 5.0, np.random.default_rng(7))
+    return simulate_arch(600, [0.4, 0.3, 0.15, 0.1], 5.0, rng=7)
 
 
 @pytest.mark.parametrize("q", [1, 3, 7])
@@ -139,7 +129,7 @@ def test_map_close_to_arch_mle():
     _arch()
     from arch.univariate import arch_model
 
-    r = _sim_arch(3000, [0.5, 0.3, 0.1], 6.0, np.random.default_rng(11))
+    r = simulate_arch(3000, [0.5, 0.3, 0.1], 6.0, rng=11)
     am = arch_model(r, mean="Zero", vol="ARCH", p=2, dist="t", rescale=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -9,17 +9,8 @@ import pytest
 from sampling.arch import _loglik_py, select_order
 from sampling.arch import sampler as S
 from sampling.arch.model import ARCHModel, standardise
+from sampling.arch.model import simulate_arch
 from sampling.exceptions import ReturnsDataError
-
-
-def _sim_arch(n, alpha, nu, rng):
-    q = len(alpha) - 1
-    r = np.zeros(n + q)
-    scale = math.sqrt((nu - 2) / nu)
-    for t in range(q, n + q):
-        s = alpha[0] + sum(alpha[i] * r[t - i] ** 2 for i in range(1, q + 1))
-        r[t] = math.sqrt(s) * scale * rng.standard_t(nu)
-    return r[q:]
 
 
 ORDERS = (1, 2, 4)
@@ -28,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::sampling.exceptions.LowESSWarni
 
 @pytest.fixture(scope="module")
 def returns():
-    return _sim_arch(1500, [0.3, 0.4, 0.2], 6.0, np.random.default_rng(2016))
+    return simulate_arch(1500, [0.3, 0.4, 0.2], 6.0, rng=2016)
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +226,7 @@ def test_cli_bad_file(tmp_path, capsys):
 @pytest.mark.slow
 def test_subsampled_posterior_matches_exact():
     """Same adjusted prior and pseudo-priors: posteriors over q agree within 5 SE (TV < 0.1)."""
-    r = _sim_arch(6000, [0.3, 0.25, 0.15, 0.1], 6.0, np.random.default_rng(77))
+    r = simulate_arch(6000, [0.3, 0.25, 0.15, 0.1], 6.0, rng=77)
     orders = (1, 2, 3, 5)
     wl = select_order(r, orders=orders, method="exact", n_iterations=50, n_warmup=1500,
                       n_chains=2, rng=1, n_pilot=600)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from coref.features import N_FEATURES
-from coref.model import PairwiseModel, _b3_f1, labeled_pairs
+from coref.model import PairwiseModel, labeled_pairs
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -50,14 +50,6 @@ def test_auto_shift_picks_from_grid():
     m = PairwiseModel(bias_shift="auto", shift_grid=(-1.0, 0.0, 1.0), tune_sweeps=3).fit(df)
     assert m.shift_ in (-1.0, 0.0, 1.0)
     assert set(m.shift_scores_) == {-1.0, 0.0, 1.0}
-
-
-def test_b3_hand_case():
-    # gold {0,1,2},{3}; pred {0,1},{2,3}
-    f1 = _b3_f1([0, 0, 1, 1], ["a", "a", "a", "b"])
-    P = (1 + 1 + 0.5 + 0.5) / 4
-    R = (2 / 3 + 2 / 3 + 1 / 3 + 1) / 4
-    assert f1 == pytest.approx(2 * P * R / (P + R))
 
 
 def test_errors():
