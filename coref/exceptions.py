@@ -1,5 +1,6 @@
 """Exception and warning classes of the ``coref`` package."""
 
+from sampling.exceptions import located
 
 class MentionFormatError(ValueError):
     """A mention file or record could not be read.
@@ -17,12 +18,7 @@ class MentionFormatError(ValueError):
     def __init__(self, message, *, path=None, record=None):
         self.path = None if path is None else str(path)
         self.record = record
-        where = ""
-        if self.path is not None:
-            where = self.path + (f":{record}" if record is not None else "") + ": "
-        elif record is not None:
-            where = f"record {record}: "
-        super().__init__(where + message)
+        super().__init__(located(message, self.path, record, "record"))
 
 
 class SkippedRecordsWarning(UserWarning):

@@ -6,6 +6,15 @@ ValueError`` keeps working for code that does not know our names.
 """
 
 
+def located(message, path, position, noun):
+    """Prefix ``message`` with where it happened: ``path:position: ``, ``path: `` or ``noun position: ``."""
+    if path is not None:
+        return str(path) + (f":{position}" if position is not None else "") + ": " + message
+    if position is not None:
+        return f"{noun} {position}: {message}"
+    return message
+
+
 class SamplingError(RuntimeError):
     """Base class for runtime failures of a sampler (not bad input)."""
 
@@ -26,12 +35,7 @@ class UAIFormatError(ValueError):
     def __init__(self, message, *, path=None, line=None):
         self.path = None if path is None else str(path)
         self.line = line
-        where = ""
-        if self.path is not None:
-            where = self.path + (f":{line}" if line is not None else "") + ": "
-        elif line is not None:
-            where = f"line {line}: "
-        super().__init__(where + message)
+        super().__init__(located(message, self.path, line, "line"))
 
 
 class ReturnsDataError(ValueError):
