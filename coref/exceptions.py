@@ -2,6 +2,7 @@
 
 from sampling.exceptions import located
 
+
 class MentionFormatError(ValueError):
     """A mention file or record could not be read.
 
