@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from coref.report import SAMPLERS  # ("racing", "exact")
+from sampling._atomic import atomic_open
 
 __all__ = ["run", "RunResult", "BlockResult", "assign_folds", "infer_blocks", "add_arguments", "main"]
 
@@ -320,10 +321,7 @@ class _Checkpoints:
             return None
 
     def _write(self, path, obj):
-        from coref.report import atomic_write
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(path, "wb") as fh:
+        with atomic_open(path, "wb") as fh:
             pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
     def load_block(self, sampler, fold, block):

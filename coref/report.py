@@ -16,7 +16,6 @@ References
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from pathlib import Path
@@ -24,12 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sampling._atomic import atomic_path
-from sampling._atomic import atomic_write_text as _atomic_write_text
+from sampling._atomic import atomic_open, atomic_path, atomic_write_text
 
 __all__ = [
-    "atomic_write",
-    "atomic_write_text",
     "write_json",
     "write_csv",
     "plot_curves",
@@ -46,47 +42,6 @@ FIGURES = {
 }
 _COLORS = {"racing": "tab:blue", "exact": "tab:orange"}
 _LABELS = {"racing": "Racing-Normal Gibbs (sub)", "exact": "exact Gibbs"}
-
-
-@contextlib.contextmanager
-def atomic_write(path, mode="w", **open_kwargs):
-    """Open a temporary file beside ``path``; move it over ``path`` on success.
-
-    A file-object front end to :func:`sampling._atomic.atomic_path`, the project's
-    one atomic-write helper.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Final location (parent folders are created).
-    mode : {"w", "wb"}
-        Text or binary.
-    **open_kwargs
-        Passed to :func:`open` (e.g. ``encoding``, ``newline``).
-
-    Yields
-    ------
-    file object
-        Write the content to it. If the block raises, the temporary file is removed
-        and ``path`` is left untouched.
-
-    Raises
-    ------
-    ValueError
-        If ``mode`` is not "w" or "wb".
-    """
-    if mode not in ("w", "wb"):
-        raise ValueError(f"the mode parameter of atomic_write must be 'w' or 'wb'; got {mode!r} instead")
-    if mode == "w":
-        open_kwargs.setdefault("encoding", "utf-8")
-    with atomic_path(path) as tmp:
-        with open(tmp, mode, **open_kwargs) as fh:
-            yield fh
-
-
-def atomic_write_text(path, text):
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    _atomic_write_text(path, text)
 
 
 def _jsonable(obj):
@@ -118,7 +73,7 @@ def write_json(path, obj):
 
 def write_csv(path, frame):
     """Write a DataFrame as CSV (no index) atomically."""
-    with atomic_write(path, "w", newline="") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         frame.to_csv(fh, index=False)
 
 

@@ -48,6 +48,41 @@ def atomic_path(path):
         raise
 
 
+@contextlib.contextmanager
+def atomic_open(path, mode="w", **open_kwargs):
+    """Open a temporary file beside ``path``; move it over ``path`` on success.
+
+    A file-object front end to :func:`atomic_path`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Final location (parent folders are created).
+    mode : {"w", "wb"}
+        Text or binary.
+    **open_kwargs
+        Passed to :func:`open` (e.g. ``encoding``, ``newline``).
+
+    Yields
+    ------
+    file object
+        Write the content to it. If the block raises, the temporary file is removed
+        and ``path`` is left untouched.
+
+    Raises
+    ------
+    ValueError
+        If ``mode`` is not "w" or "wb".
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"the mode parameter of atomic_open must be 'w' or 'wb'; got {mode!r} instead")
+    if mode == "w":
+        open_kwargs.setdefault("encoding", "utf-8")
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **open_kwargs) as fh:
+            yield fh
+
+
 def atomic_write_text(path, text, *, encoding="utf-8"):
     """Write ``text`` to ``path`` atomically; return ``path`` as a ``Path``."""
     with atomic_path(path) as tmp:

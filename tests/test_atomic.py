@@ -1,6 +1,9 @@
+import os
+import stat
+
 import pytest
 
-from sampling._atomic import atomic_path, atomic_write_text
+from sampling._atomic import atomic_open, atomic_path, atomic_write_text
 
 
 def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):
@@ -26,3 +29,34 @@ def test_atomic_path_failure_keeps_old_file(tmp_path):
             raise RuntimeError("boom")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def _leftovers(d):
+    return [p.name for p in d.iterdir() if ".tmp" in p.name]
+
+
+def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "a.txt"
+    target.write_text("old")
+    atomic_write_text(target, "new")
+    assert target.read_text() == "new"
+    assert _leftovers(tmp_path) == []
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    assert mode & stat.S_IRUSR and mode & stat.S_IWUSR and mode & stat.S_IRGRP  # not mkstemp's 0600
+
+
+def test_atomic_write_failure_keeps_old_content(tmp_path):
+    target = tmp_path / "a.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_open(target) as fh:
+            fh.write("half of the new conte")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old"
+    assert _leftovers(tmp_path) == []
+
+
+def test_atomic_write_rejects_bad_mode(tmp_path):
+    with pytest.raises(ValueError, match="mode parameter"):
+        with atomic_open(tmp_path / "x", "a"):
+            pass

@@ -53,7 +53,7 @@ import numpy as np
 from scipy.special import expit as _sigmoid
 from scipy.special import logsumexp
 
-from sampling._atomic import atomic_path
+from sampling._atomic import atomic_open
 from sampling._rng import as_generator
 from sampling.exceptions import LowESSWarning
 from sampling.sgld import log_q, sgld_proposal
@@ -771,7 +771,7 @@ def _q_diagnostics(q_trace, orders=()):
 
 
 def _atomic_pickle(obj, path):
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+    with atomic_open(path, "wb") as fh:
         pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 

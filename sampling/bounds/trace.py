@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from sampling._atomic import atomic_path
+from sampling._atomic import atomic_open, atomic_path
 
 __all__ = ["BoundTrace", "bound_area", "normalized_areas", "plot_traces"]
 
@@ -119,7 +119,7 @@ class BoundTrace:
         The first line is a ``# `` comment holding ``method`` and ``meta`` as JSON.
         """
         header = json.dumps({"method": self.method, "meta": _jsonable(self.meta)})
-        with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        with atomic_open(path, "w", newline="") as fh:
             fh.write("# " + header + "\n")
             self.to_frame().to_csv(fh, index=False, float_format="%.10g")
 

@@ -2,7 +2,6 @@
 import json
 import math
 import os
-import stat
 
 import pandas as pd
 import pytest
@@ -40,27 +39,6 @@ def _leftovers(d):
     return [p.name for p in d.iterdir() if ".tmp" in p.name]
 
 
-def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
-    target = tmp_path / "a.txt"
-    target.write_text("old")
-    report.atomic_write_text(target, "new")
-    assert target.read_text() == "new"
-    assert _leftovers(tmp_path) == []
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    assert mode & stat.S_IRUSR and mode & stat.S_IWUSR and mode & stat.S_IRGRP  # not mkstemp's 0600
-
-
-def test_atomic_write_failure_keeps_old_content(tmp_path):
-    target = tmp_path / "a.txt"
-    target.write_text("old")
-    with pytest.raises(RuntimeError, match="boom"):
-        with report.atomic_write(target) as fh:
-            fh.write("half of the new conte")
-            raise RuntimeError("boom")
-    assert target.read_text() == "old"
-    assert _leftovers(tmp_path) == []
-
-
 def test_atomic_write_failure_in_replace_keeps_old_content(tmp_path, monkeypatch):
     target = tmp_path / "m.json"
     target.write_text('{"old": 1}')
@@ -73,12 +51,6 @@ def test_atomic_write_failure_in_replace_keeps_old_content(tmp_path, monkeypatch
         report.write_json(target, {"new": 2})
     assert json.loads(target.read_text()) == {"old": 1}
     assert _leftovers(tmp_path) == []
-
-
-def test_atomic_write_rejects_bad_mode(tmp_path):
-    with pytest.raises(ValueError, match="mode parameter"):
-        with report.atomic_write(tmp_path / "x", "a"):
-            pass
 
 
 def test_write_json_nan_to_null_and_numpy_scalars(tmp_path):
