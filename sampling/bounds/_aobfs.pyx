@@ -79,6 +79,27 @@ cdef class ProposalKernel:
             self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[0], &log_q, &log_g)
         return log_q, log_g
 
+    def sample_batch(self, const long long[::1] starts,    # IN  variables whose subtrees are drawn
+                     const double[:, ::1] uniforms,         # IN  (n, >= total subtree size)
+                     long long[::1] x,                      # WORK (n_vars,) assignment
+                     double log_const,                      # IN  constant added to every weight
+                     double[::1] out):                      # OUT (n,) ln f(x_i) - ln q(x_i)
+        """``n`` independent draws from the all-zero assignment (WMB-IS, Eq. 7-9): the same
+        as ``n`` calls of :meth:`sample` with ``x`` zeroed and row ``i`` of ``uniforms``."""
+        cdef Py_ssize_t i, v, n = uniforms.shape[0]
+        cdef double log_q, log_g
+        if starts.shape[0] == 0:
+            for i in range(n):
+                out[i] = log_const
+            return
+        for i in range(n):
+            for v in range(x.shape[0]):
+                x[v] = 0
+            log_q = 0.0
+            log_g = 0.0
+            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[i, 0], &log_q, &log_g)
+            out[i] = log_const + log_g - log_q
+
     cdef void _draw(self, const long long* starts, Py_ssize_t n_starts, long long* x,
                     const double* uniforms, double* out_q, double* out_g) noexcept:
         cdef Py_ssize_t s, i, k, v, c, j, f, xv, card, used = 0
@@ -224,6 +245,7 @@ cdef class AndOrTree:
     cdef signed char[::1] o_solved
     cdef public long long n_and, n_or, n_nodes, n_expansions, max_nodes, cap_and, cap_or
     cdef public bint full
+    cdef public double log_Z_upper_min
     cdef object free_and, free_or
     cdef long long[::1] assign, stack, starts
     cdef double[::1] row_a, row_h
@@ -267,6 +289,7 @@ cdef class AndOrTree:
         self.n_nodes = 1
         self.n_expansions = 0
         self._expand(0)
+        self.log_Z_upper_min = self.a_logw[0] + self.a_logu[0]
         if self.n_nodes >= self.max_nodes:
             self.full = True
 
@@ -371,11 +394,18 @@ cdef class AndOrTree:
 
     def expand(self, long long n):
         """Expand up to n nodes by the upper priority; returns the number done."""
+        return self._expand_n(n)
+
+    cdef long long _expand_n(self, long long n):
         cdef long long done = 0
+        cdef double u
         while done < n and not (self.a_solved[0] or self.full or self.a_logb[0] == NEG_INF):
             self._expand(self._select())
             done += 1
             self.n_expansions += 1
+            u = self.a_logw[0] + self.a_logu[0]
+            if u < self.log_Z_upper_min:
+                self.log_Z_upper_min = u
         return done
 
     cdef long long _select(self):
@@ -568,6 +598,44 @@ cdef class AndOrTree:
                    const double[::1] u_prop,        # IN  >= n_vars uniforms (proposal)
                    long long[::1] x):               # OUT assignment of the drawn variables
         """One two-step sample from q_S (Alg. 1); returns ln f(x)/q_S(x) (<= ln U_S)."""
+        return self._sample(prop, &u_tree[0], &u_prop[0], &x[0])
+
+    def dis_rounds(self, ProposalKernel prop,
+                   long long n_rounds,               # IN  rounds of Alg. 1
+                   long long n_exp,                  # IN  N_d expansions per round
+                   long long n_samp,                 # IN  N_l samples per round
+                   long long max_exp,                # IN  expansions allowed in all (-1: no limit)
+                   const double[:, ::1] uniforms,    # IN  (n_rounds * n_samp, 2 * n_vars)
+                   long long[::1] x,                 # WORK (n_vars,) assignment
+                   double[::1] out_logw,             # OUT (n_rounds * n_samp,) ln f/q_S
+                   double[::1] out_logU):            # OUT (n_rounds * n_samp,) ln U_S at each draw
+        """Rounds of DIS (Alg. 1): expand up to ``n_exp`` nodes (while the memory budget
+        and ``max_exp`` allow), then draw ``n_samp`` two-step samples from q_S. Sample i
+        uses ``uniforms[i, :n_vars]`` for the OR choices and ``uniforms[i, n_vars:]`` for
+        the proposal, so the result equals the one-call-per-step loop exactly. Stops
+        early (before sampling) once the root is solved; returns the samples written."""
+        cdef long long r, j, v, k, i = 0, nv = self.n_vars
+        cdef double log_U
+        for r in range(n_rounds):
+            if n_exp > 0:
+                k = n_exp if max_exp < 0 else min(n_exp, max_exp)
+                if k > 0:
+                    k = self._expand_n(k)
+                    if max_exp >= 0:
+                        max_exp -= k
+            if self.a_solved[0]:
+                break
+            log_U = self.a_logw[0] + self.a_logu[0]
+            for j in range(n_samp):
+                for v in range(nv):
+                    x[v] = 0
+                out_logw[i] = self._sample(prop, &uniforms[i, 0], &uniforms[i, nv], &x[0])
+                out_logU[i] = log_U
+                i += 1
+        return i
+
+    cdef double _sample(self, ProposalKernel prop, const double* u_tree, const double* u_prop,
+                        long long* x) noexcept:
         cdef long long top = 1, n, s, c, k, c0, vi, j, nst = 0, used = 0
         cdef double log_U = self.a_logw[0] + self.a_logu[0], log_h = 0.0, target, acc, best
         cdef double log_q = 0.0, log_g = 0.0
@@ -612,5 +680,5 @@ cdef class AndOrTree:
                 top += 1
         if nst == 0:
             return log_U - log_h
-        prop._draw(&self.starts[0], nst, &x[0], &u_prop[0], &log_q, &log_g)
+        prop._draw(&self.starts[0], nst, x, u_prop, &log_q, &log_g)
         return log_U + log_g - log_h - log_q

@@ -60,6 +60,14 @@ class ProposalKernel:
         return log_q, log_g
 
 
+    def sample_batch(self, starts, uniforms, x, log_const, out):
+        """``len(out)`` draws from the all-zero assignment; out[i] = log_const + ln g - ln q."""
+        for i in range(len(out)):
+            x[:] = 0
+            log_q, log_g = self.sample(starts, x, uniforms[i])
+            out[i] = log_const + log_g - log_q
+
+
 class LookupSum:
     """Same constructor and ``rows`` as the compiled ``_aobfs.LookupSum``."""
 

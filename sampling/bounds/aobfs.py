@@ -322,11 +322,8 @@ class AOBFS:
                     break
                 k = ct.expand(64 if n is None else min(64, n - done))
                 done += k
-                self.n_expansions_ += k
-                if ct.log_Z_upper < self.log_Z_upper_min_:
-                    self.log_Z_upper_min_ = ct.log_Z_upper
-            self.n_nodes_ = ct.n_nodes
-            self.full_ = ct.full
+                self._sync(k)
+            self._sync(0)
             return done
         while (n is None or done < n) and self.can_expand:
             if time_limit is not None and time.perf_counter() - t0 >= time_limit:
@@ -338,6 +335,14 @@ class AOBFS:
             if self.log_Z_upper_ < self.log_Z_upper_min_:
                 self.log_Z_upper_min_ = self.log_Z_upper_
         return done
+
+    def _sync(self, n_expanded):
+        """Update the counters after the compiled tree expanded ``n_expanded`` nodes."""
+        ct = self._ctree
+        self.n_expansions_ += int(n_expanded)
+        self.log_Z_upper_min_ = min(self.log_Z_upper_min_, ct.log_Z_upper_min)
+        self.n_nodes_ = ct.n_nodes
+        self.full_ = ct.full
 
     def _select(self):
         """Top-down descent to the open frontier node of largest upper priority."""

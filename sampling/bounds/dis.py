@@ -26,10 +26,12 @@ import math
 import numbers
 import time
 
+import numpy as np
+
 from .._rng import as_generator
 from .aobfs import AOBFS, tree_structure
-from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket, greedy_log_lower,
-                         make_fast_proposal, sample_search_tree, sample_wmb_is)
+from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket, dis_rounds,
+                         greedy_log_lower, make_fast_proposal, sample_search_tree, sample_wmb_is)
 from .trace import BoundTrace
 
 __all__ = ["run", "METHODS"]
@@ -281,7 +283,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         n_done = 0
         while True:
             # vectorised batches growing with the sample count (N_l samples at first)
-            batch = max(n_samples, min(1024 if fast is None else 64, n_done // 8))
+            batch = max(n_samples, min(1024, n_done // 8))
             k = batch if max_samples is None else min(batch, max_samples - n_done)
             if k <= 0 or rec.elapsed() >= time_limit:
                 break
@@ -334,20 +336,31 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         rec.tick(lambda: search_row(False), force=True)
         n_expansions = 0  # sampling stage only
 
-    # DIS loop (Alg. 1); also the sampling stage of two-stage
+    # DIS loop (Alg. 1); also the sampling stage of two-stage. Rounds run in batches that
+    # grow with the number done (one compiled call per batch), so that the clock and the
+    # trace are checked about every 1/8 of the work so far.
+    rounds_done = 0
     while True:
         if rec.elapsed() >= time_limit or (max_samples is not None and acc.n >= max_samples):
             break
-        if n_expansions and search.can_expand and expansions_left() > 0:
-            search.expand(int(min(n_expansions, expansions_left())))
+        rounds = max(1, min(1024, rounds_done // 8))
+        if max_samples is not None:
+            rounds = min(rounds, (max_samples - acc.n) // n_samples)
+        if rounds > 0:
+            left = None if max_expansions is None else max(expansions_left(), 0)
+            log_w, log_U = dis_rounds(search, ev, rounds, n_expansions, n_samples, gen, fast=fast,
+                                      max_expansions=left)
+            rounds_done += rounds
+        else:  # fewer than N_l samples left: one short round
+            if n_expansions and search.can_expand and expansions_left() > 0:
+                search.expand(int(min(n_expansions, expansions_left())))
+            log_w, lu = ((), 0.0) if search.solved_ else sample_search_tree(
+                search, ev, max_samples - acc.n, gen, fast=fast)
+            log_U = np.full(len(log_w), lu)
+        if len(log_w):
+            acc.add(log_w, log_U)
         if search.solved_:
             break
-        k = n_samples if max_samples is None else min(n_samples, max_samples - acc.n)
-        log_w, log_U = sample_search_tree(search, ev, k, gen, fast=fast)
-        if k == 1:
-            acc._add_one(float(log_w[0]), float(log_U))  # scalar fast path (N_l = 1)
-        else:
-            acc.add(log_w, log_U)
         done = (max_samples is not None and acc.n >= max_samples) or rec.elapsed() >= time_limit
         rec.tick(lambda: search_row(True), force=done)
     rec.tick(lambda: search_row(True), force=True)

@@ -36,6 +36,7 @@ __all__ = [
     "FactorEvaluator",
     "FastProposal",
     "constant_bucket",
+    "dis_rounds",
     "ImportanceAccumulator",
     "factor_arrays",
     "greedy_log_lower",
@@ -348,11 +349,13 @@ def sample_wmb_is(wmb, evaluator, n, rng, fast=None):
         ln f(x_i) - ln q(x_i), each <= ``wmb.log_Z_upper`` (Eq. 8 of [1]_).
     """
     if fast is not None:
-        out = np.empty(int(n))
-        zero = np.zeros(fast.n_vars, dtype=np.int64)
-        for i in range(int(n)):
-            _, log_q, log_g = fast.sample(rng, zero, fast.roots)
-            out[i] = fast.log_constant + log_g - log_q
+        # one compiled call for the batch; row i of the uniforms is what the i-th
+        # ``fast.sample(rng, zeros, roots)`` call would draw, so the draws are the same
+        n = int(n)
+        out = np.empty(n)
+        u = rng.random((n, int(fast.size[fast.roots].sum())))
+        fast.kernel.sample_batch(fast.roots, u, np.zeros(fast.n_vars, dtype=np.int64),
+                                 float(fast.log_constant), out)
         return out
     x, log_q = wmb.sample(int(n), rng)
     return evaluator.log_value(x) - np.asarray(log_q, dtype=float)
@@ -440,6 +443,63 @@ def sample_search_tree(search, evaluator, n, rng, fast=None):
             log_q = float(np.asarray(log_q).reshape(-1)[0])
         out[i] = log_U + log_g - log_h - log_q
     return out, log_U
+
+
+def dis_rounds(search, evaluator, n_rounds, n_expansions, n_samples, rng, fast=None,
+               max_expansions=None):
+    """``n_rounds`` rounds of Alg. 1 of [1]_: expand ``n_expansions`` nodes (N_d) of
+    ``search`` while it can grow, then draw ``n_samples`` (N_l) samples from q_S.
+
+    With a compiled search tree and ``fast`` the rounds run in one compiled call; the
+    result is the same as the step-by-step loop (``search.expand`` then
+    :func:`sample_search_tree` with 2 x n_vars uniforms per sample), which is what runs
+    otherwise.
+
+    Parameters
+    ----------
+    search : AOBFS
+        Set up (``fit`` called); it is expanded in place.
+    evaluator : FactorEvaluator
+    n_rounds, n_expansions, n_samples : int
+        Rounds, N_d (0 = no search) and N_l (>= 1).
+    rng : numpy.random.Generator
+    fast : FastProposal, optional
+    max_expansions : int, optional
+        Expansions allowed in all (None = no limit).
+
+    Returns
+    -------
+    log_w : ndarray of shape (m,)
+        ln f(x_i)/q_{S_i}(x_i), m <= n_rounds * n_samples (fewer once the root is solved).
+    log_U : ndarray of shape (m,)
+        ln U_{S_i}, the bound in force when sample i was drawn (Eq. 13-14).
+    """
+    n_rounds, n_expansions, n_samples = int(n_rounds), int(n_expansions), int(n_samples)
+    ct = getattr(search, "_ctree", None)
+    if ct is not None and fast is not None:
+        nv = search.n_vars_
+        m = n_rounds * n_samples
+        log_w, log_U = np.empty(m), np.empty(m)
+        u = rng.random((m, 2 * nv))
+        exp0 = ct.n_expansions
+        k = ct.dis_rounds(fast.kernel, n_rounds, n_expansions if ct.can_expand else 0, n_samples,
+                          -1 if max_expansions is None else int(max_expansions), u,
+                          np.zeros(nv, dtype=np.int64), log_w, log_U)
+        search._sync(ct.n_expansions - exp0)
+        return log_w[:k], log_U[:k]
+    ws, us = [], []
+    left = math.inf if max_expansions is None else int(max_expansions)
+    for _ in range(n_rounds):
+        if n_expansions and search.can_expand and left > 0:
+            left -= search.expand(int(min(n_expansions, left)))
+        if search.solved_:
+            break
+        w, lu = sample_search_tree(search, evaluator, n_samples, rng, fast=fast)
+        ws.append(w)
+        us.append(np.full(len(w), lu))
+    if not ws:
+        return np.empty(0), np.empty(0)
+    return np.concatenate(ws), np.concatenate(us)
 
 
 def greedy_log_lower(wmb, evaluator):

@@ -118,6 +118,60 @@ def test_search_tree_weights_with_real_wmb_are_bounded():
     assert abs(r.mean() - 1.0) < 5 * r.std(ddof=1) / math.sqrt(r.size)
 
 
+@pytest.mark.parametrize("n_exp,n_samp", [(1, 1), (10, 1), (3, 4), (0, 2)])
+def test_compiled_dis_rounds_equal_the_step_by_step_loop(n_exp, n_samp):
+    """One compiled call of ``dis_rounds`` == Alg. 1 step by step (expand, then sample)."""
+    from sampling.bounds.importance import FastProposal, dis_rounds
+
+    m = random_model(n=12, seed=5, max_card=3)
+    w = _wmb(m, 2)
+    ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
+    fast = FastProposal(w, ev)
+    batch = AOBFS(m, wmb=w, max_nodes=400).fit(max_expansions=0)
+    steps = AOBFS(m, wmb=w, max_nodes=400).fit(max_expansions=0)
+    assert batch.compiled_ and steps.compiled_
+    g1, g2 = np.random.default_rng(7), np.random.default_rng(7)
+    log_w, log_U = dis_rounds(batch, ev, 30, n_exp, n_samp, g1, fast=fast, max_expansions=45)
+    ref_w, ref_U, left = [], [], 45
+    for _ in range(30):
+        if n_exp and steps.can_expand and left > 0:
+            left -= steps.expand(min(n_exp, left))
+        if steps.solved_:
+            break
+        lw, lu = sample_search_tree(steps, ev, n_samp, g2, fast=fast)
+        ref_w.extend(lw)
+        ref_U.extend([lu] * n_samp)
+    assert log_w.size == len(ref_w) > 0
+    np.testing.assert_array_equal(log_w, ref_w)
+    np.testing.assert_array_equal(log_U, ref_U)
+    assert batch.n_expansions_ == steps.n_expansions_ <= min(45, 30 * n_exp)
+    assert batch.log_Z_upper_min_ == steps.log_Z_upper_min_
+    assert batch.n_nodes_ == steps.n_nodes_
+    assert np.all(np.diff(log_U) <= 1e-12)  # U_S only tightens with a WMB heuristic
+
+
+def test_wmb_is_batch_equals_per_draw_calls_and_python_twin():
+    from sampling.bounds.importance import FastProposal, sample_wmb_is
+
+    m = random_model(n=9, seed=6)
+    w = _wmb(m, 2)
+    ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
+    fast = FastProposal(w, ev)
+    got = sample_wmb_is(w, ev, 50, np.random.default_rng(1), fast=fast)
+    g = np.random.default_rng(1)
+    ref = [fast.log_constant + lg - lq
+           for _, lq, lg in (fast.sample(g, np.zeros(fast.n_vars, dtype=np.int64), fast.roots)
+                             for _ in range(50))]
+    np.testing.assert_array_equal(got, ref)
+    twin = FastProposal(w, ev, pure_python=True)
+    u = np.random.default_rng(2).random((20, fast.n_vars))
+    a, b = np.empty(20), np.empty(20)
+    fast.kernel.sample_batch(fast.roots, u, np.zeros(fast.n_vars, dtype=np.int64), 0.5, a)
+    twin.kernel.sample_batch(fast.roots, u, np.zeros(fast.n_vars, dtype=np.int64), 0.5, b)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert np.all(got <= w.log_Z_upper + 1e-8)  # f/q <= the WMB bound (Eq. 8)
+
+
 # ----------------------------------------------------------------- run()
 @pytest.mark.parametrize("method", ["dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact"])
 def test_run_brackets_brute_force_on_tiny_model(method):
