@@ -237,10 +237,10 @@ cdef class AndOrTree:
     cdef const long long[::1] ch_ptr, ch_idx, is_leaf, cards
     cdef LookupSum arc, heur
     cdef long long n_vars
-    cdef long long[::1] a_var, a_val, a_parent, a_child0, a_nchild
+    cdef int[::1] a_var, a_val, a_parent, a_child0, a_nchild
     cdef double[::1] a_logw, a_logu, a_logl, a_logb
     cdef signed char[::1] a_solved
-    cdef long long[::1] o_var, o_parent, o_child0, o_nchild
+    cdef int[::1] o_var, o_parent, o_child0, o_nchild
     cdef double[::1] o_logu, o_logl, o_logb
     cdef signed char[::1] o_solved
     cdef public long long n_and, n_or, n_nodes, n_expansions, max_nodes, cap_and, cap_or
@@ -295,39 +295,41 @@ cdef class AndOrTree:
 
     # ---------------------------------------------------------------- storage
     def _alloc_arrays_and(self, long long cap):
+        # np.zeros takes untouched (lazily zeroed) pages, so a large initial capacity
+        # costs memory only as nodes are created; every field of a node is set when it is
         old = self.cap_and
-        def grow(arr, dtype, fill):
-            new = _np.full(cap, fill, dtype=dtype)
+        def grow(arr, dtype):
+            new = _np.zeros(cap, dtype=dtype)
             if old:
                 new[:old] = _np.asarray(arr)[:old]
             return new
-        self.a_var = grow(self.a_var if old else None, _np.int64, -1)
-        self.a_val = grow(self.a_val if old else None, _np.int64, -1)
-        self.a_parent = grow(self.a_parent if old else None, _np.int64, -1)
-        self.a_child0 = grow(self.a_child0 if old else None, _np.int64, -1)
-        self.a_nchild = grow(self.a_nchild if old else None, _np.int64, -1)
-        self.a_logw = grow(self.a_logw if old else None, _np.float64, 0.0)
-        self.a_logu = grow(self.a_logu if old else None, _np.float64, 0.0)
-        self.a_logl = grow(self.a_logl if old else None, _np.float64, 0.0)
-        self.a_logb = grow(self.a_logb if old else None, _np.float64, 0.0)
-        self.a_solved = grow(self.a_solved if old else None, _np.int8, 0)
+        self.a_var = grow(self.a_var if old else None, _np.int32)
+        self.a_val = grow(self.a_val if old else None, _np.int32)
+        self.a_parent = grow(self.a_parent if old else None, _np.int32)
+        self.a_child0 = grow(self.a_child0 if old else None, _np.int32)
+        self.a_nchild = grow(self.a_nchild if old else None, _np.int32)
+        self.a_logw = grow(self.a_logw if old else None, _np.float64)
+        self.a_logu = grow(self.a_logu if old else None, _np.float64)
+        self.a_logl = grow(self.a_logl if old else None, _np.float64)
+        self.a_logb = grow(self.a_logb if old else None, _np.float64)
+        self.a_solved = grow(self.a_solved if old else None, _np.int8)
         self.cap_and = cap
 
     def _alloc_arrays_or(self, long long cap):
         old = self.cap_or
-        def grow(arr, dtype, fill):
-            new = _np.full(cap, fill, dtype=dtype)
+        def grow(arr, dtype):
+            new = _np.zeros(cap, dtype=dtype)
             if old:
                 new[:old] = _np.asarray(arr)[:old]
             return new
-        self.o_var = grow(self.o_var if old else None, _np.int64, -1)
-        self.o_parent = grow(self.o_parent if old else None, _np.int64, -1)
-        self.o_child0 = grow(self.o_child0 if old else None, _np.int64, -1)
-        self.o_nchild = grow(self.o_nchild if old else None, _np.int64, 0)
-        self.o_logu = grow(self.o_logu if old else None, _np.float64, 0.0)
-        self.o_logl = grow(self.o_logl if old else None, _np.float64, 0.0)
-        self.o_logb = grow(self.o_logb if old else None, _np.float64, 0.0)
-        self.o_solved = grow(self.o_solved if old else None, _np.int8, 0)
+        self.o_var = grow(self.o_var if old else None, _np.int32)
+        self.o_parent = grow(self.o_parent if old else None, _np.int32)
+        self.o_child0 = grow(self.o_child0 if old else None, _np.int32)
+        self.o_nchild = grow(self.o_nchild if old else None, _np.int32)
+        self.o_logu = grow(self.o_logu if old else None, _np.float64)
+        self.o_logl = grow(self.o_logl if old else None, _np.float64)
+        self.o_logb = grow(self.o_logb if old else None, _np.float64)
+        self.o_solved = grow(self.o_solved if old else None, _np.int8)
         self.cap_or = cap
 
     cdef long long _new_and(self, long long k):

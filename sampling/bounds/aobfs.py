@@ -41,8 +41,10 @@ _NEG_INF = -math.inf
 # Estimated bytes per search node (slotted Python object + its share of a children list),
 # measured with tracemalloc on pedigree20 (220 B/node); used to turn memory_mb into a node cap.
 NODE_BYTES = 224
-# Compiled tree: 10 eight-byte fields per node, arrays grown by doubling.
-NODE_BYTES_COMPILED = 160
+# Compiled tree (flat arrays allocated once, lazily zeroed): an AND node takes
+# 5 x int32 + 4 x float64 + 1 byte = 53 bytes, an OR node 4 x int32 + 3 x float64 + 1 = 41.
+NODE_BYTES_COMPILED = 56
+_MAX_COMPILED_NODES = 2**31 - 2**21  # int32 node indices
 
 
 def _lse(values):
@@ -215,6 +217,8 @@ class AOBFS:
             wmb_mb = float(getattr(wmb, "memory_mb_", 0.0) or 0.0)
             free = max(float(self.memory_mb) - wmb_mb, 0.05 * float(self.memory_mb))
             self.max_nodes_ = max(int(free * 2**20 / node_bytes), 16)
+        if kernel is not None:
+            self.max_nodes_ = min(self.max_nodes_, _MAX_COMPILED_NODES)
         self.n_nodes_ = 1
         self.n_expansions_ = 0
         self.full_ = False
@@ -237,7 +241,7 @@ class AOBFS:
             self._ctree = AndOrTree(ch_ptr, ch_idx, self.is_leaf_.astype(np.int64), cards,
                                     LookupSum(*lookup_arrays(cards, wmb._arc)),
                                     LookupSum(*lookup_arrays(cards, wmb._heur)),
-                                    log_const, self.max_nodes_)
+                                    log_const, self.max_nodes_, self.max_nodes_ + 1024)
             self.n_nodes_ = self._ctree.n_nodes
             self.full_ = self._ctree.full
         else:
