@@ -232,6 +232,17 @@ cdef class AndOrTree:
     contiguous block (``*_child0``, ``*_nchild``). ``a_nchild = -1`` marks an open frontier
     AND node, ``0`` a solved one (children freed). Freed blocks are reused (free lists).
     Node 0 is the dummy root AND node (variable -1).
+
+    With ``memory_limited=True`` (pure search only; the sampler needs the Eq. 3 identities
+    that this mode gives up) the search keeps going once ``max_nodes`` is reached: before
+    an expansion that could exceed the cap, the internal AND node found by a top-down
+    descent through the *smallest* relative priorities (``w_c u_c / u_s``, the mirror of
+    the selection descent) whose unsolved grandchildren are all open frontier nodes is
+    collapsed back into a frontier node that keeps its tightened bounds and the best
+    priority of its forgotten subtree (``a_logb``, like SMA*'s backed-up f). Every AND node
+    keeps the running min of its Eq. 3 upper bounds (max of its lower bounds), so U_S
+    never increases. This is an SMA*-style stand-in for Alg. 2 of Lou, Dechter & Ihler
+    (AAAI 2017), whose text we do not have.
     """
 
     cdef const long long[::1] ch_ptr, ch_idx, is_leaf, cards
@@ -244,14 +255,17 @@ cdef class AndOrTree:
     cdef double[::1] o_logu, o_logl, o_logb
     cdef signed char[::1] o_solved
     cdef public long long n_and, n_or, n_nodes, n_expansions, max_nodes, cap_and, cap_or
-    cdef public bint full
+    cdef public bint full, memory_limited, stuck
+    cdef public long long n_collapses
     cdef public double log_Z_upper_min
+    cdef long long[::1] exp_size
     cdef object free_and, free_or
     cdef long long[::1] assign, stack, starts
     cdef double[::1] row_a, row_h
 
     def __cinit__(self, ch_ptr, ch_idx, is_leaf, cards, LookupSum arc, LookupSum heur,
-                  double log_const, long long max_nodes, long long capacity=1024):
+                  double log_const, long long max_nodes, long long capacity=1024,
+                  bint memory_limited=False):
         self.ch_ptr = ch_ptr
         self.ch_idx = ch_idx
         self.is_leaf = is_leaf
@@ -261,6 +275,9 @@ cdef class AndOrTree:
         self.n_vars = cards.shape[0]
         self.max_nodes = max_nodes
         self.full = False
+        self.memory_limited = memory_limited
+        self.stuck = False
+        self.n_collapses = 0
         self.free_and = {}
         self.free_or = {}
         self.cap_and = 0
@@ -273,6 +290,14 @@ cdef class AndOrTree:
         self.assign = _np.zeros(max(self.n_vars, 1), dtype=_np.int64)
         self.stack = _np.zeros(self.n_vars + 2, dtype=_np.int64)
         self.starts = _np.zeros(self.n_vars + 1, dtype=_np.int64)
+        # most nodes an expansion of variable v's AND node creates (index n_vars: the root)
+        es = _np.zeros(self.n_vars + 1, dtype=_np.int64)
+        ptr, idx, leaf, cds = (_np.asarray(ch_ptr), _np.asarray(ch_idx), _np.asarray(is_leaf),
+                               _np.asarray(cards))
+        for vi in range(self.n_vars + 1):
+            for y in idx[ptr[vi]:ptr[vi + 1]]:
+                es[vi] += 1 + (0 if leaf[y] else int(cds[y]))
+        self.exp_size = es
         # root
         self.n_and = 1
         self.n_or = 0
@@ -282,7 +307,8 @@ cdef class AndOrTree:
         self.a_child0[0] = -1
         self.a_nchild[0] = -1
         self.a_logw[0] = log_const
-        self.a_logu[0] = 0.0
+        # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
+        self.a_logu[0] = INFINITY if memory_limited else 0.0
         self.a_logl[0] = NEG_INF
         self.a_logb[0] = 0.0
         self.a_solved[0] = 0
@@ -392,7 +418,18 @@ cdef class AndOrTree:
 
     @property
     def can_expand(self):
-        return not (self.a_solved[0] or self.full or self.a_logb[0] == NEG_INF)
+        return not (self.a_solved[0] or self.a_logb[0] == NEG_INF or self.stuck
+                    or (self.full and not self.memory_limited))
+
+    def worst(self):
+        """Index of the AND node the memory-limited search would collapse next (0 = none)."""
+        return self._worst()
+
+    def collapse(self, long long n):
+        """Collapse internal AND node ``n`` into a frontier node; returns the nodes freed."""
+        if n <= 0 or n >= self.n_and or self.a_nchild[n] <= 0:
+            raise ValueError(f"node {n} is not an internal non-root AND node")
+        return self._collapse(n)
 
     def expand(self, long long n):
         """Expand up to n nodes by the upper priority; returns the number done."""
@@ -401,8 +438,26 @@ cdef class AndOrTree:
     cdef long long _expand_n(self, long long n):
         cdef long long done = 0
         cdef double u
-        while done < n and not (self.a_solved[0] or self.full or self.a_logb[0] == NEG_INF):
-            self._expand(self._select())
+        cdef long long node, c, vi
+        while done < n and not (self.a_solved[0] or self.a_logb[0] == NEG_INF or self.stuck
+                                or (self.full and not self.memory_limited)):
+            node = self._select()
+            if self.memory_limited:
+                while True:
+                    vi = self.a_var[node] if self.a_var[node] >= 0 else self.n_vars
+                    if self.n_nodes + self.exp_size[vi] <= self.max_nodes:
+                        break
+                    c = self._worst()
+                    if c == 0:  # nothing left to collapse but the root
+                        self.stuck = True
+                        self.full = True
+                        break
+                    self._collapse(c)
+                    self.full = True
+                    node = self._select()
+                if self.stuck:
+                    break
+            self._expand(node)
             done += 1
             self.n_expansions += 1
             u = self.a_logw[0] + self.a_logu[0]
@@ -432,6 +487,50 @@ cdef class AndOrTree:
                         bc = c
             node = bc
         return node
+
+    cdef long long _worst(self):
+        """Top-down descent by the smallest relative priority w_c u_c / u_s over internal
+        AND grandchildren; returns the first node whose unsolved grandchildren are all
+        open frontier nodes (0 when that is the root)."""
+        cdef long long node = 0, s, c, bc
+        cdef double best, val
+        while True:
+            best = INFINITY
+            bc = -1
+            for s in range(self.a_child0[node], self.a_child0[node] + self.a_nchild[node]):
+                if self.o_solved[s]:
+                    continue
+                for c in range(self.o_child0[s], self.o_child0[s] + self.o_nchild[s]):
+                    if self.a_nchild[c] > 0:
+                        val = self.a_logw[c] + self.a_logu[c] - self.o_logu[s]
+                        if val < best or bc < 0:
+                            best = val
+                            bc = c
+            if bc < 0:
+                return node
+            node = bc
+
+    cdef long long _collapse(self, long long n):
+        """Free the OR children of AND node n and everything below; n becomes an open
+        frontier node that keeps its (tightened) u_n, l_n and best subtree priority b_n.
+        Updates the ancestors."""
+        cdef long long k = self.a_nchild[n], o0 = self.a_child0[n], s, freed = k, cur
+        for s in range(o0, o0 + k):
+            freed += self._free_below_or(s)
+        self._free_or_block(o0, k)
+        self.a_nchild[n] = -1
+        self.a_child0[n] = -1
+        self.n_nodes -= freed
+        self.n_collapses += 1
+        cur = n
+        while True:
+            s = self.a_parent[cur]
+            if s < 0:
+                break
+            self._update_or(s, True)
+            cur = self.o_parent[s]
+            self._update_and(cur)
+        return freed
 
     cdef void _expand(self, long long n):
         cdef long long cur = n, v, vi, k, j, y, s, o0, a0, x, cnt, i, card, created
@@ -536,6 +635,13 @@ cdef class AndOrTree:
                         self.o_solved[s] = 1
             log_l = NEG_INF
             solved = True
+        if self.memory_limited:  # min / max of valid bounds (a collapsed node's are tighter)
+            if self.a_logu[n] < log_u:
+                log_u = self.a_logu[n]
+            if self.a_logl[n] > log_l:
+                log_l = self.a_logl[n]
+            if log_l > log_u:
+                log_l = log_u
         self.a_logu[n] = log_u
         if solved:
             self.a_logl[n] = log_u

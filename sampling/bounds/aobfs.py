@@ -10,8 +10,11 @@ top-down descent that keeps, at each node, the best priority of its subtree rela
 the node. Nodes whose sub-problem has been fully enumerated are *solved*: their bound is
 exact, their children are freed, and the sampler of :mod:`sampling.bounds.importance`
 treats them as Rao-Blackwellised leaves. When the memory budget is reached the tree
-stops growing (the memory-limited variant of [2]_ that keeps improving past the limit is
-not implemented).
+stops growing, unless ``memory_limited=True``: then low-priority internal nodes are
+collapsed back into frontier nodes that keep their tightened bounds, so the bound keeps
+improving past the limit (an SMA*-style stand-in for Alg. 2 of [2]_, whose text we do
+not have; see :class:`AOBFS`). That mode is for pure search only: the two-step sampler
+of DIS needs ``u_s = sum_c w_c u_c`` at every OR node, which it gives up.
 
 A deterministic lower bound is kept as well: ``l_n = v_n`` at solved nodes, ``0`` at
 open frontier nodes, propagated with Eq. 3.
@@ -147,6 +150,27 @@ class AOBFS:
         lookup tables); "python" uses the slotted-object reference implementation in
         this module (the twin the compiled one is tested against). "auto" picks
         "compiled" when possible.
+    memory_limited : bool, default False
+        Keep improving the bound once the node cap is reached (Sec. 5 of [1]_ uses the
+        memory-limited AOBFS of [2]_). Before an expansion that could take the tree past
+        ``max_nodes_`` (the most nodes the selected node's expansion creates is known
+        from the pseudo tree), the search collapses one internal AND node at a time
+        back into an open frontier node that keeps its current ``u_n`` and ``l_n`` and
+        the best upper priority of its forgotten subtree (like the backed-up f-value of
+        SMA*: the node is re-expanded when the nodes it stands for would have been
+        selected, not at once), then selects again. The node collapsed is found by a top-down descent that mirrors the
+        selection: at each AND node go to the internal AND grandchild ``c`` (through OR
+        child ``s``) with the *smallest* relative priority ``w_c u_c / u_s`` (Eq. 4 with
+        the common factor removed; first one on ties), and stop at the first node whose
+        unsolved grandchildren are all open frontier nodes. The root is never collapsed:
+        if it is the only candidate the search stops (``can_expand`` becomes False).
+        In this mode every AND node keeps the running minimum of its Eq. 3 upper bounds
+        (and maximum of its lower bounds): a re-expanded node's regenerated children
+        carry the WMB heuristic again, whose Eq. 3 combination may be looser than the
+        stored ``u_n``; the min of two valid bounds is valid, so ``U_S`` never increases
+        and stays >= Z. The OR identity ``u_s = sum_c w_c u_c`` then holds only as
+        ``<=`` at AND level, so the tree must not be sampled from (DIS and two-stage
+        use the default ``False`` and stop at the cap, as Alg. 1 of [1]_ does).
 
     Attributes
     ----------
@@ -162,23 +186,28 @@ class AOBFS:
     solved_ : bool
         True when the root is solved (``log_Z_upper_ == log_Z_lower_ == ln Z``).
     full_ : bool
-        True once the node cap was hit (no more expansions).
+        True once the node cap was hit (no more expansions unless ``memory_limited``).
     max_nodes_ : int
         The node cap in force.
+    n_collapses_ : int
+        Internal nodes collapsed back into frontier nodes (``memory_limited`` only).
 
     References
     ----------
-    .. [1] Lou, Dechter & Ihler (2017), NIPS, Sec. 2.2, Eq. 3-5.
+    .. [1] Lou, Dechter & Ihler (2017), NIPS, Sec. 2.2, Eq. 3-5, Sec. 5.
+    .. [2] Lou, Dechter & Ihler (2017), "Anytime Anyspace AND/OR Search for Bounding the
+       Partition Function", AAAI, Alg. 2 (memory-limited AOBFS).
     """
 
     def __init__(self, model, *, wmb=None, i_bound=None, memory_mb=1024.0, max_nodes=None,
-                 backend="auto"):
+                 backend="auto", memory_limited=False):
         self.model = model
         self.wmb = wmb
         self.i_bound = i_bound
         self.memory_mb = memory_mb
         self.max_nodes = max_nodes
         self.backend = backend
+        self.memory_limited = memory_limited
 
     # ------------------------------------------------------------------ setup
     def _setup(self):
@@ -222,6 +251,9 @@ class AOBFS:
         self.n_nodes_ = 1
         self.n_expansions_ = 0
         self.full_ = False
+        self._stuck = False
+        self.n_collapses_ = 0
+        self._limited = bool(self.memory_limited)
         self._assign = np.zeros(self.n_vars_, dtype=np.int64)
         self._arc_fn, self._heur_fn = _query_functions(wmb)
         # the WMB may have squeezed cardinality-1 variables out of the scopes; constants
@@ -241,11 +273,18 @@ class AOBFS:
             self._ctree = AndOrTree(ch_ptr, ch_idx, self.is_leaf_.astype(np.int64), cards,
                                     LookupSum(*lookup_arrays(cards, wmb._arc)),
                                     LookupSum(*lookup_arrays(cards, wmb._heur)),
-                                    log_const, self.max_nodes_, self.max_nodes_ + 1024)
+                                    log_const, self.max_nodes_, self.max_nodes_ + 1024,
+                                    self._limited)
             self.n_nodes_ = self._ctree.n_nodes
             self.full_ = self._ctree.full
         else:
-            self.root_ = _AndNode(-1, -1, log_const, 0.0, None)
+            cards = np.asarray(self.model_.cards, dtype=np.int64)
+            kids = list(self.children_) + [self.roots_]
+            # most nodes an expansion of variable v's AND node creates (index n_vars: root)
+            self._exp_size = [sum(1 + (0 if self.is_leaf_[y] else int(cards[y])) for y in k.tolist())
+                              for k in kids]
+            # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
+            self.root_ = _AndNode(-1, -1, log_const, math.inf if self._limited else 0.0, None)
             self._expand(self.root_)
         self.log_Z_upper_min_ = self.log_Z_upper_
 
@@ -294,7 +333,8 @@ class AOBFS:
         """True while an expansion is possible (not solved, memory cap not reached)."""
         if self._ctree is not None:
             return self._ctree.can_expand
-        return not (self.root_.solved or self.full_ or self.root_.log_b == _NEG_INF)
+        return not (self.root_.solved or self.root_.log_b == _NEG_INF or self._stuck
+                    or (self.full_ and not self._limited))
 
     @property
     def compiled_(self):
@@ -333,6 +373,10 @@ class AOBFS:
             if time_limit is not None and time.perf_counter() - t0 >= time_limit:
                 break
             node = self._select()
+            if self._limited:
+                node = self._make_room(node)
+                if node is None:
+                    break
             self._expand(node)
             done += 1
             self.n_expansions_ += 1
@@ -347,6 +391,7 @@ class AOBFS:
         self.log_Z_upper_min_ = min(self.log_Z_upper_min_, ct.log_Z_upper_min)
         self.n_nodes_ = ct.n_nodes
         self.full_ = ct.full
+        self.n_collapses_ = ct.n_collapses
 
     def _select(self):
         """Top-down descent to the open frontier node of largest upper priority."""
@@ -366,6 +411,52 @@ class AOBFS:
                         best, best_c = val, c
             node = best_c
         return node
+
+    def _make_room(self, node):
+        """Collapse nodes until expanding ``node`` (re-selected after each collapse) fits
+        the node cap; None when only the root could be collapsed (the search stops)."""
+        while self.n_nodes_ + self._exp_size[node.var if node.var >= 0 else self.n_vars_] > self.max_nodes_:
+            c = self._worst()
+            if c is self.root_:
+                self._stuck = True
+                self.full_ = True
+                return None
+            self._collapse(c)
+            self.full_ = True
+            node = self._select()
+        return node
+
+    def _worst(self):
+        """Top-down descent by the smallest relative priority w_c u_c / u_s over internal
+        AND grandchildren; the first node whose unsolved grandchildren are all frontier."""
+        node = self.root_
+        while True:
+            best, best_c = math.inf, None
+            for s in node.children:
+                if s.solved:
+                    continue
+                for c in s.children:
+                    if c.children is not None:
+                        val = c.log_w + c.log_u - s.log_u
+                        if val < best or best_c is None:
+                            best, best_c = val, c
+            if best_c is None:
+                return node
+            node = best_c
+
+    def _collapse(self, node):
+        """Free the OR children of AND ``node`` and all below; ``node`` becomes an open
+        frontier node keeping its tightened ``u_n`` / ``l_n``. Updates the ancestors."""
+        ors = node.children
+        self.n_nodes_ -= len(ors) + sum(_subtree_size(s) for s in ors)
+        node.children = None
+        self.n_collapses_ += 1
+        cur = node
+        while cur.parent is not None:
+            s = cur.parent
+            self._update_or(s)
+            cur = s.parent
+            self._update_and(cur)
 
     def assignment(self, node, out=None):
         """Values of ``node``'s variable and its ancestors written into ``out`` (n_vars,)."""
@@ -439,6 +530,13 @@ class AOBFS:
             if not solved:  # a zero factor below: drop the unsolved siblings' subtrees too
                 self.n_nodes_ -= sum(_subtree_size(s) for s in ors if not s.solved)
             log_l, solved = _NEG_INF, True
+        if self._limited:  # min / max of valid bounds (a collapsed node's are tighter)
+            if n.log_u < log_u:
+                log_u = n.log_u
+            if n.log_l > log_l:
+                log_l = n.log_l
+            if log_l > log_u:
+                log_l = log_u
         n.log_u = log_u
         if solved:
             n.log_l = log_u

@@ -199,9 +199,11 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     Symbols of [1]_: ``n_samples`` = N_l, ``n_expansions`` = N_d, U_S = the AOBFS bound,
     U_i = U_S at the time sample i was drawn, ``log_Z_hat`` = ln Zhat of Eq. 13.
     WMB-IS is DIS with (N_l = inf, N_d = 0) and two-stage DIS with (N_l = 1, N_d = inf).
-    The "aobfs" method stops growing at the memory budget (the memory-limited AOBFS of
-    the paper keeps improving past it) and its lower bound comes only from solved
-    sub-problems (the paper gives AOBFS a free lower-bound heuristic).
+    The "aobfs" method runs the memory-limited AOBFS (``AOBFS(memory_limited=True)``, as in
+    Sec. 5 of [1]_): past the memory budget it collapses low-priority internal nodes and
+    keeps improving U_S. DIS and two-stage stop growing the tree at the budget (Alg. 1;
+    their sampler needs the unlimited tree). The "aobfs" lower bound comes only from
+    solved sub-problems (the paper gives AOBFS a free lower-bound heuristic).
 
     References
     ----------
@@ -262,8 +264,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     fast = make_fast_proposal(wmb, ev) if hasattr(wmb, "_prop") else None
     search = None
     if method in ("dis", "two-stage", "aobfs"):  # compiled lookup tables + the root node
+        # pure search keeps improving past the memory budget (memory-limited AOBFS, Sec. 5
+        # of [1]_); DIS and two-stage sample from the tree, so they stop at the budget
         search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes,
-                       backend=backend).fit(max_expansions=0)
+                       backend=backend, memory_limited=(method == "aobfs")).fit(max_expansions=0)
     # the clock covers the WMB (when built here) and the method itself, not the one-off
     # preprocessing above (factor index, compiled proposal / lookup tables, greedy floor)
     rec.t0 = now() - t_wmb_built

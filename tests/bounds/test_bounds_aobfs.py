@@ -171,3 +171,94 @@ def test_compiled_tree_node_cap_and_bad_backend():
         AOBFS(m, wmb=w, backend="gpu").fit()
     with pytest.raises(ValueError, match="compiled"):
         AOBFS(m, wmb=BruteForceHeuristic(m).fit(), backend="compiled").fit()
+
+
+# ------------------------------------------------ memory-limited search (past the node cap)
+def _limited_pair(seed, max_nodes, backend="compiled"):
+    m = random_model(n=11, seed=seed)
+    w = _wmb(m, 1)
+    base = AOBFS(m, wmb=w, max_nodes=max_nodes, backend=backend).fit()
+    lim = AOBFS(m, wmb=w, max_nodes=max_nodes, backend=backend, memory_limited=True).fit(max_expansions=0)
+    return m, base, lim
+
+
+@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (22, 40), (26, 40), (29, 80), (33, 80), (37, 80)])
+def test_memory_limited_bound_valid_monotone_and_capped(seed, max_nodes):
+    m, base, s = _limited_pair(seed, max_nodes)
+    lz = brute_log_z(m)
+    assert base.full_ and not base.can_expand and not base.solved_
+    prev = s.log_Z_upper_min_
+    for _ in range(1500):
+        assert s.can_expand  # never stops while the root is unsolved and collapsible
+        assert s.expand(1) == 1
+        assert lz - 1e-9 <= s.log_Z_upper_ <= prev  # min of valid bounds: never increases
+        assert s.log_Z_upper_min_ == s.log_Z_upper_
+        assert s.log_Z_lower_ <= lz + 1e-9
+        assert s.n_nodes_ <= max_nodes
+        prev = s.log_Z_upper_
+    assert s.full_ and s.n_collapses_ > 0 and s.n_expansions_ == 1500
+
+
+@pytest.mark.parametrize("seed, max_nodes", [(24, 40), (25, 40), (35, 40), (21, 80), (22, 80), (29, 80), (33, 80)])
+def test_memory_limited_improves_past_the_cap(seed, max_nodes):
+    m, base, s = _limited_pair(seed, max_nodes)
+    s.expand(3000)
+    assert base.full_ and not base.solved_
+    assert s.log_Z_upper_ < base.log_Z_upper_ - 1e-6  # the plain search stopped above this
+    assert s.log_Z_upper_ >= brute_log_z(m) - 1e-9
+
+
+@pytest.mark.parametrize("seed, max_nodes", [(28, 80), (35, 150)])
+def test_memory_limited_reaches_log_z(seed, max_nodes):
+    """On these tiny models the limited search closes the gap the plain search leaves.
+    (Not on every model: with a cap too small to rebuild a collapsed subtree below its
+    stored bound the search can cycle between collapses and re-expansions, as SMA* does.)"""
+    m, base, s = _limited_pair(seed, max_nodes)
+    lz = brute_log_z(m)
+    assert base.log_Z_upper_ > lz + 1e-4
+    s.expand(5000)
+    assert s.log_Z_upper_ == pytest.approx(lz, abs=1e-6)
+    assert s.n_nodes_ <= max_nodes
+
+
+@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (23, 40), (26, 80), (33, 80), (35, 150)])
+def test_memory_limited_compiled_matches_python_twin(seed, max_nodes):
+    m = random_model(n=11, seed=seed)
+    w = _wmb(m, 1)
+    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, memory_limited=True).fit(max_expansions=0)
+    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, memory_limited=True).fit(max_expansions=0)
+    assert b.compiled_ and not a.compiled_
+    for _ in range(800):
+        assert a.expand(1) == b.expand(1)
+        assert a.log_Z_upper_ == b.log_Z_upper_
+        assert a.log_Z_lower_ == b.log_Z_lower_
+        assert (a.n_nodes_, a.n_collapses_, a.full_, a.can_expand) == (b.n_nodes_, b.n_collapses_, b.full_, b.can_expand)
+        if not a.can_expand:
+            break
+    assert a.n_collapses_ > 0
+
+
+@pytest.mark.parametrize("backend", ["python", "compiled"])
+def test_memory_limited_stops_when_only_the_root_could_go(backend):
+    m = random_model(n=11, seed=21)
+    w = _wmb(m, 1)
+    s = AOBFS(m, wmb=w, backend=backend, max_nodes=8, memory_limited=True).fit(max_expansions=50)
+    assert s.n_expansions_ == 0 and s.full_ and not s.can_expand and not s.solved_
+    assert s.expand(5) == 0
+    # a cap that holds one level more: collapses, keeps expanding, bound still valid
+    s = AOBFS(m, wmb=w, backend=backend, max_nodes=20, memory_limited=True).fit(max_expansions=300)
+    assert s.n_expansions_ == 300 and s.can_expand and s.n_collapses_ > 0
+    assert brute_log_z(m) - 1e-9 <= s.log_Z_upper_ <= s.log_Z_upper_min_
+
+
+def test_run_aobfs_is_memory_limited_but_two_stage_is_not():
+    from sampling.bounds.dis import run
+
+    m = random_model(n=11, seed=33)
+    w = _wmb(m, 1)
+    tr = run(m, "aobfs", time_limit=math.inf, max_expansions=2000, wmb=w, max_nodes=80)
+    base = AOBFS(m, wmb=w, max_nodes=80).fit()
+    assert tr.meta["n_expansions_total"] == 2000 > base.n_expansions_
+    assert tr.log_Z_upper[-1] < base.log_Z_upper_ - 1e-6
+    tr2 = run(m, "two-stage", time_limit=math.inf, max_samples=10, wmb=w, max_nodes=80, rng=0)
+    assert tr2.n_expansions[-1] == base.n_expansions_
