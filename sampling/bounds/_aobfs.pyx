@@ -236,8 +236,8 @@ cdef class AndOrTree:
     With ``memory_limited=True`` (pure search only; the sampler needs the Eq. 3 identities
     that this mode gives up) the search keeps going once ``max_nodes`` is reached: before
     an expansion that could exceed the cap, the internal AND node found by a top-down
-    descent through the *smallest* relative priorities (``w_c u_c / u_s``, the mirror of
-    the selection descent) whose unsolved grandchildren are all open frontier nodes is
+    descent through the *smallest* relative best subtree priorities (``w_c b_c / u_s``, the
+    mirror of the selection descent) whose unsolved grandchildren are all open frontier nodes is
     collapsed back into a frontier node that keeps its tightened bounds and the best
     priority of its forgotten subtree (``a_logb``, like SMA*'s backed-up f). Every AND node
     keeps the running min of its Eq. 3 upper bounds (max of its lower bounds), so U_S
@@ -489,7 +489,7 @@ cdef class AndOrTree:
         return node
 
     cdef long long _worst(self):
-        """Top-down descent by the smallest relative priority w_c u_c / u_s over internal
+        """Top-down descent by the smallest relative best priority w_c b_c / u_s over internal
         AND grandchildren; returns the first node whose unsolved grandchildren are all
         open frontier nodes (0 when that is the root)."""
         cdef long long node = 0, s, c, bc
@@ -502,7 +502,7 @@ cdef class AndOrTree:
                     continue
                 for c in range(self.o_child0[s], self.o_child0[s] + self.o_nchild[s]):
                     if self.a_nchild[c] > 0:
-                        val = self.a_logw[c] + self.a_logu[c] - self.o_logu[s]
+                        val = self.a_logw[c] + self.a_logb[c] - self.o_logu[s]
                         if val < best or bc < 0:
                             best = val
                             bc = c

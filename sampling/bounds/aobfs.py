@@ -14,7 +14,7 @@ stops growing, unless ``memory_limited=True``: then low-priority internal nodes 
 collapsed back into frontier nodes that keep their tightened bounds, so the bound keeps
 improving past the limit (an SMA*-style stand-in for Alg. 2 of [2]_, whose text we do
 not have; see :class:`AOBFS`). That mode is for pure search only: the two-step sampler
-of DIS needs ``u_s = sum_c w_c u_c`` at every OR node, which it gives up.
+of DIS needs Eq. 3 to hold with equality at every node, which it gives up.
 
 A deterministic lower bound is kept as well: ``l_n = v_n`` at solved nodes, ``0`` at
 open frontier nodes, propagated with Eq. 3.
@@ -158,19 +158,21 @@ class AOBFS:
         back into an open frontier node that keeps its current ``u_n`` and ``l_n`` and
         the best upper priority of its forgotten subtree (like the backed-up f-value of
         SMA*: the node is re-expanded when the nodes it stands for would have been
-        selected, not at once), then selects again. The node collapsed is found by a top-down descent that mirrors the
-        selection: at each AND node go to the internal AND grandchild ``c`` (through OR
-        child ``s``) with the *smallest* relative priority ``w_c u_c / u_s`` (Eq. 4 with
-        the common factor removed; first one on ties), and stop at the first node whose
-        unsolved grandchildren are all open frontier nodes. The root is never collapsed:
-        if it is the only candidate the search stops (``can_expand`` becomes False).
+        selected, not at once), then selects again. The node collapsed is found by a
+        top-down descent that mirrors the selection: at each AND node go to the internal
+        AND grandchild ``c`` (through OR child ``s``) whose subtree's best upper priority
+        (Eq. 4), relative to the AND node, ``w_c b_c / u_s`` is *smallest* (first one on
+        ties), and stop at the first node whose unsolved grandchildren are all open
+        frontier nodes. The root is never collapsed: if it is the only candidate the
+        search stops (``can_expand`` becomes False).
         In this mode every AND node keeps the running minimum of its Eq. 3 upper bounds
         (and maximum of its lower bounds): a re-expanded node's regenerated children
         carry the WMB heuristic again, whose Eq. 3 combination may be looser than the
         stored ``u_n``; the min of two valid bounds is valid, so ``U_S`` never increases
-        and stays >= Z. The OR identity ``u_s = sum_c w_c u_c`` then holds only as
-        ``<=`` at AND level, so the tree must not be sampled from (DIS and two-stage
-        use the default ``False`` and stop at the cap, as Alg. 1 of [1]_ does).
+        and stays >= Z. Eq. 3 at an AND node, ``u_n = prod_s u_s``, then holds only as
+        ``<=``, so the tree must not be sampled from (the two-step sampler needs the
+        equalities; DIS and two-stage use the default ``False`` and stop at the cap, as
+        Alg. 1 of [1]_ does).
 
     Attributes
     ----------
@@ -427,7 +429,7 @@ class AOBFS:
         return node
 
     def _worst(self):
-        """Top-down descent by the smallest relative priority w_c u_c / u_s over internal
+        """Top-down descent by the smallest relative best priority w_c b_c / u_s over internal
         AND grandchildren; the first node whose unsolved grandchildren are all frontier."""
         node = self.root_
         while True:
@@ -437,7 +439,7 @@ class AOBFS:
                     continue
                 for c in s.children:
                     if c.children is not None:
-                        val = c.log_w + c.log_u - s.log_u
+                        val = c.log_w + c.log_b - s.log_u
                         if val < best or best_c is None:
                             best, best_c = val, c
             if best_c is None:

@@ -182,24 +182,26 @@ def _limited_pair(seed, max_nodes, backend="compiled"):
     return m, base, lim
 
 
-@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (22, 40), (26, 40), (29, 80), (33, 80), (37, 80)])
+@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (29, 40), (33, 40), (37, 40), (33, 80)])
 def test_memory_limited_bound_valid_monotone_and_capped(seed, max_nodes):
     m, base, s = _limited_pair(seed, max_nodes)
     lz = brute_log_z(m)
     assert base.full_ and not base.can_expand and not base.solved_
     prev = s.log_Z_upper_min_
     for _ in range(1500):
-        assert s.can_expand  # never stops while the root is unsolved and collapsible
+        if not s.can_expand:
+            break
         assert s.expand(1) == 1
         assert lz - 1e-9 <= s.log_Z_upper_ <= prev  # min of valid bounds: never increases
         assert s.log_Z_upper_min_ == s.log_Z_upper_
         assert s.log_Z_lower_ <= lz + 1e-9
         assert s.n_nodes_ <= max_nodes
         prev = s.log_Z_upper_
-    assert s.full_ and s.n_collapses_ > 0 and s.n_expansions_ == 1500
+    assert s.full_ and s.n_collapses_ > 0
+    assert s.solved_ or (s.can_expand and s.n_expansions_ == 1500)  # stops only when solved
 
 
-@pytest.mark.parametrize("seed, max_nodes", [(24, 40), (25, 40), (35, 40), (21, 80), (22, 80), (29, 80), (33, 80)])
+@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (29, 40), (33, 40), (37, 40), (21, 80), (33, 80)])
 def test_memory_limited_improves_past_the_cap(seed, max_nodes):
     m, base, s = _limited_pair(seed, max_nodes)
     s.expand(3000)
@@ -208,20 +210,22 @@ def test_memory_limited_improves_past_the_cap(seed, max_nodes):
     assert s.log_Z_upper_ >= brute_log_z(m) - 1e-9
 
 
-@pytest.mark.parametrize("seed, max_nodes", [(28, 80), (35, 150)])
+@pytest.mark.parametrize("seed, max_nodes", [(22, 40), (24, 40), (28, 40), (35, 40), (26, 80), (29, 80), (33, 150)])
 def test_memory_limited_reaches_log_z(seed, max_nodes):
-    """On these tiny models the limited search closes the gap the plain search leaves.
-    (Not on every model: with a cap too small to rebuild a collapsed subtree below its
-    stored bound the search can cycle between collapses and re-expansions, as SMA* does.)"""
+    """On these tiny models the limited search solves what the plain search leaves open.
+    (Not always within a given number of expansions: e.g. seed 21 with 40 nodes is still
+    0.019 above ln Z after 5000, cycling collapses and re-expansions as SMA* can.)"""
     m, base, s = _limited_pair(seed, max_nodes)
     lz = brute_log_z(m)
-    assert base.log_Z_upper_ > lz + 1e-4
+    assert base.log_Z_upper_ > lz + 1e-4 and not base.solved_
     s.expand(5000)
+    assert s.solved_ and not s.can_expand
     assert s.log_Z_upper_ == pytest.approx(lz, abs=1e-6)
-    assert s.n_nodes_ <= max_nodes
+    assert s.log_Z_lower_ == pytest.approx(lz, abs=1e-6)
+    assert s.n_nodes_ == 1
 
 
-@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (23, 40), (26, 80), (33, 80), (35, 150)])
+@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (37, 40), (33, 80), (45, 120)])
 def test_memory_limited_compiled_matches_python_twin(seed, max_nodes):
     m = random_model(n=11, seed=seed)
     w = _wmb(m, 1)
