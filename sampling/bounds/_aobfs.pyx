@@ -6,7 +6,7 @@ Reference twin: ``_aobfs_py.py`` (same class, pure Python), tested against this 
 The caller validates every array once (see ``importance.FastProposal``).
 """
 from libc.math cimport exp, log, INFINITY
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 
 
 cdef class ProposalKernel:
@@ -223,13 +223,27 @@ import numpy as _np
 cdef double NEG_INF = -INFINITY
 
 
+cdef struct AndNode:
+    double logw, logu, logl, logb   # arc weight w, upper bound u, lower bound l, best priority b
+    int var, val, parent, child0, nchild
+    signed char solved
+
+
+cdef struct OrNode:
+    double logu, logl, logb
+    int var, parent, child0, nchild
+    signed char solved
+
+
 cdef class AndOrTree:
     """Explicit AND/OR search tree in flat arrays: AOBFS with the upper priority (Eq. 3-5)
     and the two-step sampler of Alg. 1 (Lou et al. 2017). The reference twin is the
     pure-Python ``aobfs.AOBFS`` (``backend="python"``); both make identical choices.
 
-    AND node arrays ``a_*`` and OR node arrays ``o_*``; the children of a node occupy a
-    contiguous block (``*_child0``, ``*_nchild``). ``a_nchild = -1`` marks an open frontier
+    AND nodes ``A[i]`` and OR nodes ``O[i]`` are arrays of C structs (one or two cache
+    lines per node visited, which is what the sampler's descent and the upward updates
+    pay for); the children of a node occupy a contiguous block (``child0``, ``nchild``).
+    ``A[i].nchild = -1`` marks an open frontier
     AND node, ``0`` a solved one (children freed). Freed blocks are reused (free lists).
     Node 0 is the dummy root AND node (variable -1).
 
@@ -239,7 +253,7 @@ cdef class AndOrTree:
     descent through the *smallest* relative best subtree priorities (``w_c b_c / u_s``, the
     mirror of the selection descent) whose unsolved grandchildren are all open frontier nodes is
     collapsed back into a frontier node that keeps its tightened bounds and the best
-    priority of its forgotten subtree (``a_logb``, like SMA*'s backed-up f). Every AND node
+    priority of its forgotten subtree (``A[i].logb``, like SMA*'s backed-up f). Every AND node
     keeps the running min of its Eq. 3 upper bounds (max of its lower bounds), so U_S
     never increases. This is an SMA*-style stand-in for Alg. 2 of Lou, Dechter & Ihler
     (AAAI 2017), whose text we do not have.
@@ -248,12 +262,8 @@ cdef class AndOrTree:
     cdef const long long[::1] ch_ptr, ch_idx, is_leaf, cards
     cdef LookupSum arc, heur
     cdef long long n_vars
-    cdef int[::1] a_var, a_val, a_parent, a_child0, a_nchild
-    cdef double[::1] a_logw, a_logu, a_logl, a_logb
-    cdef signed char[::1] a_solved
-    cdef int[::1] o_var, o_parent, o_child0, o_nchild
-    cdef double[::1] o_logu, o_logl, o_logb
-    cdef signed char[::1] o_solved
+    cdef AndNode* A
+    cdef OrNode* O
     cdef public long long n_and, n_or, n_nodes, n_expansions, max_nodes, cap_and, cap_or
     cdef public bint full, memory_limited, stuck
     cdef public long long n_collapses
@@ -282,8 +292,8 @@ cdef class AndOrTree:
         self.free_or = {}
         self.cap_and = 0
         self.cap_or = 0
-        self._alloc_arrays_and(capacity)
-        self._alloc_arrays_or(capacity)
+        self._alloc_and(capacity)
+        self._alloc_or(capacity)
         mc = max(int(_np.max(cards)) if cards.shape[0] else 1, 1)
         self.row_a = _np.zeros(mc)
         self.row_h = _np.zeros(mc)
@@ -301,69 +311,60 @@ cdef class AndOrTree:
         # root
         self.n_and = 1
         self.n_or = 0
-        self.a_var[0] = -1
-        self.a_val[0] = -1
-        self.a_parent[0] = -1
-        self.a_child0[0] = -1
-        self.a_nchild[0] = -1
-        self.a_logw[0] = log_const
+        self.A[0].var = -1
+        self.A[0].val = -1
+        self.A[0].parent = -1
+        self.A[0].child0 = -1
+        self.A[0].nchild = -1
+        self.A[0].logw = log_const
         # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
-        self.a_logu[0] = INFINITY if memory_limited else 0.0
-        self.a_logl[0] = NEG_INF
-        self.a_logb[0] = 0.0
-        self.a_solved[0] = 0
+        self.A[0].logu = INFINITY if memory_limited else 0.0
+        self.A[0].logl = NEG_INF
+        self.A[0].logb = 0.0
+        self.A[0].solved = 0
         self.n_nodes = 1
         self.n_expansions = 0
         self._expand(0)
-        self.log_Z_upper_min = self.a_logw[0] + self.a_logu[0]
+        self.log_Z_upper_min = self.A[0].logw + self.A[0].logu
         if self.n_nodes >= self.max_nodes:
             self.full = True
 
     # ---------------------------------------------------------------- storage
-    def _alloc_arrays_and(self, long long cap):
-        # np.zeros takes untouched (lazily zeroed) pages, so a large initial capacity
-        # costs memory only as nodes are created; every field of a node is set when it is
-        old = self.cap_and
-        def grow(arr, dtype):
-            new = _np.zeros(cap, dtype=dtype)
-            if old:
-                new[:old] = _np.asarray(arr)[:old]
-            return new
-        self.a_var = grow(self.a_var if old else None, _np.int32)
-        self.a_val = grow(self.a_val if old else None, _np.int32)
-        self.a_parent = grow(self.a_parent if old else None, _np.int32)
-        self.a_child0 = grow(self.a_child0 if old else None, _np.int32)
-        self.a_nchild = grow(self.a_nchild if old else None, _np.int32)
-        self.a_logw = grow(self.a_logw if old else None, _np.float64)
-        self.a_logu = grow(self.a_logu if old else None, _np.float64)
-        self.a_logl = grow(self.a_logl if old else None, _np.float64)
-        self.a_logb = grow(self.a_logb if old else None, _np.float64)
-        self.a_solved = grow(self.a_solved if old else None, _np.int8)
+    cdef void _alloc_and(self, long long cap) except *:
+        # calloc takes untouched (lazily zeroed) pages for large sizes, so a large initial
+        # capacity costs memory only as nodes are created; every field of a node is set
+        # when it is created
+        cdef AndNode* p
+        if self.A == NULL:
+            p = <AndNode*> calloc(cap, sizeof(AndNode))
+        else:
+            p = <AndNode*> realloc(self.A, cap * sizeof(AndNode))
+        if p == NULL:
+            raise MemoryError(f"AND/OR search tree: cannot allocate {cap} AND nodes")
+        self.A = p
         self.cap_and = cap
 
-    def _alloc_arrays_or(self, long long cap):
-        old = self.cap_or
-        def grow(arr, dtype):
-            new = _np.zeros(cap, dtype=dtype)
-            if old:
-                new[:old] = _np.asarray(arr)[:old]
-            return new
-        self.o_var = grow(self.o_var if old else None, _np.int32)
-        self.o_parent = grow(self.o_parent if old else None, _np.int32)
-        self.o_child0 = grow(self.o_child0 if old else None, _np.int32)
-        self.o_nchild = grow(self.o_nchild if old else None, _np.int32)
-        self.o_logu = grow(self.o_logu if old else None, _np.float64)
-        self.o_logl = grow(self.o_logl if old else None, _np.float64)
-        self.o_logb = grow(self.o_logb if old else None, _np.float64)
-        self.o_solved = grow(self.o_solved if old else None, _np.int8)
+    cdef void _alloc_or(self, long long cap) except *:
+        cdef OrNode* p
+        if self.O == NULL:
+            p = <OrNode*> calloc(cap, sizeof(OrNode))
+        else:
+            p = <OrNode*> realloc(self.O, cap * sizeof(OrNode))
+        if p == NULL:
+            raise MemoryError(f"AND/OR search tree: cannot allocate {cap} OR nodes")
+        self.O = p
         self.cap_or = cap
+
+    def __dealloc__(self):
+        free(self.A)
+        free(self.O)
 
     cdef long long _new_and(self, long long k):
         lst = self.free_and.get(k)
         if lst:
             return lst.pop()
         if self.n_and + k > self.cap_and:
-            self._alloc_arrays_and(max(2 * self.cap_and, self.n_and + k))
+            self._alloc_and(max(2 * self.cap_and, self.n_and + k))
         cdef long long start = self.n_and
         self.n_and += k
         return start
@@ -373,7 +374,7 @@ cdef class AndOrTree:
         if lst:
             return lst.pop()
         if self.n_or + k > self.cap_or:
-            self._alloc_arrays_or(max(2 * self.cap_or, self.n_or + k))
+            self._alloc_or(max(2 * self.cap_or, self.n_or + k))
         cdef long long start = self.n_or
         self.n_or += k
         return start
@@ -388,37 +389,37 @@ cdef class AndOrTree:
 
     cdef long long _free_below_or(self, long long s):
         """Free everything strictly below OR node s; return the number of nodes freed."""
-        cdef long long total = 0, c, t, k = self.o_nchild[s], c0 = self.o_child0[s]
+        cdef long long total = 0, c, t, k = self.O[s].nchild, c0 = self.O[s].child0
         if k <= 0:
             return 0
         total += k
         for c in range(c0, c0 + k):
-            if self.a_nchild[c] > 0:
-                for t in range(self.a_child0[c], self.a_child0[c] + self.a_nchild[c]):
+            if self.A[c].nchild > 0:
+                for t in range(self.A[c].child0, self.A[c].child0 + self.A[c].nchild):
                     total += self._free_below_or(t)
-                total += self.a_nchild[c]
-                self._free_or_block(self.a_child0[c], self.a_nchild[c])
-                self.a_nchild[c] = 0
+                total += self.A[c].nchild
+                self._free_or_block(self.A[c].child0, self.A[c].nchild)
+                self.A[c].nchild = 0
         self._free_and_block(c0, k)
-        self.o_nchild[s] = 0
+        self.O[s].nchild = 0
         return total
 
     # ---------------------------------------------------------------- search
     @property
     def log_Z_upper(self):
-        return self.a_logw[0] + self.a_logu[0]
+        return self.A[0].logw + self.A[0].logu
 
     @property
     def log_Z_lower(self):
-        return self.a_logw[0] + self.a_logl[0]
+        return self.A[0].logw + self.A[0].logl
 
     @property
     def solved(self):
-        return bool(self.a_solved[0])
+        return bool(self.A[0].solved)
 
     @property
     def can_expand(self):
-        return not (self.a_solved[0] or self.a_logb[0] == NEG_INF or self.stuck
+        return not (self.A[0].solved or self.A[0].logb == NEG_INF or self.stuck
                     or (self.full and not self.memory_limited))
 
     def worst(self):
@@ -427,7 +428,7 @@ cdef class AndOrTree:
 
     def collapse(self, long long n):
         """Collapse internal AND node ``n`` into a frontier node; returns the nodes freed."""
-        if n <= 0 or n >= self.n_and or self.a_nchild[n] <= 0:
+        if n <= 0 or n >= self.n_and or self.A[n].nchild <= 0:
             raise ValueError(f"node {n} is not an internal non-root AND node")
         return self._collapse(n)
 
@@ -439,12 +440,12 @@ cdef class AndOrTree:
         cdef long long done = 0
         cdef double u
         cdef long long node, c, vi
-        while done < n and not (self.a_solved[0] or self.a_logb[0] == NEG_INF or self.stuck
+        while done < n and not (self.A[0].solved or self.A[0].logb == NEG_INF or self.stuck
                                 or (self.full and not self.memory_limited)):
             node = self._select()
             if self.memory_limited:
                 while True:
-                    vi = self.a_var[node] if self.a_var[node] >= 0 else self.n_vars
+                    vi = self.A[node].var if self.A[node].var >= 0 else self.n_vars
                     if self.n_nodes + self.exp_size[vi] <= self.max_nodes:
                         break
                     c = self._worst()
@@ -460,7 +461,7 @@ cdef class AndOrTree:
             self._expand(node)
             done += 1
             self.n_expansions += 1
-            u = self.a_logw[0] + self.a_logu[0]
+            u = self.A[0].logw + self.A[0].logu
             if u < self.log_Z_upper_min:
                 self.log_Z_upper_min = u
         return done
@@ -468,20 +469,20 @@ cdef class AndOrTree:
     cdef long long _select(self):
         cdef long long node = 0, s, c, bs, bc
         cdef double best, val
-        while self.a_nchild[node] > 0:
+        while self.A[node].nchild > 0:
             best = NEG_INF
             bs = -1
-            for s in range(self.a_child0[node], self.a_child0[node] + self.a_nchild[node]):
-                if not self.o_solved[s]:
-                    val = self.o_logb[s] - self.o_logu[s]
+            for s in range(self.A[node].child0, self.A[node].child0 + self.A[node].nchild):
+                if not self.O[s].solved:
+                    val = self.O[s].logb - self.O[s].logu
                     if val > best or bs < 0:
                         best = val
                         bs = s
             best = NEG_INF
             bc = -1
-            for c in range(self.o_child0[bs], self.o_child0[bs] + self.o_nchild[bs]):
-                if not self.a_solved[c]:
-                    val = self.a_logw[c] + self.a_logb[c]
+            for c in range(self.O[bs].child0, self.O[bs].child0 + self.O[bs].nchild):
+                if not self.A[c].solved:
+                    val = self.A[c].logw + self.A[c].logb
                     if val > best or bc < 0:
                         best = val
                         bc = c
@@ -497,12 +498,12 @@ cdef class AndOrTree:
         while True:
             best = INFINITY
             bc = -1
-            for s in range(self.a_child0[node], self.a_child0[node] + self.a_nchild[node]):
-                if self.o_solved[s]:
+            for s in range(self.A[node].child0, self.A[node].child0 + self.A[node].nchild):
+                if self.O[s].solved:
                     continue
-                for c in range(self.o_child0[s], self.o_child0[s] + self.o_nchild[s]):
-                    if self.a_nchild[c] > 0:
-                        val = self.a_logw[c] + self.a_logb[c] - self.o_logu[s]
+                for c in range(self.O[s].child0, self.O[s].child0 + self.O[s].nchild):
+                    if self.A[c].nchild > 0:
+                        val = self.A[c].logw + self.A[c].logb - self.O[s].logu
                         if val < best or bc < 0:
                             best = val
                             bc = c
@@ -514,31 +515,31 @@ cdef class AndOrTree:
         """Free the OR children of AND node n and everything below; n becomes an open
         frontier node that keeps its (tightened) u_n, l_n and best subtree priority b_n.
         Updates the ancestors."""
-        cdef long long k = self.a_nchild[n], o0 = self.a_child0[n], s, freed = k, cur
+        cdef long long k = self.A[n].nchild, o0 = self.A[n].child0, s, freed = k, cur
         for s in range(o0, o0 + k):
             freed += self._free_below_or(s)
         self._free_or_block(o0, k)
-        self.a_nchild[n] = -1
-        self.a_child0[n] = -1
+        self.A[n].nchild = -1
+        self.A[n].child0 = -1
         self.n_nodes -= freed
         self.n_collapses += 1
         cur = n
         while True:
-            s = self.a_parent[cur]
+            s = self.A[cur].parent
             if s < 0:
                 break
             self._update_or(s, True)
-            cur = self.o_parent[s]
+            cur = self.O[s].parent
             self._update_and(cur)
         return freed
 
     cdef void _expand(self, long long n):
         cdef long long cur = n, v, vi, k, j, y, s, o0, a0, x, cnt, i, card, created
         cdef double m, t
-        while cur >= 0 and self.a_var[cur] >= 0:
-            self.assign[self.a_var[cur]] = self.a_val[cur]
-            cur = self.o_parent[self.a_parent[cur]]
-        v = self.a_var[n]
+        while cur >= 0 and self.A[cur].var >= 0:
+            self.assign[self.A[cur].var] = self.A[cur].val
+            cur = self.O[self.A[cur].parent].parent
+        v = self.A[n].var
         vi = v if v >= 0 else self.n_vars
         k = self.ch_ptr[vi + 1] - self.ch_ptr[vi]
         created = k
@@ -546,12 +547,12 @@ cdef class AndOrTree:
         for j in range(k):
             y = self.ch_idx[self.ch_ptr[vi] + j]
             s = o0 + j
-            self.o_var[s] = y
-            self.o_parent[s] = n
-            self.o_child0[s] = -1
-            self.o_nchild[s] = 0
-            self.o_solved[s] = 0
-            self.o_logb[s] = NEG_INF
+            self.O[s].var = y
+            self.O[s].parent = n
+            self.O[s].child0 = -1
+            self.O[s].nchild = 0
+            self.O[s].solved = 0
+            self.O[s].logb = NEG_INF
             card = self.cards[y]
             self.arc._rows(y, &self.assign[0], &self.row_a[0])
             if self.is_leaf[y]:
@@ -566,9 +567,9 @@ cdef class AndOrTree:
                     for x in range(card):
                         t += exp(self.row_a[x] - m)
                     t = m + log(t)
-                self.o_logu[s] = t
-                self.o_logl[s] = t
-                self.o_solved[s] = 1
+                self.O[s].logu = t
+                self.O[s].logl = t
+                self.O[s].solved = 1
             else:
                 self.heur._rows(y, &self.assign[0], &self.row_h[0])
                 cnt = 0
@@ -576,102 +577,102 @@ cdef class AndOrTree:
                     if self.row_a[x] > NEG_INF and self.row_h[x] > NEG_INF:
                         cnt += 1
                 if cnt == 0:
-                    self.o_logu[s] = NEG_INF
-                    self.o_logl[s] = NEG_INF
-                    self.o_solved[s] = 1
+                    self.O[s].logu = NEG_INF
+                    self.O[s].logl = NEG_INF
+                    self.O[s].solved = 1
                 else:
                     a0 = self._new_and(cnt)
                     i = a0
                     for x in range(card):
                         if self.row_a[x] > NEG_INF and self.row_h[x] > NEG_INF:
-                            self.a_var[i] = y
-                            self.a_val[i] = x
-                            self.a_logw[i] = self.row_a[x]
-                            self.a_logu[i] = self.row_h[x]
-                            self.a_logl[i] = NEG_INF
-                            self.a_logb[i] = self.row_h[x]
-                            self.a_parent[i] = s
-                            self.a_child0[i] = -1
-                            self.a_nchild[i] = -1
-                            self.a_solved[i] = 0
+                            self.A[i].var = y
+                            self.A[i].val = x
+                            self.A[i].logw = self.row_a[x]
+                            self.A[i].logu = self.row_h[x]
+                            self.A[i].logl = NEG_INF
+                            self.A[i].logb = self.row_h[x]
+                            self.A[i].parent = s
+                            self.A[i].child0 = -1
+                            self.A[i].nchild = -1
+                            self.A[i].solved = 0
                             i += 1
-                    self.o_child0[s] = a0
-                    self.o_nchild[s] = cnt
+                    self.O[s].child0 = a0
+                    self.O[s].nchild = cnt
                     created += cnt
                     self._update_or(s, False)
         self.n_nodes += created
-        self.a_child0[n] = o0
-        self.a_nchild[n] = k
+        self.A[n].child0 = o0
+        self.A[n].nchild = k
         cur = n
         while True:
             self._update_and(cur)
-            s = self.a_parent[cur]
+            s = self.A[cur].parent
             if s < 0:
                 break
             self._update_or(s, True)
-            cur = self.o_parent[s]
+            cur = self.O[s].parent
         if self.n_nodes >= self.max_nodes:
             self.full = True
 
     cdef void _update_and(self, long long n):
-        cdef long long k = self.a_nchild[n], o0 = self.a_child0[n], s
+        cdef long long k = self.A[n].nchild, o0 = self.A[n].child0, s
         cdef double log_u = 0.0, log_l = 0.0, best = NEG_INF, r
         cdef bint solved = True
         if k <= 0:
             return
         for s in range(o0, o0 + k):
-            log_u += self.o_logu[s]
-            log_l += self.o_logl[s]
-            if not self.o_solved[s]:
+            log_u += self.O[s].logu
+            log_l += self.O[s].logl
+            if not self.O[s].solved:
                 solved = False
-                r = self.o_logb[s] - self.o_logu[s]
+                r = self.O[s].logb - self.O[s].logu
                 if r > best:
                     best = r
         if log_u == NEG_INF:
             if not solved:
                 for s in range(o0, o0 + k):
-                    if not self.o_solved[s]:
+                    if not self.O[s].solved:
                         self.n_nodes -= self._free_below_or(s)
-                        self.o_solved[s] = 1
+                        self.O[s].solved = 1
             log_l = NEG_INF
             solved = True
         if self.memory_limited:  # min / max of valid bounds (a collapsed node's are tighter)
-            if self.a_logu[n] < log_u:
-                log_u = self.a_logu[n]
-            if self.a_logl[n] > log_l:
-                log_l = self.a_logl[n]
+            if self.A[n].logu < log_u:
+                log_u = self.A[n].logu
+            if self.A[n].logl > log_l:
+                log_l = self.A[n].logl
             if log_l > log_u:
                 log_l = log_u
-        self.a_logu[n] = log_u
+        self.A[n].logu = log_u
         if solved:
-            self.a_logl[n] = log_u
+            self.A[n].logl = log_u
             self.n_nodes -= k
             for s in range(o0, o0 + k):  # solved OR children may still hold blocks
                 self._free_below_or(s)
             self._free_or_block(o0, k)
-            self.a_nchild[n] = 0
-            self.a_solved[n] = 1
-            self.a_logb[n] = NEG_INF
+            self.A[n].nchild = 0
+            self.A[n].solved = 1
+            self.A[n].logb = NEG_INF
         else:
-            self.a_logl[n] = log_l
-            self.a_logb[n] = log_u + best
+            self.A[n].logl = log_l
+            self.A[n].logb = log_u + best
 
     cdef void _update_or(self, long long s, bint count):
-        cdef long long k = self.o_nchild[s], c0 = self.o_child0[s], c
+        cdef long long k = self.O[s].nchild, c0 = self.O[s].child0, c
         cdef double m = NEG_INF, ml = NEG_INF, bm = NEG_INF, v, t, log_u
         cdef bint solved = True
         if k <= 0:
             return
         for c in range(c0, c0 + k):
-            v = self.a_logw[c] + self.a_logu[c]
+            v = self.A[c].logw + self.A[c].logu
             if v > m:
                 m = v
-            v = self.a_logw[c] + self.a_logl[c]
+            v = self.A[c].logw + self.A[c].logl
             if v > ml:
                 ml = v
-            if not self.a_solved[c]:
+            if not self.A[c].solved:
                 solved = False
-                v = self.a_logw[c] + self.a_logb[c]
+                v = self.A[c].logw + self.A[c].logb
                 if v > bm:
                     bm = v
         if m == NEG_INF:
@@ -679,49 +680,52 @@ cdef class AndOrTree:
         else:
             t = 0.0
             for c in range(c0, c0 + k):
-                t += exp(self.a_logw[c] + self.a_logu[c] - m)
+                t += exp(self.A[c].logw + self.A[c].logu - m)
             log_u = m + log(t)
-        self.o_logu[s] = log_u
+        self.O[s].logu = log_u
         if solved:
-            self.o_logl[s] = log_u
+            self.O[s].logl = log_u
             if count:
                 self.n_nodes -= k
             self._free_and_block(c0, k)
-            self.o_nchild[s] = 0
-            self.o_solved[s] = 1
-            self.o_logb[s] = NEG_INF
+            self.O[s].nchild = 0
+            self.O[s].solved = 1
+            self.O[s].logb = NEG_INF
         else:
             if ml == NEG_INF:
-                self.o_logl[s] = NEG_INF
+                self.O[s].logl = NEG_INF
             else:
                 t = 0.0
                 for c in range(c0, c0 + k):
-                    t += exp(self.a_logw[c] + self.a_logl[c] - ml)
-                self.o_logl[s] = ml + log(t)
-            self.o_logb[s] = bm
+                    t += exp(self.A[c].logw + self.A[c].logl - ml)
+                self.O[s].logl = ml + log(t)
+            self.O[s].logb = bm
 
     # ---------------------------------------------------------------- sampling
     def sample_one(self, ProposalKernel prop,       # IN  WMB proposal below open frontier nodes
-                   const double[::1] u_tree,        # IN  >= n_vars uniforms (OR choices)
-                   const double[::1] u_prop,        # IN  >= n_vars uniforms (proposal)
+                   const double[::1] u,             # IN  >= n_vars uniforms
                    long long[::1] x):               # OUT assignment of the drawn variables
-        """One two-step sample from q_S (Alg. 1); returns ln f(x)/q_S(x) (<= ln U_S)."""
-        return self._sample(prop, &u_tree[0], &u_prop[0], &x[0])
+        """One two-step sample from q_S (Alg. 1); returns ln f(x)/q_S(x) (<= ln U_S).
+
+        Each variable is drawn at most once, either by an OR choice in the tree or by the
+        proposal, so ``u`` is consumed in order: first the tree's OR choices, then the
+        proposal draws below the open frontier nodes."""
+        return self._sample(prop, &u[0], &x[0])
 
     def dis_rounds(self, ProposalKernel prop,
                    long long n_rounds,               # IN  rounds of Alg. 1
                    long long n_exp,                  # IN  N_d expansions per round
                    long long n_samp,                 # IN  N_l samples per round
                    long long max_exp,                # IN  expansions allowed in all (-1: no limit)
-                   const double[:, ::1] uniforms,    # IN  (n_rounds * n_samp, 2 * n_vars)
+                   const double[:, ::1] uniforms,    # IN  (n_rounds * n_samp, n_vars)
                    long long[::1] x,                 # WORK (n_vars,) assignment
                    double[::1] out_logw,             # OUT (n_rounds * n_samp,) ln f/q_S
                    double[::1] out_logU):            # OUT (n_rounds * n_samp,) ln U_S at each draw
         """Rounds of DIS (Alg. 1): expand up to ``n_exp`` nodes (while the memory budget
         and ``max_exp`` allow), then draw ``n_samp`` two-step samples from q_S. Sample i
-        uses ``uniforms[i, :n_vars]`` for the OR choices and ``uniforms[i, n_vars:]`` for
-        the proposal, so the result equals the one-call-per-step loop exactly. Stops
-        early (before sampling) once the root is solved; returns the samples written."""
+        uses row i of ``uniforms`` as :meth:`sample_one` does, so the result equals the
+        one-call-per-step loop exactly. Stops early (before sampling) once the root is
+        solved; returns the samples written."""
         cdef long long r, j, v, k, i = 0, nv = self.n_vars
         cdef double log_U
         for r in range(n_rounds):
@@ -731,62 +735,61 @@ cdef class AndOrTree:
                     k = self._expand_n(k)
                     if max_exp >= 0:
                         max_exp -= k
-            if self.a_solved[0]:
+            if self.A[0].solved:
                 break
-            log_U = self.a_logw[0] + self.a_logu[0]
+            log_U = self.A[0].logw + self.A[0].logu
             for j in range(n_samp):
                 for v in range(nv):
                     x[v] = 0
-                out_logw[i] = self._sample(prop, &uniforms[i, 0], &uniforms[i, nv], &x[0])
+                out_logw[i] = self._sample(prop, &uniforms[i, 0], &x[0])
                 out_logU[i] = log_U
                 i += 1
         return i
 
-    cdef double _sample(self, ProposalKernel prop, const double* u_tree, const double* u_prop,
-                        long long* x) noexcept:
+    cdef double _sample(self, ProposalKernel prop, const double* u, long long* x) noexcept:
         cdef long long top = 1, n, s, c, k, c0, vi, j, nst = 0, used = 0
-        cdef double log_U = self.a_logw[0] + self.a_logu[0], log_h = 0.0, target, acc, best
+        cdef double log_U = self.A[0].logw + self.A[0].logu, log_h = 0.0, target, acc, best
         cdef double log_q = 0.0, log_g = 0.0
         self.stack[0] = 0
         while top > 0:
             top -= 1
             n = self.stack[top]
-            if self.a_solved[n]:
+            if self.A[n].solved:
                 continue
-            if self.a_nchild[n] < 0:
-                vi = self.a_var[n] if self.a_var[n] >= 0 else self.n_vars
+            if self.A[n].nchild < 0:
+                vi = self.A[n].var if self.A[n].var >= 0 else self.n_vars
                 for j in range(self.ch_ptr[vi], self.ch_ptr[vi + 1]):
                     self.starts[nst] = self.ch_idx[j]
                     nst += 1
-                log_h += self.a_logu[n]
+                log_h += self.A[n].logu
                 continue
-            for s in range(self.a_child0[n], self.a_child0[n] + self.a_nchild[n]):
-                if self.o_solved[s]:
+            for s in range(self.A[n].child0, self.A[n].child0 + self.A[n].nchild):
+                if self.O[s].solved:
                     continue
-                k = self.o_nchild[s]
-                c0 = self.o_child0[s]
+                k = self.O[s].nchild
+                c0 = self.O[s].child0
                 if k == 1:
                     c = c0
                 else:
-                    target = u_tree[used]
+                    target = u[used]
                     used += 1
                     acc = 0.0
                     c = -1
                     for j in range(c0, c0 + k):
-                        acc += exp(self.a_logw[j] + self.a_logu[j] - self.o_logu[s])
+                        acc += exp(self.A[j].logw + self.A[j].logu - self.O[s].logu)
                         if target < acc:
                             c = j
                             break
                     if c < 0:
                         best = NEG_INF
                         for j in range(c0, c0 + k):
-                            if self.a_logu[j] > NEG_INF and self.a_logw[j] + self.a_logu[j] > best:
-                                best = self.a_logw[j] + self.a_logu[j]
+                            if self.A[j].logu > NEG_INF and self.A[j].logw + self.A[j].logu > best:
+                                best = self.A[j].logw + self.A[j].logu
                                 c = j
-                x[self.o_var[s]] = self.a_val[c]
+                x[self.O[s].var] = self.A[c].val
                 self.stack[top] = c
                 top += 1
         if nst == 0:
             return log_U - log_h
-        prop._draw(&self.starts[0], nst, x, u_prop, &log_q, &log_g)
+        prop._draw(&self.starts[0], nst, x, u + used, &log_q, &log_g)
         return log_U + log_g - log_h - log_q

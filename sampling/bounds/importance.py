@@ -390,7 +390,7 @@ def sample_search_tree(search, evaluator, n, rng, fast=None):
         nv = search.n_vars_
         for i in range(int(n)):
             x = np.zeros(nv, dtype=np.int64)
-            out[i] = ct.sample_one(fast.kernel, rng.random(nv), rng.random(nv), x)
+            out[i] = ct.sample_one(fast.kernel, rng.random(nv), x)
         return out, log_U
     if ct is not None:
         raise ValueError("a compiled search tree needs the compiled proposal (fast=FastProposal(...))")
@@ -452,7 +452,7 @@ def dis_rounds(search, evaluator, n_rounds, n_expansions, n_samples, rng, fast=N
 
     With a compiled search tree and ``fast`` the rounds run in one compiled call; the
     result is the same as the step-by-step loop (``search.expand`` then
-    :func:`sample_search_tree` with 2 x n_vars uniforms per sample), which is what runs
+    :func:`sample_search_tree` with n_vars uniforms per sample), which is what runs
     otherwise.
 
     Parameters
@@ -480,7 +480,7 @@ def dis_rounds(search, evaluator, n_rounds, n_expansions, n_samples, rng, fast=N
         nv = search.n_vars_
         m = n_rounds * n_samples
         log_w, log_U = np.empty(m), np.empty(m)
-        u = rng.random((m, 2 * nv))
+        u = rng.random((m, nv))
         exp0 = ct.n_expansions
         k = ct.dis_rounds(fast.kernel, n_rounds, n_expansions if ct.can_expand else 0, n_samples,
                           -1 if max_expansions is None else int(max_expansions), u,
