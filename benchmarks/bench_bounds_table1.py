@@ -23,7 +23,8 @@ are scored from the same traces:
 
 A third table scores the Markov-floor areas over ln t from ``--log-t0`` seconds to T (the
 x-axis of the paper's Fig. 3; the paper does not say whether Table 1 integrates over t or
-ln t). ``--rescore DIR`` recomputes all tables from the traces a previous run saved in DIR. With a known ln Z it also checks that each run's bounds
+ln t). ``--rescore DIR[,DIR...]`` recomputes all tables from the traces earlier runs saved
+in those folders. With a known ln Z it also checks that each run's bounds
 bracket ln Z at every trace point and that the deterministic upper bound stays >= ln Z.
 
 Paper (1 hour per run, C++, 1 GB): AOBFS 16.638, WMB-IS 1, DIS(1,1) 0.711,
@@ -151,7 +152,13 @@ def rescore(args, settings):
     """Recompute areas (both floors) from the traces saved by an earlier run in ``args.rescore``."""
     from sampling.bounds.trace import BoundTrace
 
-    df = pd.read_csv(os.path.join(args.rescore, "runs.csv"))
+    dirs = args.rescore.split(",")
+    parts = []
+    for d in dirs:
+        part = pd.read_csv(os.path.join(d, "runs.csv"))
+        part["trace_dir"] = os.path.join(d, "traces")
+        parts.append(part)
+    df = pd.concat(parts, ignore_index=True).sort_values("instance", kind="stable")
     rows = []
     for name, sub in df.groupby("instance", sort=False):
         model = read_uai(os.path.join(args.data, name + ".uai"))
@@ -162,7 +169,7 @@ def rescore(args, settings):
         gfloor = float(sub.log_Z_floor.iloc[0])
         for _, r in sub.iterrows():
             s = r["setting"]
-            tr = BoundTrace.from_csv(os.path.join(args.rescore, "traces", _trace_name(name, s)))
+            tr = BoundTrace.from_csv(os.path.join(r["trace_dir"], _trace_name(name, s)))
             r = r.to_dict()
             r["log_Z_floor_markov"] = mfloor
             r["area_greedy"] = bound_area(tr, t_start=0.0, t_end=args.time, log_Z_floor=gfloor)
@@ -173,7 +180,7 @@ def rescore(args, settings):
         print(f"{name}: greedy floor {gfloor:.3f}, Markov floor {mfloor:.3f}", file=sys.stderr, flush=True)
     out = pd.DataFrame(rows)
     out = summarise(out, [s for s in settings if s in set(out.setting)], f"rescored {args.rescore}, {args.time:g} s")
-    out.to_csv(os.path.join(args.rescore, "runs_rescored.csv"), index=False)
+    out.to_csv(os.path.join(dirs[0], "runs_rescored.csv"), index=False)
     return 0
 
 
@@ -200,7 +207,9 @@ def main(argv=None):
                    help="time budget and trace clock: wall seconds (paper) or this process's CPU seconds "
                         "(fair between methods on a shared, loaded machine)")
     p.add_argument("--log-t0", type=float, default=0.1, help="start (s) of the ln-t area window")
-    p.add_argument("--rescore", default=None, help="recompute the tables from the traces saved in this folder")
+    p.add_argument("--rescore", default=None,
+                   help="recompute the tables from the traces saved in these folders (comma-separated; "
+                        "e.g. one run of WMB-IS and DIS and one of AOBFS and two-stage)")
     args = p.parse_args(argv)
     if args.rescore:
         return rescore(args, args.settings.split(";"))
