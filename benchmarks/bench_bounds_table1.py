@@ -149,7 +149,8 @@ def summarise(df, settings, title):
 
 
 def rescore(args, settings):
-    """Recompute areas (both floors) from the traces saved by an earlier run in ``args.rescore``."""
+    """Recompute areas (both floors) from the traces saved by earlier runs in ``args.rescore``
+    (the Markov floor saved with the runs is reused when all runs of an instance agree on it)."""
     from sampling.bounds.trace import BoundTrace
 
     dirs = args.rescore.split(",")
@@ -161,11 +162,15 @@ def rescore(args, settings):
     df = pd.concat(parts, ignore_index=True).sort_values("instance", kind="stable")
     rows = []
     for name, sub in df.groupby("instance", sort=False):
-        model = read_uai(os.path.join(args.data, name + ".uai"))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            wmb = WeightedMiniBucket(model, i_bound=int(sub.i_bound.iloc[0]), memory_mb=args.memory_mb).fit()
-        mfloor = markov_floor(wmb, args.seed, args.delta, args.floor_samples)
+        saved = sub.get("log_Z_floor_markov", pd.Series(dtype=float)).dropna().unique()
+        if len(saved) == 1:  # every run of this instance was scored with the same Markov floor
+            mfloor = float(saved[0])
+        else:
+            model = read_uai(os.path.join(args.data, name + ".uai"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                wmb = WeightedMiniBucket(model, i_bound=int(sub.i_bound.iloc[0]), memory_mb=args.memory_mb).fit()
+            mfloor = markov_floor(wmb, args.seed, args.delta, args.floor_samples)
         gfloor = float(sub.log_Z_floor.iloc[0])
         for _, r in sub.iterrows():
             s = r["setting"]
