@@ -138,8 +138,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     model : GraphicalModel
     method : {"dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact"}, default "dis"
     time_limit : float or None, default 60.0
-        Wall-clock budget in seconds (WMB construction included when built here).
-        None = no time limit (then give ``max_samples`` / ``max_expansions``).
+        Wall-clock budget in seconds (WMB construction included when built here; its
+        tightening passes stop after half of the budget). A sampling method draws at
+        least one round even when the WMB used up the budget. None = no time limit (then
+        give ``max_samples`` / ``max_expansions``).
     memory_mb : float, default 1024
         Memory budget (MB) for the WMB and the search tree together.
     delta : float in (0, 0.5), default 0.025
@@ -243,7 +245,11 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     if wmb is None:
         from .wmb import WeightedMiniBucket
 
-        wmb = WeightedMiniBucket(model, i_bound=i_bound, memory_mb=memory_mb, elim_order=elim_order).fit()
+        # the tightening passes may use at most half of the budget, so that the anytime
+        # method itself keeps at least the other half
+        wmb_time = None if math.isinf(time_limit) else 0.5 * time_limit
+        wmb = WeightedMiniBucket(model, i_bound=i_bound, memory_mb=memory_mb, elim_order=elim_order,
+                                 time_limit=wmb_time).fit()
         t_wmb_built = now() - t0
     log_Z_wmb = float(wmb.log_Z_upper)
     meta["log_Z_wmb"] = log_Z_wmb
@@ -289,7 +295,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
             # vectorised batches growing with the sample count (N_l samples at first)
             batch = max(n_samples, min(1024, n_done // 8))
             k = batch if max_samples is None else min(batch, max_samples - n_done)
-            if k <= 0 or rec.elapsed() >= time_limit:
+            if k <= 0 or (n_done and rec.elapsed() >= time_limit):
                 break
             acc.add(sample_wmb_is(wmb, ev, k, gen, fast=fast), log_Z_wmb)
             n_done += k
@@ -345,7 +351,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     # trace are checked about every 1/8 of the work so far.
     rounds_done = 0
     while True:
-        if rec.elapsed() >= time_limit or (max_samples is not None and acc.n >= max_samples):
+        if (acc.n and rec.elapsed() >= time_limit) or (max_samples is not None and acc.n >= max_samples):
             break
         rounds = max(1, min(1024, rounds_done // 8))
         if max_samples is not None:

@@ -388,3 +388,13 @@ def test_edge_models(name, method):
         tr = run(m, method, time_limit=None, max_samples=50, max_expansions=20, rng=0)
     assert not np.isnan(tr.log_Z_upper).any() and not np.isnan(tr.log_Z_lower).any()
     assert np.all(tr.log_Z_lower <= lz + 1e-9) and np.all(tr.log_Z_upper >= lz - 1e-9)
+
+
+@pytest.mark.parametrize("method", ["dis", "wmb-is", "two-stage"])
+def test_run_draws_one_round_when_the_wmb_used_up_the_budget(method):
+    m = random_model(n=8, seed=9)
+    lz = brute_log_z(m)
+    tr = run(m, method, time_limit=1e-9, i_bound=1, rng=0)
+    assert tr.n_samples[-1] >= 1
+    assert np.isfinite(tr.final_log_Z_lower)
+    assert tr.final_log_Z_lower <= lz + 1e-9 <= tr.final_log_Z_upper + 2e-9
