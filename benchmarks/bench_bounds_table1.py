@@ -34,16 +34,21 @@ Full protocol (22 instances x 5 settings x 60 s, about 2 h plus WMB time)::
 
     python benchmarks/bench_bounds_table1.py --all --time 60 --out results/table1
 
-Measured in the session (i-bound 12, 1024 MB, delta 0.025; 2-core machine shared with
-other jobs, so ``--clock cpu`` is the fair comparison): 60 CPU-s on pedigree20/23/42/33/37,
-Markov floor, area / WMB-IS geometric mean DIS(1,1) 0.905, DIS(1,10) 1.188 (ln-t areas
-1.004 / 1.316); final gap below WMB-IS on 2/5 (pedigree33, 37) for both. The search fills
-the 1 GB node cap after ~2M expansions (~35 CPU-s at ~18 us each) and tightens U_S by only
-0.2-0.95 of the 0.6-3.9 nats of WMB looseness, so within 60 s DIS pays for its search
-without recouping it on pedigree20/23/42 (per sample the q_S bounds are tighter: pedigree20
-DIS(1,10) gap 0.0189 with 1.0M samples vs WMB-IS 0.0172 with 1.9M). With 150 CPU-s on
-pedigree20 (one seed) DIS(1,10) ends below WMB-IS: gap 0.0107 (3.0M samples) vs 0.0111
-(4.4M samples), its area still larger (5.83 vs 4.04) from the search-heavy first ~35 s.
+Measured (commit dae0733; the CSV is benchmarks/measured/table1_pedigree_60s_cpu.csv):
+all 22 pedigrees, 60 CPU-s per run (``--clock cpu --i-bound 0 --time 60``; i-bound the
+largest that fits 1 GB, WMB time not charged), delta 0.025, one seed, 2-core machine shared
+with other jobs. Geometric mean of area / WMB-IS, Markov floor (paper, 1 hour, in brackets):
+AOBFS 94.2 (16.638), DIS(1,1) 0.988 (0.711), DIS(1,10) 1.144 (0.585), two-stage 18.3
+(1.321); over ln t: 25.9 / 1.027 / 1.181 / 18.7; greedy floor 1132 / 0.997 / 1.083 / 193.
+Final gap below WMB-IS: DIS(1,10) on 10/22 (2 of them within 1%), DIS(1,1) on 8/22,
+two-stage on 4/16. Every sampling run with a known ln Z bracketed it at every trace point
+(84/84); no deterministic upper bound fell below ln Z. Per sample, q_S is about as good as
+the WMB proposal or better (gap x sqrt(samples) 0.37-1.07 of WMB-IS's, below 0.9 on 9 of
+21 instances; pedigree1 is solved exactly by the WMB), but in 60 s DIS(1,10) draws
+0.37-1.02 as many samples and DIS(1,1) 0.71-1.04, so DIS clearly wins only where search
+cuts the weight variance a lot (pedigrees 19, 37, 38, 41: gap 0.37-0.72 of WMB-IS's). On
+pedigree42 at 300 CPU-s DIS(1,1) is still not ahead (0.0035 vs 0.0034). AOBFS and two-stage
+have no lower bound but the floor while they search, which dominates their area at 60 s.
 
 Short run used in the session::
 
