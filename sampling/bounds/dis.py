@@ -342,6 +342,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         if method == "aobfs" or search.solved_:
             rec.tick(lambda: search_row(False), force=True)
             meta["n_expansions_total"] = search.n_expansions_
+            meta["n_collapses"] = search.n_collapses_
             return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
         rec.tick(lambda: search_row(False), force=True)
         n_expansions = 0  # sampling stage only

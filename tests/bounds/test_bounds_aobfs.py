@@ -263,6 +263,7 @@ def test_run_aobfs_is_memory_limited_but_two_stage_is_not():
     tr = run(m, "aobfs", time_limit=math.inf, max_expansions=2000, wmb=w, max_nodes=80)
     base = AOBFS(m, wmb=w, max_nodes=80).fit()
     assert tr.meta["n_expansions_total"] == 2000 > base.n_expansions_
+    assert tr.meta["n_collapses"] > 0
     assert tr.log_Z_upper[-1] < base.log_Z_upper_ - 1e-6
     tr2 = run(m, "two-stage", time_limit=math.inf, max_samples=10, wmb=w, max_nodes=80, rng=0)
     assert tr2.n_expansions[-1] == base.n_expansions_
