@@ -702,16 +702,6 @@ cdef class AndOrTree:
             self.O[s].logb = bm
 
     # ---------------------------------------------------------------- sampling
-    def sample_one(self, ProposalKernel prop,       # IN  WMB proposal below open frontier nodes
-                   const double[::1] u,             # IN  >= n_vars uniforms
-                   long long[::1] x):               # OUT assignment of the drawn variables
-        """One two-step sample from q_S (Alg. 1); returns ln f(x)/q_S(x) (<= ln U_S).
-
-        Each variable is drawn at most once, either by an OR choice in the tree or by the
-        proposal, so ``u`` is consumed in order: first the tree's OR choices, then the
-        proposal draws below the open frontier nodes."""
-        return self._sample(prop, &u[0], &x[0])
-
     def dis_rounds(self, ProposalKernel prop,
                    long long n_rounds,               # IN  rounds of Alg. 1
                    long long n_exp,                  # IN  N_d expansions per round
@@ -723,8 +713,9 @@ cdef class AndOrTree:
                    double[::1] out_logU):            # OUT (n_rounds * n_samp,) ln U_S at each draw
         """Rounds of DIS (Alg. 1): expand up to ``n_exp`` nodes (while the memory budget
         and ``max_exp`` allow), then draw ``n_samp`` two-step samples from q_S. Sample i
-        uses row i of ``uniforms`` as :meth:`sample_one` does, so the result equals the
-        one-call-per-step loop exactly. Stops early (before sampling) once the root is
+        uses row i of ``uniforms`` (first the tree's OR choices, then the proposal draws
+        below the open frontier nodes: each variable is drawn once), so the result equals
+        the one-call-per-step loop exactly. Stops early (before sampling) once the root is
         solved; returns the samples written."""
         cdef long long r, j, v, k, i = 0, nv = self.n_vars
         cdef double log_U

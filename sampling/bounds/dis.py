@@ -26,12 +26,10 @@ import math
 import numbers
 import time
 
-import numpy as np
-
 from .._rng import as_generator
 from .aobfs import AOBFS, tree_structure
 from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket, dis_rounds,
-                         greedy_log_lower, make_fast_proposal, sample_search_tree, sample_wmb_is)
+                         greedy_log_lower, make_fast_proposal, sample_wmb_is)
 from .trace import BoundTrace
 
 __all__ = ["run", "METHODS"]
@@ -354,20 +352,15 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     while True:
         if (acc.n and rec.elapsed() >= time_limit) or (max_samples is not None and acc.n >= max_samples):
             break
-        rounds = max(1, min(1024, rounds_done // 8))
+        rounds, per_round = max(1, min(1024, rounds_done // 8)), n_samples
         if max_samples is not None:
             rounds = min(rounds, (max_samples - acc.n) // n_samples)
-        if rounds > 0:
-            left = None if max_expansions is None else max(expansions_left(), 0)
-            log_w, log_U = dis_rounds(search, ev, rounds, n_expansions, n_samples, gen, fast=fast,
-                                      max_expansions=left)
-            rounds_done += rounds
-        else:  # fewer than N_l samples left: one short round
-            if n_expansions and search.can_expand and expansions_left() > 0:
-                search.expand(int(min(n_expansions, expansions_left())))
-            log_w, lu = ((), 0.0) if search.solved_ else sample_search_tree(
-                search, ev, max_samples - acc.n, gen, fast=fast)
-            log_U = np.full(len(log_w), lu)
+            if rounds == 0:  # fewer than N_l samples left: one short round
+                rounds, per_round = 1, max_samples - acc.n
+        left = None if max_expansions is None else max(expansions_left(), 0)
+        log_w, log_U = dis_rounds(search, ev, rounds, n_expansions, per_round, gen, fast=fast,
+                                  max_expansions=left)
+        rounds_done += rounds
         if len(log_w):
             acc.add(log_w, log_U)
         if search.solved_:

@@ -387,10 +387,13 @@ def sample_search_tree(search, evaluator, n, rng, fast=None):
     out = np.empty(int(n))
     ct = getattr(search, "_ctree", None)
     if ct is not None and fast is not None:
+        if ct.solved:  # every draw ends at the solved root: the weight is exactly U_S = Z
+            out.fill(log_U)
+            return out, log_U
+        # one round of Alg. 1 without expansions: n draws, row i of the uniforms for draw i
         nv = search.n_vars_
-        for i in range(int(n)):
-            x = np.zeros(nv, dtype=np.int64)
-            out[i] = ct.sample_one(fast.kernel, rng.random(nv), x)
+        ct.dis_rounds(fast.kernel, 1, 0, int(n), -1, rng.random((int(n), nv)),
+                      np.zeros(nv, dtype=np.int64), out, np.empty(int(n)))
         return out, log_U
     if ct is not None:
         raise ValueError("a compiled search tree needs the compiled proposal (fast=FastProposal(...))")
@@ -482,7 +485,7 @@ def dis_rounds(search, evaluator, n_rounds, n_expansions, n_samples, rng, fast=N
         log_w, log_U = np.empty(m), np.empty(m)
         u = rng.random((m, nv))
         exp0 = ct.n_expansions
-        k = ct.dis_rounds(fast.kernel, n_rounds, n_expansions if ct.can_expand else 0, n_samples,
+        k = ct.dis_rounds(fast.kernel, n_rounds, n_expansions, n_samples,
                           -1 if max_expansions is None else int(max_expansions), u,
                           np.zeros(nv, dtype=np.int64), log_w, log_U)
         search._sync(ct.n_expansions - exp0)
