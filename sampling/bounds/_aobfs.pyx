@@ -6,7 +6,9 @@ Reference twin: ``_aobfs_py.py`` (same class, pure Python), tested against this 
 The caller validates every array once (see ``importance.FastProposal``).
 """
 from libc.math cimport exp, log, INFINITY
-from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+from posix.stdlib cimport posix_memalign
 
 
 cdef class ProposalKernel:
@@ -223,16 +225,44 @@ import numpy as _np
 cdef double NEG_INF = -INFINITY
 
 
-cdef struct AndNode:
+cdef struct AndNode:                # 63 bytes, padded to 64: one cache line (arrays are 64-aligned)
     double logw, logu, logl, logb   # arc weight w, upper bound u, lower bound l, best priority b
     int var, val, parent, child0, nchild
+    int best                        # AND grandchild the selection descent goes to (-1: none)
+    int blk0                        # first node of this node's sibling block (= O[parent].child0)
+    unsigned short blkn             # size of that block (capped; only used as a prefetch hint)
     signed char solved
 
 
-cdef struct OrNode:
+cdef struct OrNode:                 # 45 bytes, padded to 48
     double logu, logl, logb
     int var, parent, child0, nchild
+    int best                        # AND child the selection descent goes to (-1: none)
     signed char solved
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define AO_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define AO_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void AO_PREFETCH(const void* p) noexcept nogil
+
+
+cdef void* _realloc64(void* old, size_t old_bytes, size_t new_bytes) noexcept:
+    # 64-byte aligned (re)allocation: an AndNode then sits in exactly one cache line. Fresh
+    # large blocks are untouched pages, so capacity costs memory only as nodes are created
+    # (every field of a node is set when it is created; nothing relies on zeroed memory).
+    cdef void* p = NULL
+    if posix_memalign(&p, 64, new_bytes if new_bytes > 0 else 64) != 0:
+        return NULL
+    if old != NULL:
+        memcpy(p, old, old_bytes if old_bytes < new_bytes else new_bytes)
+        free(old)
+    return p
 
 
 cdef class AndOrTree:
@@ -240,9 +270,13 @@ cdef class AndOrTree:
     and the two-step sampler of Alg. 1 (Lou et al. 2017). The reference twin is the
     pure-Python ``aobfs.AOBFS`` (``backend="python"``); both make identical choices.
 
-    AND nodes ``A[i]`` and OR nodes ``O[i]`` are arrays of C structs (one or two cache
-    lines per node visited, which is what the sampler's descent and the upward updates
-    pay for); the children of a node occupy a contiguous block (``child0``, ``nchild``).
+    AND nodes ``A[i]`` and OR nodes ``O[i]`` are 64-byte aligned arrays of C structs (an
+    AND node is one cache line); the children of a node occupy a contiguous block
+    (``child0``, ``nchild``). Each internal node also stores the choice the selection
+    descent makes from it (``best``: an AND node's selected AND grandchild, an OR node's
+    selected AND child), recomputed by the upward updates that change it, so the descent
+    reads one node per level instead of two blocks of siblings: with trees of hundreds of
+    MB each level is a cache miss, and the descent dominated the cost of an expansion.
     ``A[i].nchild = -1`` marks an open frontier
     AND node, ``0`` a solved one (children freed). Freed blocks are reused (free lists).
     Node 0 is the dummy root AND node (variable -1).
@@ -316,6 +350,9 @@ cdef class AndOrTree:
         self.A[0].parent = -1
         self.A[0].child0 = -1
         self.A[0].nchild = -1
+        self.A[0].best = -1
+        self.A[0].blk0 = 0
+        self.A[0].blkn = 1
         self.A[0].logw = log_const
         # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
         self.A[0].logu = INFINITY if memory_limited else 0.0
@@ -331,25 +368,16 @@ cdef class AndOrTree:
 
     # ---------------------------------------------------------------- storage
     cdef void _alloc_and(self, long long cap) except *:
-        # calloc takes untouched (lazily zeroed) pages for large sizes, so a large initial
-        # capacity costs memory only as nodes are created; every field of a node is set
-        # when it is created
-        cdef AndNode* p
-        if self.A == NULL:
-            p = <AndNode*> calloc(cap, sizeof(AndNode))
-        else:
-            p = <AndNode*> realloc(self.A, cap * sizeof(AndNode))
+        cdef AndNode* p = <AndNode*> _realloc64(self.A, self.cap_and * sizeof(AndNode),
+                                                cap * sizeof(AndNode))
         if p == NULL:
             raise MemoryError(f"AND/OR search tree: cannot allocate {cap} AND nodes")
         self.A = p
         self.cap_and = cap
 
     cdef void _alloc_or(self, long long cap) except *:
-        cdef OrNode* p
-        if self.O == NULL:
-            p = <OrNode*> calloc(cap, sizeof(OrNode))
-        else:
-            p = <OrNode*> realloc(self.O, cap * sizeof(OrNode))
+        cdef OrNode* p = <OrNode*> _realloc64(self.O, self.cap_or * sizeof(OrNode),
+                                              cap * sizeof(OrNode))
         if p == NULL:
             raise MemoryError(f"AND/OR search tree: cannot allocate {cap} OR nodes")
         self.O = p
@@ -467,27 +495,24 @@ cdef class AndOrTree:
         return done
 
     cdef long long _select(self):
-        cdef long long node = 0, s, c, bs, bc
-        cdef double best, val
-        while self.A[node].nchild > 0:
-            best = NEG_INF
-            bs = -1
-            for s in range(self.A[node].child0, self.A[node].child0 + self.A[node].nchild):
-                if not self.O[s].solved:
-                    val = self.O[s].logb - self.O[s].logu
-                    if val > best or bs < 0:
-                        best = val
-                        bs = s
-            best = NEG_INF
-            bc = -1
-            for c in range(self.O[bs].child0, self.O[bs].child0 + self.O[bs].nchild):
-                if not self.A[c].solved:
-                    val = self.A[c].logw + self.A[c].logb
-                    if val > best or bc < 0:
-                        best = val
-                        bc = c
-            node = bc
-        return node
+        # Top-down descent by the upper priority (Eq. 4): at an AND node the unsolved OR
+        # child with the largest b_s / u_s, then its unsolved AND child with the largest
+        # w_c b_c (first one on ties). The updates store that choice in each node
+        # (``best``), so the descent reads one node (one cache line) per level.
+        # Each level also prefetches what the expansion's upward pass will read there (the
+        # node's block of OR children and its own block of AND siblings), so those cache
+        # misses overlap with the descent instead of following it one by one.
+        cdef long long node = 0, i
+        cdef AndNode* a
+        while True:
+            a = &self.A[node]
+            if a.nchild <= 0:
+                return node
+            for i in range(a.child0, a.child0 + a.nchild):
+                AO_PREFETCH(&self.O[i])
+            for i in range(a.blk0, a.blk0 + a.blkn):
+                AO_PREFETCH(&self.A[i])
+            node = a.best
 
     cdef long long _worst(self):
         """Top-down descent by the smallest relative best priority w_c b_c / u_s over internal
@@ -551,6 +576,7 @@ cdef class AndOrTree:
             self.O[s].parent = n
             self.O[s].child0 = -1
             self.O[s].nchild = 0
+            self.O[s].best = -1
             self.O[s].solved = 0
             self.O[s].logb = NEG_INF
             card = self.cards[y]
@@ -594,6 +620,9 @@ cdef class AndOrTree:
                             self.A[i].parent = s
                             self.A[i].child0 = -1
                             self.A[i].nchild = -1
+                            self.A[i].best = -1
+                            self.A[i].blk0 = <int> a0
+                            self.A[i].blkn = <unsigned short> (cnt if cnt < 65535 else 65535)
                             self.A[i].solved = 0
                             i += 1
                     self.O[s].child0 = a0
@@ -615,7 +644,7 @@ cdef class AndOrTree:
             self.full = True
 
     cdef void _update_and(self, long long n):
-        cdef long long k = self.A[n].nchild, o0 = self.A[n].child0, s
+        cdef long long k = self.A[n].nchild, o0 = self.A[n].child0, s, bs = -1
         cdef double log_u = 0.0, log_l = 0.0, best = NEG_INF, r
         cdef bint solved = True
         if k <= 0:
@@ -626,8 +655,9 @@ cdef class AndOrTree:
             if not self.O[s].solved:
                 solved = False
                 r = self.O[s].logb - self.O[s].logu
-                if r > best:
+                if r > best or bs < 0:  # the selection rule (first maximum)
                     best = r
+                    bs = s
         if log_u == NEG_INF:
             if not solved:
                 for s in range(o0, o0 + k):
@@ -656,9 +686,10 @@ cdef class AndOrTree:
         else:
             self.A[n].logl = log_l
             self.A[n].logb = log_u + best
+            self.A[n].best = self.O[bs].best
 
     cdef void _update_or(self, long long s, bint count):
-        cdef long long k = self.O[s].nchild, c0 = self.O[s].child0, c
+        cdef long long k = self.O[s].nchild, c0 = self.O[s].child0, c, bc = -1
         cdef double m = NEG_INF, ml = NEG_INF, bm = NEG_INF, v, t, log_u
         cdef bint solved = True
         if k <= 0:
@@ -673,8 +704,9 @@ cdef class AndOrTree:
             if not self.A[c].solved:
                 solved = False
                 v = self.A[c].logw + self.A[c].logb
-                if v > bm:
+                if v > bm or bc < 0:  # the selection rule (first maximum)
                     bm = v
+                    bc = c
         if m == NEG_INF:
             log_u = NEG_INF
         else:
@@ -700,6 +732,7 @@ cdef class AndOrTree:
                     t += exp(self.A[c].logw + self.A[c].logl - ml)
                 self.O[s].logl = ml + log(t)
             self.O[s].logb = bm
+            self.O[s].best = bc
 
     # ---------------------------------------------------------------- sampling
     def dis_rounds(self, ProposalKernel prop,

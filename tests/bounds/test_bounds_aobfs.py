@@ -162,6 +162,27 @@ def test_compiled_tree_matches_python_twin(seed):
     assert b.log_Z_upper_ == pytest.approx(brute_log_z(m), abs=1e-8)
 
 
+@pytest.mark.parametrize("seed", [13, 14])
+def test_compiled_tree_matches_python_twin_with_ties(seed):
+    """Factors taking only the values 1 and 2 make many upper priorities exactly equal;
+    the compiled tree stores each node's selection (first maximum) in the node and must
+    still pick the same frontier node as the reference descent at every step."""
+    m = random_model(n=10, seed=seed, zeros=0.1)
+    m = GraphicalModel(m.cards, [Factor(f.scope, np.where(np.isfinite(f.log_values),
+                                                          math.log(2.0) * (f.log_values > 0), -np.inf))
+                                 for f in m.factors])
+    w = _wmb(m, 1)
+    a = AOBFS(m, wmb=w, backend="python").fit(max_expansions=0)
+    b = AOBFS(m, wmb=w, backend="compiled").fit(max_expansions=0)
+    n_steps = 0
+    while a.can_expand:
+        assert a.expand(1) == b.expand(1) == 1
+        assert (a.log_Z_upper_, a.log_Z_lower_, a.n_nodes_) == (b.log_Z_upper_, b.log_Z_lower_, b.n_nodes_)
+        n_steps += 1
+    assert n_steps > 20 and b.solved_
+    assert b.log_Z_upper_ == pytest.approx(brute_log_z(m), abs=1e-8)
+
+
 def test_compiled_tree_node_cap_and_bad_backend():
     m = random_model(n=11, seed=13)
     w = _wmb(m, 1)
