@@ -645,7 +645,7 @@ cdef class AndOrTree:
 
     cdef void _update_and(self, long long n):
         cdef long long k = self.A[n].nchild, o0 = self.A[n].child0, s, bs = -1
-        cdef double log_u = 0.0, log_l = 0.0, best = NEG_INF, r
+        cdef double log_u = 0.0, log_l = 0.0, best_r = NEG_INF, r
         cdef bint solved = True
         if k <= 0:
             return
@@ -655,8 +655,8 @@ cdef class AndOrTree:
             if not self.O[s].solved:
                 solved = False
                 r = self.O[s].logb - self.O[s].logu
-                if r > best or bs < 0:  # the selection rule (first maximum)
-                    best = r
+                if r > best_r or bs < 0:  # the selection rule (first maximum)
+                    best_r = r
                     bs = s
         if log_u == NEG_INF:
             if not solved:
@@ -685,7 +685,7 @@ cdef class AndOrTree:
             self.A[n].logb = NEG_INF
         else:
             self.A[n].logl = log_l
-            self.A[n].logb = log_u + best
+            self.A[n].logb = log_u + best_r
             self.A[n].best = self.O[bs].best
 
     cdef void _update_or(self, long long s, bint count):

@@ -45,8 +45,8 @@ _NEG_INF = -math.inf
 # measured with tracemalloc on pedigree20 (220 B/node); used to turn memory_mb into a node cap.
 NODE_BYTES = 224
 # Compiled tree (flat 64-byte aligned arrays allocated once, touched as nodes are created):
-# an AND node takes 6 x int32 + 4 x float64 + 1 byte = 57 bytes padded to one 64-byte cache
-# line, an OR node 5 x int32 + 3 x float64 + 1 = 45 bytes padded to 48.
+# an AND node takes 7 x int32 + 4 x float64 + 1 uint16 + 1 byte = 63 bytes padded to one
+# 64-byte cache line, an OR node 5 x int32 + 3 x float64 + 1 byte = 45 bytes padded to 48.
 NODE_BYTES_COMPILED = 64
 _MAX_COMPILED_NODES = 2**31 - 2**21  # int32 node indices
 
