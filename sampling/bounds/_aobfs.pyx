@@ -78,7 +78,7 @@ cdef class ProposalKernel:
         """Draw the subtrees of ``starts`` in place; return (ln q, ln g) of the draw."""
         cdef double log_q = 0.0, log_g = 0.0
         if starts.shape[0] > 0:
-            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[0], &log_q, &log_g)
+            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[0], &log_q, &log_g, False)
         return log_q, log_g
 
     def sample_batch(self, const long long[::1] starts,    # IN  variables whose subtrees are drawn
@@ -87,7 +87,9 @@ cdef class ProposalKernel:
                      double log_const,                      # IN  constant added to every weight
                      double[::1] out):                      # OUT (n,) ln f(x_i) - ln q(x_i)
         """``n`` independent draws from the all-zero assignment (WMB-IS, Eq. 7-9): the same
-        as ``n`` calls of :meth:`sample` with ``x`` zeroed and row ``i`` of ``uniforms``."""
+        as ``n`` calls of :meth:`sample` with ``x`` zeroed and row ``i`` of ``uniforms``.
+        A draw stops at the first zero factor (its weight is 0 whatever follows), so ``x``
+        is not the full draw afterwards."""
         cdef Py_ssize_t i, v, n = uniforms.shape[0]
         cdef double log_q, log_g
         if starts.shape[0] == 0:
@@ -99,11 +101,17 @@ cdef class ProposalKernel:
                 x[v] = 0
             log_q = 0.0
             log_g = 0.0
-            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[i, 0], &log_q, &log_g)
-            out[i] = log_const + log_g - log_q
+            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[i, 0], &log_q, &log_g, True)
+            out[i] = -INFINITY if log_g == -INFINITY else log_const + log_g - log_q
 
     cdef void _draw(self, const long long* starts, Py_ssize_t n_starts, long long* x,
-                    const double* uniforms, double* out_q, double* out_g) noexcept:
+                    const double* uniforms, double* out_q, double* out_g,
+                    bint stop_at_zero) noexcept:
+        """Draw the subtrees of ``starts`` in preorder; ``out_g`` = ln g of the draw and
+        ``out_q`` = its ln q. With ``stop_at_zero`` the draw ends at the first variable
+        whose arc weight is 0: then ``out_g`` is -inf and ``out_q`` covers the variables
+        drawn so far (the weight g/q is 0 either way; on pedigrees over half the WMB-IS
+        draws end this way)."""
         cdef Py_ssize_t s, i, k, v, c, j, f, xv, card, used = 0
         cdef long long base, idx
         cdef double log_q = 0.0, log_g = 0.0, m, tot, u, acc, val, lv
@@ -164,6 +172,10 @@ cdef class ProposalKernel:
                         base += x[self.f_vars[c]] * self.f_strides[c]
                     lv = self.f_flat[base]
                     log_g += lv
+                if stop_at_zero and log_g == -INFINITY:
+                    out_q[0] = log_q
+                    out_g[0] = log_g
+                    return
         out_q[0] = log_q
         out_g[0] = log_g
 
@@ -815,5 +827,7 @@ cdef class AndOrTree:
                 top += 1
         if nst == 0:
             return log_U - log_h
-        prop._draw(&self.starts[0], nst, x, u + used, &log_q, &log_g)
+        prop._draw(&self.starts[0], nst, x, u + used, &log_q, &log_g, True)
+        if log_g == NEG_INF:
+            return NEG_INF
         return log_U + log_g - log_h - log_q

@@ -143,6 +143,8 @@ def test_compiled_dis_rounds_equal_the_step_by_step_loop(n_exp, n_samp):
         ref_U.extend([lu] * n_samp)
     assert log_w.size == len(ref_w) > 0
     np.testing.assert_array_equal(log_w, ref_w)
+    if n_exp == 0:  # zero weights (draws stopped at a zero factor) and non-zero ones
+        assert np.isneginf(log_w).any() and np.isfinite(log_w).any()
     np.testing.assert_array_equal(log_U, ref_U)
     assert batch.n_expansions_ == steps.n_expansions_ <= min(45, 30 * n_exp)
     assert batch.log_Z_upper_min_ == steps.log_Z_upper_min_
@@ -153,7 +155,7 @@ def test_compiled_dis_rounds_equal_the_step_by_step_loop(n_exp, n_samp):
 def test_wmb_is_batch_equals_per_draw_calls_and_python_twin():
     from sampling.bounds.importance import FastProposal, sample_wmb_is
 
-    m = random_model(n=9, seed=6)
+    m = random_model(n=9, seed=10, zeros=0.3)  # about half the draws hit a zero factor
     w = _wmb(m, 2)
     ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
     fast = FastProposal(w, ev)
@@ -163,6 +165,8 @@ def test_wmb_is_batch_equals_per_draw_calls_and_python_twin():
            for _, lq, lg in (fast.sample(g, np.zeros(fast.n_vars, dtype=np.int64), fast.roots)
                              for _ in range(50))]
     np.testing.assert_array_equal(got, ref)
+    # the batch stops a draw at its first zero factor: both kinds of draw are exercised
+    assert np.isneginf(got).any() and np.isfinite(got).any()
     twin = FastProposal(w, ev, pure_python=True)
     u = np.random.default_rng(2).random((20, fast.n_vars))
     a, b = np.empty(20), np.empty(20)
