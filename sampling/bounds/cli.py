@@ -3,12 +3,14 @@
 Example::
 
     sampling bounds pedigree1.uai --method dis --time 60 --out trace.csv --plot trace.png
+    sampling bounds pedigree1.uai --time 3600 --checkpoint run.json   # resumable
 
 Progress goes to stderr; the last line on stdout holds the final bounds.
 """
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 
@@ -34,6 +36,11 @@ def add_arguments(parser):
     parser.add_argument("--out", default=None, help="write the anytime trace here (CSV, atomic)")
     parser.add_argument("--plot", default=None, help="write a Fig. 3 style PNG of the trace here")
     parser.add_argument("--log-z", type=float, default=None, help="known ln Z to draw on the plot")
+    parser.add_argument("--checkpoint", default=None,
+                        help="checkpoint file: resume from it if it exists, else write it as the run goes "
+                             "(a finished run resumed with a longer --time goes on)")
+    parser.add_argument("--checkpoint-every", type=float, default=60.0,
+                        help="seconds between checkpoint writes (default 60)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -64,14 +71,18 @@ def main(args) -> int:
         print(f"sampling bounds: {args.model} ({len(model.cards)} variables, {len(model.factors)} factors), "
               f"method {args.method}, time {args.time:g} s, memory {args.memory_mb:g} MB",
               file=sys.stderr, flush=True)
-        if args.method != "exact":
+        if args.checkpoint and args.method not in ("exact", "wmb") and os.path.exists(args.checkpoint):
+            print(f"resuming from {args.checkpoint} (rebuilding the bound and the search tree) ...",
+                  file=sys.stderr, flush=True)
+        elif args.method != "exact":
             ib = "largest that fits" if args.i_bound is None else args.i_bound
             print(f"building the weighted mini-bucket bound (i-bound: {ib}) ...", file=sys.stderr, flush=True)
     try:
         trace = run(model, method=args.method, time_limit=args.time, memory_mb=args.memory_mb,
                     delta=args.delta, n_samples=args.n_samples, n_expansions=args.n_expansions,
                     i_bound=args.i_bound, rng=args.seed, max_samples=args.max_samples,
-                    progress=progress)
+                    progress=progress, checkpoint=args.checkpoint,
+                    checkpoint_every=args.checkpoint_every)
     except (ValueError, TypeError) as exc:
         print(f"sampling bounds: {exc}", file=sys.stderr)
         return 2

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import time
+import warnings
 
 from .._rng import as_generator
 from .aobfs import AOBFS, tree_structure
+from .checkpoint import load_checkpoint, model_fingerprint, save_checkpoint
 from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket, dis_rounds,
                          greedy_log_lower, make_fast_proposal, sample_wmb_is)
 from .trace import BoundTrace
@@ -128,7 +131,8 @@ class _Recorder:
 def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_samples=1,
         n_expansions=10, i_bound=None, rng=0, *, wmb=None, max_samples=None,
         max_expansions=None, max_nodes=None, search_fraction=0.5, record_every=None,
-        elim_order=None, progress=None, backend="auto", clock="wall"):
+        elim_order=None, progress=None, backend="auto", clock="wall", checkpoint=None,
+        checkpoint_every=60.0):
     """Anytime bounds on ln Z of ``model`` with one of the methods of [1]_.
 
     Parameters
@@ -177,6 +181,16 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         paper, on a dedicated machine) or this process's CPU seconds
         (``time.process_time``), which compares methods fairly on a shared, loaded
         machine.
+    checkpoint : str or os.PathLike, optional
+        Checkpoint file (JSON, written atomically; see :mod:`sampling.bounds.checkpoint`).
+        If it exists the run resumes from it: same sampler state and trace, the WMB
+        rebuilt with the saved order, i-bound and passes, the search tree by replaying the
+        saved number of expansions (not charged to the clock), and ``rng`` ignored. It is
+        written every ``checkpoint_every`` seconds, at the end and on KeyboardInterrupt. A
+        finished run resumed with a larger ``time_limit`` or ``max_samples`` goes on from
+        where it stopped. Ignored for "wmb" and "exact".
+    checkpoint_every : float, default 60.0
+        Seconds (of ``clock``) between checkpoint writes.
 
     Returns
     -------
@@ -188,7 +202,9 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     Raises
     ------
     ValueError
-        For an unknown method or a bad budget / parameter value.
+        For an unknown method or a bad budget / parameter value, or a ``checkpoint`` of
+        another model, method or setting, or whose WMB / search tree does not rebuild to
+        the saved bounds (the message names the file).
     TypeError
         For a non-integer count or a bad ``rng``.
     MemoryError
@@ -224,6 +240,9 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
                                               search_fraction, record_every)
     if clock not in ("wall", "cpu"):
         raise ValueError(f"the clock parameter must be 'wall' or 'cpu'; got {clock!r}")
+    checkpoint_every = float(checkpoint_every)
+    if not checkpoint_every > 0:
+        raise ValueError(f"the checkpoint_every parameter must be > 0 seconds; got {checkpoint_every}")
     now = time.perf_counter if clock == "wall" else time.process_time
     gen = as_generator(rng)
     t0 = now()
@@ -239,8 +258,34 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         meta["log_Z_exact"] = lz
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
+    ckpt = None  # the checkpoint resumed from
+    if checkpoint is not None and method != "wmb":
+        expected = {"fingerprint": model_fingerprint(model), "method": method,
+                    "settings": {"delta": delta, "n_samples": n_samples, "n_expansions": n_expansions,
+                                 "memory_mb": memory_mb, "max_nodes": max_nodes,
+                                 "search_fraction": search_fraction, "clock": clock}}
+        if os.path.exists(checkpoint):
+            ckpt = load_checkpoint(checkpoint, expected)
+            if i_bound is not None and int(i_bound) != ckpt["i_bound"]:
+                raise ValueError(f"{checkpoint}: the checkpoint has i_bound={ckpt['i_bound']}, "
+                                 f"this run i_bound={i_bound}")
+            if elim_order is not None and [int(v) for v in elim_order] != ckpt["elim_order"]:
+                raise ValueError(f"{checkpoint}: the checkpoint was run with another elimination order")
+    else:
+        checkpoint = None
+
     t_wmb_built = 0.0
-    if wmb is None:
+    if wmb is None and ckpt is not None:
+        # the same WMB as the checkpointed run: same order, i-bound and number of passes
+        from ..exceptions import ConvergenceWarning
+        from .wmb import WeightedMiniBucket
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            wmb = WeightedMiniBucket(model, i_bound=ckpt["i_bound"], memory_mb=memory_mb,
+                                     elim_order=ckpt["elim_order"], n_iters=ckpt["wmb_passes"]).fit()
+        t_wmb_built = float(ckpt["meta"]["t_wmb_s"])
+    elif wmb is None:
         from .wmb import WeightedMiniBucket
 
         # the tightening passes may use at most half of the budget, so that the anytime
@@ -252,6 +297,8 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     log_Z_wmb = float(wmb.log_Z_upper)
     meta["log_Z_wmb"] = log_Z_wmb
     meta["i_bound"] = int(getattr(wmb, "i_bound", -1) if getattr(wmb, "i_bound", None) is not None else -1)
+    if ckpt is not None:
+        _check_rebuilt(checkpoint, "weighted mini-bucket bound", log_Z_wmb, ckpt["meta"]["log_Z_wmb"])
 
     parent, _, _ = tree_structure(wmb.pseudo_tree, int(len(model.cards)))
     # evaluate factors of the model the WMB used (card-1 variables squeezed out), so that
@@ -272,11 +319,71 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         # of [1]_); DIS and two-stage sample from the tree, so they stop at the budget
         search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes,
                        backend=backend, memory_limited=(method == "aobfs")).fit(max_expansions=0)
+        if ckpt is not None and ckpt["n_expansions"]:
+            # the tree depends only on the number of expansions (not on the samples)
+            search.expand(int(ckpt["n_expansions"]))
+            if search.n_expansions_ != ckpt["n_expansions"]:
+                raise ValueError(f"{checkpoint}: replayed {search.n_expansions_} of the checkpoint's "
+                                 f"{ckpt['n_expansions']} expansions")
+            _check_rebuilt(checkpoint, "search bound U_S", search.log_Z_upper_, ckpt["log_Z_search"])
     # the clock covers the WMB (when built here) and the method itself, not the one-off
-    # preprocessing above (factor index, compiled proposal / lookup tables, greedy floor)
+    # preprocessing above (factor index, compiled proposal / lookup tables, greedy floor,
+    # and on resume the rebuild of the WMB and of the search tree)
     rec.t0 = now() - t_wmb_built
     meta["t_wmb_s"] = t_wmb_built
+    acc = ImportanceAccumulator(delta)
+    loop = {"n_done": 0, "rounds_done": 0, "stage": "search", "u_min": log_Z_wmb}
+    if search is not None:
+        loop["u_min"] = min(search.log_Z_upper_, log_Z_wmb)
+    if ckpt is not None:
+        meta.update(ckpt["meta"])
+        meta["n_resumes"] = int(meta.get("n_resumes", 0)) + 1
+        meta.update(time_limit=time_limit)
+        gen.bit_generator.state = ckpt["rng"]
+        acc = ImportanceAccumulator.from_state(ckpt["accumulator"])
+        loop.update(ckpt["loop"])
+        rec.rows = [dict(r) for r in ckpt["rows"]]
+        rec.iter, rec.next_t = int(ckpt["rec_iter"]), float(ckpt["rec_next_t"])
+        rec.t0 = now() - float(ckpt["elapsed_s"])
+    rebuild = {"wmb_passes": int(getattr(wmb, "n_iters_", 0)),  # how to rebuild the same WMB
+               "elim_order": [int(v) for v in getattr(wmb, "elim_order", [])]}
 
+    last_save = [rec.elapsed()]
+
+    def save(force=False):
+        """Write the checkpoint if one was asked for and it is due (or forced)."""
+        if checkpoint is None or not (force or rec.elapsed() - last_save[0] >= checkpoint_every):
+            return
+        save_checkpoint(checkpoint, {
+            "fingerprint": expected["fingerprint"], "method": method, "settings": expected["settings"],
+            "i_bound": meta["i_bound"], **rebuild, "meta": meta, "elapsed_s": rec.elapsed(),
+            "rng": gen.bit_generator.state, "accumulator": acc.state_dict(), "loop": loop,
+            "n_expansions": 0 if search is None else search.n_expansions_,
+            "log_Z_search": None if search is None else search.log_Z_upper_,
+            "rows": rec.rows, "rec_iter": rec.iter, "rec_next_t": rec.next_t})
+        last_save[0] = rec.elapsed()
+
+    try:
+        trace = _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wmb,
+                          time_limit, n_samples, n_expansions, max_samples, max_expansions,
+                          search_fraction, save)
+    except KeyboardInterrupt:
+        save(force=True)  # a consistent state: the samples of an unfinished batch are dropped
+        raise
+    save(force=True)
+    return trace
+
+
+def _check_rebuilt(path, what, got, saved):
+    if not (got == saved or abs(got - saved) <= 1e-9 * max(1.0, abs(saved))):
+        raise ValueError(f"{path}: the rebuilt {what} is {got!r}, the checkpoint's {saved!r}; "
+                         "the model, the code or the memory budget changed since it was written")
+
+
+def _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wmb, time_limit,
+              n_samples, n_expansions, max_samples, max_expansions, search_fraction, save):
+    """The anytime loop of :func:`run` from the state in ``acc``, ``loop`` and ``rec``
+    (fresh or restored from a checkpoint); calls ``save()`` after each trace tick."""
     if log_Z_wmb == _NEG_INF:  # the WMB bound proves Z = 0
         rec.tick(lambda: _row(_NEG_INF, _NEG_INF, _NEG_INF, 0, 0, 0, False, _NEG_INF), force=True)
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
@@ -285,24 +392,24 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         rec.tick(lambda: _row(log_Z_wmb, _NEG_INF, math.nan, 0, 0, 0, False, log_Z_wmb), force=True)
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
-    acc = ImportanceAccumulator(delta)
-
     if method == "wmb-is":
-        n_done = 0
         while True:
+            n_done = loop["n_done"]
             # vectorised batches growing with the sample count (N_l samples at first)
             batch = max(n_samples, min(1024, n_done // 8))
             k = batch if max_samples is None else min(batch, max_samples - n_done)
             if k <= 0 or (n_done and rec.elapsed() >= time_limit):
                 break
-            acc.add(sample_wmb_is(wmb, ev, k, gen, fast=fast), log_Z_wmb)
-            n_done += k
+            log_w = sample_wmb_is(wmb, ev, k, gen, fast=fast)
+            acc.add(log_w, log_Z_wmb)
+            loop["n_done"] = n_done + k
 
             def row():
                 lo, up = acc.bounds(log_Z_wmb)
                 return _row(up, lo, acc.log_Z_hat, acc.n, 0, 0, acc.lower_is_markov, log_Z_wmb)
-            done = (max_samples is not None and n_done >= max_samples) or rec.elapsed() >= time_limit
+            done = (max_samples is not None and loop["n_done"] >= max_samples) or rec.elapsed() >= time_limit
             rec.tick(row, force=done)
+            save()
             if done:
                 break
         if not rec.rows:
@@ -310,11 +417,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     meta["max_nodes"] = search.max_nodes_
-    state = {"u_min": min(search.log_Z_upper_, log_Z_wmb)}
 
     def search_row(sampling):
-        state["u_min"] = min(state["u_min"], search.log_Z_upper_)
-        u_det, l_det = state["u_min"], search.log_Z_lower_
+        loop["u_min"] = min(loop["u_min"], search.log_Z_upper_)
+        u_det, l_det = loop["u_min"], search.log_Z_lower_
         if search.solved_:
             lz = search.log_Z_upper_
             return _row(lz, lz, lz, acc.n, search.n_nodes_, search.n_expansions_, False, lz)
@@ -330,29 +436,32 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     def expansions_left():
         return math.inf if max_expansions is None else max_expansions - search.n_expansions_
 
-    if method in ("aobfs", "two-stage"):
-        rec.tick(lambda: search_row(False), force=True)
+    if method in ("aobfs", "two-stage") and loop["stage"] == "search":
+        if not rec.rows:
+            rec.tick(lambda: search_row(False), force=True)
         stage_limit = time_limit if method == "aobfs" else time_limit * search_fraction
         while search.can_expand and expansions_left() > 0 and rec.elapsed() < stage_limit:
             k = int(min(max(n_expansions, 1), expansions_left()))
             search.expand(k)
             rec.tick(lambda: search_row(False))
+            save()
         if method == "aobfs" or search.solved_:
             rec.tick(lambda: search_row(False), force=True)
             meta["n_expansions_total"] = search.n_expansions_
             meta["n_collapses"] = search.n_collapses_
             return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
         rec.tick(lambda: search_row(False), force=True)
+        loop["stage"] = "sample"
+    if method == "two-stage":
         n_expansions = 0  # sampling stage only
 
     # DIS loop (Alg. 1); also the sampling stage of two-stage. Rounds run in batches that
     # grow with the number done (one compiled call per batch), so that the clock and the
     # trace are checked about every 1/8 of the work so far.
-    rounds_done = 0
     while True:
         if (acc.n and rec.elapsed() >= time_limit) or (max_samples is not None and acc.n >= max_samples):
             break
-        rounds, per_round = max(1, min(1024, rounds_done // 8)), n_samples
+        rounds, per_round = max(1, min(1024, loop["rounds_done"] // 8)), n_samples
         if max_samples is not None:
             rounds = min(rounds, (max_samples - acc.n) // n_samples)
             if rounds == 0:  # fewer than N_l samples left: one short round
@@ -360,13 +469,14 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         left = None if max_expansions is None else max(expansions_left(), 0)
         log_w, log_U = dis_rounds(search, ev, rounds, n_expansions, per_round, gen, fast=fast,
                                   max_expansions=left)
-        rounds_done += rounds
         if len(log_w):
             acc.add(log_w, log_U)
+        loop["rounds_done"] += rounds
         if search.solved_:
             break
         done = (max_samples is not None and acc.n >= max_samples) or rec.elapsed() >= time_limit
         rec.tick(lambda: search_row(True), force=done)
+        save()
     rec.tick(lambda: search_row(True), force=True)
     meta["n_expansions_total"] = search.n_expansions_
     meta["n_bound_violations"] = acc.n_bound_violations

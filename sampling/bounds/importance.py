@@ -630,6 +630,31 @@ class ImportanceAccumulator:
         self._m = new_m
         self.n = n_tot
 
+    _STATE = ("delta", "n", "_m", "_mean", "_m2", "_log_sum_inv_u", "log_w_max",
+              "n_bound_violations", "lower_is_markov")
+
+    def state_dict(self):
+        """The running sums as a dict of Python numbers (JSON-safe with ``allow_nan``), for
+        checkpoints; :meth:`from_state` restores an equal accumulator."""
+        return {k: getattr(self, k) for k in self._STATE}
+
+    @classmethod
+    def from_state(cls, state):
+        """Accumulator with the running sums of :meth:`state_dict`.
+
+        Raises
+        ------
+        ValueError
+            If a field is missing.
+        """
+        missing = [k for k in cls._STATE if k not in state]
+        if missing:
+            raise ValueError(f"accumulator state lacks {missing}")
+        acc = cls(state["delta"])
+        for k in cls._STATE[1:]:
+            setattr(acc, k, type(getattr(acc, k))(state[k]))
+        return acc
+
     @property
     def log_hm(self):
         """ln HM(U), the harmonic mean of the bounds (Eq. 13)."""

@@ -77,3 +77,17 @@ def test_cli_with_evidence_brackets_exact(tmp_path, capsys):
     tr = BoundTrace.from_csv(out)
     assert np.all(tr.log_Z_upper >= lz - 1e-8) and np.all(tr.log_Z_lower <= lz + 1e-8)
     assert "--evid" not in capsys.readouterr().err
+
+
+def test_cli_checkpoint_resumes_and_refuses_another_run(tiny_uai, tmp_path, capsys):
+    path, lz = tiny_uai
+    ck = tmp_path / "run.json"
+    base = ["bounds", str(path), "--method", "wmb-is", "--i-bound", "1", "--time", "30",
+            "--checkpoint", str(ck)]
+    assert main(base + ["--max-samples", "100"]) == 0
+    assert "samples 100," in capsys.readouterr().out
+    assert main(base + ["--max-samples", "300"]) == 0
+    cap = capsys.readouterr()
+    assert f"resuming from {ck}" in cap.err and "samples 300," in cap.out
+    assert main(base + ["--max-samples", "400", "--delta", "0.05"]) == 2
+    assert "delta=0.025, this run delta=0.05" in capsys.readouterr().err

@@ -1,0 +1,155 @@
+"""Checkpoint / resume of ``sampling.bounds.run``: a run stopped and resumed ends where an
+uninterrupted run ends (deterministic budgets), and a checkpoint of another run is refused."""
+import json
+
+import numpy as np
+import pytest
+
+from sampling.bounds.checkpoint import FORMAT, model_fingerprint
+from sampling.bounds.dis import run
+from sampling.bounds.importance import ImportanceAccumulator
+from sampling.bounds.model import Factor, GraphicalModel
+
+pytestmark = pytest.mark.filterwarnings("ignore::sampling.exceptions.ConvergenceWarning")
+
+
+def chain_model(n=24, seed=3, zeros=0.2):
+    """A loopy model of width > 2 (so i_bound=2 is not exact) with some zero entries."""
+    rng = np.random.default_rng(seed)
+    cards = rng.integers(2, 4, size=n)
+    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
+    for i in range(n):
+        for j in (i + 1, i + 3):
+            if j < n:
+                t = 1.2 * rng.normal(size=(cards[i], cards[j]))
+                t[rng.random(t.shape) < zeros] = -np.inf
+                facs.append(Factor((i, j), t))
+    return GraphicalModel(cards, facs)
+
+
+KW = dict(time_limit=None, i_bound=2, rng=5, record_every=3, n_expansions=2)
+BUDGETS = {  # method: (budget name, first run, whole run)
+    "dis": ("max_samples", 150, 400),
+    "wmb-is": ("max_samples", 150, 400),
+    "two-stage": ("max_samples", 150, 400),
+    "aobfs": ("max_expansions", 20, 60),
+}
+
+
+def _final(tr):
+    f = tr.final
+    return [f[k] for k in ("log_Z_upper", "log_Z_lower", "log_Z_hat", "log_Z_upper_det")], \
+        (int(f["n_samples"]), int(f["n_expansions"]))
+
+
+@pytest.mark.parametrize("method", sorted(BUDGETS))
+def test_resumed_run_ends_where_the_uninterrupted_run_ends(tmp_path, method):
+    m = chain_model()
+    name, first, whole = BUDGETS[method]
+    extra = {"max_expansions": 15} if method == "two-stage" else {}
+    ck = tmp_path / "run.ckpt.json"
+    a = run(m, method, **KW, **extra, **{name: first}, checkpoint=ck)
+    assert ck.exists() and json.loads(ck.read_text())["format"] == FORMAT
+    b = run(m, method, **KW, **extra, **{name: whole}, checkpoint=ck)
+    c = run(m, method, **KW, **extra, **{name: whole})
+    vb, nb = _final(b)
+    vc, nc = _final(c)
+    assert nb == nc
+    np.testing.assert_allclose(vb, vc, rtol=1e-9, atol=1e-12)
+    assert _final(a)[1] != nc  # the first run really stopped short
+    assert b.meta["n_resumes"] == 1 and "n_resumes" not in c.meta
+    # the resumed trace starts with the first run's rows, and its clock goes on from there
+    da, db = a.to_frame(), b.to_frame()
+    assert len(db) > len(da)
+    np.testing.assert_array_equal(db["log_Z_upper"].to_numpy()[:len(da)], da["log_Z_upper"].to_numpy())
+    assert np.all(np.diff(db["time_s"].to_numpy()) >= 0)
+
+
+def test_interrupted_run_resumes_from_the_interrupt(tmp_path):
+    m = chain_model()
+    ck = tmp_path / "run.ckpt.json"
+    calls = []
+
+    def stop_at_fourth_row(row):
+        calls.append(row["n_samples"])
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(m, "dis", **KW, max_samples=400, checkpoint=ck, progress=stop_at_fourth_row)
+    saved = json.loads(ck.read_text())
+    assert saved["accumulator"]["n"] == calls[-1] > 0
+    b = run(m, "dis", **KW, max_samples=400, checkpoint=ck)
+    c = run(m, "dis", **KW, max_samples=400)
+    assert _final(b)[1] == _final(c)[1]
+    np.testing.assert_allclose(_final(b)[0], _final(c)[0], rtol=1e-9)
+
+
+def test_accumulator_state_round_trip():
+    acc = ImportanceAccumulator(0.05)
+    rng = np.random.default_rng(0)
+    acc.add(np.log(rng.random(50)) - 3.0, -2.0)
+    acc.add([-np.inf, -np.inf], -2.5)
+    back = ImportanceAccumulator.from_state(json.loads(json.dumps(acc.state_dict())))
+    assert back.bounds(-1.0) == acc.bounds(-1.0) and back.log_Z_hat == acc.log_Z_hat
+    assert back.n == acc.n == 52
+    with pytest.raises(ValueError, match="lacks"):
+        ImportanceAccumulator.from_state({"delta": 0.1})
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(method="wmb-is"), "of method 'dis', not 'wmb-is'"),
+    (dict(delta=0.05), "delta=0.025, this run delta=0.05"),
+    (dict(n_expansions=3), "n_expansions=2, this run n_expansions=3"),
+    (dict(i_bound=1), "i_bound=2, this run i_bound=1"),
+    (dict(model_seed=4), "another model"),
+])
+def test_checkpoint_of_another_run_is_refused(tmp_path, change, match):
+    ck = tmp_path / "run.ckpt.json"
+    run(chain_model(), "dis", **KW, max_samples=50, checkpoint=ck)
+    kw = dict(KW, max_samples=80)
+    method = change.pop("method", "dis")
+    model = chain_model(seed=change.pop("model_seed", 3))
+    kw.update(change)
+    with pytest.raises(ValueError, match=match):
+        run(model, method, **kw, checkpoint=ck)
+
+
+def test_unreadable_or_foreign_checkpoint_names_the_file(tmp_path):
+    m = chain_model()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "sampling.bounds.checkpoint/1", ')
+    with pytest.raises(ValueError, match=r"bad\.json: not a readable checkpoint \(line 1"):
+        run(m, "dis", **KW, max_samples=20, checkpoint=bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(ValueError, match=r"other\.json: not a checkpoint of format"):
+        run(m, "dis", **KW, max_samples=20, checkpoint=other)
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        run(m, "dis", **KW, max_samples=20, checkpoint=other, checkpoint_every=0)
+
+
+def test_tampered_checkpoint_bounds_are_caught(tmp_path):
+    """The rebuilt WMB and search tree are checked against the saved bounds."""
+    m = chain_model()
+    ck = tmp_path / "run.ckpt.json"
+    run(m, "dis", **KW, max_samples=60, checkpoint=ck)
+    state = json.loads(ck.read_text())
+    assert state["n_expansions"] > 0
+    state["log_Z_search"] += 0.5
+    ck.write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="rebuilt search bound U_S"):
+        run(m, "dis", **KW, max_samples=90, checkpoint=ck)
+    state["log_Z_search"] -= 0.5
+    state["meta"]["log_Z_wmb"] += 0.5
+    ck.write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="rebuilt weighted mini-bucket bound"):
+        run(m, "dis", **KW, max_samples=90, checkpoint=ck)
+
+
+def test_fingerprint_sees_a_changed_table():
+    m = chain_model()
+    t = m.factors[-1].log_values.copy()
+    t[0, 0] += 1e-12
+    m2 = GraphicalModel(m.cards, list(m.factors[:-1]) + [Factor(m.factors[-1].scope, t)])
+    assert model_fingerprint(chain_model()) == model_fingerprint(m) != model_fingerprint(m2)
