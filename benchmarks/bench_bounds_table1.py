@@ -34,21 +34,21 @@ Full protocol (22 instances x 5 settings x 60 s, about 2 h plus WMB time)::
 
     python benchmarks/bench_bounds_table1.py --all --time 60 --out results/table1
 
-Measured (commit dae0733; the CSV is benchmarks/measured/table1_pedigree_60s_cpu.csv):
+Measured (commit 45f04eb; the CSV is benchmarks/measured/table1_pedigree_60s_cpu.csv):
 all 22 pedigrees, 60 CPU-s per run (``--clock cpu --i-bound 0 --time 60``; i-bound the
-largest that fits 1 GB, WMB time not charged), delta 0.025, one seed, 2-core machine shared
-with other jobs. Geometric mean of area / WMB-IS, Markov floor (paper, 1 hour, in brackets):
-AOBFS 94.2 (16.638), DIS(1,1) 0.988 (0.711), DIS(1,10) 1.144 (0.585), two-stage 18.3
-(1.321); over ln t: 25.9 / 1.027 / 1.181 / 18.7; greedy floor 1132 / 0.997 / 1.083 / 193.
-Final gap below WMB-IS: DIS(1,10) on 10/22 (2 of them within 1%), DIS(1,1) on 8/22,
-two-stage on 4/16. Every sampling run with a known ln Z bracketed it at every trace point
-(84/84); no deterministic upper bound fell below ln Z. Per sample, q_S is about as good as
-the WMB proposal or better (gap x sqrt(samples) 0.37-1.07 of WMB-IS's, below 0.9 on 9 of
-21 instances; pedigree1 is solved exactly by the WMB), but in 60 s DIS(1,10) draws
-0.37-1.02 as many samples and DIS(1,1) 0.71-1.04, so DIS clearly wins only where search
-cuts the weight variance a lot (pedigrees 19, 37, 38, 41: gap 0.37-0.72 of WMB-IS's). On
-pedigree42 at 300 CPU-s DIS(1,1) is still not ahead (0.0035 vs 0.0034). AOBFS and two-stage
-have no lower bound but the floor while they search, which dominates their area at 60 s.
+largest that fits 1 GB, WMB time not charged), delta 0.025, seed 0, one process per core on
+the 2-core machine (the AOBFS traces are those of bc36c9e: the search did not change since).
+Geometric mean of area / WMB-IS, Markov floor (paper, 1 hour, in brackets): AOBFS 113.6
+(16.638), DIS(1,1) 0.976 (0.711), DIS(1,10) 1.128 (0.585), two-stage 14.8 (1.321); over ln t:
+29.9 / 0.985 / 1.180 / 19.6; greedy floor 1337 / 0.987 / 1.069 / 148. Final gap narrower
+than WMB-IS's: DIS(1,1) on 10/22, DIS(1,10) on 10/22, two-stage on 9/22. Every sampling run
+with a known ln Z bracketed it at every trace point (84/84); no deterministic upper bound
+fell below ln Z (0/105). Per sample q_S is about as good as the WMB proposal (median gap x
+sqrt(samples) 0.97 of WMB-IS's, below 0.9 on 8 of 21 instances; pedigree1 is solved exactly
+by the WMB), and in 60 s DIS(1,1) draws a median 0.83 as many samples (0.52-1.06), DIS(1,10)
+0.72 (0.37-1.06); so DIS clearly wins only where search cuts the weight variance a lot
+(pedigrees 19, 37, 38: gap 0.50-0.62 of WMB-IS's; 41: 0.87-0.89). AOBFS and two-stage have
+no lower bound but the floor while they search, which dominates their area at 60 s.
 
 Short run used in the session::
 
