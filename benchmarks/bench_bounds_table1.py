@@ -34,6 +34,9 @@ Full protocol (22 instances x 5 settings x 60 s, about 2 h plus WMB time)::
 
     python benchmarks/bench_bounds_table1.py --all --time 60 --out results/table1
 
+If it is stopped, the same command with ``--resume`` keeps the runs already saved in
+``OUT/runs.csv`` (with their traces) and runs only the missing instance / setting pairs.
+
 Measured (commit 45f04eb; the CSV is benchmarks/measured/table1_pedigree_60s_cpu.csv):
 all 22 pedigrees, 60 CPU-s per run (``--clock cpu --i-bound 0 --time 60``; i-bound the
 largest that fits 1 GB, WMB time not charged), delta 0.025, seed 0, one process per core on
@@ -66,8 +69,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from sampling._atomic import atomic_path
 from sampling.bounds.dis import run
-from sampling.bounds.trace import bound_area, plot_traces
+from sampling.bounds.trace import BoundTrace, bound_area, plot_traces
 from sampling.bounds.uai import read_uai
 from sampling.bounds.wmb import WeightedMiniBucket
 
@@ -157,8 +161,6 @@ def summarise(df, settings, title):
 def rescore(args, settings):
     """Recompute areas (both floors) from the traces saved by earlier runs in ``args.rescore``
     (the Markov floor saved with the runs is reused when all runs of an instance agree on it)."""
-    from sampling.bounds.trace import BoundTrace
-
     dirs = args.rescore.split(",")
     parts = []
     for d in dirs:
@@ -191,7 +193,7 @@ def rescore(args, settings):
         print(f"{name}: greedy floor {gfloor:.3f}, Markov floor {mfloor:.3f}", file=sys.stderr, flush=True)
     out = pd.DataFrame(rows)
     out = summarise(out, [s for s in settings if s in set(out.setting)], f"rescored {args.rescore}, {args.time:g} s")
-    out.to_csv(os.path.join(dirs[0], "runs_rescored.csv"), index=False)
+    _write_csv(out, os.path.join(dirs[0], "runs_rescored.csv"))
     return 0
 
 
@@ -218,6 +220,8 @@ def main(argv=None):
                    help="time budget and trace clock: wall seconds (paper) or this process's CPU seconds "
                         "(fair between methods on a shared, loaded machine)")
     p.add_argument("--log-t0", type=float, default=0.1, help="start (s) of the ln-t area window")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already in OUT/runs.csv (same instance and setting) and run only the rest")
     p.add_argument("--rescore", default=None,
                    help="recompute the tables from the traces saved in these folders (comma-separated; "
                         "e.g. one run of WMB-IS and DIS and one of AOBFS and two-stage)")
@@ -228,7 +232,17 @@ def main(argv=None):
     settings = args.settings.split(";")
     os.makedirs(os.path.join(args.out, "traces"), exist_ok=True)
     rows = []
+    done = {}  # (instance, setting) -> row of an earlier run kept by --resume
+    runs_csv = os.path.join(args.out, "runs.csv")
+    if args.resume and os.path.exists(runs_csv):
+        for r in pd.read_csv(runs_csv).to_dict("records"):
+            if os.path.exists(os.path.join(args.out, "traces", _trace_name(r["instance"], r["setting"]))):
+                done[(r["instance"], r["setting"])] = r
+        print(f"resuming: {len(done)} runs kept from {runs_csv}", file=sys.stderr, flush=True)
     for name in names:
+        if all((name, s) in done for s in settings):
+            rows.extend(done[(name, s)] for s in settings)
+            continue
         model = read_uai(os.path.join(args.data, name + ".uai"))
         t0 = time.perf_counter()
         with warnings.catch_warnings():
@@ -243,6 +257,10 @@ def main(argv=None):
               file=sys.stderr, flush=True)
         traces = {}
         for k, s in enumerate(settings):
+            if (name, s) in done:
+                rows.append(done[(name, s)])
+                traces[s] = BoundTrace.from_csv(os.path.join(args.out, "traces", _trace_name(name, s)))
+                continue
             cfg = SETTINGS[s]
             tr = run(model, time_limit=args.time, memory_mb=args.memory_mb, delta=args.delta, wmb=wmb,
                      rng=np.random.default_rng([args.seed, k]), clock=args.clock, **cfg)
@@ -272,12 +290,16 @@ def main(argv=None):
             plot_traces(traces, os.path.join(args.out, f"{name}.png"), log_Z=lz, title=f"pedigree/{name}")
         except Exception as exc:  # noqa: BLE001 - a plot failure must not lose the numbers
             print(f"  (plot failed: {exc})", file=sys.stderr)
-        df = pd.DataFrame(rows)
-        df.to_csv(os.path.join(args.out, "runs.csv"), index=False)
+        _write_csv(pd.DataFrame(rows), runs_csv)
     df = summarise(pd.DataFrame(rows), settings,
                    f"pedigree, {len(names)} instances, {args.time:g} s per run, i-bound {args.i_bound}")
-    df.to_csv(os.path.join(args.out, "runs.csv"), index=False)
+    _write_csv(df, runs_csv)
     return 0
+
+
+def _write_csv(df, path):
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
 
 
 if __name__ == "__main__":
