@@ -299,6 +299,18 @@ class FastProposal:
         self.roots = np.asarray(roots, dtype=np.int64)
         self.n_vars = n
         self.log_constant = ev.log_constant
+        self._ubuf = np.empty(0)
+
+    def uniforms(self, rng, rows, cols):
+        """``rng.random((rows, cols))`` written into a buffer kept between calls (the same
+        numbers; a fresh 8 MB array per batch cost the kernel's page zeroing 4-6% of a run).
+        The result is overwritten by the next call."""
+        need = int(rows) * int(cols)
+        if self._ubuf.size < need:
+            self._ubuf = np.empty(need)
+        u = self._ubuf[:need].reshape(int(rows), int(cols))
+        rng.random(out=u)
+        return u
 
     def sample(self, rng, assignment, start_vars):
         """Draw the pseudo subtrees of ``start_vars`` (ancestors set in ``assignment``).
@@ -353,7 +365,7 @@ def sample_wmb_is(wmb, evaluator, n, rng, fast=None):
         # ``fast.sample(rng, zeros, roots)`` call would draw, so the draws are the same
         n = int(n)
         out = np.empty(n)
-        u = rng.random((n, int(fast.size[fast.roots].sum())))
+        u = fast.uniforms(rng, n, int(fast.size[fast.roots].sum()))
         fast.kernel.sample_batch(fast.roots, u, np.zeros(fast.n_vars, dtype=np.int64),
                                  float(fast.log_constant), out)
         return out
@@ -483,7 +495,7 @@ def dis_rounds(search, evaluator, n_rounds, n_expansions, n_samples, rng, fast=N
         nv = search.n_vars_
         m = n_rounds * n_samples
         log_w, log_U = np.empty(m), np.empty(m)
-        u = rng.random((m, nv))
+        u = fast.uniforms(rng, m, nv)
         exp0 = ct.n_expansions
         k = ct.dis_rounds(fast.kernel, n_rounds, n_expansions, n_samples,
                           -1 if max_expansions is None else int(max_expansions), u,
