@@ -182,3 +182,14 @@ def test_table1_benchmark_resume_keeps_finished_runs(tmp_path):
         assert second.loc[s, "n_samples"] == first.loc[s, "n_samples"]
         assert second.loc[s, "final_upper"] == first.loc[s, "final_upper"]
     assert second.loc["DIS(1,10)", "n_samples"] > 0
+
+
+def test_resume_with_the_python_search_tree(tmp_path):
+    m = chain_model()
+    ck = tmp_path / "run.ckpt.json"
+    kw = dict(KW, backend="python")
+    run(m, "dis", **kw, max_samples=60, checkpoint=ck)
+    b = run(m, "dis", **kw, max_samples=150, checkpoint=ck)
+    c = run(m, "dis", **kw, max_samples=150)
+    assert _final(b)[1] == _final(c)[1] and b.meta["n_resumes"] == 1
+    np.testing.assert_allclose(_final(b)[0], _final(c)[0], rtol=1e-9)
