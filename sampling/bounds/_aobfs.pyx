@@ -108,12 +108,11 @@ cdef class ProposalKernel:
     cdef void _draw(self, const long long* starts, Py_ssize_t n_starts, long long* x,
                     const double* uniforms, double* out_q, double* out_g,
                     bint stop_at_zero, Py_ssize_t* n_used) noexcept:
-        """Draw the subtrees of ``starts`` in preorder; ``out_g`` = ln g of the draw and
-        ``out_q`` = its ln q; ``n_used`` = uniforms read (one per variable of card > 1
-        drawn). With ``stop_at_zero`` the draw ends at the first variable
-        whose arc weight is 0: then ``out_g`` is -inf and ``out_q`` covers the variables
-        drawn so far (the weight g/q is 0 either way; on pedigrees over half the WMB-IS
-        draws end this way)."""
+        """Draw the subtrees of ``starts`` in preorder; ``out_g`` = ln g of the draw,
+        ``out_q`` = its ln q, ``n_used`` = uniforms read (one per drawn variable of card
+        > 1). With ``stop_at_zero`` the draw ends at the first variable whose arc weight
+        is 0: then ``out_g`` is -inf and ``out_q`` covers the variables drawn so far (the
+        weight g/q is 0 either way; on pedigrees over half the WMB-IS draws end so)."""
         cdef Py_ssize_t s, i, k, v, c, j, f, xv, card, used = 0
         cdef long long base, idx
         cdef double log_q = 0.0, log_g = 0.0, m, tot, u, acc, val, lv
@@ -763,8 +762,8 @@ cdef class AndOrTree:
         and ``max_exp`` allow), then draw ``n_samp`` two-step samples from q_S. Sample i
         uses row i of ``uniforms`` (the tree's OR choices and the proposal draws below each
         open frontier node, in depth-first order: each variable is drawn once), so the
-        result equals the one-call-per-step loop exactly. Stops early (before sampling) once the root is
-        solved; returns the samples written."""
+        result equals the one-call-per-step loop exactly. Stops early (before sampling)
+        once the root is solved; returns the samples written."""
         cdef long long r, j, v, k, i = 0, nv = self.n_vars
         cdef double log_U
         for r in range(n_rounds):
