@@ -302,9 +302,9 @@ class FastProposal:
         self._ubuf = np.empty(0)
 
     def uniforms(self, rng, rows, cols):
-        """``rng.random((rows, cols))`` written into a buffer kept between calls (the same
-        numbers; a fresh 8 MB array per batch cost the kernel's page zeroing 4-6% of a run).
-        The result is overwritten by the next call."""
+        """``rng.random((rows, cols))`` written into a buffer kept between calls: the same
+        numbers, without the kernel zeroing fresh pages for each batch (a batch of 1024
+        rows is about 8 MB on a pedigree). The result is overwritten by the next call."""
         need = int(rows) * int(cols)
         if self._ubuf.size < need:
             self._ubuf = np.empty(need)
