@@ -77,9 +77,8 @@ cdef class ProposalKernel:
                const double[::1] uniforms):         # IN  >= total subtree size uniforms
         """Draw the subtrees of ``starts`` in place; return (ln q, ln g) of the draw."""
         cdef double log_q = 0.0, log_g = 0.0
-        cdef Py_ssize_t used = 0
         if starts.shape[0] > 0:
-            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[0], &log_q, &log_g, False, &used)
+            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[0], &log_q, &log_g, False)
         return log_q, log_g
 
     def sample_batch(self, const long long[::1] starts,    # IN  variables whose subtrees are drawn
@@ -91,7 +90,7 @@ cdef class ProposalKernel:
         as ``n`` calls of :meth:`sample` with ``x`` zeroed and row ``i`` of ``uniforms``.
         A draw stops at the first zero factor (its weight is 0 whatever follows), so ``x``
         is not the full draw afterwards."""
-        cdef Py_ssize_t i, v, n = uniforms.shape[0], used
+        cdef Py_ssize_t i, v, n = uniforms.shape[0]
         cdef double log_q, log_g
         if starts.shape[0] == 0:
             for i in range(n):
@@ -102,17 +101,17 @@ cdef class ProposalKernel:
                 x[v] = 0
             log_q = 0.0
             log_g = 0.0
-            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[i, 0], &log_q, &log_g, True, &used)
+            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[i, 0], &log_q, &log_g, True)
             out[i] = -INFINITY if log_g == -INFINITY else log_const + log_g - log_q
 
     cdef void _draw(self, const long long* starts, Py_ssize_t n_starts, long long* x,
                     const double* uniforms, double* out_q, double* out_g,
-                    bint stop_at_zero, Py_ssize_t* n_used) noexcept:
-        """Draw the subtrees of ``starts`` in preorder; ``out_g`` = ln g of the draw,
-        ``out_q`` = its ln q, ``n_used`` = uniforms read (one per drawn variable of card
-        > 1). With ``stop_at_zero`` the draw ends at the first variable whose arc weight
-        is 0: then ``out_g`` is -inf and ``out_q`` covers the variables drawn so far (the
-        weight g/q is 0 either way; on pedigrees over half the WMB-IS draws end so)."""
+                    bint stop_at_zero) noexcept:
+        """Draw the subtrees of ``starts`` in preorder; ``out_g`` = ln g of the draw and
+        ``out_q`` = its ln q. With ``stop_at_zero`` the draw ends at the first variable whose
+        arc weight is 0: then ``out_g`` is -inf and ``out_q`` covers the variables drawn so
+        far (the weight g/q is 0 either way; on pedigrees over half the WMB-IS draws end so).
+        """
         cdef Py_ssize_t s, i, k, v, c, j, f, xv, card, used = 0
         cdef long long base, idx
         cdef double log_q = 0.0, log_g = 0.0, m, tot, u, acc, val, lv
@@ -176,11 +175,9 @@ cdef class ProposalKernel:
                 if stop_at_zero and log_g == -INFINITY:
                     out_q[0] = log_q
                     out_g[0] = log_g
-                    n_used[0] = used
                     return
         out_q[0] = log_q
         out_g[0] = log_g
-        n_used[0] = used
 
 
 cdef class LookupSum:
@@ -319,7 +316,7 @@ cdef class AndOrTree:
     cdef public double log_Z_upper_min
     cdef long long[::1] exp_size
     cdef object free_and, free_or
-    cdef long long[::1] assign, stack
+    cdef long long[::1] assign, stack, starts
     cdef double[::1] row_a, row_h
 
     def __cinit__(self, ch_ptr, ch_idx, is_leaf, cards, LookupSum arc, LookupSum heur,
@@ -348,6 +345,7 @@ cdef class AndOrTree:
         self.row_h = _np.zeros(mc)
         self.assign = _np.zeros(max(self.n_vars, 1), dtype=_np.int64)
         self.stack = _np.zeros(self.n_vars + 2, dtype=_np.int64)
+        self.starts = _np.zeros(self.n_vars + 1, dtype=_np.int64)
         # most nodes an expansion of variable v's AND node creates (index n_vars: the root)
         es = _np.zeros(self.n_vars + 1, dtype=_np.int64)
         ptr, idx, leaf, cds = (_np.asarray(ch_ptr), _np.asarray(ch_idx), _np.asarray(is_leaf),
@@ -760,10 +758,10 @@ cdef class AndOrTree:
                    double[::1] out_logU):            # OUT (n_rounds * n_samp,) ln U_S at each draw
         """Rounds of DIS (Alg. 1): expand up to ``n_exp`` nodes (while the memory budget
         and ``max_exp`` allow), then draw ``n_samp`` two-step samples from q_S. Sample i
-        uses row i of ``uniforms`` (the tree's OR choices and the proposal draws below each
-        open frontier node, in depth-first order: each variable is drawn once), so the
-        result equals the one-call-per-step loop exactly. Stops early (before sampling)
-        once the root is solved; returns the samples written."""
+        uses row i of ``uniforms`` (first the tree's OR choices, then the proposal draws
+        below the open frontier nodes: each variable is drawn once), so the result equals
+        the one-call-per-step loop exactly. Stops early (before sampling) once the root is
+        solved; returns the samples written."""
         cdef long long r, j, v, k, i = 0, nv = self.n_vars
         cdef double log_U
         for r in range(n_rounds):
@@ -785,14 +783,9 @@ cdef class AndOrTree:
         return i
 
     cdef double _sample(self, ProposalKernel prop, const double* u, long long* x) noexcept:
-        # Two-step sampling (Alg. 1): a depth-first descent of the tree picks one AND child
-        # per OR node (probability w_c u_c / u_s); at each open frontier node the proposal
-        # draws the pseudo subtrees below it at once, so a draw that hits a zero factor
-        # stops there (its weight is 0) without finishing the descent.
-        cdef long long top = 1, n, s, c, k, c0, vi, j, j0
-        cdef Py_ssize_t used = 0, nu
+        cdef long long top = 1, n, s, c, k, c0, vi, j, nst = 0, used = 0
         cdef double log_U = self.A[0].logw + self.A[0].logu, log_h = 0.0, target, acc, best
-        cdef double log_q = 0.0, log_g = 0.0, lq, lg
+        cdef double log_q = 0.0, log_g = 0.0
         self.stack[0] = 0
         while top > 0:
             top -= 1
@@ -801,15 +794,9 @@ cdef class AndOrTree:
                 continue
             if self.A[n].nchild < 0:
                 vi = self.A[n].var if self.A[n].var >= 0 else self.n_vars
-                j0 = self.ch_ptr[vi]
-                k = self.ch_ptr[vi + 1] - j0
-                if k > 0:
-                    prop._draw(&self.ch_idx[j0], k, x, u + used, &lq, &lg, True, &nu)
-                    if lg == NEG_INF:
-                        return NEG_INF
-                    used += nu
-                    log_q += lq
-                    log_g += lg
+                for j in range(self.ch_ptr[vi], self.ch_ptr[vi + 1]):
+                    self.starts[nst] = self.ch_idx[j]
+                    nst += 1
                 log_h += self.A[n].logu
                 continue
             for s in range(self.A[n].child0, self.A[n].child0 + self.A[n].nchild):
@@ -838,4 +825,9 @@ cdef class AndOrTree:
                 x[self.O[s].var] = self.A[c].val
                 self.stack[top] = c
                 top += 1
+        if nst == 0:
+            return log_U - log_h
+        prop._draw(&self.starts[0], nst, x, u + used, &log_q, &log_g, True)
+        if log_g == NEG_INF:
+            return NEG_INF
         return log_U + log_g - log_h - log_q
