@@ -159,6 +159,39 @@ class Vocabulary:
                     table[w] = table.get(w, 0) + 1
         return cls(n_docs=int(len(df)), title_df=t, venue_df=v, affil_df=a)
 
+    def to_state(self) -> dict:
+        """JSON-able state (plain dicts, ints and strings) for saving a fitted model.
+
+        :meth:`from_state` is its inverse; nothing executable is stored.
+        """
+        return {"n_docs": int(self.n_docs),
+                "tables": {"title": dict(self.title_df), "venue": dict(self.venue_df),
+                           "affiliation": dict(self.affil_df)}}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Vocabulary":
+        """Rebuild a vocabulary from :meth:`to_state` output, validating every field.
+
+        Raises
+        ------
+        ValueError
+            If a field is missing or has the wrong type (the message names it).
+        """
+        if not isinstance(state, dict) or not isinstance(state.get("tables"), dict):
+            raise ValueError("vocabulary state must be a dict with a 'tables' dict")
+        n = state.get("n_docs")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"vocabulary field n_docs must be an int >= 0; got {n!r}")
+        tables = {}
+        for key in ("title", "venue", "affiliation"):
+            t = state["tables"].get(key)
+            if not isinstance(t, dict) or not all(
+                    isinstance(w, str) and isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= n
+                    for w, c in t.items()):
+                raise ValueError(f"vocabulary table {key!r} must map words to document counts in [0, n_docs]")
+            tables[key] = dict(t)
+        return cls(n_docs=n, title_df=tables["title"], venue_df=tables["venue"], affil_df=tables["affiliation"])
+
     def idf(self, table: dict, word: str) -> float:
         """Smoothed IDF ``log((1 + n_docs) / (1 + df)) + 1`` (unseen words: df = 0)."""
         return math.log((1.0 + self.n_docs) / (1.0 + table.get(word, 0))) + 1.0
