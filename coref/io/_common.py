@@ -5,7 +5,9 @@ The public names are re-exported by :mod:`coref.io`; import them from there.
 from __future__ import annotations
 
 import ast
+import io
 import json
+import tokenize
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -453,11 +455,13 @@ def parse_list_text(cell):
     try:
         value = json.loads(s)
     except (ValueError, RecursionError):
-        try:
-            value = ast.literal_eval(s)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            value = None
-            why = "neither a JSON array nor a Python list literal"
+        why = _python_list_problem(s)
+        value = None
+        if why is None:
+            try:
+                value = ast.literal_eval(s)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                why = "neither a JSON array nor a Python list literal"
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) or v is None for v in value):
         return str_list(value)
     if value is not None:
@@ -465,6 +469,31 @@ def parse_list_text(cell):
     shown = s if len(s) <= 60 else s[:57] + "..."
     raise ValueError(f"cannot read {shown!r} as a list: {why} (write lists with coref.io.write_mentions, "
                      "or as a JSON array [\"A\", \"B\"])")
+
+
+def _python_list_problem(s):
+    """Why ``s`` is not a flat Python list literal of strings, or None if it is one.
+
+    Only the tokens ``[``, ``]``, ``,``, string literals and ``None`` are
+    allowed, and two string literals may not follow each other: Python would
+    glue them into one string (``['A' 'B']`` is ``['AB']``), which is how a
+    NumPy array of names prints.
+    """
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(s).readline)
+                  if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT,
+                                    tokenize.DEDENT, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return "neither a JSON array nor a Python list literal"
+    previous = None
+    for t in tokens:
+        if t.type == tokenize.STRING:
+            if previous == tokenize.STRING:
+                return "two strings without a comma between them (a NumPy array repr?), which would be glued"
+        elif not (t.type == tokenize.OP and t.string in ("[", "]", ",")) and not (t.type == tokenize.NAME and t.string == "None"):
+            return "neither a JSON array nor a Python list literal"
+        previous = t.type
+    return None
 
 
 def split_keywords(texts):
