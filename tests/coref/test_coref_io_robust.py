@@ -398,3 +398,14 @@ def test_add_optional_columns_normalises_and_validates():
         add_optional_columns(df.drop(columns="gold"))
     with pytest.raises(ValueError, match=r"column 'keywords', row 0: a nested list"):
         add_optional_columns(df.assign(keywords=[[["a"]], [], [], [], []]))
+
+
+@pytest.mark.parametrize("ext", ["csv", "parquet"])
+def test_lists_of_equal_length_stay_lists(tmp_path, ext):
+    # numpy would happily turn equal-length lists into a 2-D array; each cell must stay a list
+    df = quiet_load(FIX / "aminer")
+    df["coauthors"] = [["A B", "C D"] for _ in range(len(df))]
+    df["keywords"] = [["k"] for _ in range(len(df))]
+    back = quiet_load(write_mentions(df, tmp_path / f"m.{ext}"))
+    assert back["coauthors"].map(type).eq(list).all() and back.at[4, "coauthors"] == ["A B", "C D"]
+    pd.testing.assert_frame_equal(back, df)
