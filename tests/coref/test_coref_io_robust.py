@@ -409,3 +409,16 @@ def test_lists_of_equal_length_stay_lists(tmp_path, ext):
     back = quiet_load(write_mentions(df, tmp_path / f"m.{ext}"))
     assert back["coauthors"].map(type).eq(list).all() and back.at[4, "coauthors"] == ["A B", "C D"]
     pd.testing.assert_frame_equal(back, df)
+
+
+def test_stray_less_than_in_an_abstract_is_escaped(tmp_path):
+    text = (FIX / "aminer_fields" / "Wei_Wang.xml").read_text()
+    line = text.count("\n", 0, text.index("<abstract>We mine")) + 1
+    (tmp_path / "Wei_Wang.xml").write_text(text.replace("We mine", "With p < 0.05 and n<=10 we mine"))
+    df, report = quiet_load(tmp_path, return_report=True)
+    assert df.at[0, "abstract"] == "With p < 0.05 and n<=10 we mine frequent subgraphs."
+    assert [(r, why) for _, r, why in report.repairs] == [(line, "escaped 2 stray '<'")]
+    # a '<' that looks like a tag is not guessed at: the file is skipped and named
+    (tmp_path / "Wei_Wang.xml").write_text(text.replace("We mine", "if a<b we mine"))
+    with pytest.raises(MentionFormatError, match=r"Wei_Wang\.xml:\d+: malformed XML"):
+        load_mentions(tmp_path)
