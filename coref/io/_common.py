@@ -53,11 +53,13 @@ class LoadReport:
         line number or a record id.
     notes : tuple of (str, int or str or None, str)
         Everything worth knowing that kept the record: the repairs below, plus
-        e.g. a gold cluster naming unknown mentions, absent optional columns.
-    repairs : tuple of (str, int or None, str)
-        The subset of ``notes`` where the input text was changed to be readable
-        (illegal XML control characters removed, stray ``&`` escaped, a year
-        that is not a number set to NA); ``record`` is the first line concerned.
+        e.g. a gold cluster naming unknown mentions, absent required columns
+        filled with defaults, extra columns ignored.
+    repairs : tuple of (str, int or str or None, str)
+        The subset of ``notes`` where the input was changed to be readable
+        (illegal XML control characters removed, stray ``&`` / ``<`` escaped,
+        a year that is not a number set to NA); ``record`` is the first line
+        concerned (or the record, e.g. ``"publication 3"``).
     files_read : tuple of str
         Files read, in order.
     files_skipped : tuple of (str, int or None, str)
