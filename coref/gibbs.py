@@ -108,6 +108,9 @@ class GibbsCoref:
     ----------
     clusters_ : pandas.Series of str, indexed by mention_id
         ``f"{block}/{k}"``, unique across blocks.
+    labels_ : ndarray of int64, shape (n_mentions,)
+        Final labels aligned with the rows of the input df: two rows share a label
+        iff they end in the same cluster; unique across blocks (block offset added).
     n_factor_evals_ : int
         Exact number of pairwise factors f_theta evaluated (all blocks, sweeps).
     history_ : pandas.DataFrame
@@ -194,13 +197,24 @@ class GibbsCoref:
                         f"got {type(rng).__name__} instead")
 
     # ------------------------------------------------------------------ fit
-    def fit(self, df: pd.DataFrame) -> "GibbsCoref":
+    def fit(self, df: pd.DataFrame, *, initial=None, fixed=None) -> "GibbsCoref":
         """Cluster the mentions of ``df`` (one or several blocks).
 
         Parameters
         ----------
         df : pandas.DataFrame
             Mentions (schema of ``coref.load_mentions``); ``gold`` is not used.
+        initial : array-like of length ``len(df)``, optional
+            Initial cluster key of each row (any hashable; keys are compared within a
+            block only).  Rows sharing a key in a block start in one cluster; a missing
+            key (None / NaN / pd.NA) starts as its own new singleton.  Rows are aligned
+            by position with ``df``.  When given it replaces ``init`` for every block.
+        fixed : array-like of bool of length ``len(df)``, optional
+            Rows that never move: Gibbs visits only the other mentions (``fixed``
+            clusters can still receive them).  Hence two fixed mentions end in the same
+            cluster iff they start in the same one: with every old mention fixed, each
+            final cluster holds old mentions of at most one initial key and the old
+            grouping is kept exactly.  ``None`` = nothing fixed.
 
         Returns
         -------
@@ -209,9 +223,11 @@ class GibbsCoref:
         Raises
         ------
         TypeError
-            If ``df`` is not a DataFrame or an argument has the wrong type.
+            If ``df`` is not a DataFrame, ``fixed`` is not boolean, an ``initial`` key is
+            unhashable, or an argument has the wrong type.
         ValueError
-            If a column is missing, mention ids repeat, or an argument is out of range.
+            If a column is missing, mention ids repeat, ``initial`` / ``fixed`` do not
+            have ``len(df)`` entries (or are not 1-D), or an argument is out of range.
         RuntimeError
             If the model is not fitted.
         """
@@ -225,12 +241,15 @@ class GibbsCoref:
         if df["mention_id"].duplicated().any():
             dup = df["mention_id"][df["mention_id"].duplicated()].iloc[0]
             raise ValueError(f"mention_id values must be unique; {dup!r} repeats")
+        n_total = len(df)
+        init_keys = _check_initial(initial, n_total)
+        fixed_arr = _check_fixed(fixed, n_total)
         self.seed_ = seed
         temps = temperature_schedule(int(self.n_sweeps), float(self.t_start), float(self.t_end))
-        n_total = len(df)
         hist = np.zeros((self.n_sweeps + 1, n_total), np.int64) if self.record_history else None
         evals_per_sweep = np.zeros(self.n_sweeps + 1, np.int64)
         cluster_ids = np.empty(n_total, dtype=object)
+        all_labels = np.empty(n_total, np.int64)
         per_block = {}
         blocks = df["block"].astype(str).to_numpy()
         positions = pd.Series(np.arange(n_total)).groupby(blocks, sort=True)
@@ -240,16 +259,21 @@ class GibbsCoref:
             # canonical order inside a block (by mention_id): results do not depend on row order
             pos = pos[np.argsort(df["mention_id"].iloc[pos].astype(str).to_numpy(), kind="stable")]
             sub = df.iloc[pos]
-            labels, ev, lab_hist = self._fit_block(sub, str(block), seed, temps)
+            labels0 = None if init_keys is None else _initial_labels(init_keys[pos])
+            movable = None if fixed_arr is None else np.flatnonzero(~fixed_arr[pos])
+            labels, ev, lab_hist = self._fit_block(sub, str(block), seed, temps, labels0,
+                                                   movable)
             per_block[str(block)] = int(ev.sum())
             evals_per_sweep += ev
             cluster_ids[pos] = [f"{block}/{k}" for k in labels]
+            all_labels[pos] = labels + offset
             if hist is not None:
                 hist[:, pos] = lab_hist + offset
             offset += len(pos)
         self.clusters_ = pd.Series(cluster_ids, index=pd.Index(df["mention_id"].astype(str),
                                                              name="mention_id"),
                                    name="cluster_id", dtype="string")
+        self.labels_ = all_labels
         self.n_factor_evals_ = int(evals_per_sweep.sum())
         self.n_factor_evals_per_block_ = per_block
         self.history_ = pd.DataFrame({
@@ -263,14 +287,20 @@ class GibbsCoref:
         self.wall_s_ = time.perf_counter() - t0
         return self
 
-    def _fit_block(self, sub, block, seed, temps):
-        """Run every sweep on one block; return labels, evals per sweep, label history."""
+    def _fit_block(self, sub, block, seed, temps, labels0=None, movable=None):
+        """Run every sweep on one block; return labels, evals per sweep, label history.
+
+        ``labels0``: initial labels in [0, n) (None = ``init``); ``movable``: sorted
+        positions of the mentions Gibbs may move (None = all).
+        """
         model = self.model
         enc = model.encode(sub)
         n = enc.n
         gen = block_rng(seed, block)
         racing = 1 if self.sampler == "racing" else 0
-        if self.init == "singletons":
+        if labels0 is not None:
+            labels = np.array(labels0, dtype=np.int64)
+        elif self.init == "singletons":
             labels = np.arange(n, dtype=np.int64)
         else:
             labels = np.zeros(n, dtype=np.int64)
@@ -286,7 +316,10 @@ class GibbsCoref:
         # buffer sized to the block avoids drawing 2 x buffer_size numbers for tiny blocks.
         buf = max(min(int(self.buffer_size), 4 * n * (n + 1)), 2 * (n + 1))
         for s, tau in enumerate(temps, start=1):
-            order = gen.permutation(n).astype(np.int64)
+            if movable is None:
+                order = gen.permutation(n).astype(np.int64)
+            else:
+                order = movable[gen.permutation(len(movable))].astype(np.int64)
             state = np.zeros(4, np.int64)
             done = False
             while not done:
@@ -301,3 +334,61 @@ class GibbsCoref:
             if lab_hist is not None:
                 lab_hist[s] = labels
         return labels, ev, lab_hist
+
+
+def _check_initial(initial, n_total):
+    """Validate ``fit(initial=...)``: a 1-D object array of length n_total, or None."""
+    if initial is None:
+        return None
+    if isinstance(initial, (str, bytes)) or not hasattr(initial, "__len__"):
+        raise TypeError("initial must be an array-like of cluster keys (one per row of df); "
+                        f"got {type(initial).__name__}")
+    arr = np.empty(len(initial), dtype=object)
+    arr[:] = list(initial.to_numpy() if isinstance(initial, (pd.Series, pd.Index)) else initial)
+    if len(arr) != n_total:
+        raise ValueError(f"initial must have one key per row of df ({n_total}); "
+                         f"got {len(arr)}")
+    for k, v in enumerate(arr):
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(f"initial[{k}] = {v!r} is not hashable; cluster keys must be "
+                            "hashable (str, int, ...)") from None
+    return arr
+
+
+def _check_fixed(fixed, n_total):
+    """Validate ``fit(fixed=...)``: a 1-D bool array of length n_total, or None."""
+    if fixed is None:
+        return None
+    arr = np.asarray(fixed.to_numpy() if isinstance(fixed, (pd.Series, pd.Index)) else fixed)
+    if arr.ndim != 1:
+        raise ValueError(f"fixed must be 1-D (one flag per row of df); got shape {arr.shape}")
+    if arr.dtype != np.bool_:
+        raise TypeError(f"fixed must be an array of bool (one flag per row of df); got dtype "
+                        f"{arr.dtype}")
+    if len(arr) != n_total:
+        raise ValueError(f"fixed must have one flag per row of df ({n_total}); got {len(arr)}")
+    return arr
+
+
+def _initial_labels(keys):
+    """Labels in [0, n) from the initial keys of one block (canonical order).
+
+    Distinct keys get labels 0, 1, ... in order of first appearance; each missing
+    key (None / NaN / pd.NA) gets a label of its own after them.
+    """
+    n = len(keys)
+    missing = np.fromiter((_is_missing(v) for v in keys), dtype=bool, count=n)
+    labels = np.empty(n, np.int64)
+    codes = {}
+    for k in np.flatnonzero(~missing):
+        labels[k] = codes.setdefault(keys[k], len(codes))
+    labels[missing] = len(codes) + np.arange(int(missing.sum()))
+    return labels
+
+
+def _is_missing(v):
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    return isinstance(v, (float, np.floating)) and v != v
