@@ -117,6 +117,18 @@ class GibbsCoref:
     early_stop_temp : float > 0, default 0.2
         Temperature at or below which a sweep without a move counts towards
         ``patience``.
+    small_arm_bound : bool, default True
+        Racing only.  Once per block compute fmax_j = max_{k != j} f_theta(x_j, x_k)
+        (n (n - 1) / 2 factors, counted in ``n_factor_evals_`` and in sweep 1 of
+        ``history_``); then in each step an arm with N_y <= ``first_batch``, which
+        Appx. C.3 sums exactly, is first given the upper bound
+        g_y + sum_{j in C_y} min(fmax_i, fmax_j) / tau >= its exact score, and is
+        eliminated without evaluating a factor when the leader after the first
+        mini-batch round is ahead of that bound by more than B se_leader (by any
+        margin when the leader is exact).  When no arm is subsampled this changes
+        nothing but the cost: the eliminated arms could not win.  Measured on the
+        shipped data (grouped 5-fold): identical B3, factor evaluations of racing
+        cut from 10.7M to 7.0M (exact/racing ratio 1.97 -> 3.01).
     n_samples : int >= 0, default 0
         Sweeps at temperature 1 run after the annealed ones, from a copy of the
         annealed (MAP) state, to estimate posterior marginals (``pair_probs_``,
@@ -190,7 +202,7 @@ class GibbsCoref:
     def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0,
                  t_end=0.05, first_batch=3, init="singletons", rng=None,
                  record_history=True, buffer_size=None, n_samples=0, patience=3,
-                 early_stop_temp=0.2):
+                 early_stop_temp=0.2, small_arm_bound=True):
         self.model = model
         self.sampler = sampler
         self.delta = delta
@@ -205,6 +217,7 @@ class GibbsCoref:
         self.n_samples = n_samples
         self.patience = patience
         self.early_stop_temp = early_stop_temp
+        self.small_arm_bound = small_arm_bound
 
     # ------------------------------------------------------------------ checks
     def _validate(self):
@@ -409,15 +422,18 @@ class GibbsCoref:
         rng_state = gen.integers(0, 2**64, size=4, dtype=np.uint64, endpoint=False)
         if not rng_state.any():            # the one state xoshiro256** cannot leave
             rng_state[0] = 1
+        fmax = np.full(n, -np.inf)
         run = dict(enc=enc, theta=theta, bias=bias, racing=racing, b_table=b_table,
-                   movable=np.ascontiguousarray(movable, dtype=np.int64), rng_state=rng_state)
+                   movable=np.ascontiguousarray(movable, dtype=np.int64), rng_state=rng_state,
+                   fmax=fmax)
         patience = int(self.patience or 0)
         inv_temps = 1.0 / np.asarray(temps, dtype=np.float64)
         stop_mask = (np.asarray(temps) <= float(self.early_stop_temp)).astype(np.int8)
         kh = lab_hist[1:] if lab_hist is not None else np.zeros((0, n), np.int64)
         used = _gibbs.anneal(enc, theta, bias, labels, size, run["movable"], inv_temps,
-                             stop_mask, patience, racing, int(self.first_batch), b_table,
-                             rng_state, kh, ev[1:])
+                             stop_mask, patience, racing, int(self.first_batch),
+                             int(bool(self.small_arm_bound)), fmax, b_table, rng_state, kh,
+                             ev[1:])
         if lab_hist is not None:
             lab_hist[used + 1:] = labels
         marg = None
@@ -426,12 +442,13 @@ class GibbsCoref:
         return labels, ev, lab_hist, marg, used
 
     def _sweep(self, labels, size, inv_temp, *, enc, theta, bias, racing, b_table, movable,
-               rng_state):
+               rng_state, fmax):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
         ev = np.zeros(1, np.int64)
         _gibbs.anneal(enc, theta, bias, labels, size, movable, np.array([inv_temp]),
-                      np.zeros(1, np.int8), 0, racing, int(self.first_batch), b_table,
-                      rng_state, np.zeros((0, enc.n), np.int64), ev)
+                      np.zeros(1, np.int8), 0, racing, int(self.first_batch),
+                      2 * int(bool(self.small_arm_bound)), fmax, b_table, rng_state,
+                      np.zeros((0, enc.n), np.int64), ev)
         return int(ev[0])
 
     def _sample_marginals(self, map_labels, map_size, run):
