@@ -311,10 +311,11 @@ class GibbsCoref:
         for col in ("mention_id", "block"):
             if col not in df.columns:
                 raise ValueError(f"df is missing the mention column {col!r}")
-        if df["mention_id"].duplicated().any():
+        if not df["mention_id"].is_unique:
             dup = df["mention_id"][df["mention_id"].duplicated()].iloc[0]
             raise ValueError(f"mention_id values must be unique; {dup!r} repeats")
         n_total = len(df)
+        mids_all = np.asarray(df["mention_id"].astype(str).to_numpy(dtype=object))
         init_keys = _check_initial(initial, n_total)
         fixed_arr = _check_fixed(fixed, n_total)
         self.seed_ = seed
@@ -329,13 +330,16 @@ class GibbsCoref:
         sample_evals = 0
         pair_frames = []
         confidence = np.full(n_total, np.nan)
-        blocks = df["block"].astype(str).to_numpy()
-        positions = pd.Series(np.arange(n_total)).groupby(blocks, sort=True)
+        codes, block_names = pd.factorize(df["block"].astype(str).to_numpy(dtype=object),
+                                          sort=True)
+        # canonical order: by block name, then by mention_id inside a block, so results
+        # do not depend on row order
+        order = np.argsort(mids_all, kind="stable")
+        order = order[np.argsort(codes[order], kind="stable")]
+        bounds = np.searchsorted(codes[order], np.arange(len(block_names) + 1))
         offset = 0
-        for block, pos in positions:
-            pos = pos.to_numpy()
-            # canonical order inside a block (by mention_id): results do not depend on row order
-            pos = pos[np.argsort(df["mention_id"].iloc[pos].astype(str).to_numpy(), kind="stable")]
+        for k_block, block in enumerate(block_names):
+            pos = order[bounds[k_block]:bounds[k_block + 1]]
             sub = df.iloc[pos]
             labels0 = None if init_keys is None else _initial_labels(init_keys[pos])
             movable = None if fixed_arr is None else np.flatnonzero(~fixed_arr[pos])
@@ -352,7 +356,7 @@ class GibbsCoref:
                 a, b = keys // n_b, keys % n_b
                 p = counts / float(self.n_samples)
                 keep = (p >= 0.01) | (labels[a] == labels[b])
-                mids = sub["mention_id"].astype(str).to_numpy()
+                mids = mids_all[pos]
                 pair_frames.append(pd.DataFrame({
                     "block": str(block), "mention_a": mids[a[keep]],
                     "mention_b": mids[b[keep]], "p": p[keep]}))
@@ -363,9 +367,9 @@ class GibbsCoref:
             if hist is not None:
                 hist[:, pos] = lab_hist + offset
             offset += len(pos)
-        self.clusters_ = pd.Series(cluster_ids, index=pd.Index(df["mention_id"].astype(str),
-                                                             name="mention_id"),
-                                   name="cluster_id", dtype="string")
+        mid_index = pd.Index(mids_all, name="mention_id")
+        self.clusters_ = pd.Series(cluster_ids, index=mid_index, name="cluster_id",
+                                   dtype="string")
         self.labels_ = all_labels
         self.n_factor_evals_ = int(evals_per_sweep.sum()) + sample_evals
         self.n_factor_evals_per_block_ = per_block
@@ -384,8 +388,7 @@ class GibbsCoref:
                      else pd.DataFrame({c: [] for c in cols}))
             self.pair_probs_ = pairs.astype(cols)
             self.mention_confidence_ = pd.Series(
-                confidence, index=pd.Index(df["mention_id"].astype(str), name="mention_id"),
-                name="confidence")
+                confidence, index=mid_index, name="confidence")
         if hist is not None:
             self.labels_history_ = hist
         self.temperatures_ = temps
