@@ -13,8 +13,9 @@ Finkel et al. 2005).  ``sampler="exact"`` sums every factor;
 Racing-Normal test of Appx. C.3 (Eq. 26-27) -- see ``coref._gibbs``.
 
 Blocks are independent: each is sampled with its own generator
-:func:`block_rng`\\ (seed, block), so results do not depend on the order of the
-blocks or on the executor.
+:func:`block_rng`\\ (seed, block), which seeds the kernel's xoshiro256**
+generator, so results do not depend on the order of the blocks or on the
+executor.
 """
 from __future__ import annotations
 
