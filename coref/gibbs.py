@@ -26,7 +26,9 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from coref import _gibbs
+from sampling._build import load_kernel
+
+_gibbs = load_kernel("coref._gibbs")
 
 __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
@@ -516,8 +518,9 @@ class GibbsCoref:
         Racing-Normal MH test :func:`sampling.mh.mh_accept` (error level ``delta``).
         Returns the factors evaluated.
         """
-        from coref._factors import pair_factors
         from sampling.mh import mh_accept
+
+        pair_factors = load_kernel("coref._factors").pair_factors
 
         enc, theta, bias = run["enc"], run["theta"], run["bias"]
         movable = run["movable"]
