@@ -44,33 +44,68 @@ def _theta():
     return th
 
 
-@pytest.mark.parametrize("racing", [0, 1], ids=["exact", "racing"])
-def test_sweep_matches_twin(racing):
+def _anneal(mod, enc, labels, movable, inv_temps, racing, rng_state, *, stop_mask=None,
+            patience=0, theta=None, bias=-1.0, first_batch=3, bound=0):
+    n = enc.n
+    size = np.bincount(labels, minlength=n).astype(np.int64)
+    hist = np.zeros((len(inv_temps), n), np.int64)
+    ev = np.zeros(len(inv_temps), np.int64)
+    mask = np.zeros(len(inv_temps), np.int8) if stop_mask is None else stop_mask
+    used = mod.anneal(enc, _theta() if theta is None else theta, bias, labels, size,
+                      np.asarray(movable, np.int64), np.asarray(inv_temps, float), mask, patience,
+                      racing, first_batch, bound, np.full(n, -np.inf), bound_table(0.05, n + 1),
+                      rng_state, hist, ev)
+    assert (np.bincount(labels, minlength=n) == size).all()
+    return used, hist, ev
+
+
+@pytest.mark.parametrize("racing,bound", [(0, 0), (1, 0), (1, 1)],
+                         ids=["exact", "racing", "racing-bound"])
+def test_anneal_matches_twin(racing, bound):
     df = _df(n=30)
     enc = encode_mentions(df)
     n = enc.n
-    gen = np.random.default_rng(5)
-    theta = _theta()
-    b_table = bound_table(0.05, n + 1)
     out = []
     for mod in (_gibbs, _gibbs_py):
         labels = np.zeros(n, np.int64)
-        size = np.bincount(labels, minlength=n).astype(np.int64)
-        g = np.random.default_rng(7)
-        for _ in range(3):
-            order = g.permutation(n).astype(np.int64)
-            state = np.zeros(4, np.int64)
-            done = False
-            while not done:
-                gum = g.gumbel(size=100)    # small buffers: exercises the refill path
-                uni = g.random(size=100)
-                state[:2] = 0
-                done = mod.sweep(enc, theta, -1.0, labels, size, order, 2.0, racing, 3, b_table,
-                                 gum, uni, state)
-        out.append((labels.copy(), int(state[3])))
+        state = np.array([1, 2**63 + 5, 12345678901234567, 2**64 - 1], np.uint64)
+        used, hist, ev = _anneal(mod, enc, labels, np.arange(n), [0.5, 1.0, 2.0, 2.0, 8.0, 8.0],
+                                 racing, state, bound=bound)
+        assert used == 6
+        out.append((hist, ev, state.copy()))
     np.testing.assert_array_equal(out[0][0], out[1][0])
-    assert out[0][1] == out[1][1]
-    del gen
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    np.testing.assert_array_equal(out[0][2], out[1][2])
+    assert len(set(out[0][0][-1])) > 1 and (out[0][0][0] != out[0][0][-1]).any()
+    if racing:  # racing subsampled: fewer than n - 1 factors per step
+        assert out[0][1][1:].sum() < 5 * n * (n - 1)
+    else:
+        assert (out[0][1] == n * (n - 1)).all()
+
+
+def test_xoshiro_reference_values():
+    """xoshiro256** from state (1, 2, 3, 4): the reference output 11520, 0, 1509978240, ..."""
+    rng = _gibbs_py.Xoshiro([1, 2, 3, 4])
+    assert [rng.next() for _ in range(4)] == [11520, 0, 1509978240, 1215971899390074240]
+
+
+def test_early_stop_kernel_matches_twin():
+    df = _df(n=14, seed=2)
+    enc = encode_mentions(df)
+    n = enc.n
+    inv = 1.0 / np.geomspace(1.0, 0.05, 25)
+    mask = (np.geomspace(1.0, 0.05, 25) <= 0.3).astype(np.int8)
+    res = []
+    for mod in (_gibbs, _gibbs_py):
+        state = np.array([7, 8, 9, 10], np.uint64)
+        used, hist, ev = _anneal(mod, enc, np.arange(n, dtype=np.int64), np.arange(n), inv, 1,
+                                 state, stop_mask=mask, patience=2)
+        res.append((used, hist[:used], ev[:used], state))
+    assert res[0][0] == res[1][0] < 25
+    for a, b in zip(res[0][1:], res[1][1:]):
+        np.testing.assert_array_equal(a, b)
+    h = res[0][1]
+    assert (h[-1] == h[-2]).all() and (h[-2] == h[-3]).all()
 
 
 def test_exact_eval_counts():
@@ -87,9 +122,24 @@ def test_racing_counts_small_clusters_exact():
     df = _df(n=6)
     m = _Model(_theta(), -1.0)
     ge = GibbsCoref(m, sampler="exact", n_sweeps=3, rng=1).fit(df)
-    gr = GibbsCoref(m, sampler="racing", n_sweeps=3, rng=1, first_batch=6).fit(df)
+    gr = GibbsCoref(m, sampler="racing", n_sweeps=3, rng=1, first_batch=6,
+                    small_arm_bound=False).fit(df)
     assert gr.n_factor_evals_ == ge.n_factor_evals_ == 3 * 6 * 5
     pd.testing.assert_series_equal(ge.clusters_, gr.clusters_)
+
+
+def test_small_arm_bound_is_exact_without_big_arms():
+    """With every arm small, the bound only drops arms that cannot win: racing == exact."""
+    df = _df(n=25, n_blocks=2, seed=5)
+    m = _Model(_theta(), -1.0)
+    ge = GibbsCoref(m, sampler="exact", n_sweeps=12, rng=4, patience=0).fit(df)
+    gb = GibbsCoref(m, sampler="racing", n_sweeps=12, rng=4, first_batch=30, patience=0,
+                    small_arm_bound=True).fit(df)
+    np.testing.assert_array_equal(ge.labels_history_, gb.labels_history_)
+    # n (n - 1) / 2 factors for the bounds, then fewer than the exact sampler's
+    pre = 2 * 25 * 24 // 2
+    assert gb.n_factor_evals_ - pre < ge.n_factor_evals_
+    assert gb.history_["n_factor_evals"].iloc[1] >= pre
 
 
 def test_block_order_invariance_and_ids():
@@ -105,7 +155,8 @@ def test_block_order_invariance_and_ids():
     np.testing.assert_array_equal(r1, r2)
 
 
-def test_racing_conditional_matches_exact():
+@pytest.mark.parametrize("bound", [0, 1], ids=["plain", "small-arm-bound"])
+def test_racing_conditional_matches_exact(bound):
     """Distribution of one racing Gibbs step vs the exact conditional (chi-square)."""
     df = _df(n=40, seed=3)
     enc = encode_mentions(df)
@@ -119,7 +170,6 @@ def test_racing_conditional_matches_exact():
     F = np.empty((n, n))
     factor_matrix(enc, theta, bias, F)
     labels0 = gold.copy()
-    size0 = np.bincount(labels0, minlength=n).astype(np.int64)
     others = np.arange(n) != i
     cl = sorted(set(labels0[others]))
     scores = [F[i, others & (labels0 == c)].sum() for c in cl] + [0.0]
@@ -128,7 +178,6 @@ def test_racing_conditional_matches_exact():
     assert min(len(F[i, others & (labels0 == c)]) for c in cl) > 3
     p = np.exp((np.array(scores) - max(scores)) * inv_temp)
     p /= p.sum()
-    b_table = bound_table(0.05, n + 1)
     gen = np.random.default_rng(2024)
     n_draws = 3000
     counts = np.zeros(len(p))
@@ -137,19 +186,18 @@ def test_racing_conditional_matches_exact():
     evals = 0
     for _ in range(n_draws):
         labels = labels0.copy()
-        size = size0.copy()
-        state = np.zeros(4, np.int64)
-        _gibbs.sweep(enc, theta, bias, labels, size, np.array([i], np.int64), inv_temp, 1, 3,
-                     b_table, gen.gumbel(size=n + 1), gen.random(size=n), state)
+        state = gen.integers(0, 2**64, size=4, dtype=np.uint64)
+        _, _, ev = _anneal(_gibbs, enc, labels, [i], [inv_temp], 1, state, theta=theta,
+                           bias=bias, bound=bound)
         counts[keys.index(labels[i])] += 1
-        evals += state[3]
+        evals += ev[0]
     expected = p * n_draws
     ok = expected >= 5
     chi2 = np.sum((counts[ok] - expected[ok]) ** 2 / expected[ok])
     from scipy.stats import chi2 as chi2_dist
     assert ok.sum() >= 3
     assert chi2 < chi2_dist.ppf(0.999, ok.sum() - 1), (counts, expected)
-    assert evals < n_draws * (n - 1)  # racing subsampled
+    assert evals - n_draws * bound * n * (n - 1) // 2 < n_draws * (n - 1)  # racing subsampled
 
 
 def test_errors():
