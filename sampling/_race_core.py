@@ -207,8 +207,8 @@ class PermutationSampler:
     ``Generator.random()`` draw, i.e. one ``next_double`` of the bit generator), so
     each batch is a uniform random subset of the indices not yet used in this race,
     whatever the arrangement left by the previous race. A batch that takes the
-    whole remainder draws nothing. The batch is returned sorted (cache-friendly
-    gathers). This is the index stream of the compiled ARCH chain
+    whole remainder draws nothing. The batch is returned in shuffle order (the
+    data of a race fit in cache; sorting cost more than it saved). This is the index stream of the compiled ARCH chain
     (:mod:`sampling.arch._chain`); this class is its Python reference.
 
     Parameters
@@ -243,7 +243,7 @@ class PermutationSampler:
         else:
             end = n
         self.pos = end
-        return np.sort(perm[pos:end])
+        return perm[pos:end].copy()
 
 
 # ----------------------------------------------------------------- the engine

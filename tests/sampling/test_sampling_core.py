@@ -50,7 +50,8 @@ def test_index_samplers_give_disjoint_uniform_batches(cls):
         a, b, c = s.draw(5), s.draw(5), s.draw(30)
         allx = np.concatenate([a, b, c])
         assert np.array_equal(np.sort(allx), np.arange(n))  # disjoint, exhaustive
-        assert np.all(np.diff(a) > 0)
+        if cls is IndexSampler:
+            assert np.all(np.diff(a) > 0)  # sorted batches; PermutationSampler keeps shuffle order
         first[a] += 1
     p = 5 / n
     assert np.all(np.abs(first / reps - p) < 5 * math.sqrt(p * (1 - p) / reps))
