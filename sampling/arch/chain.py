@@ -165,7 +165,7 @@ class ChainContext:
                                cv.ref_r, ref_s, coef, out, out_h)
         return out - out_h + mean_h, out
 
-    def control_variate(self, j, x):
+    def control_variate_at(self, j, x):
         """Model ``j``'s racing proxy at ``x`` as a one-state :class:`sampling.ControlVariate`
         over the inliers (Taylor: :meth:`GradientCV.control_variate`)."""
         if self.control_variate != "taylor":

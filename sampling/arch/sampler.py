@@ -7,16 +7,16 @@ Implements Chen & Ghahramani (2016), Sec. 5.2 and Appx. C.2 (Eq. 25):
 * ``q | x`` is drawn by Gumbel-max (Eq. 2-3) over the ``D = len(orders)`` arms
   with ``log f_0(j) = log pi~_j + log p(x^(j) | j) - log pseudo_j(x^(j))`` and
   ``f_n(j) = p(r_t | x^(j), j)``: exactly (``method="exact"``) or by
-  Racing-Normal (Alg. 1, Eq. 9) via :func:`sampling.race`;
+  Racing-Normal (Alg. 1, Eq. 9) over the inliers, the outliers summed exactly;
 * ``x^(q) | q`` by a Langevin proposal (whitened by the Laplace Cholesky factor)
   with an MH correction: full-data MALA for ``"exact"`` (exact gradient, exact MH
   ratio); for ``"subsampled"`` an SGLD proposal whose gradient is exact on the
   outliers and, on the inliers, the first-order expansion of the per-datum
   gradients around the MAP (:class:`GradientCV`, summed exactly) plus a
   mini-batch estimate of its remainder, corrected by the Racing-Normal MH test
-  (Eq. 12, :func:`sampling.mh_accept`; outlier terms exact, inliers raced with the
-  binned control variates). Both use the same proposal family and step-size
-  adaptation (Robbins-Monro to ``target_accept``);
+  (Eq. 12, the two-arm race of :func:`sampling.mh_accept`; outlier terms exact,
+  inliers raced with the control variates). Both use the same proposal family and
+  step-size adaptation (Robbins-Monro to ``target_accept``);
 * ``x^(j), j != q`` from their pseudo-priors;
 * the adjusted model prior ``pi~`` is adapted by Wang-Landau with step
   ``1 / (1 + t / 100)`` on ``log pi~`` during warm-up, then fixed; the reported
@@ -39,6 +39,15 @@ Control variates (Eq. 11) for the racing tests, ``control_variate=``:
 The ``outlier_fraction`` (20 %) of points farthest from their bin reference
 (largest over models, in units of each coordinate's standard deviation) are always
 evaluated exactly (terms and gradients); racing subsamples the remaining points.
+
+Engine: every sweep of both methods is one call of the compiled kernel
+:mod:`sampling.arch._chain` (racing engine ``sampling._racing.race_run``, the
+library's Alg. 1 in C), so the exact and subsampled chains are timed on the same
+machinery. Its Python reference :mod:`sampling.arch._chain_py` (tests only; also
+the ``"binned"`` option, with a :class:`~sampling.exceptions.PerformanceWarning`)
+makes the same decisions on the same random stream. This module is the front
+door: validation, set-up, phases, checkpoints (:mod:`sampling.arch.checkpoint`)
+and the result (:class:`~sampling.arch.result.ARCHSelection`).
 """
 from __future__ import annotations
 
@@ -50,6 +59,8 @@ import warnings
 
 import numpy as np
 from scipy.special import logsumexp
+
+from threadpoolctl import threadpool_limits
 
 from sampling._rng import as_generator
 from sampling.exceptions import LowESSWarning, PerformanceWarning
@@ -103,7 +114,7 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
                   n_pilot=2000, pseudo_priors=None, n_mh=1, check_every=0,
                   control_variate="taylor",
                  standardize=True, progress=False, checkpoint=None, resume=False,
-                 checkpoint_every=500, kernel=None, name="returns", _engine=None):
+                 checkpoint_every=500, kernel=None, name="returns", _engine=None, _steps=False):
     """Posterior over the ARCH order q by Carlin-Chib MCMC, exact or subsampled.
 
     Parameters
@@ -214,25 +225,52 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
     .. [1] Chen & Ghahramani (2016), Sec. 5.2, Appx. C.2 (Eq. 25), Alg. 1, Eq. 9, 11, 12.
     .. [2] Carlin & Chib (1995), "Bayesian model choice via Markov chain Monte Carlo".
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - scikit-learn brings it
-        import contextlib
-
-        limits = contextlib.nullcontext()
-    else:
-        # small dense algebra only: BLAS threads just contend on a shared machine
-        limits = threadpool_limits(1)
-    with limits:
-        return _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
-                             rng, grad_batch, first_batch, outlier_fraction, target_accept,
-                             log_adjusted_prior, prior_init, pseudo_prior, n_pilot,
-                             pseudo_priors, n_mh, check_every, control_variate,
-                             standardize, progress,
-                             checkpoint, resume, checkpoint_every, kernel, name, _engine)
+    steps = _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
+                          rng, grad_batch, first_batch, outlier_fraction, target_accept,
+                          log_adjusted_prior, prior_init, pseudo_prior, n_pilot,
+                          pseudo_priors, n_mh, check_every, control_variate,
+                          standardize, progress,
+                          checkpoint, resume, checkpoint_every, kernel, name, _engine)
+    if _steps:
+        return steps
+    # small dense algebra only: BLAS threads just contend on a shared machine
+    with threadpool_limits(1):
+        return drain(steps)
 
 
-def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta, rng,
+def drain(steps):
+    """Run a ``select_order(..., _steps=True)`` generator to the end; return its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
+
+
+def select_orders_interleaved(calls):
+    """Run several ``select_order`` calls block by block in turn; return their results.
+
+    ``calls`` is a list of keyword dicts for :func:`select_order`. The calls
+    advance one ``checkpoint_every``-sweep block of one chain at a time, round
+    robin (a call's set-up runs at its first turn), so that on a shared machine
+    each meets the same load over the run and their sweep wall times compare side
+    by side (``benchmarks/bench_arch.py``). Same results as separate calls.
+    """
+    with threadpool_limits(1):
+        gens = [select_order(**kw, _steps=True) for kw in calls]
+        results = [None] * len(gens)
+        live = set(range(len(gens)))
+        while live:
+            for i in sorted(live):
+                try:
+                    next(gens[i])
+                except StopIteration as stop:
+                    results[i] = stop.value
+                    live.discard(i)
+    return results
+
+
+def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, delta, rng,  # noqa: C901
                   grad_batch, first_batch, outlier_fraction, target_accept, log_adjusted_prior,
                   prior_init, pseudo_prior, n_pilot, pseudo_priors, n_mh, check_every,
                   control_variate, standardize, progress, checkpoint, resume,
@@ -347,10 +385,11 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
                     saved["sq"][c].append(qs)
                 saved["done"][c] += n
                 _save()
+                yield phase
 
     try:
         if saved["phase"] == "warmup":
-            _run_phase("warmup", n_warmup, True, fixed_pi is None)
+            yield from _run_phase("warmup", n_warmup, True, fixed_pi is None)
             if fixed_pi is None:
                 finals = np.array([st.log_pi for st in saved["states"]])
                 pi_fix = finals.mean(axis=0)
@@ -364,7 +403,7 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
             saved["phase"] = "sample"
             saved["done"] = [0] * n_chains
             _save()
-        _run_phase("sample", n_iterations, False, False)
+        yield from _run_phase("sample", n_iterations, False, False)
     finally:
         if prog is not None:
             prog.close()

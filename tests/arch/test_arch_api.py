@@ -89,3 +89,17 @@ def test_plot_legends_name_only_what_ran(result, tmp_path, monkeypatch):
     assert "p(q | r)" in by["fig2_posterior_q.png"][1][0]
     assert all("exact" not in t for t, _ in by.values())
     assert (tmp_path / "fig2_posterior_q.png").stat().st_size > 0
+
+
+def test_interleaved_runs_give_the_separate_results():
+    from sampling.arch.sampler import select_orders_interleaved
+
+    r = simulate_arch(1000, [0.3, 0.4, 0.2], 6.0, rng=6)
+    kws = [dict(returns=r, orders=ORDERS, method=m, n_iterations=40, n_warmup=20, n_chains=2, rng=s,
+                n_pilot=40, checkpoint_every=15) for m, s in (("subsampled", 1), ("exact", 2))]
+    inter = select_orders_interleaved(kws)
+    for kw, res in zip(kws, inter):
+        alone = select_order(**kw)
+        assert res.method == kw["method"]
+        np.testing.assert_array_equal(res.q_trace, alone.q_trace)
+        assert res.n_loglik_evals == alone.n_loglik_evals

@@ -292,3 +292,39 @@ def test_subsampled_posterior_matches_exact():
     assert 0.5 * np.abs(a.posterior - b.posterior).sum() < 0.1
     assert a.evals_per_ess < b.evals_per_ess
     assert a.gibbs_error_rate < 0.05 and a.mh_error_rate < 0.05
+
+
+def test_arch_proxies_are_the_library_control_variate(ctx):
+    """The ARCH Taylor proxy is a sampling.ControlVariate that race() and mh_accept() take."""
+    import sampling
+
+    rng = np.random.default_rng(12)
+    xs = [lap.sample(rng) for lap in ctx.laplaces]
+    cvs = [ctx.control_variate_at(j, xs[j]) for j in range(ctx.D)]
+    assert all(isinstance(cv, sampling.ControlVariate) for cv in cvs)
+    allpos = np.arange(ctx.n_in)
+    for j, cv in enumerate(cvs):  # exact population mean over the inliers
+        assert cv.proxy(np.zeros(1, np.int64), allpos).mean() == pytest.approx(cv.mean[0], rel=1e-10)
+    stacked = sampling.ControlVariate(
+        lambda states, idx: np.vstack([cvs[int(s)].proxy(states[:1], idx) for s in states]),
+        np.array([cv.mean[0] for cv in cvs]))
+
+    def log_f(states, idx):
+        return np.vstack([ctx.models[int(s)].loglik_terms(xs[int(s)], ctx.inliers[idx]) for s in states])
+
+    tot = np.array([ctx.models[k].loglik_terms(xs[k], ctx.inliers).sum() for k in range(ctx.D)])
+    errors, used = 0, 0
+    for rep in range(40):
+        g = rng.gumbel(size=ctx.D)
+        res = sampling.race(log_f, np.zeros(ctx.D), ctx.n_in, gumbels=g, rng=rep, control_variate=stacked)
+        errors += res.state != int(np.argmax(tot + g))
+        used += res.n_evals
+    assert errors <= 6  # each draw errs with probability <= delta = 0.05
+    assert used < 40 * ctx.D * ctx.n_in / 2  # the proxy makes racing cheap
+    j, x_new = 1, xs[1] + 0.01
+    cv_new, cv_old = ctx.control_variate_at(j, x_new), ctx.control_variate_at(j, xs[j])
+    diff_cv = sampling.ControlVariate(
+        lambda s, idx: cv_new.proxy(s, idx) - cv_old.proxy(s, idx), cv_new.mean - cv_old.mean)
+    l_diff = (ctx.models[j].loglik_terms(x_new, ctx.inliers) - ctx.models[j].loglik_terms(xs[j], ctx.inliers))
+    res = sampling.mh_accept(lambda idx: l_diff[idx], ctx.n_in, 0.0, rng=3, control_variate=diff_cv)
+    assert res.accept == (l_diff.mean() > 0)
