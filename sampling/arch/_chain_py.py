@@ -18,9 +18,6 @@ from scipy.special import logsumexp
 
 from sampling._race_core import PermutationSampler, run_race
 
-STATS = ("n_evals", "check_evals", "gibbs_checks", "gibbs_errors", "mh_checks", "mh_errors",
-         "n_accept", "n_mh", "param_evals", "gibbs_evals")
-
 
 def _log_q(to, fr, grad, eps):
     r = to - fr - 0.5 * eps * grad

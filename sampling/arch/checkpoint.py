@@ -47,7 +47,6 @@ _STATE_FIELDS = {  # name -> (dtype kind, shape as a function of (ctx))
     "stats": ("i", lambda c: None),
 }
 _TRACES = {"wq": ("i", 1), "wpi": ("f", 2), "sq": ("i", 1), "ev": ("i", 1)}
-_STAT_KEYS = None
 
 
 def _canonical(obj):
