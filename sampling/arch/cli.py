@@ -232,6 +232,10 @@ def _print_result(r, file=sys.stdout):
               f"MH {r.mh_error_rate:.2e} ({r.n_mh_checks} checks)", file=file)
     print(f"   ESS(q) = {r.ess:.1f}   R-hat(q) = {r.r_hat:.3f}   ESS of 1[q=k]: "
           f"{np.round(r.ess_indicator, 0).tolist()}   wall {r.wall_time_s:.1f} s", file=file)
+    n_sw = max(r.q_trace.size, 1)
+    print(f"   sweeps after warm-up: {r.sampling_wall_time_s:.1f} s wall, {r.sampling_cpu_time_s:.1f} s CPU "
+          f"({1e3 * r.sampling_wall_time_s / n_sw:.2f} ms per sweep, {1e3 * r.wall_per_ess:.1f} ms per ESS); "
+          f"{r.n_loglik_evals_sampling / n_sw / r.n_data:.2f} N likelihood terms per sweep", file=file)
 
 
 def main(args):

@@ -204,6 +204,10 @@ def select_order(returns, *, orders=(5, 10, 15, 20, 25, 30), method="subsampled"
     Returns
     -------
     ARCHSelection
+        ``posterior`` (``p(q | r)`` by order, also ``posterior_by_order``), traces,
+        likelihood terms, ESS / R-hat of q, sweep wall and CPU times;
+        ``to_inference_data()`` gives the chains as ArviZ ``InferenceData`` with q
+        labelled by order.
 
     Raises
     ------
