@@ -10,8 +10,8 @@ One call of :meth:`ChainKernel.sweep` makes one whole sweep of
    linearised control variate plus a mini-batch remainder on the inliers) corrected
    by the Racing-Normal MH test (Eq. 12) over the inliers (``"subsampled"``);
 3. the Gibbs draw of q: exact Gumbel-max over all N terms of every model, or
-   Racing-Normal (Alg. 1, Eq. 9) over the inliers with the Taylor control
-   variates (Eq. 11) and the outliers summed exactly (the current model's sum is
+   Racing-Normal (Alg. 1, Eq. 9) over the inliers with the control variates
+   (Eq. 11: Taylor, or the paper's binned proxies) and the outliers summed exactly (the current model's sum is
    the one cached by its Langevin step, not recomputed);
 4. the Wang-Landau / step-size updates.
 
@@ -62,6 +62,8 @@ cdef struct Slot:
     double mean_h      # population mean of the Taylor proxy over the inliers
     double* alpha      # (q + 1,)
     double* da         # (q + 1,) alpha - alpha0
+    double* ref_s      # (n_bins,) binned proxy: reference variance of each bin at this point
+    double* bcoef      # (n_bins, 6) binned proxy: f, f_r, f_s, f_rr, f_rs, f_ss at the references
 
 
 cdef struct Ctx:
@@ -72,6 +74,11 @@ cdef struct Ctx:
                        # reference, 0 (one 64-byte record per (model, time): one cache line)
     Slot* slots        # D + 2 (Gibbs arms, then MH old / new)
     Py_ssize_t D
+    bint binned        # racing proxy: the paper's binned one (else the Taylor one)
+    const double* r    # (n_obs,) returns (binned proxy)
+    const long long* bin_of  # (D, n_obs) bin of each time (binned proxy)
+    const double* ref_r      # (D, n_bins)
+    Py_ssize_t n_bins
 
 
 cdef inline double _softplus(double x) noexcept nogil:
@@ -113,17 +120,27 @@ cdef inline double _term(const Slot* sl, const double* r2, Py_ssize_t t) noexcep
 
 
 cdef inline double _reward(const Slot* sl, const Ctx* c, Py_ssize_t t) noexcept nogil:
-    """Residual reward ``l_t - h_t + E[h]`` (Taylor control variate, Eq. 11).
+    """Residual reward ``l_t - h_t + E[h]`` (Eq. 11), Taylor or binned proxy ``h``.
 
-    ``ud = (alpha - alpha0) . u_t`` is ``s_t - s0_t`` (``s0`` the variance at the
-    reference, tabulated), so one pass over the lags serves both.
+    Taylor: ``ud = (alpha - alpha0) . u_t`` is ``s_t - s0_t`` (``s0`` the variance at
+    the reference, tabulated), so one pass over the lags serves both.
     """
     cdef const double* r2 = c.r2
-    cdef double s = _variance(r2, sl.alpha, t, sl.q), ud, g, l, h
+    cdef double s = _variance(r2, sl.alpha, t, sl.q), ud, g, l, h, dr, ds
     cdef const double* sc = c.tab + (sl.j * c.n_obs + t) * 8
-    ud = s - sc[6]
+    cdef const double* bc
+    cdef Py_ssize_t b
     g = sl.a * s + r2[t]
     l = sl.base + (sl.k - 0.5) * log(s) - sl.k * log(g)
+    if c.binned:
+        b = c.bin_of[sl.j * c.n_obs + t]
+        bc = sl.bcoef + 6 * b
+        dr = c.r[t] - c.ref_r[sl.j * c.n_bins + b]
+        ds = s - sl.ref_s[b]
+        h = (bc[0] + bc[1] * dr + bc[2] * ds
+             + 0.5 * bc[3] * dr * dr + bc[4] * dr * ds + 0.5 * bc[5] * ds * ds)
+        return l - h + sl.mean_h
+    ud = s - sc[6]
     h = (sc[5] + sc[0] * ud + sc[3] * sl.dn
          + 0.5 * (sc[1] * ud * ud + 2.0 * sc[2] * ud * sl.dn + sc[4] * sl.dn * sl.dn))
     return l - h + sl.mean_h
@@ -216,17 +233,26 @@ cdef class ChainKernel:
     cdef double* fbuf
     cdef long long* ibuf
     cdef int _n_acc
+    cdef double* bbuf
+    cdef const long long* xoff
+    cdef const long long* xxoff
+    cdef const double* ref_x
+    cdef const double* cov_rx
+    cdef const double* cov_xx
+    cdef const double* var_r
+    cdef const double* bcount
 
     def __cinit__(self, object ctx, object state, dict settings):
         self.fbuf = NULL
         self.ibuf = NULL
         self.rw.alive = NULL
         self.ctx.slots = NULL
+        self.bbuf = NULL
 
     def __init__(self, object ctx, object state, dict settings):
-        if ctx.control_variate != "taylor":
-            raise ValueError("the compiled ARCH sweep implements the Taylor control variates only; "
-                             f"got control_variate={ctx.control_variate!r}")
+        if ctx.control_variate not in ("taylor", "binned"):
+            raise ValueError("the control_variate of the ARCH chain must be 'taylor' or 'binned'; "
+                             f"got {ctx.control_variate!r}")
         cdef dict pack = ctx.kernel_arrays()
         cdef const double[::1] r2 = pack["r2"]
         cdef const long long[::1] inl = pack["inliers"]
@@ -242,6 +268,16 @@ cdef class ChainKernel:
         cdef const double[::1] whc = pack["whiten_chol"]
         cdef const double[::1] ref = pack["ref"]
         cdef const double[::1] tab = pack["tab"]
+        cdef const double[::1] rr = pack["r"]
+        cdef const long long[::1] bin_of = pack["bin_of"]
+        cdef const double[::1] ref_r = pack["ref_r"]
+        cdef const double[::1] ref_x = pack["ref_x"]
+        cdef const double[::1] cov_rx = pack["cov_rx"]
+        cdef const double[::1] cov_xx = pack["cov_xx"]
+        cdef const double[::1] var_r = pack["var_r"]
+        cdef const double[::1] bcount = pack["count"]
+        cdef const long long[::1] xoff = pack["xoff"]
+        cdef const long long[::1] xxoff = pack["xxoff"]
         cdef const double[::1] L0 = pack["L0_in"]
         cdef const double[::1] G0 = pack["G0"]
         cdef const double[::1] J = pack["J_in"]
@@ -326,6 +362,24 @@ cdef class ChainKernel:
         for j in range(D + 2):
             self.ctx.slots[j].alpha = sbase + 2 * j * self.P_max
             self.ctx.slots[j].da = sbase + (2 * j + 1) * self.P_max
+        self.ctx.binned = ctx.control_variate == "binned"
+        self.ctx.r = &rr[0]
+        self.ctx.bin_of = &bin_of[0]
+        self.ctx.ref_r = &ref_r[0]
+        self.ctx.n_bins = pack["n_bins"]
+        self.xoff = &xoff[0]
+        self.xxoff = &xxoff[0]
+        self.ref_x = &ref_x[0]
+        self.cov_rx = &cov_rx[0]
+        self.cov_xx = &cov_xx[0]
+        self.var_r = &var_r[0]
+        self.bcount = &bcount[0]
+        self.bbuf = <double*>malloc(sizeof(double) * (D + 2) * 7 * self.ctx.n_bins + 8)
+        if self.bbuf == NULL:
+            raise MemoryError("ChainKernel binned-proxy buffers")
+        for j in range(D + 2):
+            self.ctx.slots[j].ref_s = self.bbuf + j * 7 * self.ctx.n_bins
+            self.ctx.slots[j].bcoef = self.bbuf + (j * 7 + 1) * self.ctx.n_bins
 
     def __dealloc__(self):
         if self.fbuf != NULL:
@@ -336,6 +390,8 @@ cdef class ChainKernel:
             free(self.rw.alive)
         if self.ctx.slots != NULL:
             free(self.ctx.slots)
+        if self.bbuf != NULL:
+            free(self.bbuf)
 
     # ------------------------------------------------------------ small pieces
     cdef double* _vec(self, int k) noexcept nogil:
@@ -375,6 +431,42 @@ cdef class ChainKernel:
                 di += J[i * P + l] * d[l]
             quad += d[i] * di
         sl.mean_h = (self.L0_in[j] + lin + 0.5 * quad) / self.n_in
+        if self.ctx.binned and not self.exact:
+            self._prepare_binned(sl, j)
+
+    cdef void _prepare_binned(self, Slot* sl, Py_ssize_t j) noexcept nogil:
+        """Binned proxy at the slot's point (``BinnedProxy.coefficients``, Appx. C.2)."""
+        cdef Py_ssize_t nb = self.ctx.n_bins, q = sl.q, b, i, l
+        cdef const double* rx = self.ref_x + self.xoff[j]
+        cdef const double* crx = self.cov_rx + self.xoff[j]
+        cdef const double* cxx = self.cov_xx + self.xxoff[j]
+        cdef const double* a1 = sl.alpha + 1
+        cdef double s, r, g, a = sl.a, k = sl.k, var_s, cov_rs, v, tot = 0.0
+        cdef double* c
+        for b in range(nb):
+            s = sl.alpha[0]
+            cov_rs = 0.0
+            var_s = 0.0
+            for i in range(q):
+                s += rx[b * q + i] * a1[i]
+                cov_rs += crx[b * q + i] * a1[i]
+                v = 0.0
+                for l in range(q):
+                    v += cxx[(b * q + i) * q + l] * a1[l]
+                var_s += v * a1[i]
+            sl.ref_s[b] = s
+            r = self.ctx.ref_r[j * nb + b]
+            g = a * s + r * r
+            c = sl.bcoef + 6 * b
+            c[0] = sl.base + (k - 0.5) * log(s) - k * log(g)
+            c[1] = -2.0 * k * r / g
+            c[2] = (k - 0.5) / s - k * a / g
+            c[3] = -2.0 * k / g + 4.0 * k * r * r / (g * g)
+            c[4] = 2.0 * k * r * a / (g * g)
+            c[5] = -(k - 0.5) / (s * s) + k * a * a / (g * g)
+            tot += self.bcount[j * nb + b] * (c[0] + 0.5 * c[3] * self.var_r[j * nb + b]
+                                             + c[4] * cov_rs + 0.5 * c[5] * var_s)
+        sl.mean_h = tot / self.n_in
 
     cdef double _sum_terms(self, const Slot* sl, const long long* idx, Py_ssize_t n) noexcept nogil:
         cdef double tot = 0.0

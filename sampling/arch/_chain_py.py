@@ -6,8 +6,7 @@ uses: the caller draws the sweep's normals ``z``, Gumbels and uniforms; mini-bat
 indices come from the Generator through :class:`sampling._race_core.PermutationSampler`
 (one kept arrangement of the inliers per chain); both races run on the library's
 racing engine :func:`sampling._race_core.run_race`. On the same stream it makes the
-same decisions as the kernel. It also serves the ``"binned"`` control variate,
-which the compiled kernel does not implement (``select_order`` warns).
+same decisions as the kernel, with either control variate (Taylor or binned).
 """
 from __future__ import annotations
 

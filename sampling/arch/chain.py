@@ -113,7 +113,10 @@ class ChainContext:
         ``whiten_chol``; the Taylor tables of :class:`GradientCV`: ``ref``
         (``alpha0``, ``nu0``), ``tab`` (D, n_obs, 8: ``GradientCV.sc``, then ``l_t`` and ``s_t`` at the
         reference, 0), ``L0_in``,
-        ``G0``, ``J_in``.
+        ``G0``, ``J_in``; the binned proxies of :class:`BinnedProxy`: ``r``,
+        ``bin_of`` (D, n_obs), ``ref_r``, ``var_r``, ``count`` (D, n_bins), ``ref_x``,
+        ``cov_rx`` (n_bins x q_j at ``xoff[j]``), ``cov_xx`` (n_bins x q_j x q_j at
+        ``xxoff[j]``), ``n_bins``.
         """
         if self._pack is None or self._pack["_pseudo"] is not self.pseudo:
             f = lambda parts: np.ascontiguousarray(np.concatenate([np.ravel(p) for p in parts]))  # noqa: E731
@@ -138,6 +141,18 @@ class ChainContext:
                 "L0_in": np.array([g.L0_in for g in self.gcvs]),
                 "G0": f([g.G0 for g in self.gcvs]),
                 "J_in": f([g.J_in for g in self.gcvs]),
+                # the binned proxies (control_variate="binned")
+                "r": np.ascontiguousarray(self.models[0].r),
+                "bin_of": f([cv.bin_of for cv in self.cvs]).astype(np.int64),
+                "ref_r": f([cv.ref_r for cv in self.cvs]),
+                "var_r": f([cv.var_r for cv in self.cvs]),
+                "count": f([cv.count for cv in self.cvs]),
+                "ref_x": f([cv.ref_x for cv in self.cvs]),
+                "cov_rx": f([cv.cov_rx for cv in self.cvs]),
+                "cov_xx": f([cv.cov_xx for cv in self.cvs]),
+                "xoff": np.concatenate([[0], np.cumsum([cv.ref_x.size for cv in self.cvs])]).astype(np.int64),
+                "xxoff": np.concatenate([[0], np.cumsum([cv.cov_xx.size for cv in self.cvs])]).astype(np.int64),
+                "n_bins": int(self.cvs[0].count.shape[0]),
             }
         return self._pack
 

@@ -43,9 +43,8 @@ evaluated exactly (terms and gradients); racing subsamples the remaining points.
 Engine: every sweep of both methods is one call of the compiled kernel
 :mod:`sampling.arch._chain` (racing engine ``sampling._racing.race_run``, the
 library's Alg. 1 in C), so the exact and subsampled chains are timed on the same
-machinery. Its Python reference :mod:`sampling.arch._chain_py` (tests only; also
-the ``"binned"`` option, with a :class:`~sampling.exceptions.PerformanceWarning`)
-makes the same decisions on the same random stream. This module is the front
+machinery. Its Python reference :mod:`sampling.arch._chain_py` (tests only) makes
+the same decisions on the same random stream. This module is the front
 door: validation, set-up, phases, checkpoints (:mod:`sampling.arch.checkpoint`)
 and the result (:class:`~sampling.arch.result.ARCHSelection`).
 """
@@ -63,7 +62,7 @@ from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
 from sampling._rng import as_generator
-from sampling.exceptions import LowESSWarning, PerformanceWarning
+from sampling.exceptions import LowESSWarning
 
 from ._cv import BinnedProxy, GradientCV
 from .chain import STATS, ChainContext, ChainState, new_stats, pilot_pseudo_priors, run_chain
@@ -331,12 +330,6 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
                   n_pilot=n_pilot, shared_pseudo=pseudo_priors is not None,
                   control_variate=control_variate, **kw)
     config = json.loads(json.dumps(config, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
-    if control_variate == "binned" and _engine is None:
-        from . import _chain_py as _engine
-
-        warnings.warn("control_variate='binned' runs the chain in the Python reference sweep "
-                      "(the compiled sweep implements the Taylor control variates only); "
-                      "expect it to be many times slower", PerformanceWarning, stacklevel=3)
     prog = None
     new_state = lambda g: ChainState(ctx, g, pi0, np.ones(D))  # noqa: E731
     if resume and checkpoint is not None and os.path.exists(checkpoint):

@@ -90,9 +90,12 @@ def test_racing_decisions_match_exact_decisions(ctx):
     assert stats["check_evals"] >= 150 * ctx.D * ctx.n_in
 
 
-@pytest.mark.parametrize("method", ["subsampled", "exact"])
-def test_compiled_sweep_makes_the_reference_decisions(ctx, method):
+@pytest.mark.parametrize("method,cv", [("subsampled", "taylor"), ("exact", "taylor"),
+                                       ("subsampled", "binned")])
+def test_compiled_sweep_makes_the_reference_decisions(ctx, method, cv):
     """Compiled sweep vs the Python reference on the same random stream: same q, accepts, counts."""
+    if cv != ctx.control_variate:
+        ctx = S.ChainContext(ctx.models[0].r, ORDERS, ctx.laplaces, control_variate=cv)
     runs = []
     for engine in (None, _chain_py):
         st = S.ChainState(ctx, np.random.default_rng(42), np.zeros(ctx.D), [0.4] * ctx.D)
@@ -328,3 +331,14 @@ def test_arch_proxies_are_the_library_control_variate(ctx):
     l_diff = (ctx.models[j].loglik_terms(x_new, ctx.inliers) - ctx.models[j].loglik_terms(xs[j], ctx.inliers))
     res = sampling.mh_accept(lambda idx: l_diff[idx], ctx.n_in, 0.0, rng=3, control_variate=diff_cv)
     assert res.accept == (l_diff.mean() > 0)
+
+
+def test_select_order_with_the_papers_binned_proxies(returns):
+    """control_variate="binned" (paper Appx. C.2) runs compiled, with racing errors below 2 delta."""
+    res = select_order(returns, orders=ORDERS, method="subsampled", n_iterations=150, n_warmup=100,
+                       n_chains=2, rng=5, check_every=2, grad_batch=200, n_pilot=200,
+                       control_variate="binned")
+    assert res.gibbs_error_rate <= 0.1 and res.mh_error_rate <= 0.1
+    assert res.n_gibbs_checks == 2 * 125
+    assert res.posterior[0] < 0.05
+    assert res.n_loglik_evals_sampling / 300 < 0.6 * (len(ORDERS) + 1) * res.n_data
