@@ -167,7 +167,7 @@ def _plots(results, out):
     drawn = []
     for m, r in results.items():
         tr = r.log_adjusted_prior_trace
-        if tr.shape[1] == 0:
+        if tr.shape[1] == 0 or np.ptp(tr) == 0:  # no Wang-Landau adaptation in this run
             continue
         drawn.append(m)
         est = -tr - np.log(np.exp(-tr - (-tr).max(axis=2, keepdims=True)).sum(axis=2, keepdims=True)) \
@@ -186,7 +186,7 @@ def _plots(results, out):
             f"{'solid' if m == 'exact' else 'dashed'}: {m}" for m in drawn) + ")")
         ax.legend(fontsize=7)
     else:
-        ax.set_title("(b) no Wang-Landau phase ran (adjusted prior given)")
+        ax.set_title("(b) no Wang-Landau adaptation ran (adjusted prior given)")
     _atomic_savefig(fig, out / "fig2b_log_posterior.png")
     plt.close(fig)
     # (c) adjusted posterior per chain

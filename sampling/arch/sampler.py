@@ -424,7 +424,7 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
     ess, rhat, ess_ind = q_diagnostics(q_vals, orders)
     if np.isfinite(ess) and ess < 100:
         warnings.warn(f"ESS of q is {ess:.0f} (< 100): run more iterations", LowESSWarning,
-                      stacklevel=3)
+                      stacklevel=4)  # user -> select_order -> drain -> here
     sw, ss = saved["stats_w"], saved["stats_s"]
     allst = sw + ss
     g_checks = sum(s["gibbs_checks"] for s in allst)
