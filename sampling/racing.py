@@ -40,7 +40,6 @@ from sampling.control_variates import check_control_variate
 __all__ = ["race", "RaceResult", "KAPPA_EBS", "ebs_coefficients", "normal_coefficient"]
 
 
-
 @dataclass(frozen=True)
 class RaceResult:
     """Outcome of one race (one approximate Gumbel-max draw).

@@ -119,30 +119,35 @@ cdef inline double _term(const Slot* sl, const double* r2, Py_ssize_t t) noexcep
     return sl.base + (sl.k - 0.5) * log(s) - sl.k * log(g)
 
 
-cdef inline double _reward(const Slot* sl, const Ctx* c, Py_ssize_t t) noexcept nogil:
-    """Residual reward ``l_t - h_t + E[h]`` (Eq. 11), Taylor or binned proxy ``h``.
+cdef inline double _reward_taylor(const Slot* sl, const Ctx* c, Py_ssize_t t) noexcept nogil:
+    """Residual reward ``l_t - h_t + E[h]`` (Eq. 11) with the Taylor proxy ``h``.
 
-    Taylor: ``ud = (alpha - alpha0) . u_t`` is ``s_t - s0_t`` (``s0`` the variance at
-    the reference, tabulated), so one pass over the lags serves both.
+    ``ud = (alpha - alpha0) . u_t`` is ``s_t - s0_t`` (``s0`` the variance at the
+    reference, tabulated), so one pass over the lags serves both.
     """
     cdef const double* r2 = c.r2
-    cdef double s = _variance(r2, sl.alpha, t, sl.q), ud, g, l, h, dr, ds
+    cdef double s = _variance(r2, sl.alpha, t, sl.q), ud, g, l, h
     cdef const double* sc = c.tab + (sl.j * c.n_obs + t) * 8
-    cdef const double* bc
-    cdef Py_ssize_t b
+    ud = s - sc[6]
     g = sl.a * s + r2[t]
     l = sl.base + (sl.k - 0.5) * log(s) - sl.k * log(g)
-    if c.binned:
-        b = c.bin_of[sl.j * c.n_obs + t]
-        bc = sl.bcoef + 6 * b
-        dr = c.r[t] - c.ref_r[sl.j * c.n_bins + b]
-        ds = s - sl.ref_s[b]
-        h = (bc[0] + bc[1] * dr + bc[2] * ds
-             + 0.5 * bc[3] * dr * dr + bc[4] * dr * ds + 0.5 * bc[5] * ds * ds)
-        return l - h + sl.mean_h
-    ud = s - sc[6]
     h = (sc[5] + sc[0] * ud + sc[3] * sl.dn
          + 0.5 * (sc[1] * ud * ud + 2.0 * sc[2] * ud * sl.dn + sc[4] * sl.dn * sl.dn))
+    return l - h + sl.mean_h
+
+
+cdef inline double _reward_binned(const Slot* sl, const Ctx* c, Py_ssize_t t) noexcept nogil:
+    """Residual reward ``l_t - h_t + E[h]`` (Eq. 11) with the paper's binned proxy ``h``."""
+    cdef const double* r2 = c.r2
+    cdef double s = _variance(r2, sl.alpha, t, sl.q), g, l, h, dr, ds
+    cdef Py_ssize_t b = c.bin_of[sl.j * c.n_obs + t]
+    cdef const double* bc = sl.bcoef + 6 * b
+    g = sl.a * s + r2[t]
+    l = sl.base + (sl.k - 0.5) * log(s) - sl.k * log(g)
+    dr = c.r[t] - c.ref_r[sl.j * c.n_bins + b]
+    ds = s - sl.ref_s[b]
+    h = (bc[0] + bc[1] * dr + bc[2] * ds
+         + 0.5 * bc[3] * dr * dr + bc[4] * dr * ds + 0.5 * bc[5] * ds * ds)
     return l - h + sl.mean_h
 
 
@@ -153,12 +158,16 @@ cdef void _gibbs_rewards(void* ctx, const long long* arms, Py_ssize_t k, const l
     cdef const Slot* sl
     for a in range(k):
         sl = &c.slots[arms[a]]
+        if c.binned:
+            for n in range(m):
+                out[a * m + n] = _reward_binned(sl, c, c.inliers[idx[n]])
+            continue
         for n in range(m):
             if n + _AHEAD < m:  # random rows of a multi-MB table: fetch them early
                 ta = c.inliers[idx[n + _AHEAD]]
                 ARCH_PREFETCH(c.tab + (sl.j * c.n_obs + ta) * 8)
                 ARCH_PREFETCH(c.r2 + ta - sl.q)
-            out[a * m + n] = _reward(sl, c, c.inliers[idx[n]])
+            out[a * m + n] = _reward_taylor(sl, c, c.inliers[idx[n]])
 
 
 cdef void _mh_rewards(void* ctx, const long long* arms, Py_ssize_t k, const long long* idx,
@@ -169,16 +178,21 @@ cdef void _mh_rewards(void* ctx, const long long* arms, Py_ssize_t k, const long
     cdef const Slot* old = &c.slots[c.D]
     cdef const Slot* new = &c.slots[c.D + 1]
     for a in range(k):
-        for n in range(m):
-            if arms[a] == 0:
+        if arms[a] == 0:
+            for n in range(m):
                 out[a * m + n] = 0.0
-            else:
+        elif c.binned:
+            for n in range(m):
+                t = c.inliers[idx[n]]
+                out[a * m + n] = _reward_binned(new, c, t) - _reward_binned(old, c, t)
+        else:
+            for n in range(m):
                 if n + _AHEAD < m:
                     ta = c.inliers[idx[n + _AHEAD]]
                     ARCH_PREFETCH(c.tab + (old.j * c.n_obs + ta) * 8)
                     ARCH_PREFETCH(c.r2 + ta - old.q)
                 t = c.inliers[idx[n]]
-                out[a * m + n] = _reward(new, c, t) - _reward(old, c, t)
+                out[a * m + n] = _reward_taylor(new, c, t) - _reward_taylor(old, c, t)
 
 
 cdef class ChainKernel:

@@ -290,7 +290,7 @@ def run_chain(ctx, st, n_iter, *, method, grad_batch, delta, first_batch,
     before = st.stats.copy()
     n_z, D, gen = ctx.n_normals(n_mh), ctx.D, st.rng
     gc_was_enabled = gc.isenabled()
-    gc.disable()  # the loop allocates only small arrays; collections cost ~5% of a sweep
+    gc.disable()  # the loop allocates small acyclic arrays only; gen-0 collections showed in profiles
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         _sweeps(kern, st, n_iter, n_z, D, gen, n_mh, check_every, adapt_step, adapt_pi,
