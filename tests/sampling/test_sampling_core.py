@@ -106,3 +106,19 @@ def test_kernels_come_from_load_kernel(monkeypatch):
     importlib.reload(core)
     assert core.kernels.__name__ == "sampling._racing"
     assert sampling.race is race
+
+
+def test_compiled_permutation_draw_matches_the_python_sampler():
+    from sampling import _racing
+
+    for n, sizes in ((50, (5, 5, 10, 30)), (7, (2, 5)), (1000, (50, 50, 100, 200, 400, 200))):
+        g1, g2 = np.random.default_rng(n), np.random.default_rng(n)
+        p1 = np.arange(n, dtype=np.int64)
+        ref = PermutationSampler(n, g2, np.arange(n, dtype=np.int64))
+        pos = 0
+        for m in sizes:
+            batch, pos = _racing.perm_draw_wrapper(g1, p1, pos, m)
+            np.testing.assert_array_equal(batch, ref.draw(m))
+        assert pos == n == ref.pos
+        np.testing.assert_array_equal(p1, ref.perm)
+        assert g1.bit_generator.state == g2.bit_generator.state
