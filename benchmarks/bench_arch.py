@@ -34,7 +34,8 @@ per ESS(q) ratio 3.57; racing errors in 1000 checked sweeps: Gibbs 0, MH 7e-3.
 Under heavier load the ratio fell to 2.16 once (random-access racing suffers more
 from cache contention than the streaming exact sums).
 
-A shorter side-by-side run (same structure, 4 chains x 2000)::
+A quick smoke run of the same steps (too short for Wang-Landau to settle: ESS(q)
+below 100, not for comparisons)::
 
     python benchmarks/bench_arch.py --iterations 2000 --chains 4 --wl-warmup 1000 --pilot 1000 \
         --check-iterations 500 --out bench_arch_short

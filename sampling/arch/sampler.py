@@ -50,6 +50,7 @@ and the result (:class:`~sampling.arch.result.ARCHSelection`).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -329,6 +330,10 @@ def _select_order(returns, orders, method, n_iterations, n_warmup, n_chains, del
                   else fixed_pi.tolist(), prior_init=prior_init, pseudo_prior=pseudo_prior,
                   n_pilot=n_pilot, shared_pseudo=pseudo_priors is not None,
                   control_variate=control_variate, **kw)
+    if pseudo_priors is not None:  # a resumed run must be given the same pseudo-priors
+        config["pseudo_priors_sha256"] = hashlib.sha256(b"".join(
+            np.ascontiguousarray(a, dtype=np.float64).tobytes()
+            for p in pseudo_priors for a in (p.mean, p.cov))).hexdigest()
     config = json.loads(json.dumps(config, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
     prog = None
     new_state = lambda g: ChainState(ctx, g, pi0, np.ones(D))  # noqa: E731
