@@ -29,3 +29,22 @@ __all__ = [
     "ControlVariate",
     "taylor_control_variate",
 ]
+
+# sub-packages loaded on first use: ``import sampling; sampling.arch.select_order(...)``
+# works like ``import sampling.arch`` without importing them (and scipy.optimize, the
+# compiled chain) at ``import sampling``.
+_SUBPACKAGES = ("arch", "bounds")
+
+
+def __getattr__(name):
+    if name in _SUBPACKAGES:
+        import importlib
+
+        module = importlib.import_module(f"sampling.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'sampling' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBPACKAGES))

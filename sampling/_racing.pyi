@@ -46,3 +46,14 @@ def merge_pairs(
     pair_m2: np.ndarray,
     rtol: float,
 ) -> None: ...
+def perm_draw_wrapper(
+    gen: np.random.Generator, perm: np.ndarray, pos: int, m: int
+) -> tuple[np.ndarray, int]: ...
+def race_matrix_wrapper(
+    rewards: np.ndarray,
+    offset: np.ndarray,
+    first_batch: int,
+    b_norm: float,
+    gen: np.random.Generator,
+    perm: np.ndarray,
+) -> tuple[int, int]: ...

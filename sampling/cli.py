@@ -16,7 +16,22 @@ SUBCOMMANDS = {
 }
 
 
+def version():
+    """The installed ``racing-inference`` version, or ``"unknown"`` when not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("racing-inference")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def main(argv=None):
+    """Run ``sampling ARGS``; ``sampling --version`` prints the package version."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["--version"], ["-V"]):
+        print(f"sampling (racing-inference) {version()}")
+        return 0
     return route("sampling", __doc__.splitlines()[0], SUBCOMMANDS, argv)
 
 

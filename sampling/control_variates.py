@@ -4,6 +4,13 @@ A proxy ``h_{i,n}`` whose population mean ``E_n[h_{i,n}]`` is known turns the re
 ``l_{i,n}`` into the residual ``l_{i,n} - h_{i,n} + E_n[h_{i,n}]``: same mean, smaller
 variance when ``h ≈ l``. Racing-Normal benefits most (its bound scales with the
 standard deviation only).
+
+One type, :class:`ControlVariate`, serves every racing sampler of the package:
+:func:`sampling.race` and :func:`sampling.lil_ucb` (one proxy row per state),
+:func:`sampling.mh_accept` (one state: the accept arm's log-likelihood ratio) and
+the ARCH chain (:mod:`sampling.arch`, whose per-model Taylor proxies are
+``ControlVariate`` objects; its compiled chain evaluates the same proxy from their
+coefficients).
 """
 from __future__ import annotations
 
@@ -30,11 +37,23 @@ class ControlVariate:
     proxy: object
     mean: np.ndarray
 
+    @classmethod
+    def for_one_state(cls, h, h_mean):
+        """A one-state control variate from ``h(idx) -> ndarray (len(idx),)`` and its mean.
 
-def check_control_variate(control_variate, n_states, name="race"):
+        This is the form :func:`sampling.mh_accept` takes: ``proxy(states, idx)``
+        returns ``h(idx)`` as a single row.
+        """
+        return cls(lambda states, idx: np.asarray(h(idx), dtype=np.float64).reshape(1, -1),
+                   np.array([float(h_mean)]))
+
+
+def check_control_variate(control_variate, n_states, name="race", *, per_index=False):
     """Normalise ``control_variate`` to a :class:`ControlVariate` (or ``None``).
 
-    Accepts ``None``, a :class:`ControlVariate` or a tuple ``(proxy, mean)``.
+    Accepts ``None``, a :class:`ControlVariate` or a tuple ``(proxy, mean)``. With
+    ``per_index=True`` (one state, :func:`sampling.mh_accept`) a tuple's proxy is
+    ``h(idx)`` and its mean a scalar (:meth:`ControlVariate.for_one_state`).
 
     Raises
     ------
@@ -49,6 +68,13 @@ def check_control_variate(control_variate, n_states, name="race"):
         proxy, mean = control_variate.proxy, control_variate.mean
     elif isinstance(control_variate, tuple) and len(control_variate) == 2:
         proxy, mean = control_variate
+        if per_index and callable(proxy):
+            if np.ndim(mean) or isinstance(mean, bool):
+                raise ValueError(f"the control_variate mean of {name} must be a finite real; got {mean!r}")
+            h = proxy
+
+            def proxy(states, idx):
+                return np.asarray(h(idx), dtype=np.float64).reshape(1, -1)
     else:
         raise TypeError(
             f"the control_variate parameter of {name} must be None, a ControlVariate or a "

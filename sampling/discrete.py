@@ -10,7 +10,8 @@ import numpy as np
 
 from sampling._rng import as_generator
 from sampling.lil_ucb import lil_ucb
-from sampling.racing import RaceResult, _check_delta, _check_gumbels, _check_int, _check_log_f0, race
+from sampling._race_core import check_delta, check_gumbels, check_int, check_log_f0
+from sampling.racing import RaceResult, race
 
 __all__ = ["sample_discrete", "exact_race", "METHODS"]
 
@@ -31,12 +32,12 @@ def exact_race(log_f, log_f0, n_data, *, gumbels=None, rng=None, chunk_size=6553
     func = "sample_discrete"
     if not callable(log_f):
         raise TypeError(f"the log_f parameter of {func} must be callable; got {type(log_f).__name__} instead")
-    f0 = _check_log_f0(log_f0, func)
+    f0 = check_log_f0(log_f0, func)
     n_states = f0.shape[0]
-    n_data = _check_int(n_data, "n_data", func, 1)
-    chunk_size = _check_int(chunk_size, "chunk_size", func, 1)
+    n_data = check_int(n_data, "n_data", func, 1)
+    chunk_size = check_int(chunk_size, "chunk_size", func, 1)
     gen = as_generator(rng)
-    eps = _check_gumbels(gumbels, n_states, gen, func)
+    eps = check_gumbels(gumbels, n_states, gen, func)
     arms = np.flatnonzero(np.isfinite(f0)).astype(np.int64)
     totals = np.full(n_states, -np.inf)
     totals[arms] = 0.0
@@ -115,7 +116,7 @@ def sample_discrete(log_f, log_f0, n_data, *, method="racing-normal", delta=0.05
         raise ValueError(f"the method parameter of sample_discrete must be one of {METHODS}; got {method!r} instead")
     if method == "exact":
         return exact_race(log_f, log_f0, n_data, rng=rng, **kw)
-    delta = _check_delta(delta, "sample_discrete")
+    delta = check_delta(delta, "sample_discrete")
     if method == "lil-ucb":
         return lil_ucb(log_f, log_f0, n_data, delta=delta, rng=rng, control_variate=control_variate, **kw)
     bound = "normal" if method == "racing-normal" else "ebs"

@@ -52,3 +52,10 @@ class PerformanceWarning(UserWarning):
 
 class LowESSWarning(UserWarning):
     """An MCMC chain's effective sample size is too low for reliable summaries."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be reused: unreadable, tampered with, or written by another run.
+
+    The message names the file and says what is wrong.
+    """

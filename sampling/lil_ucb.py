@@ -23,9 +23,10 @@ import numpy as np
 
 from sampling._rng import as_generator
 from sampling.control_variates import check_control_variate
-from sampling.racing import (
-    RaceResult, _IndexSampler, _check_delta, _check_gumbels, _check_int, _check_log_f0, _kernels,
+from sampling._race_core import (
+    IndexSampler, check_delta, check_gumbels, check_int, check_log_f0, kernels,
 )
+from sampling.racing import RaceResult
 
 __all__ = ["lil_ucb"]
 
@@ -109,11 +110,11 @@ def lil_ucb(
     func = "lil_ucb"
     if not callable(log_f):
         raise TypeError(f"the log_f parameter of {func} must be callable; got {type(log_f).__name__} instead")
-    f0 = _check_log_f0(log_f0, func)
+    f0 = check_log_f0(log_f0, func)
     n_states = f0.shape[0]
-    n_data = _check_int(n_data, "n_data", func, 1)
-    delta = _check_delta(delta, func)
-    chunk_size = _check_int(chunk_size, "chunk_size", func, 1)
+    n_data = check_int(n_data, "n_data", func, 1)
+    delta = check_delta(delta, func)
+    chunk_size = check_int(chunk_size, "chunk_size", func, 1)
     eps_ = _check_positive(epsilon, "epsilon", allow_zero=True)
     beta = _check_positive(beta, "beta")
     lam = 1.0 + 10.0 / n_states if lam is None else _check_positive(lam, "lam")
@@ -134,7 +135,7 @@ def lil_ucb(
         scale = scale / 2.0
     cv = check_control_variate(control_variate, n_states, func)
     gen = as_generator(rng)
-    eps = _check_gumbels(gumbels, n_states, gen, func)
+    eps = check_gumbels(gumbels, n_states, gen, func)
     offset = (f0 + eps) / n_data
     active = np.isfinite(offset).astype(np.uint8)
     arms = np.flatnonzero(active)
@@ -151,7 +152,7 @@ def lil_ucb(
     buf_pos = np.zeros(n_states, dtype=np.int64)
     pulls = np.zeros(n_states, dtype=np.int64)
     sums = np.zeros(n_states)
-    samplers = {int(i): _IndexSampler(n_data, gen) for i in arms}
+    samplers = {int(i): IndexSampler(n_data, gen) for i in arms}
 
     def refill(i):
         k = min(max(chunk_size, int(pulls[i]) // 8), n_data - samplers[i].n_used, cap)
@@ -184,7 +185,7 @@ def lil_ucb(
         if active.sum() == 1:
             status, best = 1, int(np.flatnonzero(active)[0])
             break
-        status, best = _kernels.lil_ucb_run(buf, buf_len, buf_pos, pulls, sums, active, scale, n_data,
+        status, best = kernels.lil_ucb_run(buf, buf_len, buf_pos, pulls, sums, active, scale, n_data,
                                             eps_, beta, lam, delta / 5.0)
         if status != 2:
             break

@@ -18,10 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sampling._race_core import check_common, check_reward_range, run_race
 from sampling._rng import as_generator
-from sampling.racing import _check_common, _check_reward_range, _race_core
+from sampling.control_variates import check_control_variate
 
 __all__ = ["mh_accept", "MHTestResult"]
+
+_ACCEPT_ARM = np.zeros(1, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -48,20 +51,6 @@ class MHTestResult:
     n_rounds: int
     exact: bool
     mu_hat: float
-
-
-def _check_control_variate_mh(control_variate):
-    if control_variate is None:
-        return None
-    if not (isinstance(control_variate, tuple) and len(control_variate) == 2 and callable(control_variate[0])):
-        raise TypeError(
-            "the control_variate parameter of mh_accept must be None or a tuple (h, h_mean) with "
-            f"h(idx) -> ndarray callable; got {type(control_variate).__name__} instead"
-        )
-    h, h_mean = control_variate
-    if isinstance(h_mean, bool) or not isinstance(h_mean, numbers.Real) or not math.isfinite(float(h_mean)):
-        raise ValueError(f"the control_variate h_mean of mh_accept must be a finite real; got {h_mean!r}")
-    return h, float(h_mean)
 
 
 def mh_accept(
@@ -97,9 +86,13 @@ def mh_accept(
         Racing-Normal (Korattikara-style) or Racing-EBS (Bardenet-style) test.
     rng : None, int or numpy.random.Generator
         Draws the mini-batches.
-    control_variate : tuple (h, h_mean), optional
-        ``h(idx) -> ndarray (len(idx),)`` a proxy of ``l_n`` with known mean
-        ``h_mean = (1/N) sum_n h(n)``; the test uses ``l_n - h_n + h_mean`` (Eq. 11).
+    control_variate : ControlVariate or tuple (h, h_mean), optional
+        A proxy of ``l_n`` with known mean ``h_mean = (1/N) sum_n h(n)``; the test
+        uses ``l_n - h_n + h_mean`` (Eq. 11). Either the library's one
+        :class:`~sampling.ControlVariate` type with one state (``proxy(states, idx)``
+        of shape (1, len(idx)), ``mean`` of shape (1,); see
+        :meth:`~sampling.ControlVariate.for_one_state`) or the tuple ``(h, h_mean)``
+        with ``h(idx) -> ndarray (len(idx),)``.
     reward_range : float, optional
         Range ``C`` of ``l_n``; required for ``bound="ebs"``.
 
@@ -134,7 +127,7 @@ def mh_accept(
     func = "mh_accept"
     if not callable(log_lik_diff):
         raise TypeError(f"the log_lik_diff parameter of {func} must be callable; got {type(log_lik_diff).__name__}")
-    n_data, delta, first_batch = _check_common(n_data, delta, first_batch, bound, "pairwise", func)
+    n_data, delta, first_batch = check_common(n_data, delta, first_batch, bound, "pairwise", func)
     if isinstance(mu0, bool) or not isinstance(mu0, numbers.Real) and not (np.ndim(mu0) == 0 and np.isreal(mu0)):
         raise TypeError(f"the mu0 parameter of {func} must be a real number; got {type(mu0).__name__} instead")
     mu0 = float(mu0)
@@ -144,8 +137,8 @@ def mh_accept(
         return MHTestResult(accept=mu0 < 0, n_evals=0, n_rounds=0, exact=True, mu_hat=float("nan"))
     if reward_range is not None:
         reward_range = np.array([0.0, float(reward_range)])
-    c_range = _check_reward_range(reward_range, 2, bound, func)
-    cv = _check_control_variate_mh(control_variate)
+    c_range = check_reward_range(reward_range, 2, bound, func)
+    cv = check_control_variate(control_variate, 1, func, per_index=True)
     gen = as_generator(rng)
 
     def reward_fn(arms, idx):
@@ -156,10 +149,11 @@ def mh_accept(
                 f"got {l.shape} instead"
             )
         if cv is not None:
-            h = np.asarray(cv[0](idx), dtype=np.float64)
+            h = np.asarray(cv.proxy(_ACCEPT_ARM, idx), dtype=np.float64).reshape(-1)
             if h.shape != l.shape:
-                raise ValueError(f"the control_variate h of {func} must return shape {l.shape}; got {h.shape}")
-            l = l - h + cv[1]
+                raise ValueError(f"the control_variate proxy of {func} must return {l.shape[0]} values; "
+                                 f"got shape {h.shape}")
+            l = l - h + cv.mean[0]
         if not np.all(np.isfinite(l)):
             raise ValueError(f"{func}: log_lik_diff returned NaN or infinite values")
         out = np.empty((arms.shape[0], idx.shape[0]))
@@ -167,7 +161,7 @@ def mh_accept(
             out[r] = 0.0 if a == 0 else l  # arm 0: reject (constant mu0, in the offset), arm 1: accept
         return out
 
-    leader, _, survivors, exact, n_seen, mean = _race_core(
+    leader, _, survivors, exact, n_seen, mean = run_race(
         reward_fn, np.array([mu0, 0.0]), n_data, delta=delta, bound=bound, variance="pairwise",
         first_batch=first_batch, c_range=c_range, gen=gen, func=func,
     )

@@ -19,44 +19,25 @@ with ``D' = D - 1`` and the pairwise standard deviation ``sigma_hat_{x,i}`` of t
 reward differences (``variance="pairwise"``, default) or ``D' = D`` and
 ``G(sigma_x) + G(sigma_i)`` (``variance="marginal"``, O(D T) instead of O(D^2 T)).
 
-The engine :func:`_race_core` is shared with :func:`sampling.mh_accept` (two arms,
-Eq. 12). Hot loops live in the Cython module :mod:`sampling._racing`.
+The engine, validators, index samplers and compiled kernels live in the private
+core :mod:`sampling._race_core`, shared by design with :func:`sampling.mh_accept`
+(two arms, Eq. 12), :func:`sampling.lil_ucb`, :func:`sampling.sample_discrete` and
+the ARCH chain. Hot loops live in the Cython module :mod:`sampling._racing`.
 """
 from __future__ import annotations
 
-import math
-import numbers
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from sampling._race_core import (
+    KAPPA_EBS, check_common, check_gumbels, check_log_f0, check_reward_range, ebs_coefficients,
+    normal_coefficient, run_race,
+)
 from sampling._rng import as_generator
-from sampling.bounds_normal import b_normal, schedule_proportions
 from sampling.control_variates import check_control_variate
-from sampling.exceptions import PerformanceWarning
-
-try:
-    from sampling import _racing as _kernels
-except ImportError:  # pragma: no cover - only when the extension is not built
-    from sampling import _racing_py as _kernels
-
-    warnings.warn(
-        "sampling._racing is not compiled; using the slow pure-Python twin "
-        "(build with `cythonize -i -3 sampling/_racing.pyx` or pip install)",
-        PerformanceWarning,
-        stacklevel=2,
-    )
 
 __all__ = ["race", "RaceResult", "KAPPA_EBS", "ebs_coefficients", "normal_coefficient"]
-
-#: kappa of the empirical Bernstein-Serfling bound (Eq. 6)
-KAPPA_EBS = 7.0 / 3.0 + 3.0 / math.sqrt(2.0)
-
-_BOUNDS = ("normal", "ebs")
-#: pairwise sums of squares below this fraction of G_aa + G_bb are recomputed directly
-_GRAM_RTOL = 1e-6
-_VARIANCES = ("pairwise", "marginal")
 
 
 @dataclass(frozen=True)
@@ -107,246 +88,6 @@ class RaceResult:
     def fraction_evaluated(self) -> float:
         """``n_evals / (n_states * n_data)``: proportion of the rewards used."""
         return self.n_evals / float(self.n_states * self.n_data)
-
-
-# ----------------------------------------------------------------- validation
-def _check_int(value, name, func, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"the {name} parameter of {func} must be an int; got {type(value).__name__} instead")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"the {name} parameter of {func} must be >= {minimum}; got {value} instead")
-    return value
-
-
-def _check_delta(delta, func):
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
-        raise TypeError(f"the delta parameter of {func} must be a real number; got {type(delta).__name__} instead")
-    delta = float(delta)
-    if not (0.0 < delta < 1.0):
-        raise ValueError(f"the delta parameter of {func} must be in (0, 1); got {delta!r} instead")
-    return delta
-
-
-def _check_choice(value, name, func, options):
-    if value not in options:
-        raise ValueError(f"the {name} parameter of {func} must be one of {options}; got {value!r} instead")
-    return value
-
-
-def _check_common(n_data, delta, first_batch, bound, variance, func):
-    n_data = _check_int(n_data, "n_data", func, 1)
-    delta = _check_delta(delta, func)
-    first_batch = _check_int(first_batch, "first_batch", func, 2 if n_data >= 2 else 1)
-    if first_batch > n_data:
-        raise ValueError(
-            f"the first_batch parameter of {func} must be <= n_data={n_data}; got {first_batch} instead"
-        )
-    _check_choice(bound, "bound", func, _BOUNDS)
-    _check_choice(variance, "variance", func, _VARIANCES)
-    return n_data, delta, first_batch
-
-
-def _check_reward_range(reward_range, n_states, bound, func):
-    if reward_range is None:
-        if bound == "ebs":
-            raise ValueError(
-                f"the reward_range parameter of {func} is required with bound='ebs' "
-                "(C_i = max_n l_{i,n} - min_n l_{i,n}, Eq. 6); got None"
-            )
-        return np.zeros(n_states)
-    c = np.asarray(reward_range, dtype=np.float64)
-    if c.ndim == 0:
-        c = np.full(n_states, float(c))
-    if c.shape != (n_states,):
-        raise ValueError(
-            f"the reward_range parameter of {func} must be a scalar or have shape ({n_states},); "
-            f"got shape {c.shape} instead"
-        )
-    if not np.all(np.isfinite(c)) or np.any(c < 0):
-        raise ValueError(f"the reward_range parameter of {func} must be finite and >= 0")
-    return c
-
-
-def _check_log_f0(log_f0, func):
-    try:
-        f0 = np.asarray(log_f0, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"the log_f0 parameter of {func} must be array-like of reals") from exc
-    if f0.ndim != 1 or f0.shape[0] == 0:
-        raise ValueError(f"the log_f0 parameter of {func} must be a non-empty 1-D array; got shape {f0.shape}")
-    if np.isnan(f0).any() or np.isposinf(f0).any():
-        raise ValueError(f"the log_f0 parameter of {func} must not contain NaN or +inf")
-    if np.isneginf(f0).all():
-        raise ValueError(f"the log_f0 parameter of {func} is all -inf (every state has zero probability)")
-    return f0
-
-
-def _check_gumbels(gumbels, n_states, gen, func):
-    if gumbels is None:
-        return gen.gumbel(size=n_states)
-    g = np.asarray(gumbels, dtype=np.float64)
-    if g.shape != (n_states,):
-        raise ValueError(
-            f"the gumbels parameter of {func} must have shape ({n_states},) like log_f0; got {g.shape} instead"
-        )
-    if not np.all(np.isfinite(g)):
-        raise ValueError(f"the gumbels parameter of {func} must be finite")
-    return g
-
-
-# ----------------------------------------------------------------- bounds
-def normal_coefficient(n_seen, n_data, b):
-    """``G / sigma_hat`` of Eq. 9: ``(1 - (T-1)/(N-1))**0.5 / sqrt(T) * B``."""
-    if n_seen >= n_data:
-        return 0.0
-    fpc = 1.0 - (n_seen - 1.0) / (n_data - 1.0)
-    return math.sqrt(max(fpc, 0.0) / n_seen) * b
-
-
-def ebs_coefficients(n_seen, n_data, delta_round):
-    """``(coef_sd, coef_c)`` with ``B_EBS = coef_sd * sigma_hat + coef_c * C`` (Eq. 6).
-
-    ``rho_n = 1 - pi_{n-1}`` if ``n <= N/2`` else ``(1 - pi_n)(1 + 1/n)``, and
-    ``log(5/delta_round)``; ``delta_round = delta / D' / (t* - 1)`` (Eq. 7).
-    """
-    if n_seen >= n_data:
-        return 0.0, 0.0
-    n, big_n = float(n_seen), float(n_data)
-    rho = 1.0 - (n - 1.0) / big_n if n <= big_n / 2.0 else (1.0 - n / big_n) * (1.0 + 1.0 / n)
-    log_term = math.log(5.0 / delta_round)
-    return math.sqrt(2.0 * rho * log_term / n), KAPPA_EBS * log_term / n
-
-
-# ----------------------------------------------------------------- index sampling
-class _IndexSampler:
-    """Draw disjoint mini-batches of ``[0, N)`` without replacement, cost O(T) early on.
-
-    While at most 80% of the indices are used, it draws i.i.d. uniform candidates and
-    keeps the distinct unused ones (a rule that depends only on positions and equalities,
-    so by exchangeability the kept set is a uniform random subset of the unused indices);
-    past that it chooses among the unused ones, and a batch that takes the whole
-    remainder (the last round of the doubling schedule) just takes it.
-    """
-
-    def __init__(self, n_data, gen):
-        self.n = n_data
-        self.gen = gen
-        self.used = np.zeros(n_data, dtype=bool)
-        self.n_used = 0
-        self._stamp = None
-
-    def draw(self, m):
-        n, gen = self.n, self.gen
-        left = n - self.n_used
-        if m >= left:  # the last round takes the whole remainder (already sorted)
-            out = np.flatnonzero(~self.used)
-        elif self.n_used + m <= (4 * n) // 5:
-            if self._stamp is None:
-                self._stamp = np.empty(n, dtype=np.int64)
-            parts, got = [], 0
-            while got < m:
-                need = m - got
-                free = (n - self.n_used - got) / n  # acceptance rate of a uniform candidate
-                cand = gen.integers(0, n, size=int(need / free * 1.25) + 8)
-                cand = cand[~self.used[cand]]
-                pos = np.arange(cand.shape[0])
-                self._stamp[cand] = pos
-                cand = cand[self._stamp[cand] == pos][:need]  # one copy of each value
-                self.used[cand] = True
-                parts.append(cand)
-                got += cand.shape[0]
-            out = np.sort(parts[0] if len(parts) == 1 else np.concatenate(parts))
-        else:
-            out = np.sort(gen.choice(np.flatnonzero(~self.used), size=m, replace=False))
-        self.used[out] = True
-        self.n_used += m
-        return out  # sorted: the batch is a set, and sorted indices make gathers cache-friendly
-
-
-# ----------------------------------------------------------------- the engine
-def _race_core(reward_fn, offset, n_data, *, delta, bound, variance, first_batch, c_range, gen, func):
-    """Alg. 1 on validated inputs.
-
-    ``reward_fn(arms, idx)`` returns the (len(arms), len(idx)) float64 rewards of arm
-    ids ``arms`` minus a per-arm constant ``offset`` (D,) (which changes neither
-    variances nor pairwise variances, so it is only added to the means); arms with a
-    ``-inf`` offset can never win. Returns
-    ``(leader, n_evals, survivors_per_round, exact, n_seen, mean)`` with the means of
-    the full rewards.
-    """
-    active = np.isfinite(offset)
-    n_states = active.shape[0]
-    arms = np.flatnonzero(active).astype(np.int64)
-    mean = np.full(n_states, np.nan)
-    mean[~active] = -np.inf
-    if arms.shape[0] == 1:
-        return int(arms[0]), 0, (), True, 0, mean
-    offset = np.where(active, offset, 0.0)
-    mean[arms] = 0.0
-    m2 = np.zeros(n_states)
-    pairwise = variance == "pairwise"
-    pair_m2 = np.zeros((n_states, n_states)) if pairwise else np.zeros((1, 1))
-    work = np.empty(n_states)
-    d_prime = arms.shape[0] - 1 if pairwise else arms.shape[0]
-    pi1 = first_batch / n_data
-    n_bound_rounds = schedule_proportions(pi1).shape[0] if first_batch < n_data else 0
-    if bound == "normal" and n_bound_rounds:
-        b = b_normal(delta / d_prime, pi1)
-    delta_round = delta / d_prime / max(n_bound_rounds, 1)
-    sampler = _IndexSampler(n_data, gen)
-    n_seen, n_evals, survivors = 0, 0, []
-    leader = int(arms[0])
-    while True:
-        m = first_batch if n_seen == 0 else min(n_seen, n_data - n_seen)
-        idx = sampler.draw(m)
-        rewards = reward_fn(arms, idx)
-        if rewards.shape != (arms.shape[0], m):
-            raise ValueError(
-                f"the log_f callable of {func} must return an array of shape (len(states), len(idx)) = "
-                f"({arms.shape[0]}, {m}); got {rewards.shape} instead"
-            )
-        finite = np.isfinite(rewards).all()
-        if not finite and (np.isnan(rewards).any() or np.isposinf(rewards).any()):
-            raise ValueError(f"{func}: the rewards (log_f values) contain NaN or +inf")
-        n_evals += arms.shape[0] * m
-        survivors.append(int(arms.shape[0]))
-        dead = np.zeros(arms.shape[0], dtype=bool) if finite else np.isneginf(rewards).any(axis=1)
-        if dead.any():  # some f_n(i) = 0: the arm has probability zero
-            mean[arms[dead]] = -np.inf
-            arms, rewards = arms[~dead], rewards[~dead]
-            if arms.shape[0] == 0:
-                raise ValueError(f"{func}: every state has zero probability (log_f is -inf for all of them)")
-        rewards = np.ascontiguousarray(rewards, dtype=np.float64)
-        if pairwise:  # O(k^2 m) through BLAS; exact fallback for strongly correlated pairs
-            block_mean = rewards.mean(axis=1)
-            centred = rewards - block_mean[:, None]
-            gram = np.ascontiguousarray(centred @ centred.T)
-            _kernels.merge_pairs(rewards, arms, n_seen, mean, block_mean, gram, pair_m2, _GRAM_RTOL)
-            # per-arm moments from the Gram diagonal (same Chan et al. update as merge_block)
-            shift = block_mean - mean[arms]
-            m2[arms] += np.diag(gram) + shift * shift * (n_seen * m / (n_seen + m))
-            mean[arms] += shift * (m / (n_seen + m))
-        else:
-            _kernels.merge_block(rewards, arms, n_seen, mean, m2, pair_m2, False, work)
-        n_seen += m
-        if arms.shape[0] == 1:  # only one state left with non-zero probability
-            return int(arms[0]), n_evals, tuple(survivors), True, n_seen, mean + offset
-        full_mean = mean + offset
-        if n_seen >= n_data:
-            leader = int(arms[np.argmax(full_mean[arms])])
-            return leader, n_evals, tuple(survivors), True, n_seen, full_mean
-        if bound == "normal":
-            coef_sd, coef_c = normal_coefficient(n_seen, n_data, b), 0.0
-        else:
-            coef_sd, coef_c = ebs_coefficients(n_seen, n_data, delta_round)
-        alive = np.empty(arms.shape[0], dtype=np.uint8)
-        leader = int(_kernels.eliminate(full_mean, m2, pair_m2, arms, n_seen, coef_sd, coef_c, c_range,
-                                        pairwise, alive))
-        arms = arms[alive.astype(bool)]
-        if arms.shape[0] == 1:
-            break
-    return leader, n_evals, tuple(survivors), False, n_seen, full_mean
 
 
 def race(
@@ -440,13 +181,13 @@ def race(
     func = "race"
     if not callable(log_f):
         raise TypeError(f"the log_f parameter of {func} must be callable; got {type(log_f).__name__} instead")
-    f0 = _check_log_f0(log_f0, func)
+    f0 = check_log_f0(log_f0, func)
     n_states = f0.shape[0]
-    n_data, delta, first_batch = _check_common(n_data, delta, first_batch, bound, variance, func)
-    c_range = _check_reward_range(reward_range, n_states, bound, func)
+    n_data, delta, first_batch = check_common(n_data, delta, first_batch, bound, variance, func)
+    c_range = check_reward_range(reward_range, n_states, bound, func)
     cv = check_control_variate(control_variate, n_states, func)
     gen = as_generator(rng)
-    eps = _check_gumbels(gumbels, n_states, gen, func)
+    eps = check_gumbels(gumbels, n_states, gen, func)
     offset = (f0 + eps) / n_data  # (log f0(i) + eps_i) / N, constant over n (Eq. 3)
     active = np.isfinite(offset)
     if cv is not None:
@@ -468,7 +209,7 @@ def race(
             vals = vals - h  # the residual reward l - h + E[h] (Eq. 11); E[h] is in ``offset``
         return vals
 
-    leader, n_evals, survivors, exact, n_seen, mean = _race_core(
+    leader, n_evals, survivors, exact, n_seen, mean = run_race(
         reward_fn, offset, n_data, delta=delta, bound=bound, variance=variance,
         first_batch=first_batch, c_range=c_range, gen=gen, func=func,
     )

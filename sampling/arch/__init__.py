@@ -1,10 +1,14 @@
 """Bayesian ARCH order selection with subsampled MCMC (Chen & Ghahramani 2016, Sec. 5.2).
 
-Public names: :func:`select_order` (-> :class:`ARCHSelection`), :class:`ARCHModel`,
-:func:`load_returns`, :func:`build_returns`.
+Public names: :func:`select_order` (-> :class:`ARCHSelection`, with
+``to_inference_data()`` for ArviZ), :class:`ARCHModel`, :func:`load_returns`,
+:func:`build_returns`, :func:`simulate_arch`. The chain's sweep is compiled
+(:mod:`sampling.arch._chain`); checkpoints are ``.npz`` files validated on resume
+(:mod:`sampling.arch.checkpoint`).
 """
 from .model import ARCHModel, LaplaceApprox, build_returns, load_returns, simulate_arch
-from .sampler import ARCHSelection, select_order
+from .result import ARCHSelection
+from .sampler import select_order
 
 __all__ = ["ARCHModel", "ARCHSelection", "LaplaceApprox", "build_returns", "load_returns",
            "select_order", "simulate_arch"]

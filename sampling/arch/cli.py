@@ -11,8 +11,11 @@ Pass several files to concatenate them (e.g. both shipped months).
 Outputs in ``--out`` (written atomically): ``summary.json`` (posterior over q,
 likelihood terms evaluated, acceptance rates, racing error rates, ESS, R-hat),
 ``posterior.csv``, ``q_trace.csv``, ``warmup_log_prior.csv`` and PNG plots like
-the paper's Fig. 2 (b-d): ``fig2b_log_posterior.png``, ``fig2c_adjusted_posterior.png``,
-``fig2d_autocorrelation.png``. ``--resume`` continues from ``checkpoint_<method>.pkl``.
+the paper's Fig. 2: ``fig2_posterior_q.png`` (the answer, p(q | r), pooled and
+per chain), ``fig2b_log_posterior.png``, ``fig2c_adjusted_posterior.png``,
+``fig2d_autocorrelation.png``; legends name only the chains that ran. ``--resume``
+continues from ``checkpoint_<method>.npz`` (no pickle; refused with a message
+naming the file if it was written by another run, for other data, or modified).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from sampling._atomic import atomic_path, atomic_write_text
-from sampling.exceptions import ReturnsDataError
+from sampling.exceptions import CheckpointError, ReturnsDataError
 
 
 def add_arguments(parser):
@@ -140,25 +143,50 @@ def _plots(results, out):
     import matplotlib.pyplot as plt
 
     styles = {"exact": "-", "subsampled": "--"}
+    ran = list(results)
+    style_note = ", ".join(f"{'solid' if m == 'exact' else 'dashed'}: {m}" for m in ran)
+    # the answer: p(q | r), pooled (bars) and per chain (dots), per method
+    fig, ax = plt.subplots(figsize=(6, 4))
+    width = 0.8 / len(ran)
+    for i, (m, r) in enumerate(results.items()):
+        xs = np.arange(len(r.orders)) + (i - (len(ran) - 1) / 2) * width
+        ax.bar(xs, r.posterior, width=width, color=f"C{i}", alpha=0.6,
+               label=f"{m}: p(q | r), {r.q_trace.shape[0]} chains pooled")
+        for pc in r.posterior_per_chain:
+            ax.plot(xs, pc, "o", color=f"C{i}", ms=3, alpha=0.8)
+    ax.set_xticks(np.arange(len(results[ran[0]].orders)))
+    ax.set_xticklabels([str(q) for q in results[ran[0]].orders])
+    ax.set_xlabel("ARCH order q")
+    ax.set_ylabel("posterior p(q | r)")
+    ax.set_title("posterior over the ARCH order (dots: single chains)")
+    ax.legend(fontsize=7)
+    _atomic_savefig(fig, out / "fig2_posterior_q.png")
+    plt.close(fig)
     # (b) estimated log posterior of q vs likelihood evaluations during Wang-Landau
     fig, ax = plt.subplots(figsize=(6, 4))
+    drawn = []
     for m, r in results.items():
         tr = r.log_adjusted_prior_trace
-        if tr.shape[1] == 0:
+        if tr.shape[1] == 0 or np.ptp(tr) == 0:  # no Wang-Landau adaptation in this run
             continue
+        drawn.append(m)
         est = -tr - np.log(np.exp(-tr - (-tr).max(axis=2, keepdims=True)).sum(axis=2, keepdims=True)) \
             - (-tr).max(axis=2, keepdims=True)
         n_w = tr.shape[1]
         x = r.n_evals_trace[:, :n_w].mean(axis=0)
         for k, q in enumerate(r.orders):
             ax.plot(x, est[:, :, k].mean(axis=0), styles[m], color=f"C{k}",
-                    label=f"q={q}" if m == list(results)[0] else None)
+                    label=f"q={q}" if m == drawn[0] else None)
     ax.set_xscale("log")
     ax.set_xlabel("likelihood terms evaluated")
     ax.set_ylabel("estimated log p(q | r)")
     ax.set_ylim(bottom=-60, top=5)
-    ax.set_title("(b) Wang-Landau estimate (solid: exact, dashed: subsampled)")
-    ax.legend(fontsize=7)
+    if drawn:
+        ax.set_title("(b) Wang-Landau estimate (" + ", ".join(
+            f"{'solid' if m == 'exact' else 'dashed'}: {m}" for m in drawn) + ")")
+        ax.legend(fontsize=7)
+    else:
+        ax.set_title("(b) no Wang-Landau adaptation ran (adjusted prior given)")
     _atomic_savefig(fig, out / "fig2b_log_posterior.png")
     plt.close(fig)
     # (c) adjusted posterior per chain
@@ -171,7 +199,7 @@ def _plots(results, out):
                     alpha=0.6, label=m if c == 0 else None)
     ax.set_xlabel("q")
     ax.set_ylabel("adjusted posterior p~(q | r)")
-    ax.set_title("(c) adjusted posterior, one line per chain")
+    ax.set_title(f"(c) adjusted posterior, one line per chain ({style_note})")
     ax.legend()
     _atomic_savefig(fig, out / "fig2c_adjusted_posterior.png")
     plt.close(fig)
@@ -183,7 +211,7 @@ def _plots(results, out):
         ax.plot(np.arange(max_lag + 1), ac, styles[m], label=m)
     ax.set_xlabel("lag (sweeps)")
     ax.set_ylabel("autocorrelation of q")
-    ax.set_title("(d) autocorrelation of sampled q")
+    ax.set_title(f"(d) autocorrelation of sampled q ({style_note})")
     ax.legend()
     _atomic_savefig(fig, out / "fig2d_autocorrelation.png")
     plt.close(fig)
@@ -204,6 +232,10 @@ def _print_result(r, file=sys.stdout):
               f"MH {r.mh_error_rate:.2e} ({r.n_mh_checks} checks)", file=file)
     print(f"   ESS(q) = {r.ess:.1f}   R-hat(q) = {r.r_hat:.3f}   ESS of 1[q=k]: "
           f"{np.round(r.ess_indicator, 0).tolist()}   wall {r.wall_time_s:.1f} s", file=file)
+    n_sw = max(r.q_trace.size, 1)
+    print(f"   sweeps after warm-up: {r.sampling_wall_time_s:.1f} s wall, {r.sampling_cpu_time_s:.1f} s CPU "
+          f"({1e3 * r.sampling_wall_time_s / n_sw:.2f} ms per sweep, {1e3 * r.wall_per_ess:.1f} ms per ESS); "
+          f"{r.n_loglik_evals_sampling / n_sw / r.n_data:.2f} N likelihood terms per sweep", file=file)
 
 
 def main(args):
@@ -236,7 +268,7 @@ def main(args):
                 pseudo_prior=args.pseudo_prior, n_pilot=args.pilot, pseudo_priors=pseudo,
                 grad_batch=args.grad_batch, control_variate=args.control_variate,
                 outlier_fraction=args.outlier_fraction,
-                progress=not args.no_progress, checkpoint=str(out / f"checkpoint_{m}.pkl"),
+                progress=not args.no_progress, checkpoint=str(out / f"checkpoint_{m}.npz"),
                 resume=args.resume, name=note.split(";")[0])
             if fixed is None:  # the second chain reuses the same product-space target
                 fixed, pseudo = res.log_adjusted_prior, res.pseudo_priors
@@ -249,7 +281,7 @@ def main(args):
                   f"posterior {summary['tv_adjusted_posterior']:.4f}; likelihood terms per ESS "
                   f"exact/subsampled = {summary['evals_per_ess_ratio_exact_over_subsampled']:.2f}")
         print(f"wrote {out}/summary.json, posterior.csv, q_trace.csv and plots")
-    except (ReturnsDataError, ValueError, OSError) as exc:
+    except (ReturnsDataError, CheckpointError, ValueError, OSError) as exc:
         print(f"sampling arch: error: {exc}", file=sys.stderr)
         return 1
     return 0

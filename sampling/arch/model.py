@@ -28,7 +28,9 @@ from scipy import optimize, special
 
 from sampling.exceptions import ConvergenceWarning, ReturnsDataError
 
-from . import _loglik
+from sampling._build import load_kernel
+
+_loglik = load_kernel("sampling.arch._loglik")
 
 __all__ = [
     "ARCHModel",
