@@ -231,15 +231,10 @@ class AOBFS:
             raise ValueError(f"backend must be 'auto', 'compiled' or 'python', got {self.backend!r}")
         kernel = None
         if self.backend != "python" and all(hasattr(wmb, n) for n in ("_arc", "_heur", "_prop")):
-            try:
-                from ._aobfs import AndOrTree, LookupSum
-                kernel = (AndOrTree, LookupSum)
-            except ImportError as exc:  # pragma: no cover - build problem
-                import warnings
-                from ..exceptions import PerformanceWarning
+            from .._build import load_kernel
 
-                warnings.warn(f"compiled AND/OR tree unavailable ({exc}); using the Python tree",
-                              PerformanceWarning, stacklevel=3)
+            _k = load_kernel("sampling.bounds._aobfs")  # ImportError saying how to build
+            kernel = (_k.AndOrTree, _k.LookupSum)
         if self.backend == "compiled" and kernel is None:
             raise ValueError("backend='compiled' needs a fitted WeightedMiniBucket and the built _aobfs kernel")
         node_bytes = NODE_BYTES if kernel is None else NODE_BYTES_COMPILED
@@ -605,15 +600,9 @@ def _query_functions(wmb):
     arcs, heurs = getattr(wmb, "_arc", None), getattr(wmb, "_heur", None)
     if arcs is None or heurs is None:
         return wmb.log_arc_weight, wmb.log_heuristic
-    try:
-        from ._aobfs import LookupSum
-    except ImportError as exc:  # pragma: no cover - build problem
-        from ..exceptions import PerformanceWarning
-        import warnings
+    from .._build import load_kernel
 
-        warnings.warn(f"compiled lookups unavailable ({exc}); using the WMB methods (slower)",
-                      PerformanceWarning, stacklevel=3)
-        return wmb.log_arc_weight, wmb.log_heuristic
+    LookupSum = load_kernel("sampling.bounds._aobfs").LookupSum
     cards = np.ascontiguousarray(wmb.model.cards, dtype=np.int64)
     return _lookup_fn(LookupSum, cards, arcs), _lookup_fn(LookupSum, cards, heurs)
 

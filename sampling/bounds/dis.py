@@ -35,7 +35,7 @@ from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket
                          greedy_log_lower, make_fast_proposal, sample_wmb_is)
 from .trace import BoundTrace
 
-__all__ = ["run", "METHODS"]
+__all__ = ["run", "METHODS", "check_writable"]
 
 METHODS = ("dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact")
 _NEG_INF = -math.inf
@@ -71,10 +71,7 @@ def _run_iv(method, time_limit, memory_mb, delta, n_samples, n_expansions, max_s
         n_expansions = 0
     else:
         n_expansions = _check_positive_int(n_expansions, "n_expansions", allow_none=False)
-    if max_samples is not None and max_samples == 0:
-        max_samples = 0
-    else:
-        max_samples = _check_positive_int(max_samples, "max_samples")
+    max_samples = _check_positive_int(max_samples, "max_samples")
     if max_expansions is not None and max_expansions == 0:
         max_expansions = 0
     else:
@@ -185,7 +182,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         Checkpoint file (JSON, written atomically; see :mod:`sampling.bounds.checkpoint`).
         If it exists the run resumes from it: same sampler state and trace, the WMB
         rebuilt with the saved order, i-bound and passes, the search tree by replaying the
-        saved number of expansions (not charged to the clock), and ``rng`` ignored. It is
+        saved number of expansions (not charged to the clock), and the saved random stream
+        going on (``rng`` must then be None or the seed the checkpoint was started with).
+        Every field is validated before use (:func:`sampling.bounds.checkpoint.validate_state`).
+        A new checkpoint's directory is checked for writing before the run starts. It is
         written every ``checkpoint_every`` seconds, at the end and on KeyboardInterrupt. A
         finished run resumed with a larger ``time_limit`` or ``max_samples`` goes on from
         where it stopped. Ignored for "wmb" and "exact".
@@ -202,9 +202,11 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     Raises
     ------
     ValueError
-        For an unknown method or a bad budget / parameter value, or a ``checkpoint`` of
-        another model, method or setting, or whose WMB / search tree does not rebuild to
-        the saved bounds (the message names the file).
+        For an unknown method or a bad budget / parameter value (``max_samples`` and
+        ``n_samples`` must be >= 1), or a ``checkpoint`` of another model, method, setting
+        or seed, with a malformed or inconsistent field, whose WMB / search tree does not
+        rebuild to the saved bounds (the message names the file and the field), or that
+        cannot be written.
     TypeError
         For a non-integer count or a bad ``rng``.
     MemoryError
@@ -259,18 +261,34 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     ckpt = None  # the checkpoint resumed from
+    seed = int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
     if checkpoint is not None and method != "wmb":
-        expected = {"fingerprint": model_fingerprint(model), "method": method,
+        expected = {"fingerprint": model_fingerprint(model), "method": method, "n_vars": model.n_vars,
                     "settings": {"delta": delta, "n_samples": n_samples, "n_expansions": n_expansions,
                                  "memory_mb": memory_mb, "max_nodes": max_nodes,
                                  "search_fraction": search_fraction, "clock": clock}}
+        if os.path.isdir(checkpoint):
+            raise ValueError(f"cannot write the checkpoint to {checkpoint}: it is a directory")
         if os.path.exists(checkpoint):
             ckpt = load_checkpoint(checkpoint, expected)
+            saved_seed = ckpt.get("seed")
+            if saved_seed is not None and (isinstance(saved_seed, bool) or not isinstance(saved_seed, int)):
+                raise ValueError(f"{checkpoint}: checkpoint field 'seed' must be an integer or null; "
+                                 f"got {saved_seed!r}")
+            if rng is not None and seed != saved_seed:
+                raise ValueError(f"{checkpoint}: the checkpoint was started with seed={saved_seed!r}; this "
+                                 f"run has rng={rng!r}. A resumed run goes on with the saved random "
+                                 "stream: pass rng=None (CLI: no --seed) or the same seed")
+            if not _same_float(ckpt["accumulator"]["delta"], delta):
+                raise ValueError(f"{checkpoint}: checkpoint field 'accumulator.delta' "
+                                 f"({ckpt['accumulator']['delta']!r}) differs from settings.delta ({delta!r})")
             if i_bound is not None and int(i_bound) != ckpt["i_bound"]:
                 raise ValueError(f"{checkpoint}: the checkpoint has i_bound={ckpt['i_bound']}, "
                                  f"this run i_bound={i_bound}")
             if elim_order is not None and [int(v) for v in elim_order] != ckpt["elim_order"]:
                 raise ValueError(f"{checkpoint}: the checkpoint was run with another elimination order")
+        else:
+            check_writable(checkpoint, "checkpoint")
     else:
         checkpoint = None
 
@@ -339,7 +357,13 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         meta.update(ckpt["meta"])
         meta["n_resumes"] = int(meta.get("n_resumes", 0)) + 1
         meta.update(time_limit=time_limit)
-        gen.bit_generator.state = ckpt["rng"]
+        try:
+            if ckpt["rng"]["bit_generator"] != type(gen.bit_generator).__name__:
+                raise ValueError(f"bit generator {ckpt['rng']['bit_generator']!r}")
+            gen.bit_generator.state = ckpt["rng"]
+        except (ValueError, TypeError, KeyError, OverflowError) as exc:
+            raise ValueError(f"{checkpoint}: checkpoint field 'rng' is not a valid "
+                             f"{type(gen.bit_generator).__name__} state ({exc})") from None
         acc = ImportanceAccumulator.from_state(ckpt["accumulator"])
         loop.update(ckpt["loop"])
         rec.rows = [dict(r) for r in ckpt["rows"]]
@@ -357,6 +381,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         save_checkpoint(checkpoint, {
             "fingerprint": expected["fingerprint"], "method": method, "settings": expected["settings"],
             "i_bound": meta["i_bound"], **rebuild, "meta": meta, "elapsed_s": rec.elapsed(),
+            "seed": seed if ckpt is None else ckpt.get("seed"),
             "rng": gen.bit_generator.state, "accumulator": acc.state_dict(), "loop": loop,
             "n_expansions": 0 if search is None else search.n_expansions_,
             "log_Z_search": None if search is None else search.log_Z_upper_,
@@ -374,6 +399,36 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     return trace
 
 
+def _same_float(a, b):
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def check_writable(path, what):
+    """Raise ValueError (naming ``what`` and ``path``) unless a file can be written at ``path``.
+
+    The check creates and removes a temporary file in the target directory (the atomic
+    writers of :mod:`sampling._atomic` write there and rename), so that an unwritable output
+    is found before a long run, not after it.
+    """
+    import tempfile
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"cannot write the {what} to {path}: it is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValueError(f"cannot write the {what} to {path}: directory {parent} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".write-check-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise ValueError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from None
+
+
 def _check_rebuilt(path, what, got, saved):
     if not (got == saved or abs(got - saved) <= 1e-9 * max(1.0, abs(saved))):
         raise ValueError(f"{path}: the rebuilt {what} is {got!r}, the checkpoint's {saved!r}; "
@@ -384,8 +439,11 @@ def _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wm
               n_samples, n_expansions, max_samples, max_expansions, search_fraction, save):
     """The anytime loop of :func:`run` from the state in ``acc``, ``loop`` and ``rec``
     (fresh or restored from a checkpoint); calls ``save()`` after each trace tick."""
-    if log_Z_wmb == _NEG_INF:  # the WMB bound proves Z = 0
-        rec.tick(lambda: _row(_NEG_INF, _NEG_INF, _NEG_INF, 0, 0, 0, False, _NEG_INF), force=True)
+    if log_Z_wmb == _NEG_INF or getattr(wmb, "is_exact", False):
+        # the WMB bound is ln Z itself (one mini-bucket per bucket, e.g. a model without
+        # variables) or proves Z = 0: the answer is exact, nothing left to do
+        meta["exact"] = True
+        rec.tick(lambda: _row(log_Z_wmb, log_Z_wmb, log_Z_wmb, 0, 0, 0, False, log_Z_wmb), force=True)
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     if method == "wmb":

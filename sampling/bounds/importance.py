@@ -223,7 +223,9 @@ def _load_kernel(pure_python=False):
     if pure_python:
         from . import _aobfs_py as mod
     else:
-        from . import _aobfs as mod
+        from .._build import load_kernel
+
+        mod = load_kernel("sampling.bounds._aobfs")
     return mod.ProposalKernel
 
 
@@ -332,12 +334,13 @@ class FastProposal:
 
 def make_fast_proposal(wmb, evaluator):
     """A :class:`FastProposal` for ``wmb``, or None (with a PerformanceWarning) if the WMB
-    does not expose its proposal tables or the compiled kernel is not built."""
+    does not expose its proposal tables (a duck-typed heuristic). An unbuilt compiled kernel
+    raises the ImportError of :func:`sampling._build.load_kernel`."""
     from ..exceptions import PerformanceWarning
 
     try:
         return FastProposal(wmb, evaluator)
-    except (AttributeError, ImportError) as exc:
+    except AttributeError as exc:  # a duck-typed WMB without tables; an unbuilt kernel raises
         warnings.warn(f"compiled proposal sampler unavailable ({exc}); using wmb.sample (slower)",
                       PerformanceWarning, stacklevel=2)
         return None

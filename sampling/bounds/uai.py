@@ -20,6 +20,7 @@ numbers, for error messages), as pyGMs ``readFileByTokens`` does.
 """
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -165,7 +166,7 @@ def read_uai(path, evidence=None):
     factors = []
     for a, sc in enumerate(scopes):
         shape = tuple(int(cards[v]) for v in sc)
-        size = int(np.prod(shape, dtype=np.int64))
+        size = math.prod(shape)  # Python ints: no int64 wrap-around on huge cardinalities
         i = tk.pos
         cnt = tk.int(f"the number of entries of factor {a}", lo=0)
         if cnt != size:

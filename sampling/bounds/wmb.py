@@ -445,6 +445,13 @@ class WeightedMiniBucket:
         self._fitted = True
         return self
 
+    @property
+    def is_exact(self):
+        """True when every bucket is one mini-bucket (i-bound >= induced width): the bound
+        is then ln Z itself (plain bucket elimination) and the proposal is exact."""
+        self._check_fitted()
+        return self.n_mini_buckets == self.model.n_vars
+
     # trailing-underscore aliases (estimator convention)
     @property
     def log_Z_upper_(self):

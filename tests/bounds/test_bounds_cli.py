@@ -24,6 +24,8 @@ def tiny_uai(tmp_path):
     rng = np.random.default_rng(0)
     facs = [Factor((i,), rng.normal(size=2)) for i in range(5)]
     facs += [Factor((i, i + 1), rng.normal(size=(2, 2))) for i in range(4)]
+    facs += [Factor((0, 4), rng.normal(size=(2, 2))), Factor((1, 3), rng.normal(size=(2, 2)))]  # width 2:
+    # i-bound 1 is not exact, so the sampling methods sample
     m = GraphicalModel([2] * 5, facs)
     p = tmp_path / "tiny.uai"
     write_uai(p, m)

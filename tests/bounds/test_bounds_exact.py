@@ -88,7 +88,7 @@ def test_memory_error_names_size_and_budget():
     # complete graph on 14 variables of 4 states: the first bucket spans all 14
     fs = [Factor((a, b), np.zeros((4, 4))) for a in range(14) for b in range(a + 1, 14)]
     m = GraphicalModel([4] * 14, fs)
-    with pytest.raises(MemoryError, match=r"268435456 entries \(2048\.0 MiB\).*memory_mb=1"):
+    with pytest.raises(MemoryError, match=r"402653184 table entries \(3072\.0 MiB\) alive at once.*variable 0.*memory_mb=1"):
         log_partition(m, memory_mb=1)
     with pytest.raises(ValueError, match="memory_mb"):
         log_partition(m, memory_mb=0)
