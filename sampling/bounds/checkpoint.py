@@ -21,7 +21,7 @@ from .._atomic import atomic_write_text
 
 __all__ = ["FORMAT", "model_fingerprint", "save_checkpoint", "load_checkpoint", "validate_state"]
 
-FORMAT = "sampling.bounds.checkpoint/1"
+FORMAT = "sampling.bounds.checkpoint/2"
 
 
 def model_fingerprint(model):
@@ -191,6 +191,7 @@ def validate_state(path, state, *, n_vars=None):
     if stage not in ("search", "sample"):
         raise ValueError(f"{path}: checkpoint field 'loop.stage' must be 'search' or 'sample'; got {stage!r}")
     u_min = _field(path, loop, "u_min", "float", allow=("-inf",), where="loop.")
+    u_max = _field(path, loop, "u_max", "float", allow=("-inf",), where="loop.")
     if u_min > log_wmb + _LOG_TOL * max(1.0, abs(log_wmb)):
         raise ValueError(f"{path}: checkpoint field 'loop.u_min' ({u_min}) is above the WMB bound "
                          f"meta.log_Z_wmb ({log_wmb})")
@@ -216,9 +217,12 @@ def validate_state(path, state, *, n_vars=None):
     if n and m == -math.inf and mean != 0.0:
         raise ValueError(f"{path}: checkpoint field 'accumulator._mean' must be 0 while no weight is positive")
     if n:
-        # each sample's bound U_i lies between the smallest deterministic bound and the WMB
-        # bound, so ln sum 1/U_i lies in [ln n - log_Z_wmb, ln n - u_min]
-        lo_s, hi_s = math.log(n) - log_wmb, math.log(n) - u_min
+        # each sample's bound U_i lies between the smallest deterministic bound and the
+        # largest bound used (a cheaper WMB of the ladder), so ln sum 1/U_i lies in
+        # [ln n - u_max, ln n - u_min]
+        if u_max < u_min:
+            raise ValueError(f"{path}: checkpoint field 'loop.u_max' ({u_max}) is below 'loop.u_min' ({u_min})")
+        lo_s, hi_s = math.log(n) - u_max, math.log(n) - u_min
         tol = _LOG_TOL * max(1.0, abs(lo_s), abs(hi_s)) + 1e-9
         if not (lo_s - tol <= lsu <= hi_s + tol):
             raise ValueError(f"{path}: checkpoint fields 'accumulator.n' ({n}) and "

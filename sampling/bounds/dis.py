@@ -137,10 +137,17 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     model : GraphicalModel
     method : {"dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact"}, default "dis"
     time_limit : float or None, default 60.0
-        Wall-clock budget in seconds (WMB construction included when built here; its
-        tightening passes stop after half of the budget). A sampling method draws at
-        least one round even when the WMB used up the budget. None = no time limit (then
-        give ``max_samples`` / ``max_expansions``).
+        Budget in seconds of ``clock`` for the whole call: the WMB (when built here), the
+        preprocessing and the method. When the WMB is built here it climbs a ladder of
+        i-bounds planned from work, not from the clock
+        (:func:`sampling.bounds.schedule.plan_wmb`): a cheap WMB gives the first bound
+        within a few percent of the budget, WMB-IS draws from the best finished WMB run
+        between the passes of the next one, and the largest WMB (at most half of the budget
+        in nominal work) is the one the method uses. A WMB still building at the deadline
+        is dropped and the run returns. A run is thus deterministic given ``rng`` and the
+        amount of work done; the clock only decides where it stops. None = no time limit
+        (one WMB with all its passes; then give ``max_samples`` / ``max_expansions``).
+        When a WMB is exact (i-bound >= induced width) the run returns ln Z at once.
     memory_mb : float, default 1024
         Memory budget (MB) for the WMB and the search tree together.
     delta : float in (0, 0.5), default 0.025
@@ -195,7 +202,9 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     Returns
     -------
     BoundTrace
-        Rows over time; ``meta`` holds ``log_Z_wmb`` (the WMB bound), ``log_Z_floor`` (a
+        Rows over time, from the first bound on; ``meta`` holds ``log_Z_wmb`` (the bound
+        of the WMB the method used), ``wmb_ladder`` (per WMB built: i-bound, passes, bound,
+        time, finished), ``exact`` (True when the answer is ln Z), ``log_Z_floor`` (a
         deterministic lower bound ln f(x) of the greedy WMB configuration, the common
         initial lower bound of the area metric), ``i_bound``, ``delta`` and the settings.
 
@@ -292,7 +301,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     else:
         checkpoint = None
 
+    acc = ImportanceAccumulator(delta)
+    loop = {"n_done": 0, "rounds_done": 0, "stage": "search", "u_min": math.inf, "u_max": _NEG_INF}
     t_wmb_built = 0.0
+    ev = fast = None
     if wmb is None and ckpt is not None:
         # the same WMB as the checkpointed run: same order, i-bound and number of passes
         from ..exceptions import ConvergenceWarning
@@ -304,25 +316,22 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
                                      elim_order=ckpt["elim_order"], n_iters=ckpt["wmb_passes"]).fit()
         t_wmb_built = float(ckpt["meta"]["t_wmb_s"])
     elif wmb is None:
-        from .wmb import WeightedMiniBucket
-
-        # the tightening passes may use at most half of the budget, so that the anytime
-        # method itself keeps at least the other half
-        wmb_time = None if math.isinf(time_limit) else 0.5 * time_limit
-        wmb = WeightedMiniBucket(model, i_bound=i_bound, memory_mb=memory_mb, elim_order=elim_order,
-                                 time_limit=wmb_time).fit()
-        t_wmb_built = now() - t0
+        sampling = method in ("dis", "two-stage", "wmb-is")
+        wmb, ev, fast = _build_wmb_ladder(model, i_bound, memory_mb, elim_order, time_limit, rec, acc,
+                                          loop, gen, meta, sampling, max_samples)
+        t_wmb_built = rec.elapsed()
+    if wmb is None:  # the budget ran out before the first WMB: nothing more to do
+        meta["log_Z_wmb"] = math.inf
+        rec.tick(lambda: _row(math.inf, _NEG_INF, math.nan, 0, 0, 0, False, math.inf), force=True)
+        return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
     log_Z_wmb = float(wmb.log_Z_upper)
     meta["log_Z_wmb"] = log_Z_wmb
     meta["i_bound"] = int(getattr(wmb, "i_bound", -1) if getattr(wmb, "i_bound", None) is not None else -1)
     if ckpt is not None:
         _check_rebuilt(checkpoint, "weighted mini-bucket bound", log_Z_wmb, ckpt["meta"]["log_Z_wmb"])
 
-    parent, _, _ = tree_structure(wmb.pseudo_tree, int(len(model.cards)))
-    # evaluate factors of the model the WMB used (card-1 variables squeezed out), so that
-    # factor buckets agree with the WMB arc weights
-    wmodel = getattr(wmb, "model", None) or model
-    ev = FactorEvaluator(wmodel, parent, const_bucket=constant_bucket(wmb, wmodel, parent))
+    if ev is None:
+        ev = _evaluator(wmb, model)
     try:
         meta["log_Z_floor"] = greedy_log_lower(wmb, ev)
     except Exception:  # noqa: BLE001 - the floor is only a convenience for the area metric
@@ -330,9 +339,11 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
 
     # compiled proposal sampler when the WMB exposes its tables (a duck-typed heuristic
     # such as BruteForceHeuristic is sampled through its own ``sample``)
-    fast = make_fast_proposal(wmb, ev) if hasattr(wmb, "_prop") else None
+    if fast is None:
+        fast = make_fast_proposal(wmb, ev) if hasattr(wmb, "_prop") else None
     search = None
-    if method in ("dis", "two-stage", "aobfs"):  # compiled lookup tables + the root node
+    out_of_time = ckpt is None and rec.elapsed() >= time_limit
+    if method in ("dis", "two-stage", "aobfs") and not (out_of_time or getattr(wmb, "is_exact", False)):  # compiled lookup tables + the root node
         # pure search keeps improving past the memory budget (memory-limited AOBFS, Sec. 5
         # of [1]_); DIS and two-stage sample from the tree, so they stop at the budget
         search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes,
@@ -344,15 +355,15 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
                 raise ValueError(f"{checkpoint}: replayed {search.n_expansions_} of the checkpoint's "
                                  f"{ckpt['n_expansions']} expansions")
             _check_rebuilt(checkpoint, "search bound U_S", search.log_Z_upper_, ckpt["log_Z_search"])
-    # the clock covers the WMB (when built here) and the method itself, not the one-off
-    # preprocessing above (factor index, compiled proposal / lookup tables, greedy floor,
-    # and on resume the rebuild of the WMB and of the search tree)
-    rec.t0 = now() - t_wmb_built
+    # the clock covers the whole call: the WMB ladder, the preprocessing (factor index,
+    # compiled proposal / lookup tables, greedy floor) and the method; on resume it goes
+    # on from the saved elapsed time (the rebuild of the WMB and the search tree is not
+    # charged)
     meta["t_wmb_s"] = t_wmb_built
-    acc = ImportanceAccumulator(delta)
-    loop = {"n_done": 0, "rounds_done": 0, "stage": "search", "u_min": log_Z_wmb}
+    loop["u_min"] = min(loop["u_min"], log_Z_wmb)
+    loop["u_max"] = max(loop["u_max"], log_Z_wmb)
     if search is not None:
-        loop["u_min"] = min(search.log_Z_upper_, log_Z_wmb)
+        loop["u_min"] = min(search.log_Z_upper_, loop["u_min"])
     if ckpt is not None:
         meta.update(ckpt["meta"])
         meta["n_resumes"] = int(meta.get("n_resumes", 0)) + 1
@@ -389,14 +400,114 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         last_save[0] = rec.elapsed()
 
     try:
-        trace = _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wmb,
-                          time_limit, n_samples, n_expansions, max_samples, max_expansions,
-                          search_fraction, save)
+        if out_of_time and not getattr(wmb, "is_exact", False):
+            trace = _final_row(method, rec, meta, acc, loop)
+        else:
+            trace = _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wmb,
+                              time_limit, n_samples, n_expansions, max_samples, max_expansions,
+                              search_fraction, save)
     except KeyboardInterrupt:
         save(force=True)  # a consistent state: the samples of an unfinished batch are dropped
         raise
     save(force=True)
     return trace
+
+
+def _evaluator(wmb, model):
+    """FactorEvaluator of the model the WMB used (card-1 variables squeezed out), so that
+    factor buckets agree with the WMB arc weights."""
+    parent, _, _ = tree_structure(wmb.pseudo_tree, int(len(model.cards)))
+    wmodel = getattr(wmb, "model", None) or model
+    return FactorEvaluator(wmodel, parent, const_bucket=constant_bucket(wmb, wmodel, parent))
+
+
+def _ladder_row(acc, loop):
+    """Trace row while the WMB ladder runs: the best WMB bound and the WMB-IS bounds."""
+    det = loop["u_min"]
+    if acc.n == 0:
+        return _row(det, _NEG_INF, math.nan, 0, 0, 0, False, det)
+    lo, up = acc.bounds(det)
+    return _row(up, lo, acc.log_Z_hat, acc.n, 0, 0, acc.lower_is_markov, det)
+
+
+def _final_row(method, rec, meta, acc, loop):
+    """The trace when the budget ran out during the WMB ladder (no method phase)."""
+    rec.tick(lambda: _ladder_row(acc, loop), force=True)
+    meta["n_bound_violations"] = acc.n_bound_violations
+    return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
+
+
+def _build_wmb_ladder(model, i_bound, memory_mb, elim_order, time_limit, rec, acc, loop, gen, meta,
+                      sampling, max_samples):
+    """Build the WMBs of :func:`sampling.bounds.schedule.plan_wmb`, cheapest first.
+
+    Each finished rung whose bound is the best so far records a trace row; while a larger
+    rung runs its passes, WMB-IS draws from the best finished rung go into ``acc`` (their
+    U_i is that rung's bound), a fixed number per pass (work-based, so the run is
+    deterministic given the seed and the work done). A rung cut by the time budget is
+    dropped (the first one is never cut, it is the cheap one). A rung at the induced width
+    is exact and ends the ladder.
+
+    Returns
+    -------
+    (WeightedMiniBucket or None, FactorEvaluator or None, FastProposal or None)
+        The best finished rung (None if none finished), its evaluator and proposal.
+    """
+    from ..exceptions import ConvergenceWarning
+    from .schedule import SAMPLES_PER_MIB, plan_wmb
+    from .wmb import BuildInterrupted, WeightedMiniBucket
+
+    probe = WeightedMiniBucket(model, memory_mb=memory_mb, elim_order=elim_order).prepare()
+    rungs = plan_wmb(probe, memory_mb=memory_mb, time_limit=time_limit, i_bound=i_bound)
+    order = probe.elim_order
+    best = {"wmb": None, "ev": None, "fast": None}
+    history = []
+    meta["wmb_ladder"] = history
+
+    def stop():
+        return rec.elapsed() >= time_limit
+
+    def on_pass(rung_mb):
+        def draw(_wmb):
+            if not sampling or best["wmb"] is None or stop():
+                return
+            k = max(1, int(math.ceil(SAMPLES_PER_MIB * rung_mb)))
+            if max_samples is not None:
+                k = min(k, max_samples - acc.n)
+            if k <= 0:
+                return
+            u = float(best["wmb"].log_Z_upper)
+            log_w = sample_wmb_is(best["wmb"], best["ev"], k, gen, fast=best["fast"])
+            acc.add(log_w, u)
+            loop["n_done"] += k
+            loop["u_max"] = max(loop["u_max"], u)
+            rec.tick(lambda: _ladder_row(acc, loop))
+        return draw
+
+    for j, rung in enumerate(rungs):
+        if j:  # samples from the best finished rung before this rung's first pass
+            on_pass(rung.memory_mb)(None)
+        w = WeightedMiniBucket(model, i_bound=rung.i_bound, memory_mb=memory_mb, elim_order=order,
+                               n_iters=rung.n_iters)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)  # passes are budgeted
+                w.fit(stop=None if j == 0 else stop, on_pass=on_pass(rung.memory_mb))
+        except BuildInterrupted:
+            history.append({"i_bound": rung.i_bound, "n_iters": rung.n_iters, "log_Z_upper": None,
+                            "time_s": rec.elapsed(), "finished": False})
+            break
+        history.append({"i_bound": rung.i_bound, "n_iters": int(w.n_iters_), "log_Z_upper": float(w.log_Z_upper),
+                        "time_s": rec.elapsed(), "finished": True})
+        if best["wmb"] is None or w.log_Z_upper <= best["wmb"].log_Z_upper:
+            ev = best["ev"] if best["ev"] is not None else _evaluator(w, model)
+            best.update(wmb=w, ev=ev, fast=make_fast_proposal(w, ev))
+            loop["u_min"] = min(loop["u_min"], float(w.log_Z_upper))
+            rec.tick(lambda: _ladder_row(acc, loop), force=True)
+        del w
+        if best["wmb"].is_exact or not math.isfinite(best["wmb"].log_Z_upper) or stop():
+            break
+    return best["wmb"], best["ev"], best["fast"]
 
 
 def _same_float(a, b):

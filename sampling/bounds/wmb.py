@@ -47,7 +47,7 @@ from .exact import _check_memory, default_order
 from .model import GraphicalModel, _broadcast_sum, _logsumexp0, _strides
 from .ordering import PseudoTree, _check_order
 
-__all__ = ["WeightedMiniBucket"]
+__all__ = ["BuildInterrupted", "WeightedMiniBucket"]
 
 _BYTES = 8
 
@@ -93,6 +93,10 @@ def _common_vars(st, mbs, k):
     if len(mbs) <= 1:
         return {k}
     return set.intersection(*[set(st["scope"][c]) for c in mbs])
+
+
+class BuildInterrupted(Exception):
+    """:meth:`WeightedMiniBucket.fit` was stopped by its ``stop`` callable."""
 
 
 class _Lookup:
@@ -342,13 +346,14 @@ class WeightedMiniBucket:
         return a, mem(a)[1]
 
     # ------------------------------------------------------------------ fitting
-    def fit(self):
-        """Build the mini-buckets, run the passes, and prepare heuristic/proposal tables.
+    def prepare(self):
+        """Squeeze the model and fix the elimination order and pseudo tree (no tables yet).
 
-        Returns
-        -------
-        self
+        Cheap next to :meth:`fit`; lets :meth:`memory_for` price i-bounds before any table
+        is allocated. :meth:`fit` calls it. Returns self.
         """
+        if getattr(self, "_prepared", False):
+            return self
         model = self._model_in.squeeze()
         self.model = model
         if self._elim_order_param is None:
@@ -358,6 +363,41 @@ class WeightedMiniBucket:
         self.elim_order = order
         self.pseudo_tree = PseudoTree(model, order)
         self._pos = self.pseudo_tree.position
+        self._prepared = True
+        return self
+
+    def memory_for(self, i_bound):
+        """Estimated MiB of the tables at ``i_bound`` (see Notes of the class), without
+        allocating them; needs :meth:`prepare`. A Python float (no overflow)."""
+        self.prepare()
+        return float(self._memory(self._partition(int(i_bound))))
+
+    def fit(self, stop=None, on_pass=None):
+        """Build the mini-buckets, run the passes, and prepare heuristic/proposal tables.
+
+        Parameters
+        ----------
+        stop : callable, optional
+            Called between buckets; when it returns True the build is abandoned with
+            :class:`BuildInterrupted` (the object is then unusable). Used by
+            :func:`sampling.bounds.run` to keep its time budget during a long build.
+        on_pass : callable, optional
+            Called with ``self`` after each reparameterisation pass (its bound is
+            ``bound_history_[-1]``); :func:`sampling.bounds.run` samples there.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        BuildInterrupted
+            If ``stop()`` returned True.
+        """
+        self._stop = stop
+        self.prepare()
+        model = self.model
+        order = self.elim_order
         if self._i_bound_param is None:
             ib, st = self._choose_i_bound()
         else:
@@ -413,6 +453,8 @@ class WeightedMiniBucket:
                 del nu
                 self.n_iters_ += 1
                 self.bound_history_.append(b)
+                if on_pass is not None:
+                    on_pass(self)
                 gain = best - b if np.isfinite(b) else -np.inf
                 if gain >= 0:
                     best, best_params = b, self._params()
@@ -442,6 +484,7 @@ class WeightedMiniBucket:
             best = self._forward(update=False)
         self.log_Z_upper = float(best)
         self._prepare_queries()
+        self._stop = None
         self._fitted = True
         return self
 
@@ -489,7 +532,10 @@ class WeightedMiniBucket:
         self._F = [None] * nmb
         self._lam = [None] * nmb
         bound = self._const
+        stop = getattr(self, "_stop", None)
         for k in self.elim_order.tolist():
+            if stop is not None and stop():
+                raise BuildInterrupted("weighted mini-bucket build stopped (time budget)")
             mbs = st["bucket"][k]
             for c in mbs:
                 self._F[c] = self._mb_table(c)
@@ -561,7 +607,10 @@ class WeightedMiniBucket:
             p = self._parent_mb[c]
             if p >= 0:
                 pending[p] += 1
+        stop = getattr(self, "_stop", None)
         for k in self.elim_order[::-1].tolist():
+            if stop is not None and stop():
+                raise BuildInterrupted("weighted mini-bucket build stopped (time budget)")
             for c in st["bucket"][k]:
                 p = self._parent_mb[c]
                 sc = st["scope"][c]

@@ -394,11 +394,13 @@ def test_edge_models(name, method):
     assert np.all(tr.log_Z_lower <= lz + 1e-9) and np.all(tr.log_Z_upper >= lz - 1e-9)
 
 
-@pytest.mark.parametrize("method", ["dis", "wmb-is", "two-stage"])
-def test_run_draws_one_round_when_the_wmb_used_up_the_budget(method):
+@pytest.mark.parametrize("method", ["dis", "wmb-is", "two-stage", "aobfs"])
+def test_run_keeps_the_budget_when_the_wmb_used_it_up(method):
+    """The budget holds for the whole call: once the first (cheap) WMB has used it up the
+    run returns that bound, without a search or sampling phase."""
     m = random_model(n=8, seed=9)
     lz = brute_log_z(m)
     tr = run(m, method, time_limit=1e-9, i_bound=1, rng=0)
-    assert tr.n_samples[-1] >= 1
-    assert np.isfinite(tr.final_log_Z_lower)
-    assert tr.final_log_Z_lower <= lz + 1e-9 <= tr.final_log_Z_upper + 2e-9
+    assert tr.n_samples[-1] == 0 and tr.n_expansions[-1] == 0
+    assert tr.final_log_Z_upper == tr.meta["log_Z_wmb"] >= lz - 1e-9
+    assert tr.final_log_Z_lower == -np.inf

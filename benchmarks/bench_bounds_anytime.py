@@ -1,0 +1,137 @@
+"""Anytime behaviour of ``sampling.bounds.run`` (issue 15, item 1): time of the first finite
+upper bound, time the call returns, bracketing of the reference ln Z at every trace point.
+
+The logic of ``/work/shared/checks/bounds-anytime`` (which calls the installed package), run on
+this source tree, over any instances::
+
+    python benchmarks/bench_bounds_anytime.py --time 30 pedigree23 pedigree37 Grids_15 Promedus_25
+    python benchmarks/bench_bounds_anytime.py --time 30 --all-dev --out benchmarks/measured/anytime_30s.csv
+
+A name is looked up in ``../shared/data/uai/pedigree`` (reference ln Z from its SOURCES.md) and in
+``../shared/data/uai/uai2014_dev`` (with its ``.evid``; reference from the ``.PR`` file, log10).
+One process, instances one after the other (the machine is shared: never run two at once).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # measure this source tree, not an installed copy
+    sys.path.insert(0, str(ROOT))
+# the shared data beside the repository (a worktree one level deeper also finds it)
+DATA = next((d for d in (ROOT / ".." / "shared" / "data" / "uai", ROOT / ".." / ".." / "shared" / "data" / "uai")
+             if d.is_dir()), ROOT / ".." / "shared" / "data" / "uai")
+
+# ln Z of the pedigrees from ../shared/data/uai/SOURCES.md (pedigree51 disputed: none)
+PEDIGREE_LNZ = {
+    "pedigree1": -32.4830, "pedigree7": -149.2639, "pedigree9": -180.8040, "pedigree13": -71.7891,
+    "pedigree18": -179.9323, "pedigree19": -135.9099, "pedigree20": -68.2265, "pedigree23": -88.7775,
+    "pedigree25": -266.5749, "pedigree30": -192.8027, "pedigree31": -160.4941, "pedigree33": -124.9790,
+    "pedigree34": -147.8932, "pedigree37": -268.4354, "pedigree38": -124.9152, "pedigree39": -235.3221,
+    "pedigree40": -202.3622, "pedigree41": -175.0860, "pedigree42": -70.8307, "pedigree44": -146.1531,
+    "pedigree50": -52.6831, "pedigree51": None,
+}
+
+
+def _pr_ref(path):
+    """ln Z from a UAI 2014 ``.PR`` file (last number: log10 Z)."""
+    toks = Path(path).read_text().split()
+    return float(toks[-1]) * math.log(10.0)
+
+
+def find(name):
+    """(model path, evidence path or None, reference ln Z or None)."""
+    p = DATA / "pedigree" / f"{name}.uai"
+    if p.exists():
+        return p, None, PEDIGREE_LNZ.get(name)
+    p = DATA / "uai2014_dev" / f"{name}.uai"
+    if p.exists():
+        pr = Path(str(p) + ".PR")
+        return p, Path(str(p) + ".evid"), (_pr_ref(pr) if pr.exists() else None)
+    raise FileNotFoundError(f"no instance {name!r} under {DATA}")
+
+
+def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=5e-4 * math.log(10), clock="wall"):
+    from sampling.bounds import read_uai, run
+
+    path, evid, ref = find(name)
+    lz = ref if log_Z is None else log_Z
+    m = read_uai(path, evidence=evid) if evid is not None else read_uai(path)
+    now = time.perf_counter if clock == "wall" else time.process_time
+    t0 = now()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tr = run(m, method=method, time_limit=time_limit, memory_mb=memory_mb, delta=delta, rng=seed,
+                 clock=clock)
+    el = now() - t0
+    df = tr.to_frame()
+    up, lo = df["log_Z_upper"].to_numpy(), df["log_Z_lower"].to_numpy()
+    fin = np.isfinite(up)
+    first = float(df["time_s"].to_numpy()[fin].min()) if fin.any() else math.inf
+    fin_lo = np.isfinite(lo)
+    first_lo = float(df["time_s"].to_numpy()[fin_lo].min()) if fin_lo.any() else math.inf
+    if lz is None:
+        bracket = None
+        det_ok = None
+    else:
+        bracket = not ((up < lz - tol).any() or (lo > lz + tol).any())
+        det_ok = not (df["log_Z_upper_det"].to_numpy() < lz - tol).any()
+    ladder = ";".join(f"i{r['i_bound']}x{r['n_iters']}@{r['time_s']:.1f}s" + ("" if r["finished"] else "(cut)")
+                      for r in tr.meta.get("wmb_ladder", []))
+    return dict(instance=name, method=method, clock=clock, time_limit=time_limit, first_upper_s=round(first, 3),
+                first_lower_s=round(first_lo, 3), returned_s=round(el, 2), log_Z_ref=lz,
+                final_upper=float(up[-1]), final_lower=float(lo[-1]), gap=float(up[-1] - lo[-1]),
+                bracketed=bracket, det_upper_ok=det_ok, n_samples=int(df["n_samples"].iloc[-1]),
+                n_expansions=int(df["n_expansions"].iloc[-1]), i_bound=tr.meta.get("i_bound"),
+                exact=bool(tr.meta.get("exact", False)), ladder=ladder)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("instances", nargs="*")
+    ap.add_argument("--all-dev", action="store_true", help="every instance of uai2014_dev")
+    ap.add_argument("--all-pedigree", action="store_true", help="every pedigree")
+    ap.add_argument("--time", type=float, default=30.0)
+    ap.add_argument("--method", default="dis")
+    ap.add_argument("--memory-mb", type=float, default=1024.0)
+    ap.add_argument("--delta", type=float, default=0.025)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="budget and times in wall-clock or process CPU seconds (cpu: a loaded shared "
+                         "machine measured as if the core were free)")
+    ap.add_argument("--out", default=None, help="CSV of the measurements (atomic)")
+    args = ap.parse_args(argv)
+    names = list(args.instances)
+    if args.all_pedigree:
+        names += sorted(p.stem for p in (DATA / "pedigree").glob("pedigree*.uai"))
+    if args.all_dev:
+        names += sorted(p.stem for p in (DATA / "uai2014_dev").glob("*.uai"))
+    if not names:
+        ap.error("give instance names or --all-dev / --all-pedigree")
+    rows = []
+    for name in names:
+        r = measure(name, args.time, args.method, args.memory_mb, args.delta, args.seed, clock=args.clock)
+        rows.append(r)
+        print(f"{name}: first upper {r['first_upper_s']:.2f}s, first lower {r['first_lower_s']:.2f}s, "
+              f"returned {r['returned_s']:.1f}s, gap {r['gap']:.4f}, bracketed {r['bracketed']}, "
+              f"exact {r['exact']}, i-bound {r['i_bound']}, samples {r['n_samples']}, "
+              f"expansions {r['n_expansions']}, ladder {r['ladder']}", flush=True)
+    if args.out:
+        import pandas as pd
+
+        from sampling._atomic import atomic_open
+
+        with atomic_open(args.out, "w", newline="") as fh:
+            pd.DataFrame(rows).to_csv(fh, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
