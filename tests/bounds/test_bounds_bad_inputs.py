@@ -79,7 +79,7 @@ def test_max_samples_zero_and_negative_are_refused_alike(bad, tmp_path, capsys):
     with pytest.raises(ValueError, match=f"max_samples parameter must be >= 1; got {bad}"):
         run(chain_model(), "dis", time_limit=1.0, max_samples=bad)
     p = tmp_path / "m.uai"
-    write_uai(p, chain_model(n=6))
+    write_uai(chain_model(n=6), p)
     with pytest.raises(SystemExit) as exc:
         cli([str(p), "--max-samples", str(bad)])
     assert exc.value.code == 2
@@ -180,7 +180,7 @@ def test_resume_with_another_seed_is_refused(saved, tmp_path):
 
 def test_cli_resume_without_seed_keeps_the_saved_stream(tmp_path, capsys):
     p = tmp_path / "m.uai"
-    write_uai(p, chain_model(n=10))
+    write_uai(chain_model(n=10), p)
     ck = tmp_path / "c.json"
     base = [str(p), "--method", "wmb-is", "--i-bound", "1", "--time", "30", "--checkpoint", str(ck), "--quiet"]
     assert cli(base + ["--max-samples", "50", "--seed", "7"]) == 0
@@ -194,7 +194,7 @@ def test_cli_resume_without_seed_keeps_the_saved_stream(tmp_path, capsys):
 def test_unwritable_output_is_refused_before_the_run(tmp_path, capsys, flag, what):
     # before: the run went to its end, then a traceback lost the result
     p = tmp_path / "m.uai"
-    write_uai(p, chain_model(n=10))
+    write_uai(chain_model(n=10), p)
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
     code = cli([str(p), "--time", "30", "--max-samples", "1000000000",
@@ -217,7 +217,7 @@ def test_result_printed_before_output_files(tmp_path, capsys, monkeypatch):
     from sampling.bounds.trace import BoundTrace
 
     p = tmp_path / "m.uai"
-    write_uai(p, chain_model(n=10))
+    write_uai(chain_model(n=10), p)
 
     def fail(self, path):
         raise OSError(28, "No space left on device")
