@@ -230,7 +230,8 @@ class AOBFS:
         if self.backend not in ("auto", "compiled", "python"):
             raise ValueError(f"backend must be 'auto', 'compiled' or 'python', got {self.backend!r}")
         kernel = None
-        if self.backend != "python" and all(hasattr(wmb, n) for n in ("_arc", "_heur", "_prop")):
+        tables = getattr(wmb, "tables", None)  # a duck-typed heuristic has none
+        if self.backend != "python" and tables is not None:
             from .._build import load_kernel
 
             _k = load_kernel("sampling.bounds._aobfs")  # ImportError saying how to build
@@ -269,8 +270,8 @@ class AOBFS:
             ch_ptr = np.concatenate([[0], np.cumsum([len(k) for k in kids])]).astype(np.int64)
             ch_idx = np.ascontiguousarray(np.concatenate(kids) if kids else np.zeros(0), dtype=np.int64)
             self._ctree = AndOrTree(ch_ptr, ch_idx, self.is_leaf_.astype(np.int64), cards,
-                                    LookupSum(*lookup_arrays(cards, wmb._arc)),
-                                    LookupSum(*lookup_arrays(cards, wmb._heur)),
+                                    LookupSum(*lookup_arrays(cards, tables.arc)),
+                                    LookupSum(*lookup_arrays(cards, tables.heuristic)),
                                     log_const, self.max_nodes_, self.max_nodes_ + 1024,
                                     self._limited)
             self.n_nodes_ = self._ctree.n_nodes
@@ -338,6 +339,16 @@ class AOBFS:
     def compiled_(self):
         """True when the tree lives in the compiled ``_aobfs.AndOrTree``."""
         return self._ctree is not None
+
+    @property
+    def compiled_tree(self):
+        """The compiled ``_aobfs.AndOrTree`` (None with the Python backend). Code that
+        expands it directly (``dis_rounds``) must then call :meth:`record_expansions`."""
+        return self._ctree
+
+    def record_expansions(self, n_expanded):
+        """Update the counters after the compiled tree expanded ``n_expanded`` nodes."""
+        self._sync(n_expanded)
 
     # ---------------------------------------------------------------- search
     def expand(self, n=1, *, time_limit=None):
@@ -597,9 +608,10 @@ class AOBFS:
 def _query_functions(wmb):
     """(arc(y, a), heuristic(y, a)) -> ndarray (card[y],), compiled when the WMB exposes its
     lookup tables (``_arc`` / ``_heur``), else the WMB's public methods."""
-    arcs, heurs = getattr(wmb, "_arc", None), getattr(wmb, "_heur", None)
-    if arcs is None or heurs is None:
+    tables = getattr(wmb, "tables", None)
+    if tables is None:
         return wmb.log_arc_weight, wmb.log_heuristic
+    arcs, heurs = tables.arc, tables.heuristic
     from .._build import load_kernel
 
     LookupSum = load_kernel("sampling.bounds._aobfs").LookupSum

@@ -340,7 +340,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     # compiled proposal sampler when the WMB exposes its tables (a duck-typed heuristic
     # such as BruteForceHeuristic is sampled through its own ``sample``)
     if fast is None:
-        fast = make_fast_proposal(wmb, ev) if hasattr(wmb, "_prop") else None
+        fast = make_fast_proposal(wmb, ev) if getattr(wmb, "tables", None) is not None else None
     search = None
     out_of_time = ckpt is None and rec.elapsed() >= time_limit
     if method in ("dis", "two-stage", "aobfs") and not (out_of_time or getattr(wmb, "is_exact", False)):  # compiled lookup tables + the root node

@@ -34,6 +34,7 @@ References
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import time
@@ -47,7 +48,7 @@ from .exact import _check_memory, default_order
 from .model import GraphicalModel, _broadcast_sum, _logsumexp0, _strides
 from .ordering import PseudoTree, _check_order
 
-__all__ = ["BuildInterrupted", "WeightedMiniBucket"]
+__all__ = ["BuildInterrupted", "Lookup", "LookupTables", "WeightedMiniBucket"]
 
 _BYTES = 8
 
@@ -95,12 +96,46 @@ def _common_vars(st, mbs, k):
     return set.intersection(*[set(st["scope"][c]) for c in mbs])
 
 
+@dataclasses.dataclass(frozen=True)
+class LookupTables:
+    """The per-variable tables of a fitted WMB that the search and the proposal read.
+
+    Attributes
+    ----------
+    arc : list of list of Lookup, one list per variable
+        Original factors of each variable's bucket (their sum is the arc weight ln w).
+    heuristic : list of list of Lookup
+        Messages whose sum is the WMB heuristic ln h+ of each variable's AND nodes (Eq. 6).
+    proposal : list of list of (float, Lookup)
+        Per variable, the mixture components of the WMB-IS proposal (Eq. 7): the log
+        weight ln rho_kj and the conditional belief ln b_kj(x_k | ancestors).
+    """
+
+    arc: list
+    heuristic: list
+    proposal: list
+
+
 class BuildInterrupted(Exception):
     """:meth:`WeightedMiniBucket.fit` was stopped by its ``stop`` callable."""
 
 
-class _Lookup:
-    """A log table over ``vars`` read at assignments, with the axis of one variable kept."""
+class Lookup:
+    """A log table over ``vars`` read at assignments, with the axis of one variable kept.
+
+    Attributes
+    ----------
+    vars : ndarray of int64, shape (m,)
+        The table's variables other than the kept one.
+    strides : ndarray of int64, shape (m,)
+        C-order strides (in entries) of those variables in ``flat``.
+    flat : ndarray of float64
+        The log table, flattened in C order.
+    kstride : int
+        Stride of the kept variable (0 when the table does not depend on it).
+    has_k : bool
+        Whether the table depends on the kept variable.
+    """
 
     __slots__ = ("vars", "strides", "flat", "kstride", "has_k")
 
@@ -489,6 +524,13 @@ class WeightedMiniBucket:
         return self
 
     @property
+    def tables(self):
+        """:class:`LookupTables` of the fitted WMB (views, not copies): what the AND/OR
+        search (heuristic, arc weights) and the compiled proposal sampler read."""
+        self._check_fitted()
+        return LookupTables(self._arc, self._heur, self._prop)
+
+    @property
     def is_exact(self):
         """True when every bucket is one mini-bucket (i-bound >= induced width): the bound
         is then ln Z itself (plain bucket elimination) and the proposal is exact."""
@@ -643,7 +685,7 @@ class WeightedMiniBucket:
         for c, k in enumerate(st["var"]):
             for a in st["factors"][c]:
                 f = model.factors[a]
-                self._arc[k].append(_Lookup(f.scope, f.log_values, k))
+                self._arc[k].append(Lookup(f.scope, f.log_values, k))
         self._heur = [[] for _ in range(n)]
         for c, k in enumerate(st["var"]):
             r = st["recv"][c]
@@ -652,14 +694,14 @@ class WeightedMiniBucket:
             msg_scope = st["scope"][c][1:]
             v = int(pt.parent[k])
             while v >= 0:
-                self._heur[v].append(_Lookup(msg_scope, self._lam[c], v))
+                self._heur[v].append(Lookup(msg_scope, self._lam[c], v))
                 if v == r:
                     break
                 v = int(pt.parent[v])
         self._prop = [[] for _ in range(n)]
         for c, k in enumerate(st["var"]):
             cond = _cond_inplace(self._F[c], self._lam[c], self._weight[c])
-            self._prop[k].append((math.log(self._weight[c]), _Lookup(st["scope"][c], cond, k)))
+            self._prop[k].append((math.log(self._weight[c]), Lookup(st["scope"][c], cond, k)))
             self._F[c] = None
         self._F = None
 

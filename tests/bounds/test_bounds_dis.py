@@ -8,8 +8,8 @@ import pytest
 
 from sampling.bounds.aobfs import AOBFS
 from sampling.bounds.dis import run
-from sampling.bounds.importance import (BruteForceHeuristic, FactorEvaluator, ImportanceAccumulator,
-                                        sample_search_tree)
+from bounds_oracle import BruteForceHeuristic
+from sampling.bounds.importance import (FactorEvaluator, ImportanceAccumulator, sample_search_tree)
 from sampling._data import data_path
 from sampling.bounds.model import Factor, GraphicalModel
 
@@ -325,7 +325,7 @@ def test_lookup_kernel_matches_twin_and_wmb_queries():
     w = _wmb(m, 2)
     cards = np.asarray(w.model.cards, dtype=np.int64)
     rng = np.random.default_rng(1)
-    for per_var, ref in ((w._arc, w.log_arc_weight), (w._heur, w.log_heuristic)):
+    for per_var, ref in ((w.tables.arc, w.log_arc_weight), (w.tables.heuristic, w.log_heuristic)):
         kc = _aobfs.LookupSum(*lookup_arrays(cards, per_var))
         kp = _aobfs_py.LookupSum(*lookup_arrays(cards, per_var))
         for _ in range(30):
