@@ -6,6 +6,7 @@ this source tree, over any instances::
 
     python benchmarks/bench_bounds_anytime.py --time 30 pedigree23 pedigree37 Grids_15 Promedus_25
     python benchmarks/bench_bounds_anytime.py --time 30 --all-dev --out benchmarks/measured/anytime_30s.csv
+    python benchmarks/bench_bounds_anytime.py --time 60 --first-only --all-pedigree --all-dev --clock cpu
 
 A name is looked up in ``../shared/data/uai/pedigree`` (reference ln Z from its SOURCES.md) and in
 ``../shared/data/uai/uai2014_dev`` (with its ``.evid``; reference from the ``.PR`` file, log10).
@@ -58,6 +59,46 @@ def find(name):
     raise FileNotFoundError(f"no instance {name!r} under {DATA}")
 
 
+class _FirstBound(Exception):
+    pass
+
+
+def first_bound(name, time_limit, method, memory_mb, seed, clock="wall"):
+    """Time to the first finite upper bound of a ``time_limit`` run (the run is stopped
+    there), the ladder planned for that budget, and whether its last WMB is exact."""
+    from sampling.bounds import read_uai, run
+    from sampling.bounds.schedule import plan_wmb
+    from sampling.bounds.wmb import WeightedMiniBucket
+
+    path, evid, ref = find(name)
+    m = read_uai(path, evidence=evid) if evid is not None else read_uai(path)
+    seen = {}
+
+    def progress(row):
+        if math.isfinite(row["log_Z_upper"]):
+            seen.update(row)
+            raise _FirstBound
+
+    now = time.perf_counter if clock == "wall" else time.process_time
+    t0 = now()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tr = run(m, method=method, time_limit=time_limit, memory_mb=memory_mb, rng=seed, clock=clock,
+                     progress=progress)
+            seen = tr.to_frame().iloc[0].to_dict() if len(tr) else {}
+        except _FirstBound:
+            pass
+        el = now() - t0
+        rungs = plan_wmb(WeightedMiniBucket(m, memory_mb=memory_mb).prepare(), memory_mb=memory_mb,
+                         time_limit=time_limit)
+    ok = ref is None or seen.get("log_Z_upper", math.inf) >= ref - 5e-4 * math.log(10)
+    return dict(instance=name, time_limit=time_limit, clock=clock, first_upper_s=round(seen.get("time_s", math.inf), 3),
+                call_s=round(el, 2), first_upper=seen.get("log_Z_upper"), log_Z_ref=ref, upper_ok=ok,
+                plan=";".join(f"i{r.i_bound}x{r.n_iters}{'(exact)' if r.exact else ''}" for r in rungs),
+                last_exact=rungs[-1].exact)
+
+
 def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=5e-4 * math.log(10), clock="wall"):
     from sampling.bounds import read_uai, run
 
@@ -106,6 +147,8 @@ def main(argv=None):
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="budget and times in wall-clock or process CPU seconds (cpu: a loaded shared "
                          "machine measured as if the core were free)")
+    ap.add_argument("--first-only", action="store_true",
+                    help="stop each run at its first finite upper bound (time to first bound, the plan)")
     ap.add_argument("--out", default=None, help="CSV of the measurements (atomic)")
     args = ap.parse_args(argv)
     names = list(args.instances)
@@ -117,6 +160,12 @@ def main(argv=None):
         ap.error("give instance names or --all-dev / --all-pedigree")
     rows = []
     for name in names:
+        if args.first_only:
+            r = first_bound(name, args.time, args.method, args.memory_mb, args.seed, clock=args.clock)
+            rows.append(r)
+            print(f"{name}: first upper {r['first_upper_s']:.2f}s ({r['first_upper']}, ref {r['log_Z_ref']}, "
+                  f"ok {r['upper_ok']}), plan {r['plan']}", flush=True)
+            continue
         r = measure(name, args.time, args.method, args.memory_mb, args.delta, args.seed, clock=args.clock)
         rows.append(r)
         print(f"{name}: first upper {r['first_upper_s']:.2f}s, first lower {r['first_lower_s']:.2f}s, "

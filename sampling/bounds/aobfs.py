@@ -146,6 +146,10 @@ class AOBFS:
     max_nodes : int, optional
         Hard cap on the number of stored search nodes (overrides the memory estimate;
         use it for reproducible tests).
+    search_memory_mb : float, optional
+        MiB for the search nodes alone, as split once by the caller
+        (:func:`sampling.bounds.run` gives the WMB its tables and the search the rest);
+        overrides the split of ``memory_mb`` done here otherwise.
     backend : {"auto", "compiled", "python"}, default "auto"
         "compiled" keeps the tree in flat arrays (``_aobfs.AndOrTree``, needs the WMB's
         lookup tables); "python" uses the slotted-object reference implementation in
@@ -203,7 +207,8 @@ class AOBFS:
     """
 
     def __init__(self, model, *, wmb=None, i_bound=None, memory_mb=1024.0, max_nodes=None,
-                 backend="auto", memory_limited=False):
+                 backend="auto", memory_limited=False, search_memory_mb=None):
+        self.search_memory_mb = search_memory_mb
         self.model = model
         self.wmb = wmb
         self.i_bound = i_bound
@@ -241,6 +246,8 @@ class AOBFS:
         node_bytes = NODE_BYTES if kernel is None else NODE_BYTES_COMPILED
         if self.max_nodes is not None:
             self.max_nodes_ = int(self.max_nodes)
+        elif self.search_memory_mb is not None:
+            self.max_nodes_ = max(int(float(self.search_memory_mb) * 2**20 / node_bytes), 16)
         else:
             wmb_mb = float(getattr(wmb, "memory_mb_", 0.0) or 0.0)
             free = max(float(self.memory_mb) - wmb_mb, 0.05 * float(self.memory_mb))

@@ -346,7 +346,12 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     if method in ("dis", "two-stage", "aobfs") and not (out_of_time or getattr(wmb, "is_exact", False)):  # compiled lookup tables + the root node
         # pure search keeps improving past the memory budget (memory-limited AOBFS, Sec. 5
         # of [1]_); DIS and two-stage sample from the tree, so they stop at the budget
-        search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes,
+        # memory_mb is split here, once: the WMB's tables, the search nodes the rest (at
+        # least 5% of the budget)
+        wmb_mb = float(getattr(wmb, "memory_mb_", 0.0) or 0.0)
+        search_mb = max(memory_mb - wmb_mb, 0.05 * memory_mb)
+        meta["memory_split_mb"] = {"wmb": wmb_mb, "search": search_mb}
+        search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes, search_memory_mb=search_mb,
                        backend=backend, memory_limited=(method == "aobfs")).fit(max_expansions=0)
         if ckpt is not None and ckpt["n_expansions"]:
             # the tree depends only on the number of expansions (not on the samples)

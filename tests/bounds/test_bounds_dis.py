@@ -404,3 +404,15 @@ def test_run_keeps_the_budget_when_the_wmb_used_it_up(method):
     assert tr.n_samples[-1] == 0 and tr.n_expansions[-1] == 0
     assert tr.final_log_Z_upper == tr.meta["log_Z_wmb"] >= lz - 1e-9
     assert tr.final_log_Z_lower == -np.inf
+
+
+def test_run_splits_the_memory_budget_once():
+    """run gives the WMB its tables and the search tree the rest (issue 15: the split used
+    to be redone inside AOBFS); the node cap follows from the search share."""
+    from sampling.bounds.aobfs import NODE_BYTES_COMPILED
+
+    m = random_model(n=10, seed=3)
+    tr = run(m, "dis", time_limit=None, i_bound=2, max_samples=20, memory_mb=2.0, rng=0)
+    split = tr.meta["memory_split_mb"]
+    assert split["wmb"] > 0 and split["search"] == pytest.approx(2.0 - split["wmb"])
+    assert tr.meta["max_nodes"] == max(int(split["search"] * 2**20 / NODE_BYTES_COMPILED), 16)
