@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # measure this source tree, not an installed copy
+if "--installed" not in sys.argv and str(ROOT) not in sys.path:  # measure this tree, not an installed copy
     sys.path.insert(0, str(ROOT))
 # the shared data beside the repository (a worktree one level deeper also finds it)
 DATA = next((d for d in (ROOT / ".." / "shared" / "data" / "uai", ROOT / ".." / ".." / "shared" / "data" / "uai")
@@ -99,7 +99,8 @@ def first_bound(name, time_limit, method, memory_mb, seed, clock="wall"):
                 last_exact=rungs[-1].exact)
 
 
-def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=5e-4 * math.log(10), clock="wall"):
+def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=5e-4 * math.log(10), clock="wall",
+            trace_dir=None):
     from sampling.bounds import read_uai, run
 
     path, evid, ref = find(name)
@@ -113,6 +114,14 @@ def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=5e
                  clock=clock)
     el = now() - t0
     df = tr.to_frame()
+    if trace_dir is not None:
+        import json
+
+        Path(trace_dir).mkdir(parents=True, exist_ok=True)
+        df.to_csv(Path(trace_dir) / f"{name}.csv", index=False, float_format="%.10g")
+        (Path(trace_dir) / f"{name}.json").write_text(json.dumps(
+            {"returned_s": el, "log_Z_ref": lz, "log_Z_floor": tr.meta.get("log_Z_floor"),
+             "log_Z_wmb": tr.meta.get("log_Z_wmb")}, default=str))
     up, lo = df["log_Z_upper"].to_numpy(), df["log_Z_lower"].to_numpy()
     fin = np.isfinite(up)
     first = float(df["time_s"].to_numpy()[fin].min()) if fin.any() else math.inf
@@ -134,6 +143,56 @@ def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=5e
                 exact=bool(tr.meta.get("exact", False)), ladder=ladder)
 
 
+def _log_area(df, t0, t1, floor):
+    """Area of max(up - max(lo, floor), 0) over ln t in [t0, t1]; the first record's gap
+    holds before it."""
+    t = df["time_s"].to_numpy(dtype=float)
+    up = df["log_Z_upper"].to_numpy(dtype=float)
+    lo = np.maximum(df["log_Z_lower"].to_numpy(dtype=float), floor)
+    gap = np.maximum(up - lo, 0.0)
+    fin = np.isfinite(gap)
+    if not fin.any():
+        return math.inf
+    ends = np.append(t[1:], max(t1, t[-1]))
+    total = 0.0
+    a = np.log(np.clip(t, t0, t1))
+    b = np.log(np.clip(ends, t0, t1))
+    total += float(np.sum(np.where(b > a, (b - a) * np.where(fin, gap, 0.0), 0.0)))
+    if t[0] > t0:
+        first = gap[np.flatnonzero(fin)[0]]
+        total += (math.log(min(t[0], t1)) - math.log(t0)) * first
+    return total
+
+
+def compare(dir_a, dir_b, t_end):
+    """Print per instance the log-time areas over [1, t_end] of two trace folders and their ratio."""
+    import json
+
+    import pandas as pd
+
+    ratios = []
+    for pa in sorted(Path(dir_a).glob("*.csv")):
+        pb = Path(dir_b) / pa.name
+        if not pb.exists():
+            continue
+        da, db = pd.read_csv(pa), pd.read_csv(pb)
+        meta = json.loads(pa.with_suffix(".json").read_text())
+        floor = meta.get("log_Z_floor")
+        floor = float(floor) if floor is not None and math.isfinite(float(floor)) else None
+        if floor is None:
+            los = np.concatenate([d["log_Z_lower"].to_numpy(dtype=float) for d in (da, db)])
+            floor = float(np.min(los[np.isfinite(los)]))
+        aa, ab = _log_area(da, 1.0, t_end, floor), _log_area(db, 1.0, t_end, floor)
+        ratios.append(aa / ab)
+        print(f"{pa.stem}: area A {aa:.4f}, area B {ab:.4f}, A/B {aa / ab:.3f}; final gap A "
+              f"{da['log_Z_upper'].iloc[-1] - da['log_Z_lower'].iloc[-1]:.4f}, B "
+              f"{db['log_Z_upper'].iloc[-1] - db['log_Z_lower'].iloc[-1]:.4f}; first record A "
+              f"{da['time_s'].iloc[0]:.2f}s, B {db['time_s'].iloc[0]:.2f}s", flush=True)
+    if ratios:
+        print(f"geometric mean A/B over {len(ratios)}: {math.exp(np.mean(np.log(ratios))):.3f}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("instances", nargs="*")
@@ -147,10 +206,20 @@ def main(argv=None):
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="budget and times in wall-clock or process CPU seconds (cpu: a loaded shared "
                          "machine measured as if the core were free)")
+    ap.add_argument("--installed", action="store_true",
+                    help="measure the installed sampling package instead of this tree (run with python -P "
+                         "from outside the repository)")
+    ap.add_argument("--traces", default=None, help="write each run's trace (CSV + JSON) into this folder")
+    ap.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"), default=None,
+                    help="no runs: area between ln upper and ln lower over [1 s, --time] (log time) of the "
+                         "traces in DIR_A and DIR_B, same floor (the greedy floor of DIR_A's run, or the lowest "
+                         "finite lower bound of both), gap before a run's first record = its first gap")
     ap.add_argument("--first-only", action="store_true",
                     help="stop each run at its first finite upper bound (time to first bound, the plan)")
     ap.add_argument("--out", default=None, help="CSV of the measurements (atomic)")
     args = ap.parse_args(argv)
+    if args.compare:
+        return compare(args.compare[0], args.compare[1], args.time)
     names = list(args.instances)
     if args.all_pedigree:
         names += sorted(p.stem for p in (DATA / "pedigree").glob("pedigree*.uai"))
@@ -166,7 +235,8 @@ def main(argv=None):
             print(f"{name}: first upper {r['first_upper_s']:.2f}s ({r['first_upper']}, ref {r['log_Z_ref']}, "
                   f"ok {r['upper_ok']}), plan {r['plan']}", flush=True)
             continue
-        r = measure(name, args.time, args.method, args.memory_mb, args.delta, args.seed, clock=args.clock)
+        r = measure(name, args.time, args.method, args.memory_mb, args.delta, args.seed, clock=args.clock,
+                    trace_dir=args.traces)
         rows.append(r)
         print(f"{name}: first upper {r['first_upper_s']:.2f}s, first lower {r['first_lower_s']:.2f}s, "
               f"returned {r['returned_s']:.1f}s, gap {r['gap']:.4f}, bracketed {r['bracketed']}, "

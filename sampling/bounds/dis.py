@@ -598,7 +598,7 @@ def _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wm
         if search.solved_:
             lz = search.log_Z_upper_
             return _row(lz, lz, lz, acc.n, search.n_nodes_, search.n_expansions_, False, lz)
-        if not sampling or acc.n == 0:
+        if acc.n == 0:  # (two-stage search stage: the WMB-IS draws of the WMB ladder count)
             return _row(u_det, l_det, math.nan if acc.n == 0 else acc.log_Z_hat, acc.n,
                         search.n_nodes_, search.n_expansions_, False, u_det)
         lo, up = acc.bounds(u_det)
