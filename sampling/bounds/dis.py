@@ -149,7 +149,10 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         (one WMB with all its passes; then give ``max_samples`` / ``max_expansions``).
         When a WMB is exact (i-bound >= induced width) the run returns ln Z at once.
     memory_mb : float, default 1024
-        Memory budget (MB) for the WMB and the search tree together.
+        Memory budget (MiB) for the tables the method allocates: the WMB tables and the
+        search nodes together (split once here: the WMB its estimated tables, the search
+        the rest, at least 5%), or all live tables of exact elimination. The model's own
+        tables and the Python interpreter are not counted.
     delta : float in (0, 0.5), default 0.025
         Each probabilistic bound fails with probability at most ``delta`` (Theorem 1).
     n_samples : int, default 1
