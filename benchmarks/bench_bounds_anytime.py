@@ -144,8 +144,8 @@ def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=5e
 
 
 def _log_area(df, t0, t1, floor):
-    """Area of max(up - max(lo, floor), 0) over ln t in [t0, t1]; the first record's gap
-    holds before it."""
+    """Area of max(up - max(lo, floor), 0) over ln t in [t0, t1]; before the first record
+    no lower bound is known: the gap there is the first finite upper bound minus the floor."""
     t = df["time_s"].to_numpy(dtype=float)
     up = df["log_Z_upper"].to_numpy(dtype=float)
     lo = np.maximum(df["log_Z_lower"].to_numpy(dtype=float), floor)
@@ -159,7 +159,7 @@ def _log_area(df, t0, t1, floor):
     b = np.log(np.clip(ends, t0, t1))
     total += float(np.sum(np.where(b > a, (b - a) * np.where(fin, gap, 0.0), 0.0)))
     if t[0] > t0:
-        first = gap[np.flatnonzero(fin)[0]]
+        first = max(up[np.flatnonzero(np.isfinite(up))[0]] - floor, 0.0)
         total += (math.log(min(t[0], t1)) - math.log(t0)) * first
     return total
 
@@ -213,7 +213,8 @@ def main(argv=None):
     ap.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"), default=None,
                     help="no runs: area between ln upper and ln lower over [1 s, --time] (log time) of the "
                          "traces in DIR_A and DIR_B, same floor (the greedy floor of DIR_A's run, or the lowest "
-                         "finite lower bound of both), gap before a run's first record = its first gap")
+                         "finite lower bound of both); before a run's first record the gap is its first "
+                         "upper bound minus the floor")
     ap.add_argument("--first-only", action="store_true",
                     help="stop each run at its first finite upper bound (time to first bound, the plan)")
     ap.add_argument("--out", default=None, help="CSV of the measurements (atomic)")

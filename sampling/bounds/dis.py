@@ -485,11 +485,20 @@ def _build_wmb_ladder(model, i_bound, memory_mb, elim_order, time_limit, rec, ac
             if k <= 0:
                 return
             u = float(best["wmb"].log_Z_upper)
-            log_w = sample_wmb_is(best["wmb"], best["ev"], k, gen, fast=best["fast"])
-            acc.add(log_w, u)
-            loop["n_done"] += k
-            loop["u_max"] = max(loop["u_max"], u)
-            rec.tick(lambda: _ladder_row(acc, loop))
+            # chunks of 64, 128, 256, ... draws (fixed, so deterministic), a trace row after
+            # each: the first lower bound comes after a few milliseconds, not after the batch
+            chunk = 64
+            while k > 0:
+                c = min(chunk, k)
+                log_w = sample_wmb_is(best["wmb"], best["ev"], c, gen, fast=best["fast"])
+                acc.add(log_w, u)
+                loop["n_done"] += c
+                loop["u_max"] = max(loop["u_max"], u)
+                rec.tick(lambda: _ladder_row(acc, loop))
+                k -= c
+                chunk *= 2
+                if stop():
+                    break
         return draw
 
     for j, rung in enumerate(rungs):

@@ -25,8 +25,10 @@ __all__ = ["WMB_MIB_PER_S", "SAMPLES_PER_MIB", "Rung", "plan_wmb"]
 #: 20.1 s, 440 MiB/s; a slower rate keeps the plans on the safe side.
 WMB_MIB_PER_S = 300.0
 #: WMB-IS draws interleaved after each pass of a rung being built, per MiB of that rung's
-#: tables (about a quarter of the pass time at 40 us per draw on a pedigree).
-SAMPLES_PER_MIB = 20.0
+#: tables (about 7% of the pass time at 40-80 us per draw on a pedigree). Measured: at 20
+#: per MiB, pedigree30 (30 CPU-s DIS) spent 6.4 s of its i-bound 19 build drawing from the
+#: i-bound 13 WMB, and DIS started at 15.4 s instead of about 9 s (final gap 0.0206).
+SAMPLES_PER_MIB = 5.0
 #: Python overhead of a pass per bucket (seconds): pedigree23 (402 variables) at i-bound 6
 #: (0.6 MiB of tables) ran 11 passes in 0.34 s.
 PASS_S_PER_VAR = 7e-5
