@@ -476,7 +476,11 @@ def _build_wmb_ladder(model, i_bound, memory_mb, elim_order, time_limit, rec, ac
         return rec.elapsed() >= time_limit
 
     def on_pass(rung_mb):
-        def draw(_wmb):
+        def draw(w):
+            if w is not None and math.isfinite(w.bound_history_[-1]) and w.bound_history_[-1] < loop["u_min"]:
+                # every pass's bound is a valid upper bound: the trace gets it at once
+                loop["u_min"] = float(w.bound_history_[-1])
+                rec.tick(lambda: _ladder_row(acc, loop), force=True)
             if not sampling or best["wmb"] is None or stop():
                 return
             k = max(1, int(math.ceil(SAMPLES_PER_MIB * rung_mb)))

@@ -417,8 +417,9 @@ class WeightedMiniBucket:
             :class:`BuildInterrupted` (the object is then unusable). Used by
             :func:`sampling.bounds.run` to keep its time budget during a long build.
         on_pass : callable, optional
-            Called with ``self`` after each reparameterisation pass (its bound is
-            ``bound_history_[-1]``); :func:`sampling.bounds.run` samples there.
+            Called with ``self`` after the first forward pass and after each
+            reparameterisation pass (the pass's bound, a valid upper bound on ln Z, is
+            ``bound_history_[-1]``); :func:`sampling.bounds.run` records it and samples there.
 
         Returns
         -------
@@ -471,6 +472,8 @@ class WeightedMiniBucket:
 
         t0 = time.perf_counter()
         self.bound_history_ = [self._forward(update=False)]
+        if on_pass is not None:
+            on_pass(self)
         best = self.bound_history_[0]
         best_params = self._params()
         converged = self.n_iters == 0 or nmb == len(self.elim_order) or not np.isfinite(best)
