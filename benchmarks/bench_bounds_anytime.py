@@ -11,6 +11,21 @@ this source tree, over any instances::
 A name is looked up in ``../shared/data/uai/pedigree`` (reference ln Z from its SOURCES.md) and in
 ``../shared/data/uai/uai2014_dev`` (with its ``.evid``; reference from the ``.PR`` file, log10).
 One process, instances one after the other (the machine is shared: never run two at once).
+
+Measured on the shared 2-core machine (load 4-7), CPU clock:
+
+* The six cases of the check, 30 s DIS, seed 1, at 451109e
+  (``benchmarks/measured/table1_anytime_check_30s_cpu.csv``): first finite upper bound 0.42-0.86 s,
+  first lower bound 0.51-2.05 s, returned by 30.08 s (DBN_14: exact, 1.69 s), every trace point
+  bracketed the reference ln Z.
+* ``--first-only --time 60`` on all 22 pedigrees and 43 uai2014_dev instances at 800d303
+  (``benchmarks/measured/table1_first_bound_60s_cpu.csv``): first finite upper bound max 3.7 s
+  (ObjectDetection_67, whose single WMB ran all its passes first; since b9bf345 every pass's bound is
+  recorded), median 1.28 s; 20 of the 65 plans end in an exact WMB; all first bounds >= the reference.
+* ``--compare`` of 30 s DIS traces, this tree at 9a8eca2 against the code before the ladder (5764e47,
+  ``--installed``): log-time area over [1 s, 30 s] 0.004 / 0.10 / 0.43 / 0.43 of the old one on
+  pedigrees 23 / 30 / 33 / 37 (first record 0.6-1.7 s vs 7.1-9.1 s); final gaps 0.0048 / 0.0138 /
+  0.0261 / 0.0203 vs 0.0037 / 0.0081 / 0.0241 / 0.0418.
 """
 from __future__ import annotations
 
