@@ -545,6 +545,20 @@ def check_writable(path, what):
     The check creates and removes a temporary file in the target directory (the atomic
     writers of :mod:`sampling._atomic` write there and rename), so that an unwritable output
     is found before a long run, not after it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output file (it may exist; it is not touched).
+    what : str
+        What the file is, for the message ("trace (--out)", "checkpoint", ...).
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is a directory, its directory does not exist, or a file cannot be
+        created there (permissions, read-only file system, a file where a directory is
+        expected).
     """
     import tempfile
 
