@@ -22,10 +22,12 @@ Measured on the shared 2-core machine (load 4-7), CPU clock:
   (``benchmarks/measured/table1_first_bound_60s_cpu.csv``): first finite upper bound max 3.7 s
   (ObjectDetection_67, whose single WMB ran all its passes first; since b9bf345 every pass's bound is
   recorded), median 1.28 s; 20 of the 65 plans end in an exact WMB; all first bounds >= the reference.
-* ``--compare`` of 30 s DIS traces, this tree at 9a8eca2 against the code before the ladder (5764e47,
-  ``--installed``): log-time area over [1 s, 30 s] 0.004 / 0.10 / 0.43 / 0.43 of the old one on
-  pedigrees 23 / 30 / 33 / 37 (first record 0.6-1.7 s vs 7.1-9.1 s); final gaps 0.0048 / 0.0138 /
-  0.0261 / 0.0203 vs 0.0037 / 0.0081 / 0.0241 / 0.0418.
+* ``--compare`` of 30 s DIS traces, this tree at b9bf345 against the code before the ladder (5764e47,
+  ``--installed``): log-time area over [1 s, 30 s] 0.003 / 0.041 / 0.14 / 0.22 of the old one on
+  pedigrees 23 / 30 / 33 / 37 (geometric mean 0.045; first record 0.15-0.45 s vs 7.1-9.1 s); final
+  gaps 0.0042 / 0.0116 / 0.0233 / 0.0210 vs 0.0037 / 0.0081 / 0.0241 / 0.0418.
+* The check's own logic (wall clock, 30 s, load ~5) on this tree at 55e225e: first bound 0.1-0.7 s,
+  returned by 30.2 s (DBN_14 exact at 3.4 s), all bracketed: rc 0.
 """
 from __future__ import annotations
 
