@@ -18,10 +18,10 @@ Measured on the shared 2-core machine (load 4-7), CPU clock:
   (``benchmarks/measured/table1_anytime_check_30s_cpu.csv``): first finite upper bound 0.42-0.86 s,
   first lower bound 0.51-2.05 s, returned by 30.08 s (DBN_14: exact, 1.69 s), every trace point
   bracketed the reference ln Z.
-* ``--first-only --time 60`` on all 22 pedigrees and 43 uai2014_dev instances at 800d303
-  (``benchmarks/measured/table1_first_bound_60s_cpu.csv``): first finite upper bound max 3.7 s
-  (ObjectDetection_67, whose single WMB ran all its passes first; since b9bf345 every pass's bound is
-  recorded), median 1.28 s; 20 of the 65 plans end in an exact WMB; all first bounds >= the reference.
+* ``--first-only --time 60`` on all 22 pedigrees and 43 uai2014_dev instances at 55e225e
+  (``benchmarks/measured/table1_first_bound_60s_cpu.csv``): first finite upper bound max 1.47 s
+  (pedigree51), median 0.24 s (at 800d303, before every pass's bound was recorded: max 3.7 s,
+  median 1.28 s); 20 of the 65 plans end in an exact WMB; all first bounds >= the reference ln Z.
 * ``--compare`` of 30 s DIS traces, this tree at b9bf345 against the code before the ladder (5764e47,
   ``--installed``): log-time area over [1 s, 30 s] 0.003 / 0.041 / 0.14 / 0.22 of the old one on
   pedigrees 23 / 30 / 33 / 37 (geometric mean 0.045; first record 0.15-0.45 s vs 7.1-9.1 s); final
