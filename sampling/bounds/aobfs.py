@@ -146,6 +146,10 @@ class AOBFS:
     max_nodes : int, optional
         Hard cap on the number of stored search nodes (overrides the memory estimate;
         use it for reproducible tests).
+    search_memory_mb : float, optional
+        MiB for the search nodes alone, as split once by the caller
+        (:func:`sampling.bounds.run` gives the WMB its tables and the search the rest);
+        overrides the split of ``memory_mb`` done here otherwise.
     backend : {"auto", "compiled", "python"}, default "auto"
         "compiled" keeps the tree in flat arrays (``_aobfs.AndOrTree``, needs the WMB's
         lookup tables); "python" uses the slotted-object reference implementation in
@@ -203,7 +207,8 @@ class AOBFS:
     """
 
     def __init__(self, model, *, wmb=None, i_bound=None, memory_mb=1024.0, max_nodes=None,
-                 backend="auto", memory_limited=False):
+                 backend="auto", memory_limited=False, search_memory_mb=None):
+        self.search_memory_mb = search_memory_mb
         self.model = model
         self.wmb = wmb
         self.i_bound = i_bound
@@ -230,21 +235,19 @@ class AOBFS:
         if self.backend not in ("auto", "compiled", "python"):
             raise ValueError(f"backend must be 'auto', 'compiled' or 'python', got {self.backend!r}")
         kernel = None
-        if self.backend != "python" and all(hasattr(wmb, n) for n in ("_arc", "_heur", "_prop")):
-            try:
-                from ._aobfs import AndOrTree, LookupSum
-                kernel = (AndOrTree, LookupSum)
-            except ImportError as exc:  # pragma: no cover - build problem
-                import warnings
-                from ..exceptions import PerformanceWarning
+        tables = getattr(wmb, "tables", None)  # a duck-typed heuristic has none
+        if self.backend != "python" and tables is not None:
+            from .._build import load_kernel
 
-                warnings.warn(f"compiled AND/OR tree unavailable ({exc}); using the Python tree",
-                              PerformanceWarning, stacklevel=3)
+            _k = load_kernel("sampling.bounds._aobfs")  # ImportError saying how to build
+            kernel = (_k.AndOrTree, _k.LookupSum)
         if self.backend == "compiled" and kernel is None:
             raise ValueError("backend='compiled' needs a fitted WeightedMiniBucket and the built _aobfs kernel")
         node_bytes = NODE_BYTES if kernel is None else NODE_BYTES_COMPILED
         if self.max_nodes is not None:
             self.max_nodes_ = int(self.max_nodes)
+        elif self.search_memory_mb is not None:
+            self.max_nodes_ = max(int(float(self.search_memory_mb) * 2**20 / node_bytes), 16)
         else:
             wmb_mb = float(getattr(wmb, "memory_mb_", 0.0) or 0.0)
             free = max(float(self.memory_mb) - wmb_mb, 0.05 * float(self.memory_mb))
@@ -274,8 +277,8 @@ class AOBFS:
             ch_ptr = np.concatenate([[0], np.cumsum([len(k) for k in kids])]).astype(np.int64)
             ch_idx = np.ascontiguousarray(np.concatenate(kids) if kids else np.zeros(0), dtype=np.int64)
             self._ctree = AndOrTree(ch_ptr, ch_idx, self.is_leaf_.astype(np.int64), cards,
-                                    LookupSum(*lookup_arrays(cards, wmb._arc)),
-                                    LookupSum(*lookup_arrays(cards, wmb._heur)),
+                                    LookupSum(*lookup_arrays(cards, tables.arc)),
+                                    LookupSum(*lookup_arrays(cards, tables.heuristic)),
                                     log_const, self.max_nodes_, self.max_nodes_ + 1024,
                                     self._limited)
             self.n_nodes_ = self._ctree.n_nodes
@@ -343,6 +346,16 @@ class AOBFS:
     def compiled_(self):
         """True when the tree lives in the compiled ``_aobfs.AndOrTree``."""
         return self._ctree is not None
+
+    @property
+    def compiled_tree(self):
+        """The compiled ``_aobfs.AndOrTree`` (None with the Python backend). Code that
+        expands it directly (``dis_rounds``) must then call :meth:`record_expansions`."""
+        return self._ctree
+
+    def record_expansions(self, n_expanded):
+        """Update the counters after the compiled tree expanded ``n_expanded`` nodes."""
+        self._sync(n_expanded)
 
     # ---------------------------------------------------------------- search
     def expand(self, n=1, *, time_limit=None):
@@ -602,18 +615,13 @@ class AOBFS:
 def _query_functions(wmb):
     """(arc(y, a), heuristic(y, a)) -> ndarray (card[y],), compiled when the WMB exposes its
     lookup tables (``_arc`` / ``_heur``), else the WMB's public methods."""
-    arcs, heurs = getattr(wmb, "_arc", None), getattr(wmb, "_heur", None)
-    if arcs is None or heurs is None:
+    tables = getattr(wmb, "tables", None)
+    if tables is None:
         return wmb.log_arc_weight, wmb.log_heuristic
-    try:
-        from ._aobfs import LookupSum
-    except ImportError as exc:  # pragma: no cover - build problem
-        from ..exceptions import PerformanceWarning
-        import warnings
+    arcs, heurs = tables.arc, tables.heuristic
+    from .._build import load_kernel
 
-        warnings.warn(f"compiled lookups unavailable ({exc}); using the WMB methods (slower)",
-                      PerformanceWarning, stacklevel=3)
-        return wmb.log_arc_weight, wmb.log_heuristic
+    LookupSum = load_kernel("sampling.bounds._aobfs").LookupSum
     cards = np.ascontiguousarray(wmb.model.cards, dtype=np.int64)
     return _lookup_fn(LookupSum, cards, arcs), _lookup_fn(LookupSum, cards, heurs)
 

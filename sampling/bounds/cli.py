@@ -25,14 +25,20 @@ def add_arguments(parser):
     parser.add_argument("--evid", default=None, help="UAI evidence file (.evid)")
     parser.add_argument("--method", default="dis", choices=METHODS, help="bounding method (default dis)")
     parser.add_argument("--time", type=float, default=60.0, help="time budget in seconds (default 60)")
-    parser.add_argument("--memory-mb", type=float, default=1024.0, help="memory budget in MB (default 1024)")
+    parser.add_argument("--memory-mb", type=float, default=1024.0,
+                        help="memory budget in MiB for the tables the method allocates: the WMB tables "
+                             "and search nodes together, or all live tables of exact elimination (the "
+                             "model's own tables and the Python interpreter are not counted; default 1024)")
     parser.add_argument("--delta", type=float, default=0.025,
                         help="failure probability of each probabilistic bound (default 0.025)")
     parser.add_argument("--i-bound", type=int, default=None, help="WMB i-bound (default: largest that fits)")
     parser.add_argument("--n-samples", type=int, default=1, help="samples per DIS round, N_l (default 1)")
     parser.add_argument("--n-expansions", type=int, default=10, help="expansions per DIS round, N_d (default 10)")
-    parser.add_argument("--max-samples", type=int, default=None, help="stop after this many samples")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--max-samples", type=_positive_int, default=None,
+                        help="stop after this many samples (>= 1)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="random seed (default 0; a resumed --checkpoint goes on with its saved "
+                             "random stream, and a --seed different from the saved one is refused)")
     parser.add_argument("--out", default=None, help="write the anytime trace here (CSV, atomic)")
     parser.add_argument("--plot", default=None, help="write a Fig. 3 style PNG of the trace here")
     parser.add_argument("--log-z", type=float, default=None, help="known ln Z to draw on the plot")
@@ -44,17 +50,47 @@ def add_arguments(parser):
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+def _positive_int(text):
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1; got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {v}")
+    return v
+
+
 def main(args) -> int:
-    """Run ``sampling bounds``; returns the process exit code."""
+    """Run ``sampling bounds``; returns the process exit code.
+
+    0 done; 2 bad input (model, option, checkpoint, or an output that cannot be written,
+    found before the run); 3 over the memory budget; 4 the final bounds were printed but an
+    output file (``--out``/``--plot``) could not be written.
+    """
     from ..exceptions import UAIFormatError
     from .uai import read_uai
-    from .dis import run
+    from .dis import check_writable, run
 
+    # outputs are checked before the (possibly long) run, not after it
+    resuming = bool(args.checkpoint) and args.method not in ("exact", "wmb") and os.path.exists(args.checkpoint)
+    try:
+        for what, path in (("trace (--out)", args.out), ("plot (--plot)", args.plot),
+                           ("checkpoint (--checkpoint)", None if resuming else args.checkpoint)):
+            if path:
+                check_writable(path, what)
+    except ValueError as exc:
+        print(f"sampling bounds: {exc}", file=sys.stderr)
+        return 2
     try:
         model = read_uai(args.model, evidence=args.evid)
     except (OSError, UAIFormatError) as exc:
         print(f"sampling bounds: cannot read the model: {exc}", file=sys.stderr)
         return 2
+    seed = args.seed
+    if seed is None and not resuming:
+        seed = 0
     t_start = time.perf_counter()
     last = [0.0]
 
@@ -71,7 +107,7 @@ def main(args) -> int:
         print(f"sampling bounds: {args.model} ({len(model.cards)} variables, {len(model.factors)} factors), "
               f"method {args.method}, time {args.time:g} s, memory {args.memory_mb:g} MB",
               file=sys.stderr, flush=True)
-        if args.checkpoint and args.method not in ("exact", "wmb") and os.path.exists(args.checkpoint):
+        if resuming:
             print(f"resuming from {args.checkpoint} (rebuilding the bound and the search tree) ...",
                   file=sys.stderr, flush=True)
         elif args.method != "exact":
@@ -80,7 +116,7 @@ def main(args) -> int:
     try:
         trace = run(model, method=args.method, time_limit=args.time, memory_mb=args.memory_mb,
                     delta=args.delta, n_samples=args.n_samples, n_expansions=args.n_expansions,
-                    i_bound=args.i_bound, rng=args.seed, max_samples=args.max_samples,
+                    i_bound=args.i_bound, rng=seed, max_samples=args.max_samples,
                     progress=progress, checkpoint=args.checkpoint,
                     checkpoint_every=args.checkpoint_every)
     except (ValueError, TypeError) as exc:
@@ -89,16 +125,26 @@ def main(args) -> int:
     except MemoryError as exc:
         print(f"sampling bounds: out of memory budget: {exc}", file=sys.stderr)
         return 3
-    if args.out:
-        trace.to_csv(args.out)
-    if args.plot:
-        from .trace import plot_traces
-
-        plot_traces({args.method: trace}, args.plot, log_Z=args.log_z, title=str(args.model))
+    # the result first: a failing output file must not lose it
     f = trace.final
     log10 = math.log(10.0)
     print(f"{args.method}: ln Z in [{f['log_Z_lower']:.6f}, {f['log_Z_upper']:.6f}] "
           f"(log10 [{f['log_Z_lower'] / log10:.6f}, {f['log_Z_upper'] / log10:.6f}]), "
           f"ln Z_hat {f['log_Z_hat']:.6f}, samples {f['n_samples']}, nodes {f['n_nodes']}, "
-          f"delta {args.delta}, {time.perf_counter() - t_start:.1f} s")
-    return 0
+          f"delta {args.delta}, {time.perf_counter() - t_start:.1f} s", flush=True)
+    code = 0
+    if args.out:
+        try:
+            trace.to_csv(args.out)
+        except OSError as exc:
+            print(f"sampling bounds: cannot write the trace to {args.out}: {exc}", file=sys.stderr)
+            code = 4
+    if args.plot:
+        from .trace import plot_traces
+
+        try:
+            plot_traces({args.method: trace}, args.plot, log_Z=args.log_z, title=os.path.basename(str(args.model)))
+        except OSError as exc:
+            print(f"sampling bounds: cannot write the plot to {args.plot}: {exc}", file=sys.stderr)
+            code = 4
+    return code

@@ -35,7 +35,7 @@ from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket
                          greedy_log_lower, make_fast_proposal, sample_wmb_is)
 from .trace import BoundTrace
 
-__all__ = ["run", "METHODS"]
+__all__ = ["run", "METHODS", "check_writable"]
 
 METHODS = ("dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact")
 _NEG_INF = -math.inf
@@ -71,10 +71,7 @@ def _run_iv(method, time_limit, memory_mb, delta, n_samples, n_expansions, max_s
         n_expansions = 0
     else:
         n_expansions = _check_positive_int(n_expansions, "n_expansions", allow_none=False)
-    if max_samples is not None and max_samples == 0:
-        max_samples = 0
-    else:
-        max_samples = _check_positive_int(max_samples, "max_samples")
+    max_samples = _check_positive_int(max_samples, "max_samples")
     if max_expansions is not None and max_expansions == 0:
         max_expansions = 0
     else:
@@ -140,12 +137,22 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     model : GraphicalModel
     method : {"dis", "two-stage", "wmb-is", "aobfs", "wmb", "exact"}, default "dis"
     time_limit : float or None, default 60.0
-        Wall-clock budget in seconds (WMB construction included when built here; its
-        tightening passes stop after half of the budget). A sampling method draws at
-        least one round even when the WMB used up the budget. None = no time limit (then
-        give ``max_samples`` / ``max_expansions``).
+        Budget in seconds of ``clock`` for the whole call: the WMB (when built here), the
+        preprocessing and the method. When the WMB is built here it climbs a ladder of
+        i-bounds planned from work, not from the clock
+        (:func:`sampling.bounds.schedule.plan_wmb`): a cheap WMB gives the first bound
+        within a few percent of the budget, WMB-IS draws from the best finished WMB run
+        between the passes of the next one, and the largest WMB (at most half of the budget
+        in nominal work) is the one the method uses. A WMB still building at the deadline
+        is dropped and the run returns. A run is thus deterministic given ``rng`` and the
+        amount of work done; the clock only decides where it stops. None = no time limit
+        (one WMB with all its passes; then give ``max_samples`` / ``max_expansions``).
+        When a WMB is exact (i-bound >= induced width) the run returns ln Z at once.
     memory_mb : float, default 1024
-        Memory budget (MB) for the WMB and the search tree together.
+        Memory budget (MiB) for the tables the method allocates: the WMB tables and the
+        search nodes together (split once here: the WMB its estimated tables, the search
+        the rest, at least 5%), or all live tables of exact elimination. The model's own
+        tables and the Python interpreter are not counted.
     delta : float in (0, 0.5), default 0.025
         Each probabilistic bound fails with probability at most ``delta`` (Theorem 1).
     n_samples : int, default 1
@@ -185,8 +192,12 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         Checkpoint file (JSON, written atomically; see :mod:`sampling.bounds.checkpoint`).
         If it exists the run resumes from it: same sampler state and trace, the WMB
         rebuilt with the saved order, i-bound and passes, the search tree by replaying the
-        saved number of expansions (not charged to the clock), and ``rng`` ignored. It is
-        written every ``checkpoint_every`` seconds, at the end and on KeyboardInterrupt. A
+        saved number of expansions (not charged to the clock), and the saved random stream
+        going on (``rng`` must then be None or the seed the checkpoint was started with).
+        Every field is validated before use (:func:`sampling.bounds.checkpoint.validate_state`).
+        A new checkpoint's directory is checked for writing before the run starts. It is
+        written every ``checkpoint_every`` seconds once the method runs (not while the WMB
+        is built: a Ctrl-C then leaves none), at the end and on KeyboardInterrupt. A
         finished run resumed with a larger ``time_limit`` or ``max_samples`` goes on from
         where it stopped. Ignored for "wmb" and "exact".
     checkpoint_every : float, default 60.0
@@ -195,16 +206,20 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     Returns
     -------
     BoundTrace
-        Rows over time; ``meta`` holds ``log_Z_wmb`` (the WMB bound), ``log_Z_floor`` (a
+        Rows over time, from the first bound on; ``meta`` holds ``log_Z_wmb`` (the bound
+        of the WMB the method used), ``wmb_ladder`` (per WMB built: i-bound, passes, bound,
+        time, finished), ``exact`` (True when the answer is ln Z), ``log_Z_floor`` (a
         deterministic lower bound ln f(x) of the greedy WMB configuration, the common
         initial lower bound of the area metric), ``i_bound``, ``delta`` and the settings.
 
     Raises
     ------
     ValueError
-        For an unknown method or a bad budget / parameter value, or a ``checkpoint`` of
-        another model, method or setting, or whose WMB / search tree does not rebuild to
-        the saved bounds (the message names the file).
+        For an unknown method or a bad budget / parameter value (``max_samples`` and
+        ``n_samples`` must be >= 1), or a ``checkpoint`` of another model, method, setting
+        or seed, with a malformed or inconsistent field, whose WMB / search tree does not
+        rebuild to the saved bounds (the message names the file and the field), or that
+        cannot be written.
     TypeError
         For a non-integer count or a bad ``rng``.
     MemoryError
@@ -259,22 +274,41 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     ckpt = None  # the checkpoint resumed from
+    seed = int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
     if checkpoint is not None and method != "wmb":
-        expected = {"fingerprint": model_fingerprint(model), "method": method,
+        expected = {"fingerprint": model_fingerprint(model), "method": method, "n_vars": model.n_vars,
                     "settings": {"delta": delta, "n_samples": n_samples, "n_expansions": n_expansions,
                                  "memory_mb": memory_mb, "max_nodes": max_nodes,
                                  "search_fraction": search_fraction, "clock": clock}}
+        if os.path.isdir(checkpoint):
+            raise ValueError(f"cannot write the checkpoint to {checkpoint}: it is a directory")
         if os.path.exists(checkpoint):
             ckpt = load_checkpoint(checkpoint, expected)
+            saved_seed = ckpt.get("seed")
+            if saved_seed is not None and (isinstance(saved_seed, bool) or not isinstance(saved_seed, int)):
+                raise ValueError(f"{checkpoint}: checkpoint field 'seed' must be an integer or null; "
+                                 f"got {saved_seed!r}")
+            if rng is not None and seed != saved_seed:
+                raise ValueError(f"{checkpoint}: the checkpoint was started with seed={saved_seed!r}; this "
+                                 f"run has rng={rng!r}. A resumed run goes on with the saved random "
+                                 "stream: pass rng=None (CLI: no --seed) or the same seed")
+            if not _same_float(ckpt["accumulator"]["delta"], delta):
+                raise ValueError(f"{checkpoint}: checkpoint field 'accumulator.delta' "
+                                 f"({ckpt['accumulator']['delta']!r}) differs from settings.delta ({delta!r})")
             if i_bound is not None and int(i_bound) != ckpt["i_bound"]:
                 raise ValueError(f"{checkpoint}: the checkpoint has i_bound={ckpt['i_bound']}, "
                                  f"this run i_bound={i_bound}")
             if elim_order is not None and [int(v) for v in elim_order] != ckpt["elim_order"]:
                 raise ValueError(f"{checkpoint}: the checkpoint was run with another elimination order")
+        else:
+            check_writable(checkpoint, "checkpoint")
     else:
         checkpoint = None
 
+    acc = ImportanceAccumulator(delta)
+    loop = {"n_done": 0, "rounds_done": 0, "stage": "search", "u_min": math.inf, "u_max": _NEG_INF}
     t_wmb_built = 0.0
+    ev = fast = None
     if wmb is None and ckpt is not None:
         # the same WMB as the checkpointed run: same order, i-bound and number of passes
         from ..exceptions import ConvergenceWarning
@@ -286,25 +320,22 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
                                      elim_order=ckpt["elim_order"], n_iters=ckpt["wmb_passes"]).fit()
         t_wmb_built = float(ckpt["meta"]["t_wmb_s"])
     elif wmb is None:
-        from .wmb import WeightedMiniBucket
-
-        # the tightening passes may use at most half of the budget, so that the anytime
-        # method itself keeps at least the other half
-        wmb_time = None if math.isinf(time_limit) else 0.5 * time_limit
-        wmb = WeightedMiniBucket(model, i_bound=i_bound, memory_mb=memory_mb, elim_order=elim_order,
-                                 time_limit=wmb_time).fit()
-        t_wmb_built = now() - t0
+        sampling = method in ("dis", "two-stage", "wmb-is")
+        wmb, ev, fast = _build_wmb_ladder(model, i_bound, memory_mb, elim_order, time_limit, rec, acc,
+                                          loop, gen, meta, sampling, max_samples)
+        t_wmb_built = rec.elapsed()
+    if wmb is None:  # the budget ran out before the first WMB: nothing more to do
+        meta["log_Z_wmb"] = math.inf
+        rec.tick(lambda: _row(math.inf, _NEG_INF, math.nan, 0, 0, 0, False, math.inf), force=True)
+        return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
     log_Z_wmb = float(wmb.log_Z_upper)
     meta["log_Z_wmb"] = log_Z_wmb
     meta["i_bound"] = int(getattr(wmb, "i_bound", -1) if getattr(wmb, "i_bound", None) is not None else -1)
     if ckpt is not None:
         _check_rebuilt(checkpoint, "weighted mini-bucket bound", log_Z_wmb, ckpt["meta"]["log_Z_wmb"])
 
-    parent, _, _ = tree_structure(wmb.pseudo_tree, int(len(model.cards)))
-    # evaluate factors of the model the WMB used (card-1 variables squeezed out), so that
-    # factor buckets agree with the WMB arc weights
-    wmodel = getattr(wmb, "model", None) or model
-    ev = FactorEvaluator(wmodel, parent, const_bucket=constant_bucket(wmb, wmodel, parent))
+    if ev is None:
+        ev = _evaluator(wmb, model)
     try:
         meta["log_Z_floor"] = greedy_log_lower(wmb, ev)
     except Exception:  # noqa: BLE001 - the floor is only a convenience for the area metric
@@ -312,12 +343,19 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
 
     # compiled proposal sampler when the WMB exposes its tables (a duck-typed heuristic
     # such as BruteForceHeuristic is sampled through its own ``sample``)
-    fast = make_fast_proposal(wmb, ev) if hasattr(wmb, "_prop") else None
+    if fast is None:
+        fast = make_fast_proposal(wmb, ev) if getattr(wmb, "tables", None) is not None else None
     search = None
-    if method in ("dis", "two-stage", "aobfs"):  # compiled lookup tables + the root node
+    out_of_time = ckpt is None and rec.elapsed() >= time_limit
+    if method in ("dis", "two-stage", "aobfs") and not (out_of_time or getattr(wmb, "is_exact", False)):  # compiled lookup tables + the root node
         # pure search keeps improving past the memory budget (memory-limited AOBFS, Sec. 5
         # of [1]_); DIS and two-stage sample from the tree, so they stop at the budget
-        search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes,
+        # memory_mb is split here, once: the WMB's tables, the search nodes the rest (at
+        # least 5% of the budget)
+        wmb_mb = float(getattr(wmb, "memory_mb_", 0.0) or 0.0)
+        search_mb = max(memory_mb - wmb_mb, 0.05 * memory_mb)
+        meta["memory_split_mb"] = {"wmb": wmb_mb, "search": search_mb}
+        search = AOBFS(model, wmb=wmb, memory_mb=memory_mb, max_nodes=max_nodes, search_memory_mb=search_mb,
                        backend=backend, memory_limited=(method == "aobfs")).fit(max_expansions=0)
         if ckpt is not None and ckpt["n_expansions"]:
             # the tree depends only on the number of expansions (not on the samples)
@@ -326,20 +364,26 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
                 raise ValueError(f"{checkpoint}: replayed {search.n_expansions_} of the checkpoint's "
                                  f"{ckpt['n_expansions']} expansions")
             _check_rebuilt(checkpoint, "search bound U_S", search.log_Z_upper_, ckpt["log_Z_search"])
-    # the clock covers the WMB (when built here) and the method itself, not the one-off
-    # preprocessing above (factor index, compiled proposal / lookup tables, greedy floor,
-    # and on resume the rebuild of the WMB and of the search tree)
-    rec.t0 = now() - t_wmb_built
+    # the clock covers the whole call: the WMB ladder, the preprocessing (factor index,
+    # compiled proposal / lookup tables, greedy floor) and the method; on resume it goes
+    # on from the saved elapsed time (the rebuild of the WMB and the search tree is not
+    # charged)
     meta["t_wmb_s"] = t_wmb_built
-    acc = ImportanceAccumulator(delta)
-    loop = {"n_done": 0, "rounds_done": 0, "stage": "search", "u_min": log_Z_wmb}
+    loop["u_min"] = min(loop["u_min"], log_Z_wmb)
+    loop["u_max"] = max(loop["u_max"], log_Z_wmb)
     if search is not None:
-        loop["u_min"] = min(search.log_Z_upper_, log_Z_wmb)
+        loop["u_min"] = min(search.log_Z_upper_, loop["u_min"])
     if ckpt is not None:
         meta.update(ckpt["meta"])
         meta["n_resumes"] = int(meta.get("n_resumes", 0)) + 1
         meta.update(time_limit=time_limit)
-        gen.bit_generator.state = ckpt["rng"]
+        try:
+            if ckpt["rng"]["bit_generator"] != type(gen.bit_generator).__name__:
+                raise ValueError(f"bit generator {ckpt['rng']['bit_generator']!r}")
+            gen.bit_generator.state = ckpt["rng"]
+        except (ValueError, TypeError, KeyError, OverflowError) as exc:
+            raise ValueError(f"{checkpoint}: checkpoint field 'rng' is not a valid "
+                             f"{type(gen.bit_generator).__name__} state ({exc})") from None
         acc = ImportanceAccumulator.from_state(ckpt["accumulator"])
         loop.update(ckpt["loop"])
         rec.rows = [dict(r) for r in ckpt["rows"]]
@@ -357,6 +401,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         save_checkpoint(checkpoint, {
             "fingerprint": expected["fingerprint"], "method": method, "settings": expected["settings"],
             "i_bound": meta["i_bound"], **rebuild, "meta": meta, "elapsed_s": rec.elapsed(),
+            "seed": seed if ckpt is None else ckpt.get("seed"),
             "rng": gen.bit_generator.state, "accumulator": acc.state_dict(), "loop": loop,
             "n_expansions": 0 if search is None else search.n_expansions_,
             "log_Z_search": None if search is None else search.log_Z_upper_,
@@ -364,14 +409,171 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         last_save[0] = rec.elapsed()
 
     try:
-        trace = _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wmb,
-                          time_limit, n_samples, n_expansions, max_samples, max_expansions,
-                          search_fraction, save)
+        if out_of_time and not getattr(wmb, "is_exact", False):
+            trace = _final_row(method, rec, meta, acc, loop)
+        else:
+            trace = _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wmb,
+                              time_limit, n_samples, n_expansions, max_samples, max_expansions,
+                              search_fraction, save)
     except KeyboardInterrupt:
         save(force=True)  # a consistent state: the samples of an unfinished batch are dropped
         raise
     save(force=True)
     return trace
+
+
+def _evaluator(wmb, model):
+    """FactorEvaluator of the model the WMB used (card-1 variables squeezed out), so that
+    factor buckets agree with the WMB arc weights."""
+    parent, _, _ = tree_structure(wmb.pseudo_tree, int(len(model.cards)))
+    wmodel = getattr(wmb, "model", None) or model
+    return FactorEvaluator(wmodel, parent, const_bucket=constant_bucket(wmb, wmodel, parent))
+
+
+def _ladder_row(acc, loop):
+    """Trace row while the WMB ladder runs: the best WMB bound and the WMB-IS bounds."""
+    det = loop["u_min"]
+    if acc.n == 0:
+        return _row(det, _NEG_INF, math.nan, 0, 0, 0, False, det)
+    lo, up = acc.bounds(det)
+    return _row(up, lo, acc.log_Z_hat, acc.n, 0, 0, acc.lower_is_markov, det)
+
+
+def _final_row(method, rec, meta, acc, loop):
+    """The trace when the budget ran out during the WMB ladder (no method phase)."""
+    rec.tick(lambda: _ladder_row(acc, loop), force=True)
+    meta["n_bound_violations"] = acc.n_bound_violations
+    return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
+
+
+def _build_wmb_ladder(model, i_bound, memory_mb, elim_order, time_limit, rec, acc, loop, gen, meta,
+                      sampling, max_samples):
+    """Build the WMBs of :func:`sampling.bounds.schedule.plan_wmb`, cheapest first.
+
+    Each finished rung whose bound is the best so far records a trace row; while a larger
+    rung runs its passes, WMB-IS draws from the best finished rung go into ``acc`` (their
+    U_i is that rung's bound), a fixed number per pass (work-based, so the run is
+    deterministic given the seed and the work done). A rung cut by the time budget is
+    dropped (the first one is never cut, it is the cheap one). A rung at the induced width
+    is exact and ends the ladder.
+
+    Returns
+    -------
+    (WeightedMiniBucket or None, FactorEvaluator or None, FastProposal or None)
+        The best finished rung (None if none finished), its evaluator and proposal.
+    """
+    from ..exceptions import ConvergenceWarning
+    from .schedule import SAMPLES_PER_MIB, plan_wmb
+    from .wmb import BuildInterrupted, WeightedMiniBucket
+
+    probe = WeightedMiniBucket(model, memory_mb=memory_mb, elim_order=elim_order).prepare()
+    rungs = plan_wmb(probe, memory_mb=memory_mb, time_limit=time_limit, i_bound=i_bound)
+    order = probe.elim_order
+    best = {"wmb": None, "ev": None, "fast": None}
+    history = []
+    meta["wmb_ladder"] = history
+
+    def stop():
+        return rec.elapsed() >= time_limit
+
+    def on_pass(rung_mb):
+        def draw(w):
+            if w is not None and math.isfinite(w.bound_history_[-1]) and w.bound_history_[-1] < loop["u_min"]:
+                # every pass's bound is a valid upper bound: the trace gets it at once
+                loop["u_min"] = float(w.bound_history_[-1])
+                rec.tick(lambda: _ladder_row(acc, loop), force=True)
+            if not sampling or best["wmb"] is None or stop():
+                return
+            k = max(1, int(math.ceil(SAMPLES_PER_MIB * rung_mb)))
+            if max_samples is not None:
+                k = min(k, max_samples - acc.n)
+            if k <= 0:
+                return
+            u = float(best["wmb"].log_Z_upper)
+            # chunks of 64, 128, 256, ... draws (fixed, so deterministic), a trace row after
+            # each: the first lower bound comes after a few milliseconds, not after the batch
+            chunk = 64
+            while k > 0:
+                c = min(chunk, k)
+                log_w = sample_wmb_is(best["wmb"], best["ev"], c, gen, fast=best["fast"])
+                acc.add(log_w, u)
+                loop["n_done"] += c
+                loop["u_max"] = max(loop["u_max"], u)
+                rec.tick(lambda: _ladder_row(acc, loop))
+                k -= c
+                chunk *= 2
+                if stop():
+                    break
+        return draw
+
+    for j, rung in enumerate(rungs):
+        if j:  # samples from the best finished rung before this rung's first pass
+            on_pass(rung.memory_mb)(None)
+        w = WeightedMiniBucket(model, i_bound=rung.i_bound, memory_mb=memory_mb, elim_order=order,
+                               n_iters=rung.n_iters)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)  # passes are budgeted
+                w.fit(stop=None if j == 0 else stop, on_pass=on_pass(rung.memory_mb))
+        except BuildInterrupted:
+            history.append({"i_bound": rung.i_bound, "n_iters": rung.n_iters, "log_Z_upper": None,
+                            "time_s": rec.elapsed(), "finished": False})
+            break
+        history.append({"i_bound": rung.i_bound, "n_iters": int(w.n_iters_), "log_Z_upper": float(w.log_Z_upper),
+                        "time_s": rec.elapsed(), "finished": True})
+        if best["wmb"] is None or w.log_Z_upper <= best["wmb"].log_Z_upper:
+            ev = best["ev"] if best["ev"] is not None else _evaluator(w, model)
+            best.update(wmb=w, ev=ev, fast=make_fast_proposal(w, ev))
+            loop["u_min"] = min(loop["u_min"], float(w.log_Z_upper))
+            rec.tick(lambda: _ladder_row(acc, loop), force=True)
+        del w
+        if best["wmb"].is_exact or not math.isfinite(best["wmb"].log_Z_upper) or stop():
+            break
+    return best["wmb"], best["ev"], best["fast"]
+
+
+def _same_float(a, b):
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def check_writable(path, what):
+    """Raise ValueError (naming ``what`` and ``path``) unless a file can be written at ``path``.
+
+    The check creates and removes a temporary file in the target directory (the atomic
+    writers of :mod:`sampling._atomic` write there and rename), so that an unwritable output
+    is found before a long run, not after it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output file (it may exist; it is not touched).
+    what : str
+        What the file is, for the message ("trace (--out)", "checkpoint", ...).
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is a directory, its directory does not exist, or a file cannot be
+        created there (permissions, read-only file system, a file where a directory is
+        expected).
+    """
+    import tempfile
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"cannot write the {what} to {path}: it is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValueError(f"cannot write the {what} to {path}: directory {parent} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".write-check-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise ValueError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from None
 
 
 def _check_rebuilt(path, what, got, saved):
@@ -384,8 +586,11 @@ def _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wm
               n_samples, n_expansions, max_samples, max_expansions, search_fraction, save):
     """The anytime loop of :func:`run` from the state in ``acc``, ``loop`` and ``rec``
     (fresh or restored from a checkpoint); calls ``save()`` after each trace tick."""
-    if log_Z_wmb == _NEG_INF:  # the WMB bound proves Z = 0
-        rec.tick(lambda: _row(_NEG_INF, _NEG_INF, _NEG_INF, 0, 0, 0, False, _NEG_INF), force=True)
+    if log_Z_wmb == _NEG_INF or getattr(wmb, "is_exact", False):
+        # the WMB bound is ln Z itself (one mini-bucket per bucket, e.g. a model without
+        # variables) or proves Z = 0: the answer is exact, nothing left to do
+        meta["exact"] = True
+        rec.tick(lambda: _row(log_Z_wmb, log_Z_wmb, log_Z_wmb, 0, 0, 0, False, log_Z_wmb), force=True)
         return BoundTrace.from_rows(rec.rows, method=method, meta=meta)
 
     if method == "wmb":
@@ -424,7 +629,7 @@ def _run_loop(method, rec, meta, acc, loop, gen, wmb, ev, fast, search, log_Z_wm
         if search.solved_:
             lz = search.log_Z_upper_
             return _row(lz, lz, lz, acc.n, search.n_nodes_, search.n_expansions_, False, lz)
-        if not sampling or acc.n == 0:
+        if acc.n == 0:  # (two-stage search stage: the WMB-IS draws of the WMB ladder count)
             return _row(u_det, l_det, math.nan if acc.n == 0 else acc.log_Z_hat, acc.n,
                         search.n_nodes_, search.n_expansions_, False, u_det)
         lo, up = acc.bounds(u_det)

@@ -42,7 +42,8 @@ def log_partition(model, *, elim_order=None, memory_mb=2048):
         Elimination order (first eliminated first). Default: the better of
         :func:`min_fill_order` and :func:`min_size_order` by largest table.
     memory_mb : float, default 2048
-        Largest single table allowed, in MiB (8 bytes per entry).
+        Budget in MiB (8 bytes per entry) for all the tables the elimination holds at
+        once (:func:`elimination_peak_entries`; the model's own tables not counted).
 
     Returns
     -------
@@ -52,8 +53,9 @@ def log_partition(model, *, elim_order=None, memory_mb=2048):
     Raises
     ------
     MemoryError
-        If a bucket table would exceed ``memory_mb``; the message gives the
-        table's size and the budget. Raised before any large allocation.
+        If the tables alive at once would exceed ``memory_mb``; the message gives the
+        size, the variable being eliminated and the budget. Raised before any large
+        allocation.
     ValueError
         If ``elim_order`` is not a permutation or ``memory_mb`` is not positive.
 
@@ -78,15 +80,15 @@ def log_partition(model, *, elim_order=None, memory_mb=2048):
     _, later, pos = _eliminate(model, order)
     n = model.n_vars
     cards = model.cards
-    # memory check first: every bucket table
-    for v in range(n):
-        size = int(cards[v]) * int(np.prod([int(cards[u]) for u in later[v]], dtype=np.float64))
-        mb = size * 8 / 2**20
-        if mb > budget:
-            raise MemoryError(
-                f"exact elimination needs a table of {size} entries ({mb:.1f} MiB) for variable {v} "
-                f"(bucket of {len(later[v]) + 1} variables), over the budget memory_mb={budget:g}"
-            )
+    # memory check first, before any large allocation
+    peak, at = elimination_peak_entries(model, order, later)
+    mb = peak * 8 / 2**20
+    if mb > budget:
+        raise MemoryError(
+            f"exact elimination needs {peak} table entries ({mb:.1f} MiB) alive at once when it "
+            f"eliminates variable {at} (bucket of {len(later[at]) + 1} variables), over the budget "
+            f"memory_mb={budget:g}"
+        )
     buckets = [[] for _ in range(n)]
     const = 0.0
     for f in model.factors:
@@ -101,12 +103,58 @@ def log_partition(model, *, elim_order=None, memory_mb=2048):
         scope = (v,) + tuple(later[v])
         shape = tuple(int(cards[u]) for u in scope)
         table = _broadcast_sum(scope, shape, items)
+        del items  # the messages it consumed are freed before the next allocation
         msg = _logsumexp0(table)
+        del table
         if len(scope) == 1:
             const += float(msg)
         else:
             buckets[scope[1]].append((scope[1:], msg))
     return float(const)
+
+
+def elimination_peak_entries(model, order, later=None):
+    """Most float64 entries :func:`log_partition` holds at once, and the variable where.
+
+    Counts every table the elimination allocates: the messages waiting in later buckets,
+    the bucket table (its own messages are still alive while it is summed), and the
+    message plus one work row of the same size that ``_logsumexp0`` allocates. The model's
+    own factor tables are not counted.
+
+    Parameters
+    ----------
+    model : GraphicalModel
+        Squeezed (no cardinality-1 variable in a scope).
+    order : ndarray of int, shape (n_vars,)
+    later : list, optional
+        Per variable, the later-eliminated variables of its bucket (from ``_eliminate``).
+
+    Returns
+    -------
+    (int, int)
+        Peak entries (Python int: no overflow) and the variable eliminated at the peak
+        (-1 for a model without variables).
+    """
+    if later is None:
+        _, later, _ = _eliminate(model, order)
+    cards = [int(c) for c in model.cards]
+    pending = [0] * len(cards)  # entries of the messages waiting in each bucket
+    alive, peak, at = 0, 0, -1
+    for v in [int(u) for u in order]:
+        table = cards[v]
+        for u in later[v]:
+            table *= cards[int(u)]
+        msg = table // cards[v]
+        need = max(alive + table, alive - pending[v] + table + 2 * msg)
+        if need > peak:
+            peak, at = need, v
+        alive -= pending[v]
+        pending[v] = 0
+        if later[v]:
+            first = int(later[v][0])
+            pending[first] += msg
+            alive += msg
+    return peak, at
 
 
 def log_partition_enumerate(model, *, max_states=2**22):

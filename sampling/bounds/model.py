@@ -23,18 +23,12 @@ clamps observed variables to cardinality 1 and removes them from every scope
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
-try:
-    from . import _wmb as _kernels
-except ImportError as _exc:  # pragma: no cover - only without a build
-    from ..exceptions import PerformanceWarning
+from .._build import load_kernel
 
-    warnings.warn(f"compiled kernel sampling.bounds._wmb unavailable ({_exc}); using NumPy (slower, more memory)",
-                  PerformanceWarning, stacklevel=2)
-    _kernels = None
+_kernels = load_kernel("sampling.bounds._wmb")
 
 __all__ = ["Factor", "GraphicalModel"]
 
@@ -336,8 +330,6 @@ def _logsumexp0(a, weight=1.0):
     rest = a.shape[1:]
     n = int(np.prod(rest, dtype=np.int64))
     out = np.empty(n)
-    if _kernels is None:
-        return _logsumexp0_numpy(a, weight)
     _kernels.lse_axis0(a.reshape(a.shape[0], n), float(weight), out, np.empty(n))
     return out.reshape(rest)
 

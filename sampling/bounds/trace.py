@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from sampling._atomic import atomic_open, atomic_path
+from sampling._atomic import atomic_open, atomic_path, atomic_write_text
 
-__all__ = ["BoundTrace", "bound_area", "normalized_areas", "plot_traces"]
+__all__ = ["BoundTrace", "bound_area", "normalized_areas", "plot_traces", "sidecar_path"]
 
 COLUMNS = ("time_s", "log_Z_upper", "log_Z_lower", "log_Z_hat", "n_samples", "n_nodes",
            "n_expansions", "lower_is_markov", "log_Z_upper_det")
@@ -76,6 +76,14 @@ class BoundTrace:
     def __len__(self):
         return int(self.time_s.shape[0])
 
+    def __iter__(self):
+        """One dict per record with the keys of :data:`COLUMNS`, so that
+        ``pandas.DataFrame(trace)`` gives the same table as :meth:`to_frame` (without
+        ``attrs``)."""
+        cols = [getattr(self, c) for c in COLUMNS]
+        for i in range(len(self)):
+            yield {c: col[i].item() for c, col in zip(COLUMNS, cols)}
+
     # ---------------------------------------------------------------- values
     @property
     def final_log_Z_upper(self):
@@ -114,33 +122,58 @@ class BoundTrace:
 
     # ------------------------------------------------------------------- I/O
     def to_csv(self, path):
-        """Write the trace as CSV atomically (temporary file, then rename).
+        """Write the trace as a plain CSV and its ``method`` and ``meta`` as a sidecar JSON.
 
-        The first line is a ``# `` comment holding ``method`` and ``meta`` as JSON.
+        The CSV (header row, one row per record, the columns of :data:`COLUMNS`) reads with a
+        plain ``pandas.read_csv(path)``; the sidecar is ``path + ".json"``
+        (:func:`sidecar_path`). Both are written atomically, the sidecar first.
+
+        Returns
+        -------
+        str
+            The sidecar's path.
         """
-        header = json.dumps({"method": self.method, "meta": _jsonable(self.meta)})
+        side = sidecar_path(path)
+        atomic_write_text(side, json.dumps({"format": TRACE_FORMAT, "method": self.method,
+                                            "meta": _jsonable(self.meta)}, indent=1) + "\n")
         with atomic_open(path, "w", newline="") as fh:
-            fh.write("# " + header + "\n")
             self.to_frame().to_csv(fh, index=False, float_format="%.10g")
+        return side
 
     @classmethod
     def from_csv(cls, path):
-        """Read a trace written by :meth:`to_csv`.
+        """Read a trace written by :meth:`to_csv` (method and meta from the sidecar JSON
+        when it exists; a CSV of older versions with a ``# {json}`` first line also reads).
 
         Raises
         ------
         ValueError
-            If a column is missing.
+            If a column is missing, or the sidecar is not valid JSON of this format (the
+            message names the file).
         """
+        import os
+
         import pandas as pd
 
-        with open(path) as fh:
-            first = fh.readline()
         method, meta = "unknown", {}
-        if first.startswith("# "):
+        side = sidecar_path(path)
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+        if os.path.exists(side):
+            try:
+                with open(side, encoding="utf-8") as fh:
+                    info = json.load(fh)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{side}: not a readable trace sidecar (line {exc.lineno}: {exc.msg})") from None
+            if not isinstance(info, dict) or info.get("format") != TRACE_FORMAT:
+                raise ValueError(f"{side}: not a trace sidecar of format {TRACE_FORMAT!r}")
+            method, meta = info.get("method", method), info.get("meta", {})
+            if not isinstance(method, str) or not isinstance(meta, dict):
+                raise ValueError(f"{side}: fields 'method' (a string) and 'meta' (an object) are malformed")
+        elif first.startswith("# "):  # the layout before the sidecar
             info = json.loads(first[2:])
             method, meta = info.get("method", method), info.get("meta", {})
-        df = pd.read_csv(path, comment="#")
+        df = pd.read_csv(path, comment="#" if first.startswith("# ") else None)
         missing = [c for c in COLUMNS if c not in df.columns and c != "log_Z_upper_det"]
         if missing:
             raise ValueError(f"{path}: trace CSV lacks column(s) {missing}")
@@ -148,15 +181,30 @@ class BoundTrace:
         return cls.from_rows(rows, method=method, meta=meta)
 
 
+TRACE_FORMAT = "sampling.bounds.trace/1"
+
+
+def sidecar_path(path):
+    """The metadata file of the trace CSV ``path``: ``path + ".json"``."""
+    import os
+
+    return os.fspath(path) + ".json"
+
+
 def _jsonable(d):
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, (np.floating, np.integer)):
+    """JSON-safe copy: numpy scalars to Python, non-finite floats to strings ("inf", "nan"),
+    nested dicts and lists included."""
+    def conv(v):
+        if isinstance(v, (np.floating, np.integer, np.bool_)):
             v = v.item()
         if isinstance(v, float) and not math.isfinite(v):
-            v = str(v)
-        out[k] = v
-    return out
+            return str(v)
+        if isinstance(v, dict):
+            return {str(k): conv(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [conv(x) for x in v]
+        return v
+    return conv(dict(d))
 
 
 def bound_area(trace, *, t_end=None, log_Z_floor=None, t_start=None, log_time=False):
@@ -244,9 +292,14 @@ def plot_traces(traces, path=None, *, log_Z=None, title=None, ax=None):
     path : str, optional
         Write a PNG here (atomically).
     log_Z : float, optional
-        Known ln Z, drawn as a horizontal line.
+        Known ln Z, drawn as a horizontal line (dash-dot, labelled).
     title : str, optional
+        The axes title; ``sampling bounds --plot`` gives the model's file name.
     ax : matplotlib Axes, optional
+
+    Each trace draws its upper bound (solid, labelled "NAME: upper bound"), its lower
+    bound (dashed, "NAME: lower bound") and, where the lower bound is still the Markov
+    bound, a dotted "NAME: lower bound (Markov)".
 
     Returns
     -------
@@ -269,18 +322,21 @@ def plot_traces(traces, path=None, *, log_Z=None, title=None, ax=None):
         c = colors[k % len(colors)]
         t = np.maximum(tr.time_s, 1e-3)
         up = tr.log_Z_upper
-        ax.step(t, up, where="post", color=c, label=name)
+        ax.step(t, up, where="post", color=c, label=f"{name}: upper bound")
         lo = np.where(np.isfinite(tr.log_Z_lower), tr.log_Z_lower, np.nan)
         markov = tr.lower_is_markov
-        ax.step(t, np.where(markov, np.nan, lo), where="post", color=c)
-        ax.step(t, np.where(markov, lo, np.nan), where="post", color=c, linestyle=":")
+        ax.step(t, np.where(markov, np.nan, lo), where="post", color=c, linestyle="--",
+                label=f"{name}: lower bound")
+        if np.any(markov & np.isfinite(lo)):
+            ax.step(t, np.where(markov, lo, np.nan), where="post", color=c, linestyle=":",
+                    label=f"{name}: lower bound (Markov)")
         finite_vals.extend(up[np.isfinite(up)].tolist())
         finite_vals.extend(lo[np.isfinite(lo)].tolist())
     if log_Z is not None:
-        ax.axhline(log_Z, color="k", linewidth=0.8, linestyle="--")
+        ax.axhline(log_Z, color="k", linewidth=0.8, linestyle="-.", label=f"ln Z = {log_Z:.4f}")
     ax.set_xscale("log")
     ax.set_xlabel("time (sec)")
-    ax.set_ylabel(f"logZ ({'unknown' if log_Z is None else f'{log_Z:.3f}'})")
+    ax.set_ylabel("ln Z (natural log)")
     if title:
         ax.set_title(title)
     if finite_vals:

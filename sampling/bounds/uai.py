@@ -20,6 +20,7 @@ numbers, for error messages), as pyGMs ``readFileByTokens`` does.
 """
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -165,7 +166,7 @@ def read_uai(path, evidence=None):
     factors = []
     for a, sc in enumerate(scopes):
         shape = tuple(int(cards[v]) for v in sc)
-        size = int(np.prod(shape, dtype=np.int64))
+        size = math.prod(shape)  # Python ints: no int64 wrap-around on huge cardinalities
         i = tk.pos
         cnt = tk.int(f"the number of entries of factor {a}", lo=0)
         if cnt != size:
@@ -270,13 +271,27 @@ def _fmt(vals):
     return " ".join(repr(float(v)) for v in vals)
 
 
-def write_uai(path, model, *, kind="MARKOV"):
+def _data_then_path(fn, data, path, data_ok, data_name):
+    """Refuse the old ``fn(path, data)`` order with a clear TypeError."""
+    if not data_ok(data) and data_ok(path):
+        raise TypeError(f"{fn} takes the {data_name} first, then the path (like the rest of the package): "
+                        f"{fn}({data_name}, path); got ({type(data).__name__}, {type(path).__name__}), "
+                        "the order of older versions")
+    if not data_ok(data):
+        raise TypeError(f"the {data_name} parameter of {fn} must be a "
+                        f"{'GraphicalModel' if data_name == 'model' else 'dict of {var: value}'}; "
+                        f"got {type(data).__name__}")
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"the path parameter of {fn} must be a str or os.PathLike; got {type(path).__name__}")
+
+
+def write_uai(model, path, *, kind="MARKOV"):
     """Write ``model`` as a UAI file (values written as ``exp(log_values)`` with 17 digits).
 
     Parameters
     ----------
-    path : str or os.PathLike
     model : GraphicalModel
+    path : str or os.PathLike
     kind : {"MARKOV", "BAYES"}
         Header; ``BAYES`` is only a label here (no normalisation is checked).
 
@@ -284,13 +299,17 @@ def write_uai(path, model, *, kind="MARKOV"):
     ------
     ValueError
         If ``kind`` is not one of the two headers.
+    TypeError
+        If the arguments come in the old order ``write_uai(path, model)`` (the message
+        says so) or have the wrong types.
 
     Notes
     -----
     The file is written to a temporary name and renamed, so a reader never sees
-    a half-written model. ``read_uai(write_uai(m))`` gives back ``m`` up to the
+    a half-written model. ``write_uai(m, p)`` then ``read_uai(p)`` gives back ``m`` up to the
     rounding of ``exp`` then ``log`` (about 1e-15 relative).
     """
+    _data_then_path("write_uai", model, path, lambda x: isinstance(x, GraphicalModel), "model")
     if kind not in ("MARKOV", "BAYES"):
         raise ValueError(f"the kind parameter of write_uai must be 'MARKOV' or 'BAYES'; got {kind!r} instead")
     path = os.fspath(path)
@@ -308,8 +327,15 @@ def write_uai(path, model, *, kind="MARKOV"):
     atomic_write_text(path, "\n".join(out) + "\n")
 
 
-def write_evidence(path, evidence):
-    """Write ``evidence`` (dict var -> value) in the UAI-2014 one-line form."""
+def write_evidence(evidence, path):
+    """Write ``evidence`` (dict var -> value) in the UAI-2014 one-line form.
+
+    Raises
+    ------
+    TypeError
+        If the arguments come in the old order ``write_evidence(path, evidence)``.
+    """
+    _data_then_path("write_evidence", evidence, path, lambda x: isinstance(x, dict), "evidence")
     path = os.fspath(path)
     items = sorted((int(v), int(x)) for v, x in dict(evidence).items())
     atomic_write_text(path, " ".join([str(len(items))] + [f"{v} {x}" for v, x in items]) + "\n")

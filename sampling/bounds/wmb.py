@@ -34,6 +34,7 @@ References
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import time
@@ -47,7 +48,7 @@ from .exact import _check_memory, default_order
 from .model import GraphicalModel, _broadcast_sum, _logsumexp0, _strides
 from .ordering import PseudoTree, _check_order
 
-__all__ = ["WeightedMiniBucket"]
+__all__ = ["BuildInterrupted", "Lookup", "LookupTables", "WeightedMiniBucket"]
 
 _BYTES = 8
 
@@ -95,8 +96,46 @@ def _common_vars(st, mbs, k):
     return set.intersection(*[set(st["scope"][c]) for c in mbs])
 
 
-class _Lookup:
-    """A log table over ``vars`` read at assignments, with the axis of one variable kept."""
+@dataclasses.dataclass(frozen=True)
+class LookupTables:
+    """The per-variable tables of a fitted WMB that the search and the proposal read.
+
+    Attributes
+    ----------
+    arc : list of list of Lookup, one list per variable
+        Original factors of each variable's bucket (their sum is the arc weight ln w).
+    heuristic : list of list of Lookup
+        Messages whose sum is the WMB heuristic ln h+ of each variable's AND nodes (Eq. 6).
+    proposal : list of list of (float, Lookup)
+        Per variable, the mixture components of the WMB-IS proposal (Eq. 7): the log
+        weight ln rho_kj and the conditional belief ln b_kj(x_k | ancestors).
+    """
+
+    arc: list
+    heuristic: list
+    proposal: list
+
+
+class BuildInterrupted(Exception):
+    """:meth:`WeightedMiniBucket.fit` was stopped by its ``stop`` callable."""
+
+
+class Lookup:
+    """A log table over ``vars`` read at assignments, with the axis of one variable kept.
+
+    Attributes
+    ----------
+    vars : ndarray of int64, shape (m,)
+        The table's variables other than the kept one.
+    strides : ndarray of int64, shape (m,)
+        C-order strides (in entries) of those variables in ``flat``.
+    flat : ndarray of float64
+        The log table, flattened in C order.
+    kstride : int
+        Stride of the kept variable (0 when the table does not depend on it).
+    has_k : bool
+        Whether the table depends on the kept variable.
+    """
 
     __slots__ = ("vars", "strides", "flat", "kstride", "has_k")
 
@@ -342,13 +381,14 @@ class WeightedMiniBucket:
         return a, mem(a)[1]
 
     # ------------------------------------------------------------------ fitting
-    def fit(self):
-        """Build the mini-buckets, run the passes, and prepare heuristic/proposal tables.
+    def prepare(self):
+        """Squeeze the model and fix the elimination order and pseudo tree (no tables yet).
 
-        Returns
-        -------
-        self
+        Cheap next to :meth:`fit`; lets :meth:`memory_for` price i-bounds before any table
+        is allocated. :meth:`fit` calls it. Returns self.
         """
+        if getattr(self, "_prepared", False):
+            return self
         model = self._model_in.squeeze()
         self.model = model
         if self._elim_order_param is None:
@@ -358,6 +398,42 @@ class WeightedMiniBucket:
         self.elim_order = order
         self.pseudo_tree = PseudoTree(model, order)
         self._pos = self.pseudo_tree.position
+        self._prepared = True
+        return self
+
+    def memory_for(self, i_bound):
+        """Estimated MiB of the tables at ``i_bound`` (see Notes of the class), without
+        allocating them; needs :meth:`prepare`. A Python float (no overflow)."""
+        self.prepare()
+        return float(self._memory(self._partition(int(i_bound))))
+
+    def fit(self, stop=None, on_pass=None):
+        """Build the mini-buckets, run the passes, and prepare heuristic/proposal tables.
+
+        Parameters
+        ----------
+        stop : callable, optional
+            Called between buckets; when it returns True the build is abandoned with
+            :class:`BuildInterrupted` (the object is then unusable). Used by
+            :func:`sampling.bounds.run` to keep its time budget during a long build.
+        on_pass : callable, optional
+            Called with ``self`` after the first forward pass and after each
+            reparameterisation pass (the pass's bound, a valid upper bound on ln Z, is
+            ``bound_history_[-1]``); :func:`sampling.bounds.run` records it and samples there.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        BuildInterrupted
+            If ``stop()`` returned True.
+        """
+        self._stop = stop
+        self.prepare()
+        model = self.model
+        order = self.elim_order
         if self._i_bound_param is None:
             ib, st = self._choose_i_bound()
         else:
@@ -396,6 +472,8 @@ class WeightedMiniBucket:
 
         t0 = time.perf_counter()
         self.bound_history_ = [self._forward(update=False)]
+        if on_pass is not None:
+            on_pass(self)
         best = self.bound_history_[0]
         best_params = self._params()
         converged = self.n_iters == 0 or nmb == len(self.elim_order) or not np.isfinite(best)
@@ -413,6 +491,8 @@ class WeightedMiniBucket:
                 del nu
                 self.n_iters_ += 1
                 self.bound_history_.append(b)
+                if on_pass is not None:
+                    on_pass(self)
                 gain = best - b if np.isfinite(b) else -np.inf
                 if gain >= 0:
                     best, best_params = b, self._params()
@@ -442,8 +522,23 @@ class WeightedMiniBucket:
             best = self._forward(update=False)
         self.log_Z_upper = float(best)
         self._prepare_queries()
+        self._stop = None
         self._fitted = True
         return self
+
+    @property
+    def tables(self):
+        """:class:`LookupTables` of the fitted WMB (views, not copies): what the AND/OR
+        search (heuristic, arc weights) and the compiled proposal sampler read."""
+        self._check_fitted()
+        return LookupTables(self._arc, self._heur, self._prop)
+
+    @property
+    def is_exact(self):
+        """True when every bucket is one mini-bucket (i-bound >= induced width): the bound
+        is then ln Z itself (plain bucket elimination) and the proposal is exact."""
+        self._check_fitted()
+        return self.n_mini_buckets == self.model.n_vars
 
     # trailing-underscore aliases (estimator convention)
     @property
@@ -482,7 +577,10 @@ class WeightedMiniBucket:
         self._F = [None] * nmb
         self._lam = [None] * nmb
         bound = self._const
+        stop = getattr(self, "_stop", None)
         for k in self.elim_order.tolist():
+            if stop is not None and stop():
+                raise BuildInterrupted("weighted mini-bucket build stopped (time budget)")
             mbs = st["bucket"][k]
             for c in mbs:
                 self._F[c] = self._mb_table(c)
@@ -554,7 +652,10 @@ class WeightedMiniBucket:
             p = self._parent_mb[c]
             if p >= 0:
                 pending[p] += 1
+        stop = getattr(self, "_stop", None)
         for k in self.elim_order[::-1].tolist():
+            if stop is not None and stop():
+                raise BuildInterrupted("weighted mini-bucket build stopped (time budget)")
             for c in st["bucket"][k]:
                 p = self._parent_mb[c]
                 sc = st["scope"][c]
@@ -587,7 +688,7 @@ class WeightedMiniBucket:
         for c, k in enumerate(st["var"]):
             for a in st["factors"][c]:
                 f = model.factors[a]
-                self._arc[k].append(_Lookup(f.scope, f.log_values, k))
+                self._arc[k].append(Lookup(f.scope, f.log_values, k))
         self._heur = [[] for _ in range(n)]
         for c, k in enumerate(st["var"]):
             r = st["recv"][c]
@@ -596,14 +697,14 @@ class WeightedMiniBucket:
             msg_scope = st["scope"][c][1:]
             v = int(pt.parent[k])
             while v >= 0:
-                self._heur[v].append(_Lookup(msg_scope, self._lam[c], v))
+                self._heur[v].append(Lookup(msg_scope, self._lam[c], v))
                 if v == r:
                     break
                 v = int(pt.parent[v])
         self._prop = [[] for _ in range(n)]
         for c, k in enumerate(st["var"]):
             cond = _cond_inplace(self._F[c], self._lam[c], self._weight[c])
-            self._prop[k].append((math.log(self._weight[c]), _Lookup(st["scope"][c], cond, k)))
+            self._prop[k].append((math.log(self._weight[c]), Lookup(st["scope"][c], cond, k)))
             self._F[c] = None
         self._F = None
 

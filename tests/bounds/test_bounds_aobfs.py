@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sampling.bounds.aobfs import AOBFS
-from sampling.bounds.importance import BruteForceHeuristic
+from bounds_oracle import BruteForceHeuristic
 from sampling.bounds.model import Factor, GraphicalModel
 
 

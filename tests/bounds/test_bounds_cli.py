@@ -24,9 +24,11 @@ def tiny_uai(tmp_path):
     rng = np.random.default_rng(0)
     facs = [Factor((i,), rng.normal(size=2)) for i in range(5)]
     facs += [Factor((i, i + 1), rng.normal(size=(2, 2))) for i in range(4)]
+    facs += [Factor((0, 4), rng.normal(size=(2, 2))), Factor((1, 3), rng.normal(size=(2, 2)))]  # width 2:
+    # i-bound 1 is not exact, so the sampling methods sample
     m = GraphicalModel([2] * 5, facs)
     p = tmp_path / "tiny.uai"
-    write_uai(p, m)
+    write_uai(m, p)
     xs = np.array(list(itertools.product(range(2), repeat=5)))
     return p, float(np.logaddexp.reduce(m.log_value(xs)))
 
@@ -91,3 +93,17 @@ def test_cli_checkpoint_resumes_and_refuses_another_run(tiny_uai, tmp_path, caps
     assert f"resuming from {ck}" in cap.err and "samples 300," in cap.out
     assert main(base + ["--max-samples", "400", "--delta", "0.05"]) == 2
     assert "delta=0.025, this run delta=0.05" in capsys.readouterr().err
+
+
+def test_cli_plot_title_is_the_file_name(tiny_uai, tmp_path, monkeypatch):
+    from sampling.bounds import trace as trace_mod
+
+    seen = {}
+
+    def fake_plot(traces, path, *, log_Z=None, title=None, ax=None):
+        seen["title"] = title
+    monkeypatch.setattr(trace_mod, "plot_traces", fake_plot)
+    path, _ = tiny_uai
+    assert main(["bounds", str(path), "--i-bound", "1", "--max-samples", "50", "--quiet",
+                 "--plot", str(tmp_path / "p.png")]) == 0
+    assert seen["title"] == "tiny.uai"  # before: the whole path given on the command line

@@ -8,8 +8,8 @@ import pytest
 
 from sampling.bounds.aobfs import AOBFS
 from sampling.bounds.dis import run
-from sampling.bounds.importance import (BruteForceHeuristic, FactorEvaluator, ImportanceAccumulator,
-                                        sample_search_tree)
+from bounds_oracle import BruteForceHeuristic
+from sampling.bounds.importance import (FactorEvaluator, ImportanceAccumulator, sample_search_tree)
 from sampling._data import data_path
 from sampling.bounds.model import Factor, GraphicalModel
 
@@ -325,7 +325,7 @@ def test_lookup_kernel_matches_twin_and_wmb_queries():
     w = _wmb(m, 2)
     cards = np.asarray(w.model.cards, dtype=np.int64)
     rng = np.random.default_rng(1)
-    for per_var, ref in ((w._arc, w.log_arc_weight), (w._heur, w.log_heuristic)):
+    for per_var, ref in ((w.tables.arc, w.log_arc_weight), (w.tables.heuristic, w.log_heuristic)):
         kc = _aobfs.LookupSum(*lookup_arrays(cards, per_var))
         kp = _aobfs_py.LookupSum(*lookup_arrays(cards, per_var))
         for _ in range(30):
@@ -394,11 +394,25 @@ def test_edge_models(name, method):
     assert np.all(tr.log_Z_lower <= lz + 1e-9) and np.all(tr.log_Z_upper >= lz - 1e-9)
 
 
-@pytest.mark.parametrize("method", ["dis", "wmb-is", "two-stage"])
-def test_run_draws_one_round_when_the_wmb_used_up_the_budget(method):
+@pytest.mark.parametrize("method", ["dis", "wmb-is", "two-stage", "aobfs"])
+def test_run_keeps_the_budget_when_the_wmb_used_it_up(method):
+    """The budget holds for the whole call: once the first (cheap) WMB has used it up the
+    run returns that bound, without a search or sampling phase."""
     m = random_model(n=8, seed=9)
     lz = brute_log_z(m)
     tr = run(m, method, time_limit=1e-9, i_bound=1, rng=0)
-    assert tr.n_samples[-1] >= 1
-    assert np.isfinite(tr.final_log_Z_lower)
-    assert tr.final_log_Z_lower <= lz + 1e-9 <= tr.final_log_Z_upper + 2e-9
+    assert tr.n_samples[-1] == 0 and tr.n_expansions[-1] == 0
+    assert tr.final_log_Z_upper == tr.meta["log_Z_wmb"] >= lz - 1e-9
+    assert tr.final_log_Z_lower == -np.inf
+
+
+def test_run_splits_the_memory_budget_once():
+    """run gives the WMB its tables and the search tree the rest (issue 15: the split used
+    to be redone inside AOBFS); the node cap follows from the search share."""
+    from sampling.bounds.aobfs import NODE_BYTES_COMPILED
+
+    m = random_model(n=10, seed=3)
+    tr = run(m, "dis", time_limit=None, i_bound=2, max_samples=20, memory_mb=2.0, rng=0)
+    split = tr.meta["memory_split_mb"]
+    assert split["wmb"] > 0 and split["search"] == pytest.approx(2.0 - split["wmb"])
+    assert tr.meta["max_nodes"] == max(int(split["search"] * 2**20 / NODE_BYTES_COMPILED), 16)

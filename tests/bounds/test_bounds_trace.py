@@ -73,7 +73,58 @@ def test_frame_final_and_csv_roundtrip(tmp_path):
     np.testing.assert_allclose(back.log_Z_upper, tr.log_Z_upper)
     assert back.log_Z_lower[0] == -math.inf
     assert back.lower_is_markov.tolist() == [True, False]
-    assert [f.name for f in tmp_path.iterdir()] == ["t.csv"]  # no temporary left behind
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["t.csv", "t.csv.json"]  # no temporary left behind
+
+
+def test_csv_reads_with_plain_read_csv_and_meta_in_a_sidecar(tmp_path):
+    # before: a "# {json}" first line made pd.read_csv(path) fail or misread the header
+    import json
+
+    import pandas as pd
+
+    tr = make_trace([0.5, 1.5], [3.0, 2.5], [-math.inf, 1.0],
+                    meta={"delta": 0.025, "log_Z_wmb": 3.0, "wmb_ladder": [{"i_bound": 2, "log_Z_upper": math.inf}]})
+    p = tmp_path / "t.csv"
+    side = tr.to_csv(p)
+    df = pd.read_csv(p)
+    assert list(df.columns) == list(tr.to_frame().columns)
+    np.testing.assert_array_equal(df["log_Z_upper"].to_numpy(), [3.0, 2.5])
+    assert df["log_Z_lower"].iloc[0] == -math.inf
+    info = json.loads((tmp_path / "t.csv.json").read_text())
+    assert side == str(p) + ".json"
+    assert info["method"] == "dis" and info["meta"]["delta"] == 0.025
+    assert info["meta"]["wmb_ladder"][0]["log_Z_upper"] == "inf"  # nested non-finite floats are JSON-safe
+    back = BoundTrace.from_csv(p)
+    assert back.meta["log_Z_wmb"] == 3.0 and back.method == "dis"
+
+
+def test_old_commented_csv_still_reads(tmp_path):
+    p = tmp_path / "old.csv"
+    p.write_text('# {"method": "wmb-is", "meta": {"delta": 0.1}}\n'
+                 "time_s,log_Z_upper,log_Z_lower,log_Z_hat,n_samples,n_nodes,n_expansions,lower_is_markov\n"
+                 "0.5,2.0,1.0,1.5,10,0,0,False\n")
+    back = BoundTrace.from_csv(p)
+    assert back.method == "wmb-is" and back.meta == {"delta": 0.1} and back.log_Z_upper.tolist() == [2.0]
+
+
+def test_bad_sidecar_is_named(tmp_path):
+    tr = make_trace([0.5], [3.0], [1.0])
+    p = tmp_path / "t.csv"
+    tr.to_csv(p)
+    (tmp_path / "t.csv.json").write_text("{nope")
+    with pytest.raises(ValueError, match=r"t\.csv\.json: not a readable trace sidecar"):
+        BoundTrace.from_csv(p)
+
+
+def test_dataframe_of_a_trace():
+    # before: pd.DataFrame(trace) raised (a dataclass of arrays is not a table)
+    import pandas as pd
+
+    tr = make_trace([0.5, 1.5, 2.0], [3.0, 2.5, 2.4], [-math.inf, 1.0, 1.2])
+    df = pd.DataFrame(tr)
+    expected = tr.to_frame()
+    assert list(df.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(df, expected, check_dtype=False)
 
 
 def test_from_csv_missing_column(tmp_path):
@@ -84,8 +135,14 @@ def test_from_csv_missing_column(tmp_path):
 
 
 def test_plot_writes_png(tmp_path):
-    a = make_trace([0.1, 1.0, 5.0], [3.0, 2.5, 2.2], [-math.inf, 1.0, 1.8])
-    b = make_trace([0.1, 2.0], [3.0, 2.0], [0.5, 1.9], method="wmb-is")
+    a = make_trace([0.1, 1.0, 5.0], [3.0, 2.5, 2.2], [0.5, 1.0, 1.8])  # Markov lower bound first
+    b = make_trace([0.1, 2.0], [3.0, 2.0], [-math.inf, 1.9], method="wmb-is")
     p = tmp_path / "fig.png"
-    plot_traces({"DIS": a, "WMB-IS": b}, p, log_Z=2.0, title="toy")
+    fig = plot_traces({"DIS": a, "WMB-IS": b}, p, log_Z=2.0, title="toy")
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    # before: one unlabelled lower-bound line per trace, the legend only named the method
+    assert {"DIS: upper bound", "DIS: lower bound", "DIS: lower bound (Markov)", "WMB-IS: upper bound",
+            "WMB-IS: lower bound", "ln Z = 2.0000"} <= set(labels)
+    assert "WMB-IS: lower bound (Markov)" not in labels  # b's lower bound is never the Markov one
+    assert fig.axes[0].get_title() == "toy"

@@ -117,7 +117,7 @@ def test_evidence_errors(tmp_path):
 def test_write_then_read_round_trip(tmp_path_factory, seed, n_vars, n_factors, kind):
     m = random_model(n_vars, n_factors if n_vars else 0, max_card=4, zero_prob=0.2, scale=3.0, rng=seed)
     p = tmp_path_factory.mktemp("rt") / "m.uai"
-    write_uai(p, m, kind=kind)
+    write_uai(m, p, kind=kind)
     r = read_uai(p)
     assert r.cards.tolist() == m.cards.tolist()
     assert len(r.factors) == len(m.factors)
@@ -129,17 +129,30 @@ def test_write_then_read_round_trip(tmp_path_factory, seed, n_vars, n_factors, k
 
 def test_write_evidence_round_trip(tmp_path):
     p = tmp_path / "x.evid"
-    write_evidence(p, {3: 1, 0: 2})
+    write_evidence({3: 1, 0: 2}, p)
     assert p.read_text().strip() == "2 0 2 3 1"
     assert read_evidence(p) == {0: 2, 3: 1}
 
 
 def test_write_rejects_unknown_kind(tmp_path):
     with pytest.raises(ValueError, match="MARKOV"):
-        write_uai(tmp_path / "x.uai", random_model(2, 1, rng=0), kind="CSP")
+        write_uai(random_model(2, 1, rng=0), tmp_path / "x.uai", kind="CSP")
 
 
 def test_shipped_bn0_reads():
     m = read_uai(data_path("uai", "bn", "BN_0.uai"))
     ev = read_evidence(data_path("uai", "bn", "BN_0.uai.evid"), model=m)
     assert m.n_vars == 100 and len(ev) == 26
+
+
+def test_write_uai_takes_the_model_first_and_names_the_old_order(tmp_path):
+    m = random_model(3, 2, rng=0)
+    p = tmp_path / "m.uai"
+    with pytest.raises(TypeError, match=r"write_uai takes the model first, then the path .* order of older versions"):
+        write_uai(p, m)
+    with pytest.raises(TypeError, match=r"write_evidence takes the evidence first"):
+        write_evidence(str(tmp_path / "e.evid"), {0: 1})
+    with pytest.raises(TypeError, match="must be a GraphicalModel"):
+        write_uai("not a model", 3)
+    write_uai(m, p)
+    assert read_uai(p).n_factors == m.n_factors
