@@ -1,4 +1,5 @@
-"""Outputs of ``coref run``: clusters.csv, curves.csv, metrics.json, report.md and PNG plots.
+"""Outputs of ``coref run`` (clusters.csv, curves.csv, metrics.json, report.md, PNG plots) and
+of ``coref predict`` / ``add`` (the largest clusters and the weakest merges in report.md).
 
 Every file is written atomically: the content goes to a temporary file in the same
 directory, which is then moved over the target with :func:`os.replace`, so a reader (or
@@ -26,6 +27,8 @@ import pandas as pd
 from sampling._atomic import atomic_open, atomic_path, atomic_write_text
 
 __all__ = [
+    "cluster_overview",
+    "render_predict_md",
     "write_json",
     "write_csv",
     "plot_curves",
@@ -122,7 +125,7 @@ def _fmt_int(v):
     return "-" if v is None else f"{int(v):,}"
 
 
-SAMPLERS = ("racing", "exact")
+from coref.settings import SAMPLERS  # noqa: E402  (one definition of the sampler names)
 
 
 def sampler_items(metrics):
@@ -254,7 +257,7 @@ def render_report_md(metrics, curves):
     return "\n".join(lines)
 
 
-def write_report(out, *, clusters, metrics, curves, plots=True):
+def write_report(out, *, clusters, metrics, curves, plots=True, files=None):
     """Write every output of a run into the directory ``out`` (atomically, file by file).
 
     Parameters
@@ -269,6 +272,8 @@ def write_report(out, *, clusters, metrics, curves, plots=True):
         Columns ``CURVE_COLUMNS``.
     plots : bool
         Draw the two PNG plots.
+    files : coref.outputs.OutputDir or None
+        Records each file written, for the manifest.
 
     Returns
     -------
@@ -276,14 +281,12 @@ def write_report(out, *, clusters, metrics, curves, plots=True):
         Output name -> path.
     """
     out = Path(out)
-    paths = {
-        "clusters": out / "clusters.csv",
-        "curves": out / "curves.csv",
-        "metrics": out / "metrics.json",
-        "report": out / "report.md",
-        "fig_evals": out / FIGURES["evals"],
-        "fig_sweeps": out / FIGURES["sweeps"],
-    }
+    names = {"clusters": "clusters.csv", "curves": "curves.csv", "metrics": "metrics.json", "report": "report.md",
+             "fig_evals": FIGURES["evals"], "fig_sweeps": FIGURES["sweeps"]}
+    if not (plots and curves is not None and len(curves)):
+        names.pop("fig_evals")
+        names.pop("fig_sweeps")
+    paths = {k: (files.path(v) if files is not None else out / v) for k, v in names.items()}
     write_csv(paths["clusters"], clusters)
     write_csv(paths["curves"], curves)
     write_json(paths["metrics"], metrics)
@@ -292,3 +295,134 @@ def write_report(out, *, clusters, metrics, curves, plots=True):
         plot_curves(curves, paths["fig_sweeps"], x="sweep")
     atomic_write_text(paths["report"], render_report_md(metrics, curves))
     return paths
+
+
+# --------------------------------------------------------------------------- predict / add
+
+_MAX_MEMBERS = 300  # clusters larger than this: margins from a random subsample of members
+
+
+def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, rng=0):
+    """The largest clusters and the weakest merges of a clustering.
+
+    Parameters
+    ----------
+    model : coref.model.PairwiseModel
+        Fitted (gives f_theta).
+    df : pandas.DataFrame
+        The mentions (schema of ``coref.load_mentions``).
+    clusters : pandas.DataFrame
+        mention_id, block, cluster_id.
+    n_largest, n_weakest : int
+        Rows of each table.
+    rng : int
+        Seed of the member subsample of clusters above 300 mentions.
+
+    Returns
+    -------
+    largest : pandas.DataFrame
+        cluster_id, block, n_mentions, name (most common spelling), years.
+    weakest : pandas.DataFrame
+        mention_id, cluster_id, n_mentions, margin, mean_factor: the mentions of
+        clusters of two or more whose margin -- the sum of f_theta (natural-log odds) to
+        the other members, i.e. the Gibbs score of staying versus a new cluster of its
+        own (which scores 0) -- is smallest.
+
+    Notes
+    -----
+    Costs O(sum of cluster size squared) factor evaluations, capped at 300 members per
+    cluster (a uniform subsample; its sum is scaled by (n - 1) / 300 and the margin is
+    then an estimate).
+    """
+    from coref.model import _factors
+
+    cl = clusters.set_index("mention_id")
+    sizes = cl["cluster_id"].value_counts()
+    top = sizes.head(n_largest)
+    byid = df.set_index("mention_id")
+    rows = []
+    for cid, n in top.items():
+        members = cl.index[cl["cluster_id"] == cid]
+        sub = byid.loc[members]
+        years = pd.to_numeric(sub["year"], errors="coerce").dropna()
+        rows.append({"cluster_id": cid, "block": str(sub["block"].iloc[0]), "n_mentions": int(n),
+                     "name": str(sub["name"].mode().iloc[0]) if len(sub) else "",
+                     "years": f"{int(years.min())}-{int(years.max())}" if len(years) else ""})
+    largest = pd.DataFrame(rows, columns=["cluster_id", "block", "n_mentions", "name", "years"])
+
+    gen = np.random.default_rng(rng)
+    multi = set(sizes.index[sizes.to_numpy() >= 2])
+    out = []
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    bias = float(model.bias_)
+    work = clusters[clusters["cluster_id"].isin(multi)]
+    for block, part in work.groupby("block", sort=True):
+        bdf = byid.loc[part["mention_id"]].reset_index()
+        enc = model.encode(bdf)
+        pos = pd.Series(np.arange(len(bdf)), index=bdf["mention_id"])
+        for cid, grp in part.groupby("cluster_id", sort=True):
+            idx = pos.reindex(grp["mention_id"]).to_numpy(np.int64)
+            n = len(idx)
+            ref = np.arange(n) if n <= _MAX_MEMBERS else np.sort(gen.choice(n, _MAX_MEMBERS, replace=False))
+            a = np.repeat(np.arange(n), len(ref))
+            b = np.tile(ref, n)
+            keep = a != b
+            a, b = a[keep], b[keep]
+            vals = np.empty(len(a))
+            _factors.pair_factors(enc, theta, bias, np.ascontiguousarray(idx[a]), np.ascontiguousarray(idx[b]), vals)
+            sums = np.bincount(a, weights=vals, minlength=n)
+            n_ref = len(ref) - np.isin(np.arange(n), ref).astype(float)
+            margin = sums * (n - 1) / np.maximum(n_ref, 1.0)
+            for m, v in zip(grp["mention_id"], margin):
+                out.append((m, cid, n, float(v), float(v / (n - 1))))
+    weakest = pd.DataFrame(out, columns=["mention_id", "cluster_id", "n_mentions", "margin", "mean_factor"])
+    weakest = weakest.sort_values(["margin", "mention_id"], kind="stable").head(n_weakest).reset_index(drop=True)
+    return largest, weakest
+
+
+def _md_table(frame, floats=()):
+    if frame is None or not len(frame):
+        return ["(none)"]
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in frame.itertuples(index=False):
+        cells = [f"{v:.3f}" if c in floats else str(v) for c, v in zip(cols, r)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_predict_md(summary, largest, weakest, *, title):
+    """report.md of ``coref predict`` / ``coref add``."""
+    d = summary.get("data", {})
+    m = summary.get("model", {})
+    lines = [f"# {title}", "",
+             f"Data: `{d.get('path')}` (format `{d.get('format')}`): {summary['n_mentions']} mentions in "
+             f"{summary['n_blocks']} blocks -> {summary['n_clusters']} clusters "
+             f"({summary['n_singletons']} singletons).",
+             f"Model: `{m.get('path')}`{' (shipped default)' if m.get('default') else ''}. "
+             f"{summary.get('n_factor_evals', 0):,} pairwise factors evaluated; "
+             f"Gibbs {summary.get('gibbs_wall_s', 0.0):.1f} s; whole command {summary.get('elapsed_s', 0.0):.1f} s.",
+             ""]
+    if "n_old_mentions" in summary:
+        lines += [f"Added {summary['n_new_mentions']} new mentions to {summary['n_old_mentions']} clustered ones: "
+                  f"{summary['n_joined_existing']} joined existing clusters, {summary['n_new_clusters']} new "
+                  f"clusters; {summary['n_blocks_touched']} existing blocks received mentions, "
+                  f"{summary['n_blocks_new']} new blocks were clustered from scratch; "
+                  f"existing cluster ids changed: {summary['n_old_ids_changed']}.", ""]
+    for key, label in (("n_skipped", "records skipped by the loader"), ("n_files_skipped", "files skipped"),
+                       ("n_files_ignored", "files ignored"), ("n_repairs", "repairs")):
+        if d.get(key):
+            detail = d.get(key[2:], [])
+            lines += [f"{d[key]} {label}: " + "; ".join(f"`{x}`" for x in detail[:10]), ""]
+    lines += ["## Largest clusters", ""] + _md_table(largest) + [""]
+    lines += ["## Weakest merges", "",
+              "Mentions whose cluster gains least over being alone: `margin` is the sum of the pairwise "
+              "factors f (natural-log odds) to the other members, the Gibbs score of staying against a new "
+              "cluster of its own (0). A negative margin is a merge the model itself doubts; "
+              "`coref explain` breaks a pair down by feature.", ""]
+    lines += _md_table(weakest, floats=("margin", "mean_factor")) + [""]
+    lines += ["Files: `clusters.csv` (mention_id, block, cluster_id"
+              + (", gold passed through" if summary.get("gold_passed_through") else "")
+              + "), `mentions.parquet` (the mentions clustered, for `coref add`), `summary.json`, "
+              "`manifest.json` (written last: settings, seed, input checksum, SHA-256 of every file).", ""]
+    return "\n".join(lines)

@@ -1,0 +1,318 @@
+"""``coref add``: new mentions into existing clusters, without renumbering anyone.
+
+Given a finished ``coref predict`` (or ``add``) output directory -- its clusters.csv and
+mentions.parquet, verified against its manifest -- and new mentions:
+
+* blocks that already exist: Gibbs starts from the existing clusters with every old
+  mention fixed (``GibbsCoref.fit(initial=..., fixed=...)``), so each new mention joins
+  an existing cluster or opens a new one, and no existing assignment changes. With
+  ``revisit`` the old mentions of those blocks may move too; a final cluster then keeps
+  the id held by most of its old mentions (larger clusters choose first) and the others
+  get new ids.
+* blocks that are new: clustered from scratch, as ``coref predict`` does.
+* blocks without new mentions: copied unchanged (not recomputed).
+
+New clusters in an existing block get ``"<block>/<k>"`` with k above every id of the
+form ``"<block>/<int>"`` in use. A new mention whose id is already clustered is skipped,
+named and counted (``strict``: an error). ``gold`` is passed through from the old
+clusters.csv and the new data, never read.
+"""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["add_clusters", "read_clustered", "add", "add_arguments", "main"]
+
+
+def read_clustered(directory):
+    """The mentions and clusters of a finished ``coref predict`` / ``add`` output.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+
+    Returns
+    -------
+    mentions : pandas.DataFrame
+    clusters : pandas.DataFrame
+        mention_id, block, cluster_id (+ gold as the exact strings of the file).
+    manifest : dict
+
+    Raises
+    ------
+    coref.outputs.OutputError
+        If the directory is unfinished, locked, or a file differs from its manifest.
+    ValueError
+        If clusters.csv and mentions.parquet disagree.
+    """
+    from coref.io import load_mentions
+    from coref.outputs import read_manifest
+
+    d = Path(directory)
+    manifest = read_manifest(d)
+    for name in ("clusters.csv", "mentions.parquet"):
+        if name not in manifest["files"]:
+            raise ValueError(f"{d / name}: not in {d / 'manifest.json'}; --clusters must be a coref predict/add output")
+    clusters = pd.read_csv(d / "clusters.csv", dtype=str, keep_default_na=False, na_values=[""])
+    for c in ("mention_id", "block", "cluster_id"):
+        if c not in clusters.columns:
+            raise ValueError(f"{d / 'clusters.csv'}: no column {c!r}")
+    mentions = load_mentions(d / "mentions.parquet", format="parquet", strict=True)
+    mentions["mention_id"] = mentions["mention_id"].astype(str)
+    if set(mentions["mention_id"]) != set(clusters["mention_id"]):
+        raise ValueError(f"{d}: clusters.csv and mentions.parquet cover different mentions")
+    return mentions, clusters, manifest
+
+
+def _next_k(ids, block):
+    pat = re.compile(re.escape(f"{block}/") + r"(\d+)$")
+    ks = [int(m.group(1)) for m in map(pat.match, ids) if m]
+    return max(ks) + 1 if ks else 0
+
+
+def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, client=None, progress=False):
+    """Cluster ``new_mentions`` into an existing clustering.
+
+    Parameters
+    ----------
+    model : coref.model.PairwiseModel
+        Fitted.
+    old_mentions : pandas.DataFrame
+        The mentions already clustered (mention schema).
+    old_clusters : pandas.DataFrame
+        mention_id, block, cluster_id of ``old_mentions`` (optional gold passed through).
+    new_mentions : pandas.DataFrame
+        Mentions to add (mention schema; ``gold`` ignored and passed through).
+    settings : coref.settings.CorefSettings
+        Seed, delta, sweeps, ``revisit`` and ``strict``.
+    client, progress
+        As in :func:`coref.predict.predict_clusters`.
+
+    Returns
+    -------
+    clusters : pandas.DataFrame
+        Old rows first (in their order), then the new ones: mention_id, block,
+        cluster_id (+ gold when either side has it).
+    info : dict
+        Counts: new mentions, skipped duplicates, blocks touched / new, mentions that
+        joined existing clusters, new clusters, old ids changed, factor evaluations.
+
+    Raises
+    ------
+    ValueError
+        If a new mention id is already clustered and ``settings.strict``; if the old
+        tables disagree.
+    RuntimeError
+        If a fixed old mention was moved (a sampler that ignores ``fixed``).
+    """
+    from coref.inference import infer_blocks
+    from coref.predict import canonical_cluster_ids
+
+    old_clusters = old_clusters.reset_index(drop=True)
+    old_ids = pd.Index(old_clusters["mention_id"].astype(str))
+    if old_ids.has_duplicates:
+        raise ValueError("old clusters: duplicate mention ids, e.g. " + repr(old_ids[old_ids.duplicated()][:3].tolist()))
+    new = new_mentions.reset_index(drop=True).copy()
+    new["mention_id"] = new["mention_id"].astype(str)
+    dup = new["mention_id"].isin(old_ids)
+    skipped = new.loc[dup, "mention_id"].tolist()
+    if skipped and settings.strict:
+        raise ValueError(f"{len(skipped)} new mention id(s) are already clustered, e.g. {skipped[:3]}")
+    new = new[~dup].reset_index(drop=True)
+    new["block"] = new["block"].astype(str)
+    old_block_of = pd.Series(old_clusters["block"].astype(str).to_numpy(), index=old_ids)
+    old_cid = pd.Series(old_clusters["cluster_id"].astype(str).to_numpy(), index=old_ids)
+    old_blocks = set(old_block_of)
+    touched = sorted(set(new["block"]) & old_blocks)
+    fresh = sorted(set(new["block"]) - old_blocks)
+
+    feats = [c for c in new.columns if c != "gold"]
+    om = old_mentions.copy()
+    om["mention_id"] = om["mention_id"].astype(str)
+    om = om.set_index("mention_id")
+    stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0}
+    final_old = old_cid.copy()
+    new_cid = pd.Series(index=pd.Index(new["mention_id"]), dtype=object)
+
+    # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
+    if touched:
+        old_rows = old_block_of.index[old_block_of.isin(touched).to_numpy()]
+        part_old = om.loc[old_rows].reset_index()
+        part_old["block"] = old_block_of.loc[old_rows].to_numpy()
+        cols = [c for c in feats if c in part_old.columns]
+        part = pd.concat([part_old[cols], new.loc[new["block"].isin(touched), cols]], ignore_index=True)
+        is_old = np.r_[np.ones(len(part_old), bool), np.zeros(len(part) - len(part_old), bool)]
+        initial = np.r_[old_cid.loc[old_rows].to_numpy(dtype=object), np.full(len(part) - len(part_old), None, object)]
+        fixed = is_old & (not settings.revisit)
+        results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
+                               initial=initial, fixed=fixed)
+        used = set(old_cid)
+        for r in results:
+            stats["n_factor_evals"] += r.n_factor_evals
+            stats["gibbs_wall_s"] += r.wall_s
+            res = pd.DataFrame({"mention_id": r.mention_id.astype(str), "key": r.cluster_id.astype(str)})
+            res["old"] = res["mention_id"].isin(old_ids)
+            res["old_id"] = old_cid.reindex(res["mention_id"]).to_numpy()
+            k_next = _next_k(old_cid[old_block_of == r.block].tolist(), r.block)
+            name_of = {}
+            # larger final clusters choose their id first; an id goes to the cluster holding most of its mentions
+            groups = sorted(res.groupby("key", sort=False), key=lambda kv: (-len(kv[1]), kv[1]["mention_id"].min()))
+            for key, g in groups:
+                votes = g.loc[g["old"], "old_id"].value_counts()
+                choice = next((c for c in votes.index if c not in name_of.values()), None)
+                if choice is None:
+                    while f"{r.block}/{k_next}" in used:
+                        k_next += 1
+                    choice = f"{r.block}/{k_next}"
+                    used.add(choice)
+                    k_next += 1
+                name_of[key] = choice
+            res["cid"] = res["key"].map(name_of)
+            o = res[res["old"]]
+            final_old.loc[o["mention_id"].to_numpy()] = o["cid"].to_numpy()
+            n_ = res[~res["old"]]
+            new_cid.loc[n_["mention_id"].to_numpy()] = n_["cid"].to_numpy()
+
+    # new blocks: from scratch, ids as coref predict gives them
+    if fresh:
+        part = new.loc[new["block"].isin(fresh), feats].reset_index(drop=True)
+        results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress)
+        for r in results:
+            stats["n_factor_evals"] += r.n_factor_evals
+            stats["gibbs_wall_s"] += r.wall_s
+            ids = canonical_cluster_ids([r.block] * len(r.mention_id), r.mention_id, r.cluster_id)
+            new_cid.loc[r.mention_id.astype(str)] = ids
+
+    changed = int((final_old != old_cid).sum())
+    if changed and not settings.revisit:
+        raise RuntimeError(f"the sampler moved {changed} fixed old mention(s); it must honour fixed=")
+    out_old = pd.DataFrame({"mention_id": old_ids, "block": old_block_of.to_numpy(),
+                            "cluster_id": final_old.to_numpy()})
+    out_new = pd.DataFrame({"mention_id": new["mention_id"].to_numpy(), "block": new["block"].to_numpy(),
+                            "cluster_id": new_cid.reindex(new["mention_id"]).to_numpy()})
+    has_gold = "gold" in old_clusters.columns or "gold" in new.columns
+    if has_gold:
+        out_old["gold"] = old_clusters["gold"].to_numpy() if "gold" in old_clusters.columns else pd.NA
+        out_new["gold"] = new["gold"].to_numpy() if "gold" in new.columns else pd.NA
+    clusters = pd.concat([out_old, out_new], ignore_index=True)
+    existing = set(old_cid)
+    info = {"n_old_mentions": int(len(old_ids)), "n_new_mentions": int(len(new)),
+            "n_skipped_duplicates": len(skipped), "skipped_duplicates": skipped[:20],
+            "n_blocks_touched": len(touched), "n_blocks_new": len(fresh),
+            "n_joined_existing": int(out_new["cluster_id"].isin(existing).sum()),
+            "n_new_clusters": int(out_new.loc[~out_new["cluster_id"].isin(existing), "cluster_id"].nunique()),
+            "n_old_ids_changed": changed, **stats}
+    return clusters, info
+
+
+def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing", seed=0, delta=0.05,
+        n_sweeps=None, format=None, strict=False, workers=None, scheduler=None, progress=True):
+    """``coref add`` as a function: verify ``clusters_dir``, add ``data``, write ``out``.
+
+    Parameters
+    ----------
+    clusters_dir : str or os.PathLike
+        Output of ``coref predict`` or ``coref add`` (checked against its manifest).
+    data : str, os.PathLike or pandas.DataFrame
+        The new mentions.
+    model : None, str or os.PathLike
+        Model directory; ``None`` = the shipped default.
+    out : str or os.PathLike
+        Output directory: the whole clustering (old and new), like ``coref predict``'s.
+    revisit : bool
+        Let Gibbs also move the old mentions of the blocks that received new ones.
+    sampler, seed, delta, n_sweeps, format, strict, workers, scheduler, progress
+        As for :func:`coref.predict.predict`.
+
+    Returns
+    -------
+    dict
+        The summary (summary.json).
+
+    Raises
+    ------
+    coref.outputs.OutputError
+        If ``out`` is unwritable or locked (before any work), or ``clusters_dir`` is
+        unfinished or was modified.
+    FileNotFoundError, ValueError, TypeError, coref.exceptions.MentionFormatError,
+    coref.exceptions.ModelFormatError, ConnectionError
+        For bad input, a bad model or an unreachable scheduler.
+    """
+    from coref.inference import executor_context
+    from coref.inputs import load_input, resolve_model
+    from coref.outputs import OutputDir, mentions_checksum
+    from coref.predict import write_outputs
+    from coref.settings import make_settings
+
+    t0 = time.perf_counter()
+    settings = make_settings("add", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
+                             strict=strict, workers=workers, scheduler=scheduler, revisit=revisit)
+    if Path(out).expanduser().resolve() == Path(clusters_dir).expanduser().resolve():
+        raise ValueError("--out must differ from --clusters (the existing clustering is read, never overwritten)")
+    with OutputDir(out, "add") as od:
+        fitted, _, model_info = resolve_model(model)
+        old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir)
+        new, desc = load_input(data, format=settings.format, strict=settings.strict, command="add")
+        with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
+            clusters, info = add_clusters(fitted, old_mentions, old_clusters, new, settings, client=client,
+                                          progress=progress)
+        keep_new = new[~new["mention_id"].isin(set(old_clusters["mention_id"]))]
+        cols = list(dict.fromkeys(list(old_mentions.columns) + list(keep_new.columns)))
+        allm = pd.concat([old_mentions.reindex(columns=cols), keep_new.reindex(columns=cols)], ignore_index=True)
+        if "gold" in clusters.columns:
+            allm["gold"] = pd.array(clusters["gold"].to_numpy(), dtype="string")
+        summary = {
+            "command": "add", "n_mentions": int(len(clusters)), "n_blocks": int(clusters["block"].nunique()),
+            "n_clusters": int(clusters["cluster_id"].nunique()),
+            "n_singletons": int((clusters["cluster_id"].value_counts() == 1).sum()),
+            "gold_passed_through": "gold" in clusters.columns, **info,
+            "base": {"path": str(clusters_dir), "settings_key": old_manifest.get("settings_key")},
+            "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
+            "elapsed_s": time.perf_counter() - t0,
+        }
+        summary = write_outputs(od, allm, clusters, fitted, settings, summary=summary,
+                                title="Author coreference: new mentions added")
+        summary["manifest"] = od.finish(settings=settings, model_info=model_info,
+                                        input_info={"path": desc["path"], "format": desc["format"],
+                                                    "mentions_sha256": mentions_checksum(new),
+                                                    "base": str(clusters_dir)})
+    return summary
+
+
+def add_arguments(parser):
+    """Options of ``coref add``."""
+    from coref.io import FORMATS
+    from coref.predict import add_common_arguments
+
+    parser.add_argument("--clusters", metavar="DIR", required=True,
+                        help="output directory of an earlier `coref predict` or `coref add`")
+    parser.add_argument("--data", metavar="PATH", required=True, help="the new mentions (file or directory)")
+    parser.add_argument("--format", choices=FORMATS, default=None, help="input format (default: detected)")
+    parser.add_argument("--model", metavar="DIR", default=None, help="model directory (default: the shipped model)")
+    parser.add_argument("--out", metavar="DIR", required=True, help="output directory (must differ from --clusters)")
+    parser.add_argument("--revisit", action="store_true",
+                        help="let Gibbs also move the old mentions of the blocks that receive new ones")
+    add_common_arguments(parser)
+
+
+def main(args):
+    """Entry point of ``coref add``; returns the exit status."""
+    from coref.predict import ERRORS, print_summary, report_error
+
+    try:
+        summary = add(args.clusters, args.data, model=args.model, out=args.out, revisit=args.revisit,
+                      sampler=args.sampler, seed=args.seed, delta=args.delta, n_sweeps=args.n_sweeps,
+                      format=args.format, strict=args.strict, workers=args.workers, scheduler=args.scheduler,
+                      progress=not args.quiet)
+    except ERRORS as exc:
+        return report_error("add", args, exc)
+    print(f"added {summary['n_new_mentions']} mentions: {summary['n_joined_existing']} joined existing clusters, "
+          f"{summary['n_new_clusters']} new clusters; existing ids changed: {summary['n_old_ids_changed']}"
+          + (f"; skipped {summary['n_skipped_duplicates']} already clustered" if summary['n_skipped_duplicates'] else ""))
+    print_summary(summary, args.out)
+    return 0
