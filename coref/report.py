@@ -356,8 +356,10 @@ def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, rng=0):
     theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
     bias = float(model.bias_)
     work = clusters[clusters["cluster_id"].isin(multi)]
+    block_rows = clusters.groupby("block", sort=False)["mention_id"]
     for block, part in work.groupby("block", sort=True):
-        bdf = byid.loc[part["mention_id"]].reset_index()
+        # the whole block is encoded: coauthor-graph and block-constant features depend on it
+        bdf = byid.loc[block_rows.get_group(block)].reset_index()
         enc = model.encode(bdf)
         pos = pd.Series(np.arange(len(bdf)), index=bdf["mention_id"])
         for cid, grp in part.groupby("cluster_id", sort=True):

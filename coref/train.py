@@ -58,7 +58,8 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
                 "n_skipped": desc.get("n_skipped", 0), "mentions_sha256": mentions_checksum(df)}
     path = save_model(est.model_, model, extra={"estimator": "AuthorCoref", "params": est.get_params(),
                                                 "seed": est.seed_, "training": training})
-    return {"path": str(path), **training, "n_pairs": est.model_.n_pairs_, "shift": est.model_.shift_,
+    return {"model": str(path), "training": training, **{k: training[k] for k in ("n_mentions", "n_blocks", "n_labeled")},
+            "n_pairs": est.model_.n_pairs_, "shift": est.model_.shift_,
             "fit_s": fit_s}
 
 
@@ -92,5 +93,5 @@ def main(args):
         return report_error("fit", args, exc)
     print(f"fitted theta on {r['n_pairs']:,} labeled pairs from {r['n_labeled']} labeled mentions in "
           f"{r['n_blocks']} blocks (intercept shift {r['shift']:+.2f}) in {r['fit_s']:.1f} s", file=sys.stdout)
-    print(f"model: {r['path']}/ (model.json, theta.npz, manifest.json)")
+    print(f"model: {r['model']}/ (model.json, theta.npz, manifest.json)")
     return 0

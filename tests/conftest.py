@@ -1,6 +1,7 @@
 """Shared fixtures: the repository root, the shared data folder (../shared, found relative
 to the repository root, never by an absolute path), the shipped data, and small mention
 tables with gold labels."""
+import os
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +9,8 @@ import pandas as pd
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT / ".." / "shared"
+# ../shared beside the repository; RACING_INFERENCE_SHARED overrides it (e.g. for a git worktree)
+SHARED = Path(os.environ.get("RACING_INFERENCE_SHARED", REPO_ROOT / ".." / "shared"))
 SHARED_CORE_DATA = SHARED / "data" / "coref"
 
 try:  # a derandomized Hypothesis profile (scipy's "deterministic")
