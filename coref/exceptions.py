@@ -19,7 +19,16 @@ class MentionFormatError(ValueError):
     def __init__(self, message, *, path=None, record=None):
         self.path = None if path is None else str(path)
         self.record = record
+        self.reason = message
         super().__init__(located(message, self.path, record, "record"))
+
+
+class MixedFormatsError(MentionFormatError):
+    """A folder holds data files of more than one format (the message lists them).
+
+    Reading only one of the formats would drop the other files silently, so
+    :func:`coref.io.load_mentions` refuses the folder instead.
+    """
 
 
 class SkippedRecordsWarning(UserWarning):
@@ -40,3 +49,11 @@ class ModelFormatError(ValueError):
     def __init__(self, message, *, path=None):
         self.path = None if path is None else str(path)
         super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class SkippedFilesWarning(SkippedRecordsWarning):
+    """Whole files of a folder could not be read and were skipped (named in the load report).
+
+    A subclass of :class:`SkippedRecordsWarning`, so a filter on that class
+    also catches this one.
+    """

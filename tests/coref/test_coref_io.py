@@ -7,23 +7,30 @@ import pandas as pd
 import pytest
 
 import coref
-from coref.exceptions import MentionFormatError, SkippedRecordsWarning
-from coref.io import MENTION_COLUMNS, LoadReport, load_mentions, write_mentions
+from coref.exceptions import MentionFormatError, SkippedFilesWarning, SkippedRecordsWarning
+from coref.io import ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, OPTIONAL_COLUMNS, LoadReport, load_mentions, \
+    write_mentions
 from sampling._data import data_path
 
 FIX = Path(__file__).resolve().parent.parent / "data" / "coref"
-SHARED = Path("/work/shared/data/coref")
+REPO = Path(__file__).resolve().parents[2]
+# ../shared beside the repository (a checkout in /work/main), or two levels up (a worktree in /work/wt/NAME)
+SHARED = next((p for p in (REPO / ".." / "shared" / "data" / "coref", REPO / ".." / ".." / "shared" / "data" / "coref")
+               if p.is_dir()), REPO / ".." / "shared" / "data" / "coref")
 
 
 def check_schema(df):
-    assert tuple(df.columns) == MENTION_COLUMNS
+    assert tuple(df.columns) == ALL_COLUMNS == MENTION_COLUMNS + OPTIONAL_COLUMNS
     assert df["mention_id"].is_unique
     for c in ("mention_id", "block", "name", "title", "venue", "affiliation"):
         assert pd.api.types.is_string_dtype(df[c]), c
         assert not df[c].isna().any(), c
     assert str(df["year"].dtype) == "Int64"
-    assert isinstance(df["gold"].dtype, pd.StringDtype) and df["gold"].dtype.na_value is pd.NA
-    assert all(isinstance(c, list) and all(isinstance(x, str) for x in c) for c in df["coauthors"])
+    for c in ("gold", "abstract", "paper_id", "orcid"):  # NA when missing, never ""
+        assert isinstance(df[c].dtype, pd.StringDtype) and df[c].dtype.na_value is pd.NA, c
+        assert not (df[c] == "").any(), c
+    for c in LIST_COLUMNS:
+        assert all(isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in df[c]), c
 
 
 # ----------------------------------------------------------------------------- AMiner
@@ -42,6 +49,7 @@ def test_shipped_aminer_counts():
     # stray '&' were escaped, not dropped
     assert df["affiliation"].str.contains("A&M", regex=False).any()
     assert any("stray '&'" in n[2] for n in report.notes)
+    assert any("stray '&'" in n[2] for n in report.repairs)
 
 
 def test_aminer_fixture_fields():
@@ -114,13 +122,20 @@ def test_defusedxml_is_the_second_line_of_defence():
         DET.fromstring(BOMB.split("\n", 1)[1], forbid_dtd=False, forbid_entities=True)
 
 
-def test_truncated_aminer_names_file(tmp_path):
+def test_truncated_aminer_file_is_skipped_and_named(tmp_path):
     text = (FIX / "aminer" / "Jie_Tang.xml").read_text()
     bad = tmp_path / "Jie_Tang.xml"
     bad.write_text(text[: len(text) // 2])
     (tmp_path / "Bin_Li.xml").write_text((FIX / "aminer" / "Bin_Li.xml").read_text())
+    with pytest.warns(SkippedFilesWarning, match=r"Jie_Tang\.xml:\d+: malformed XML.*truncated"):
+        df, report = load_mentions(tmp_path, format="aminer", return_report=True)
+    assert set(df["block"]) == {"Bin_Li"} and len(df) == 2
+    assert report.n_files_skipped == 1 and report.files_skipped[0][0] == str(bad)
+    assert report.files_read == (str(tmp_path / "Bin_Li.xml"),)
     with pytest.raises(MentionFormatError, match=r"Jie_Tang\.xml:\d+: malformed XML.*truncated"):
-        load_mentions(tmp_path, format="aminer")
+        load_mentions(tmp_path, format="aminer", strict=True)
+    with pytest.raises(MentionFormatError, match=r"Jie_Tang\.xml:\d+: malformed XML.*truncated"):
+        load_mentions(bad)  # a single file cannot be skipped: it is the whole input
 
 
 def test_malformed_aminer_names_file(tmp_path):
@@ -282,7 +297,7 @@ def test_bad_arguments(tmp_path):
         load_mentions(FIX / "aminer", format="bibtex")
     with pytest.raises(FileNotFoundError, match="not found"):
         load_mentions(tmp_path / "nope")
-    with pytest.raises(MentionFormatError, match="no aminer files"):
+    with pytest.raises(MentionFormatError, match="no mention files in this folder"):
         load_mentions(tmp_path, format="aminer")
     (tmp_path / "a.bib").write_text("")
     with pytest.raises(MentionFormatError, match="cannot guess"):
@@ -290,7 +305,7 @@ def test_bad_arguments(tmp_path):
 
 
 # ----------------------------------------------------------------------------- shared real data
-@pytest.mark.skipif(not SHARED.exists(), reason="shared data folder absent")
+@pytest.mark.skipif(not SHARED.exists(), reason=f"shared data folder {SHARED} absent")
 @pytest.mark.parametrize("folder, fmt, counts", [
     ("aminer_na", "aminer", (7026, 108, 1518, 7026)),
     ("han_dblp_lbd", "han", (2075, 4, 153, 2075)),

@@ -1,0 +1,232 @@
+"""CSV / Parquet tables of the mention schema itself, read and written.
+
+Parquet keeps list columns (:data:`coref.io.LIST_COLUMNS`) natively. CSV holds
+them as JSON arrays (``["Ann Lee", "Bo Li"]``, what :func:`write_mentions`
+writes); a list cell may also be a Python list literal (``['Ann Lee', 'Bo Li']``,
+what ``DataFrame.to_csv`` writes for a column of lists; read with
+:func:`ast.literal_eval`, never ``eval``) or the legacy ``Ann Lee|Bo Li``. A cell
+that looks like a list but is neither (e.g. the ``['A' 'B']`` repr of a NumPy
+array) skips its record with the file, line and column named; it is never
+turned into one string.
+"""
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pandas as pd
+
+from coref.blocking import name_key
+from coref.exceptions import MentionFormatError
+from coref.io._common import (ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, OPTIONAL_COLUMNS,
+                              TEXT_COLUMNS, list_value)
+from sampling._atomic import atomic_path
+
+__all__ = ["load_table", "write_mentions"]
+
+
+def _csv_field_counts(path):
+    """Fields and starting line number of every non-blank CSV record after the header."""
+    counts, lines = [], []
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        start = 1
+        for k, row in enumerate(reader):
+            if k > 0 and row:
+                counts.append(len(row))
+                lines.append(start)
+            start = reader.line_num + 1
+    return np.asarray(counts, dtype=np.int64), np.asarray(lines, dtype=np.int64)
+
+
+def _read(path, fmt):
+    if fmt == "csv":
+        try:
+            table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[], on_bad_lines="error",
+                                encoding="utf-8-sig")
+        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+            raise MentionFormatError(f"cannot read CSV: {exc}", path=path) from None
+        return table, 2  # header is line 1; records are 1-based line numbers
+    try:
+        table = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a broken file
+        raise MentionFormatError(f"cannot read Parquet: {type(exc).__name__}: {exc}", path=path) from None
+    return table, 0  # records are 0-based row numbers
+
+
+def load_table(path, col, fmt):
+    """CSV / Parquet of the schema, validated column-wise (fast for millions of rows) into ``col``."""
+    table, offset = _read(path, fmt)
+    missing = [c for c in ("mention_id", "name") if c not in table.columns]
+    if missing:
+        raise MentionFormatError(f"missing required column(s) {missing}; got {list(table.columns)}", path=path)
+    absent = [c for c in MENTION_COLUMNS if c not in table.columns]
+    if absent:
+        col.note(path, None, f"column(s) {absent} absent; filled with defaults")
+    extra = [c for c in table.columns if c not in ALL_COLUMNS]
+    if extra:
+        col.note(path, None, f"extra column(s) {extra} ignored")
+    n = len(table)
+    table = table.reset_index(drop=True)
+    bad = np.zeros(n, dtype=bool)
+    reasons = np.full(n, None, dtype=object)
+
+    def reject(mask, reason):
+        mask = np.asarray(mask, dtype=bool) & ~bad
+        reasons[mask] = reason
+        bad[mask] = True
+
+    line_of = np.arange(n) + offset
+    if fmt == "csv":  # pandas pads a short (truncated) row silently: count the fields ourselves
+        nfields, lines = _csv_field_counts(path)
+        if len(nfields) == n:
+            line_of = lines
+            reject(nfields < table.shape[1], f"too few fields (expected {table.shape[1]}); the row looks truncated")
+
+    def text(c):
+        if c not in table.columns:
+            return pd.Series([""] * n, dtype=str)
+        return table[c].astype("string").fillna("").str.strip().astype(str)
+
+    mention_id, name = text("mention_id"), text("name")
+    reject((mention_id == "").to_numpy() | (name == "").to_numpy(), "empty mention_id or name")
+    if "year" in table.columns:
+        raw = table["year"]
+        if pd.api.types.is_numeric_dtype(raw):
+            num = pd.to_numeric(raw, errors="coerce").astype("Float64")
+            given = raw.notna().to_numpy()
+        else:
+            raw_s = raw.astype("string").str.strip()
+            given = ~(raw_s.isna() | raw_s.isin(["", "null", "None", "NA", "NaN", "nan", "<NA>"])).to_numpy()
+            num = pd.to_numeric(raw_s.where(pd.Series(given, index=raw_s.index)), errors="coerce").astype("Float64")
+        numf = num.to_numpy(dtype=np.float64, na_value=np.nan)
+        junk = given & ~(np.isfinite(numf) & (np.mod(numf, 1.0) == 0))
+        for i in np.flatnonzero(junk & ~bad):
+            reasons[i] = f"year {str(table['year'].iat[i]).strip()!r} is not an integer"
+        bad |= junk
+        yv = np.where(np.isfinite(numf) & ~junk, numf, 0).astype(np.int64)
+        year = pd.array(yv, dtype="Int64")
+        year[(yv == 0)] = pd.NA
+    else:
+        year = pd.array([pd.NA] * n, dtype="Int64")
+    lists = {}
+    for c in LIST_COLUMNS:
+        if c not in table.columns:
+            continue
+        values = table[c].to_numpy()
+        parsed = np.empty(n, dtype=object)
+        for i in range(n):
+            v = values[i]
+            if isinstance(v, str) and not v:
+                parsed[i] = []
+                continue
+            try:
+                parsed[i] = list_value(v)
+            except ValueError as exc:
+                parsed[i] = []
+                if not bad[i]:
+                    bad[i], reasons[i] = True, f"column {c!r}: {exc}"
+        lists[c] = parsed
+    for i in np.flatnonzero(bad):
+        col.skip(path, int(line_of[i]), reasons[i])
+    keep = ~bad
+    n_keep = int(keep.sum())
+
+    def list_column(c):
+        out = np.empty(n_keep, dtype=object)
+        if c in lists:
+            out[:] = list(lists[c][keep])
+        else:
+            out[:] = [[] for _ in range(n_keep)]
+        return out
+
+    block = text("block")[keep]
+    name_k = name[keep]
+    empty_block = (block == "").to_numpy()
+    if empty_block.any():
+        block = block.mask(pd.Series(empty_block, index=block.index), name_k[empty_block].map(name_key))
+
+    def na_text(c):
+        s = text(c)[keep].astype("string")
+        return pd.array(s.mask(s == "").to_numpy(), dtype="string")
+
+    frame = pd.DataFrame({
+        "mention_id": mention_id[keep].to_numpy(), "block": block.astype(str).to_numpy(),
+        "name": name_k.to_numpy(), "coauthors": list_column("coauthors"), "title": text("title")[keep].to_numpy(),
+        "venue": text("venue")[keep].to_numpy(), "year": year[keep],
+        "affiliation": text("affiliation")[keep].to_numpy(), "gold": na_text("gold"),
+        "abstract": na_text("abstract"), "keywords": list_column("keywords"),
+        "affiliations": list_column("affiliations"), "paper_id": na_text("paper_id"), "orcid": na_text("orcid"),
+        "references": list_column("references"),
+    })
+    for c in TEXT_COLUMNS:
+        frame[c] = frame[c].astype(str)
+    col.read_file(path)
+    col.add_frame(frame[list(ALL_COLUMNS)], path, line_of[keep].tolist())
+
+
+def write_mentions(df, path):
+    """Write a mention DataFrame to ``path`` (``.csv`` or ``.parquet``) atomically.
+
+    The data go to a temporary file in the same folder, which is then renamed
+    over ``path``, so a crash never leaves a half-written file. The required
+    columns (:data:`~coref.io.MENTION_COLUMNS`) are written, then those of
+    :data:`~coref.io.OPTIONAL_COLUMNS` that ``df`` holds; other columns are not.
+    List columns (:data:`~coref.io.LIST_COLUMNS`) stay lists in Parquet and are
+    JSON arrays in CSV, so :func:`~coref.io.load_mentions` reads both back
+    unchanged.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame of shape (n_mentions, k)
+        Mentions; must hold :data:`~coref.io.MENTION_COLUMNS`.
+    path : str or os.PathLike
+        Destination ending in ``.csv``, ``.parquet`` or ``.pq``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        If the extension is not one of those above, a required column is
+        missing, or a list column holds something else than lists of strings
+        (the message names the column and row).
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    missing = [c for c in MENTION_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"write_mentions: the frame lacks column(s) {missing}")
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise ValueError(f"write_mentions: the path must end in .csv or .parquet; got {path.name!r}")
+    columns = list(MENTION_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in df.columns]
+    out = df.loc[:, columns].reset_index(drop=True)
+    for c in LIST_COLUMNS:
+        if c not in out.columns:
+            continue
+        values = []
+        for i, v in enumerate(out[c].tolist()):
+            try:
+                values.append(list_value(v))
+            except ValueError as exc:
+                raise ValueError(f"write_mentions: column {c!r}, row {i}: {exc}") from None
+        if suffix == ".csv":
+            values = [json.dumps(v, ensure_ascii=False) for v in values]
+        col_values = np.empty(len(values), dtype=object)
+        col_values[:] = values
+        out[c] = col_values
+    for c in NA_TEXT_COLUMNS:
+        if c in out.columns:
+            out[c] = out[c].astype("string")
+    with atomic_path(path) as tmp:
+        if suffix == ".csv":
+            out.to_csv(tmp, index=False)
+        else:
+            out.to_parquet(tmp, index=False)
+    return path
