@@ -114,19 +114,20 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     from coref.predict import canonical_cluster_ids
 
     old_clusters = old_clusters.reset_index(drop=True)
-    old_ids = pd.Index(old_clusters["mention_id"].astype(str))
+    old_ids = pd.Index(old_clusters["mention_id"].astype(str).to_numpy(dtype=object))
     if old_ids.has_duplicates:
         raise ValueError("old clusters: duplicate mention ids, e.g. " + repr(old_ids[old_ids.duplicated()][:3].tolist()))
     new = new_mentions.reset_index(drop=True).copy()
-    new["mention_id"] = new["mention_id"].astype(str)
-    dup = new["mention_id"].isin(old_ids)
+    new["mention_id"] = new["mention_id"].astype(str).to_numpy(dtype=object)
+    old_set = set(old_ids)
+    dup = np.fromiter((m in old_set for m in new["mention_id"]), bool, len(new))
     skipped = new.loc[dup, "mention_id"].tolist()
     if skipped and settings.strict:
         raise ValueError(f"{len(skipped)} new mention id(s) are already clustered, e.g. {skipped[:3]}")
     new = new[~dup].reset_index(drop=True)
-    new["block"] = new["block"].astype(str)
-    old_block_of = pd.Series(old_clusters["block"].astype(str).to_numpy(), index=old_ids)
-    old_cid = pd.Series(old_clusters["cluster_id"].astype(str).to_numpy(), index=old_ids)
+    new["block"] = new["block"].astype(str).to_numpy(dtype=object)
+    old_block_of = pd.Series(old_clusters["block"].astype(str).to_numpy(dtype=object), index=old_ids)
+    old_cid = pd.Series(old_clusters["cluster_id"].astype(str).to_numpy(dtype=object), index=old_ids)
     old_blocks = set(old_block_of)
     touched = sorted(set(new["block"]) & old_blocks)
     fresh = sorted(set(new["block"]) - old_blocks)
@@ -141,24 +142,27 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
 
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
-        old_rows = old_block_of.index[old_block_of.isin(touched).to_numpy()]
+        touched_set = set(touched)
+        old_rows = old_block_of.index[np.fromiter((b in touched_set for b in old_block_of), bool, len(old_block_of))]
         part_old = om.loc[old_rows].reset_index()
         part_old["block"] = old_block_of.loc[old_rows].to_numpy()
         cols = [c for c in feats if c in part_old.columns]
-        part = pd.concat([part_old[cols], new.loc[new["block"].isin(touched), cols]], ignore_index=True)
+        new_in = np.fromiter((b in touched_set for b in new["block"]), bool, len(new))
+        part = pd.concat([part_old[cols], new.loc[new_in, cols]], ignore_index=True)
         is_old = np.r_[np.ones(len(part_old), bool), np.zeros(len(part) - len(part_old), bool)]
         initial = np.r_[old_cid.loc[old_rows].to_numpy(dtype=object), np.full(len(part) - len(part_old), None, object)]
         fixed = is_old & (not settings.revisit)
         results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
                                initial=initial, fixed=fixed)
         used = set(old_cid)
+        ids_by_block = {b: g.tolist() for b, g in old_cid.groupby(old_block_of.to_numpy(), sort=False)}
         for r in results:
             stats["n_factor_evals"] += r.n_factor_evals
             stats["gibbs_wall_s"] += r.wall_s
             res = pd.DataFrame({"mention_id": r.mention_id.astype(str), "key": r.cluster_id.astype(str)})
-            res["old"] = res["mention_id"].isin(old_ids)
+            res["old"] = np.fromiter((m in old_set for m in res["mention_id"]), bool, len(res))
             res["old_id"] = old_cid.reindex(res["mention_id"]).to_numpy()
-            k_next = _next_k(old_cid[old_block_of == r.block].tolist(), r.block)
+            k_next = _next_k(ids_by_block.get(r.block, []), r.block)
             name_of = {}
             # larger final clusters choose their id first; an id goes to the cluster holding most of its mentions
             groups = sorted(res.groupby("key", sort=False), key=lambda kv: (-len(kv[1]), kv[1]["mention_id"].min()))
@@ -180,7 +184,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
 
     # new blocks: from scratch, ids as coref predict gives them
     if fresh:
-        part = new.loc[new["block"].isin(fresh), feats].reset_index(drop=True)
+        fresh_set = set(fresh)
+        part = new.loc[np.fromiter((b in fresh_set for b in new["block"]), bool, len(new)), feats].reset_index(drop=True)
         results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress)
         for r in results:
             stats["n_factor_evals"] += r.n_factor_evals
@@ -201,11 +206,12 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         out_new["gold"] = new["gold"].to_numpy() if "gold" in new.columns else pd.NA
     clusters = pd.concat([out_old, out_new], ignore_index=True)
     existing = set(old_cid)
+    joined = np.fromiter((c in existing for c in out_new["cluster_id"]), bool, len(out_new))
     info = {"n_old_mentions": int(len(old_ids)), "n_new_mentions": int(len(new)),
             "n_skipped_duplicates": len(skipped), "skipped_duplicates": skipped[:20],
             "n_blocks_touched": len(touched), "n_blocks_new": len(fresh),
-            "n_joined_existing": int(out_new["cluster_id"].isin(existing).sum()),
-            "n_new_clusters": int(out_new.loc[~out_new["cluster_id"].isin(existing), "cluster_id"].nunique()),
+            "n_joined_existing": int(joined.sum()),
+            "n_new_clusters": int(out_new.loc[~joined, "cluster_id"].nunique()),
             "n_old_ids_changed": changed, **stats}
     return clusters, info
 
@@ -261,7 +267,8 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             clusters, info = add_clusters(fitted, old_mentions, old_clusters, new, settings, client=client,
                                           progress=progress)
-        keep_new = new[~new["mention_id"].isin(set(old_clusters["mention_id"]))]
+        old_set = set(old_clusters["mention_id"].astype(str))
+        keep_new = new[np.fromiter((m not in old_set for m in new["mention_id"].astype(str)), bool, len(new))]
         cols = list(dict.fromkeys(list(old_mentions.columns) + list(keep_new.columns)))
         allm = pd.concat([old_mentions.reindex(columns=cols), keep_new.reindex(columns=cols)], ignore_index=True)
         if "gold" in clusters.columns:
@@ -276,7 +283,8 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
             "elapsed_s": time.perf_counter() - t0,
         }
         summary = write_outputs(od, allm, clusters, fitted, settings, summary=summary,
-                                title="Author coreference: new mentions added")
+                                title="Author coreference: new mentions added",
+                                focus=set(keep_new["mention_id"].astype(str)))
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(new),

@@ -302,7 +302,7 @@ def write_report(out, *, clusters, metrics, curves, plots=True, files=None):
 _MAX_MEMBERS = 300  # clusters larger than this: margins from a random subsample of members
 
 
-def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, rng=0):
+def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, focus=None, rng=0):
     """The largest clusters and the weakest merges of a clustering.
 
     Parameters
@@ -315,6 +315,9 @@ def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, rng=0):
         mention_id, block, cluster_id.
     n_largest, n_weakest : int
         Rows of each table.
+    focus : set of str or None
+        Only these mentions are candidates for the weakest merges (``coref add``: the
+        new ones); ``None``: every mention.
     rng : int
         Seed of the member subsample of clusters above 300 mentions.
 
@@ -330,40 +333,51 @@ def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, rng=0):
 
     Notes
     -----
-    Costs O(sum of cluster size squared) factor evaluations, capped at 300 members per
-    cluster (a uniform subsample; its sum is scaled by (n - 1) / 300 and the margin is
-    then an estimate).
+    Costs one block encoding per block concerned and O(sum of cluster size squared)
+    factor evaluations, capped at 300 members per cluster (a uniform subsample; its sum
+    is scaled by (n - 1) / 300 and the margin is then an estimate).
     """
     from coref.model import _factors
 
-    cl = clusters.set_index("mention_id")
-    sizes = cl["cluster_id"].value_counts()
-    top = sizes.head(n_largest)
-    byid = df.set_index("mention_id")
-    rows = []
-    for cid, n in top.items():
-        members = cl.index[cl["cluster_id"] == cid]
-        sub = byid.loc[members]
-        years = pd.to_numeric(sub["year"], errors="coerce").dropna()
-        rows.append({"cluster_id": cid, "block": str(sub["block"].iloc[0]), "n_mentions": int(n),
-                     "name": str(sub["name"].mode().iloc[0]) if len(sub) else "",
-                     "years": f"{int(years.min())}-{int(years.max())}" if len(years) else ""})
-    largest = pd.DataFrame(rows, columns=["cluster_id", "block", "n_mentions", "name", "years"])
+    mid = clusters["mention_id"].astype(str).to_numpy(dtype=object)
+    cid = clusters["cluster_id"].astype(str).to_numpy(dtype=object)
+    blk = clusters["block"].astype(str).to_numpy(dtype=object)
+    codes, uniq = pd.factorize(cid)
+    counts = np.bincount(codes, minlength=len(uniq))
+    row_of = pd.Series(np.arange(len(df)), index=df["mention_id"].astype(str).to_numpy(dtype=object))
+    rows_all = row_of.reindex(mid).to_numpy()
+    top = np.argsort(-counts, kind="stable")[:n_largest]
+    out_l = []
+    names = df["name"].to_numpy(dtype=object)
+    years_all = pd.to_numeric(df["year"], errors="coerce").to_numpy(dtype=float)
+    for c in top:
+        members = rows_all[codes == c]
+        ys = years_all[members]
+        ys = ys[np.isfinite(ys)]
+        nm = pd.Series(names[members]).mode()
+        out_l.append({"cluster_id": uniq[c], "block": blk[codes == c][0], "n_mentions": int(counts[c]),
+                      "name": str(nm.iloc[0]) if len(nm) else "",
+                      "years": f"{int(ys.min())}-{int(ys.max())}" if len(ys) else ""})
+    largest = pd.DataFrame(out_l, columns=["cluster_id", "block", "n_mentions", "name", "years"])
 
     gen = np.random.default_rng(rng)
-    multi = set(sizes.index[sizes.to_numpy() >= 2])
+    cand = counts[codes] >= 2
+    if focus is not None:
+        focus = set(focus)
+        cand &= np.fromiter((m in focus for m in mid), bool, len(mid))
+    want_clusters = set(codes[cand].tolist())
     out = []
     theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
     bias = float(model.bias_)
-    work = clusters[clusters["cluster_id"].isin(multi)]
-    block_rows = clusters.groupby("block", sort=False)["mention_id"]
-    for block, part in work.groupby("block", sort=True):
+    frame = pd.DataFrame({"b": blk, "c": codes, "r": rows_all, "m": mid, "cand": cand})
+    for block in sorted(set(blk[cand].tolist())):
+        rows_b = frame[frame["b"] == block]
         # the whole block is encoded: coauthor-graph and block-constant features depend on it
-        bdf = byid.loc[block_rows.get_group(block)].reset_index()
-        enc = model.encode(bdf)
-        pos = pd.Series(np.arange(len(bdf)), index=bdf["mention_id"])
-        for cid, grp in part.groupby("cluster_id", sort=True):
-            idx = pos.reindex(grp["mention_id"]).to_numpy(np.int64)
+        enc = model.encode(df.iloc[rows_b["r"].to_numpy()].reset_index(drop=True))
+        local = np.arange(len(rows_b))
+        for c in sorted(set(rows_b["c"].tolist()) & want_clusters):
+            sel = (rows_b["c"] == c).to_numpy()
+            idx = local[sel]
             n = len(idx)
             ref = np.arange(n) if n <= _MAX_MEMBERS else np.sort(gen.choice(n, _MAX_MEMBERS, replace=False))
             a = np.repeat(np.arange(n), len(ref))
@@ -375,8 +389,11 @@ def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, rng=0):
             sums = np.bincount(a, weights=vals, minlength=n)
             n_ref = len(ref) - np.isin(np.arange(n), ref).astype(float)
             margin = sums * (n - 1) / np.maximum(n_ref, 1.0)
-            for m, v in zip(grp["mention_id"], margin):
-                out.append((m, cid, n, float(v), float(v / (n - 1))))
+            ms = rows_b["m"].to_numpy()[sel]
+            cs = rows_b["cand"].to_numpy()[sel]
+            for m, v, ok in zip(ms, margin, cs):
+                if ok:
+                    out.append((m, uniq[c], n, float(v), float(v / (n - 1))))
     weakest = pd.DataFrame(out, columns=["mention_id", "cluster_id", "n_mentions", "margin", "mean_factor"])
     weakest = weakest.sort_values(["margin", "mention_id"], kind="stable").head(n_weakest).reset_index(drop=True)
     return largest, weakest
