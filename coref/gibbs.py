@@ -103,6 +103,19 @@ class GibbsCoref:
     buffer_size : int, default 65536
         Largest length of the pre-drawn random-number buffers (refilled as needed);
         a block of n mentions uses at most ``4 n (n + 1)``.
+    patience : int >= 0 or None, default 3
+        Early stop: a block stops annealing after ``patience`` consecutive sweeps
+        that changed no label, counting only sweeps whose temperature is at most
+        ``early_stop_temp`` (a sweep above it resets nothing and counts nothing;
+        a sweep that moves any mention resets the count).  At such temperatures a
+        full sweep without a move means every mention's current cluster wins its
+        conditional by a clear margin, and later sweeps are colder still.  The
+        remaining sweeps are skipped (their ``labels_history_`` rows repeat the
+        final labels, their factor counts are 0).  Deterministic: the rule only
+        reads the sampled states.  0 or None = always run ``n_sweeps``.
+    early_stop_temp : float > 0, default 0.2
+        Temperature at or below which a sweep without a move counts towards
+        ``patience``.
     n_samples : int >= 0, default 0
         Sweeps at temperature 1 run after the annealed ones, from a copy of the
         annealed (MAP) state, to estimate posterior marginals (``pair_probs_``,
@@ -120,11 +133,14 @@ class GibbsCoref:
         Exact number of pairwise factors f_theta evaluated (all blocks, sweeps).
     history_ : pandas.DataFrame
         Columns ``sweep`` (0 = initial state), ``n_factor_evals`` (cumulative),
-        ``temperature`` (NaN for sweep 0).
+        ``temperature`` (NaN for sweep 0), ``n_blocks_active`` (blocks that ran
+        this sweep: fewer once blocks stop early; 0 for sweep 0).
     labels_history_ : ndarray of int64, shape (n_sweeps + 1, n_mentions)
         Labels per sweep, aligned with the rows of the input df, unique across
         blocks (only if ``record_history``).
     n_factor_evals_per_block_ : dict of str -> int
+    n_sweeps_used_ : dict of str -> int
+        Annealed sweeps run per block (``n_sweeps`` unless stopped early).
     pair_probs_ : pandas.DataFrame (only if ``n_samples > 0``)
         Columns ``block``, ``mention_a``, ``mention_b`` (mention ids, a < b in the
         block's canonical order), ``p``: the fraction of the ``n_samples``
@@ -172,7 +188,8 @@ class GibbsCoref:
 
     def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0,
                  t_end=0.05, first_batch=3, init="singletons", rng=None,
-                 record_history=True, buffer_size=65536, n_samples=0):
+                 record_history=True, buffer_size=65536, n_samples=0, patience=3,
+                 early_stop_temp=0.2):
         self.model = model
         self.sampler = sampler
         self.delta = delta
@@ -185,6 +202,8 @@ class GibbsCoref:
         self.record_history = record_history
         self.buffer_size = buffer_size
         self.n_samples = n_samples
+        self.patience = patience
+        self.early_stop_temp = early_stop_temp
 
     # ------------------------------------------------------------------ checks
     def _validate(self):
@@ -200,6 +219,13 @@ class GibbsCoref:
                 raise TypeError(f"{name} must be an int; got {type(v).__name__}")
         if self.n_sweeps < 1:
             raise ValueError(f"n_sweeps must be >= 1; got {self.n_sweeps}")
+        if self.patience is not None and (not isinstance(self.patience, numbers.Integral)
+                                          or isinstance(self.patience, bool)
+                                          or self.patience < 0):
+            raise ValueError(f"patience must be None or an int >= 0; got {self.patience!r}")
+        v = self.early_stop_temp
+        if not (isinstance(v, numbers.Real) and np.isfinite(v) and v > 0):
+            raise ValueError(f"early_stop_temp must be a finite number > 0; got {v!r}")
         if self.n_samples < 0:
             raise ValueError(f"n_samples must be >= 0; got {self.n_samples}")
         if self.first_batch < 2:
@@ -279,6 +305,8 @@ class GibbsCoref:
         cluster_ids = np.empty(n_total, dtype=object)
         all_labels = np.empty(n_total, np.int64)
         per_block = {}
+        sweeps_used = {}
+        active = np.zeros(self.n_sweeps + 1, np.int64)
         sample_evals = 0
         pair_frames = []
         confidence = np.full(n_total, np.nan)
@@ -292,8 +320,10 @@ class GibbsCoref:
             sub = df.iloc[pos]
             labels0 = None if init_keys is None else _initial_labels(init_keys[pos])
             movable = None if fixed_arr is None else np.flatnonzero(~fixed_arr[pos])
-            labels, ev, lab_hist, marg = self._fit_block(sub, str(block), seed, temps,
-                                                         labels0, movable)
+            labels, ev, lab_hist, marg, used = self._fit_block(sub, str(block), seed, temps,
+                                                               labels0, movable)
+            sweeps_used[str(block)] = used
+            active[1:used + 1] += 1
             per_block[str(block)] = int(ev.sum())
             if marg is not None:
                 keys, counts, conf, ev_s = marg
@@ -324,7 +354,9 @@ class GibbsCoref:
             "sweep": np.arange(self.n_sweeps + 1),
             "n_factor_evals": np.cumsum(evals_per_sweep),
             "temperature": np.concatenate([[np.nan], temps]),
+            "n_blocks_active": active,
         })
+        self.n_sweeps_used_ = sweeps_used
         if self.n_samples > 0:
             self.n_factor_evals_sample_ = sample_evals
             cols = {"block": "string", "mention_a": "string", "mention_b": "string",
@@ -371,14 +403,23 @@ class GibbsCoref:
         buf = max(min(int(self.buffer_size), 4 * n * (n + 1)), 2 * (n + 1))
         run = dict(enc=enc, theta=theta, bias=bias, gen=gen, racing=racing, b_table=b_table,
                    buf=buf, movable=movable)
+        patience = int(self.patience or 0)
+        n_still = 0
+        used = len(temps)
         for s, tau in enumerate(temps, start=1):
-            ev[s] = self._sweep(labels, size, 1.0 / float(tau), **run)
+            if n_still < patience or patience == 0:
+                before = labels.copy() if patience else None
+                ev[s] = self._sweep(labels, size, 1.0 / float(tau), **run)
+                if patience and tau <= self.early_stop_temp:
+                    n_still = n_still + 1 if np.array_equal(before, labels) else 0
+                    if n_still >= patience:
+                        used = s
             if lab_hist is not None:
                 lab_hist[s] = labels
         marg = None
         if self.n_samples > 0:
             marg = self._sample_marginals(labels, size, run)
-        return labels, ev, lab_hist, marg
+        return labels, ev, lab_hist, marg, used
 
     def _sweep(self, labels, size, inv_temp, *, enc, theta, bias, gen, racing, b_table, buf,
                movable):
