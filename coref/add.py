@@ -26,7 +26,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["add_clusters", "read_clustered", "add", "add_arguments", "main"]
+__all__ = ["add_clusters", "read_clustered", "add", "add_arguments", "main", "ADD_SWEEPS"]
+
+#: Default Gibbs sweeps of ``coref add``: only the new mentions move, against fixed clusters;
+#: on the shipped data (80% predicted, 20% added) 10 sweeps gave B3 F1 0.8795 and 30 gave
+#: 0.8794, at 0.65 of the time.
+ADD_SWEEPS = 10
 
 
 def read_clustered(directory):
@@ -50,7 +55,6 @@ def read_clustered(directory):
     ValueError
         If clusters.csv and mentions.parquet disagree.
     """
-    from coref.io import load_mentions
     from coref.outputs import read_manifest
 
     d = Path(directory)
@@ -62,8 +66,19 @@ def read_clustered(directory):
     for c in ("mention_id", "block", "cluster_id"):
         if c not in clusters.columns:
             raise ValueError(f"{d / 'clusters.csv'}: no column {c!r}")
-    mentions = load_mentions(d / "mentions.parquet", format="parquet", strict=True)
-    mentions["mention_id"] = mentions["mention_id"].astype(str)
+    from coref.inputs import as_object_text
+    from coref.io import MENTION_COLUMNS
+
+    # our own file, its SHA-256 checked against the manifest above: read it directly (the
+    # general loader re-validates every list cell, which costs more than the whole add)
+    mentions = pd.read_parquet(d / "mentions.parquet")
+    missing = [c for c in MENTION_COLUMNS if c not in mentions.columns]
+    if missing:
+        raise ValueError(f"{d / 'mentions.parquet'}: missing mention column(s) {missing}")
+    for c in mentions.columns:
+        if mentions[c].dtype == object and len(mentions) and isinstance(mentions[c].iloc[0], np.ndarray):
+            mentions[c] = [list(v) if v is not None else [] for v in mentions[c]]
+    mentions = as_object_text(mentions)
     if set(mentions["mention_id"]) != set(clusters["mention_id"]):
         raise ValueError(f"{d}: clusters.csv and mentions.parquet cover different mentions")
     return mentions, clusters, manifest
@@ -156,31 +171,40 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
                                initial=initial, fixed=fixed)
         used = set(old_cid)
         ids_by_block = {b: g.tolist() for b, g in old_cid.groupby(old_block_of.to_numpy(), sort=False)}
+        old_cid_of = dict(zip(old_ids, old_cid.to_numpy()))
         for r in results:
             stats["n_factor_evals"] += r.n_factor_evals
             stats["gibbs_wall_s"] += r.wall_s
-            res = pd.DataFrame({"mention_id": r.mention_id.astype(str), "key": r.cluster_id.astype(str)})
-            res["old"] = np.fromiter((m in old_set for m in res["mention_id"]), bool, len(res))
-            res["old_id"] = old_cid.reindex(res["mention_id"]).to_numpy()
+            mids = r.mention_id.astype(str)
+            codes, _ = pd.factorize(r.cluster_id.astype(str))
+            is_old = np.fromiter((m in old_set for m in mids), bool, len(mids))
+            votes = {}
+            for c, m in zip(codes[is_old], mids[is_old]):
+                cnt = votes.setdefault(c, {})
+                o = old_cid_of[m]
+                cnt[o] = cnt.get(o, 0) + 1
+            sizes = np.bincount(codes)
+            first = np.full(len(sizes), len(codes))
+            np.minimum.at(first, codes, np.arange(len(codes)))
             k_next = _next_k(ids_by_block.get(r.block, []), r.block)
             name_of = {}
+            taken = set()
             # larger final clusters choose their id first; an id goes to the cluster holding most of its mentions
-            groups = sorted(res.groupby("key", sort=False), key=lambda kv: (-len(kv[1]), kv[1]["mention_id"].min()))
-            for key, g in groups:
-                votes = g.loc[g["old"], "old_id"].value_counts()
-                choice = next((c for c in votes.index if c not in name_of.values()), None)
+            for c in np.lexsort((first, -sizes)):
+                cnt = votes.get(c, {})
+                choice = next((o for o, _ in sorted(cnt.items(), key=lambda kv: (-kv[1], kv[0])) if o not in taken),
+                              None)
                 if choice is None:
                     while f"{r.block}/{k_next}" in used:
                         k_next += 1
                     choice = f"{r.block}/{k_next}"
                     used.add(choice)
                     k_next += 1
-                name_of[key] = choice
-            res["cid"] = res["key"].map(name_of)
-            o = res[res["old"]]
-            final_old.loc[o["mention_id"].to_numpy()] = o["cid"].to_numpy()
-            n_ = res[~res["old"]]
-            new_cid.loc[n_["mention_id"].to_numpy()] = n_["cid"].to_numpy()
+                taken.add(choice)
+                name_of[c] = choice
+            names = np.array([name_of[c] for c in codes], dtype=object)
+            final_old.loc[mids[is_old]] = names[is_old]
+            new_cid.loc[mids[~is_old]] = names[~is_old]
 
     # new blocks: from scratch, ids as coref predict gives them
     if fresh:
@@ -232,7 +256,9 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         Output directory: the whole clustering (old and new), like ``coref predict``'s.
     revisit : bool
         Let Gibbs also move the old mentions of the blocks that received new ones.
-    sampler, seed, delta, n_sweeps, format, strict, workers, scheduler, progress
+    n_sweeps : int or None
+        Gibbs sweeps per block; ``None``: :data:`ADD_SWEEPS`.
+    sampler, seed, delta, format, strict, workers, scheduler, progress
         As for :func:`coref.predict.predict`.
 
     Returns
@@ -256,6 +282,8 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
     from coref.settings import make_settings
 
     t0 = time.perf_counter()
+    if n_sweeps is None:
+        n_sweeps = ADD_SWEEPS
     settings = make_settings("add", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
                              strict=strict, workers=workers, scheduler=scheduler, revisit=revisit)
     if Path(out).expanduser().resolve() == Path(clusters_dir).expanduser().resolve():
@@ -283,8 +311,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
             "elapsed_s": time.perf_counter() - t0,
         }
         summary = write_outputs(od, allm, clusters, fitted, settings, summary=summary,
-                                title="Author coreference: new mentions added",
-                                focus=set(keep_new["mention_id"].astype(str)))
+                                title="Author coreference: new mentions added", n_weakest=0)
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(new),

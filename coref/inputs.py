@@ -122,7 +122,20 @@ def load_input(data, *, format=None, strict=False, command="run", need_gold=Fals
 
         df = assign_blocks(df)
     df["block"] = df["block"].astype(str)
-    return df, desc
+    return as_object_text(df), desc
+
+
+def as_object_text(df):
+    """``df`` with its text columns as NumPy object arrays of str (missing -> "").
+
+    The feature encoder reads cells one by one; arrow-backed string columns make each
+    access a pyarrow call, several times slower than plain Python strings.
+    """
+    for c in ("mention_id", "block", "name", "title", "venue", "affiliation"):
+        if c in df.columns and df[c].dtype != object:
+            col = df[c]
+            df[c] = pd.Series(col.fillna("").astype(str).to_numpy(dtype=object), index=df.index, dtype=object)
+    return df
 
 
 def resolve_model(model_dir):

@@ -98,7 +98,7 @@ def predict_clusters(df, model, settings, *, client=None, progress=False):
     return clusters, stats
 
 
-def write_outputs(od, df, clusters, model, settings, *, summary, title, confidence=None, focus=None):
+def write_outputs(od, df, clusters, model, settings, *, summary, title, confidence=None, n_weakest=10):
     """Write clusters.csv, mentions.parquet, summary.json, report.md (and confidence files) into ``od``."""
     from coref.io import write_mentions
     from coref.report import cluster_overview, render_predict_md, write_csv, write_json
@@ -107,9 +107,9 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, confiden
     write_csv(od.path("clusters.csv"), clusters)
     mentions = df if "gold" in df.columns else df.assign(gold=pd.array([pd.NA] * len(df), dtype="string"))
     write_mentions(mentions, od.path("mentions.parquet"))
-    largest, weakest = cluster_overview(model, df, clusters, focus=focus)
+    largest, weakest = cluster_overview(model, df, clusters, n_weakest=n_weakest)
     summary = {**summary, "largest_clusters": largest.to_dict("records"),
-               "weakest_merges": weakest.to_dict("records")}
+               "weakest_merges": None if weakest is None else weakest.to_dict("records")}
     extra_md = ""
     if confidence is not None:
         extra_md = confidence

@@ -325,7 +325,8 @@ def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, focus=N
     -------
     largest : pandas.DataFrame
         cluster_id, block, n_mentions, name (most common spelling), years.
-    weakest : pandas.DataFrame
+    weakest : pandas.DataFrame or None
+        (None when ``n_weakest`` is 0: nothing is encoded then.)
         mention_id, cluster_id, n_mentions, margin, mean_factor: the mentions of
         clusters of two or more whose margin -- the sum of f_theta (natural-log odds) to
         the other members, i.e. the Gibbs score of staying versus a new cluster of its
@@ -360,6 +361,8 @@ def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, focus=N
                       "years": f"{int(ys.min())}-{int(ys.max())}" if len(ys) else ""})
     largest = pd.DataFrame(out_l, columns=["cluster_id", "block", "n_mentions", "name", "years"])
 
+    if n_weakest <= 0:
+        return largest, None
     gen = np.random.default_rng(rng)
     cand = counts[codes] >= 2
     if focus is not None:
@@ -434,12 +437,16 @@ def render_predict_md(summary, largest, weakest, *, title):
             detail = d.get(key[2:], [])
             lines += [f"{d[key]} {label}: " + "; ".join(f"`{x}`" for x in detail[:10]), ""]
     lines += ["## Largest clusters", ""] + _md_table(largest) + [""]
-    lines += ["## Weakest merges", "",
-              "Mentions whose cluster gains least over being alone: `margin` is the sum of the pairwise "
-              "factors f (natural-log odds) to the other members, the Gibbs score of staying against a new "
-              "cluster of its own (0). A negative margin is a merge the model itself doubts; "
-              "`coref explain` breaks a pair down by feature.", ""]
-    lines += _md_table(weakest, floats=("margin", "mean_factor")) + [""]
+    if weakest is None:
+        lines += ["Weakest merges are not computed by `coref add` (it would encode every block again); "
+                  "`coref explain` breaks down the factor of any pair.", ""]
+    else:
+        lines += ["## Weakest merges", "",
+                  "Mentions whose cluster gains least over being alone: `margin` is the sum of the pairwise "
+                  "factors f (natural-log odds) to the other members, the Gibbs score of staying against a new "
+                  "cluster of its own (0). A negative margin is a merge the model itself doubts; "
+                  "`coref explain` breaks a pair down by feature.", ""]
+        lines += _md_table(weakest, floats=("margin", "mean_factor")) + [""]
     lines += ["Files: `clusters.csv` (mention_id, block, cluster_id"
               + (", gold passed through" if summary.get("gold_passed_through") else "")
               + "), `mentions.parquet` (the mentions clustered, for `coref add`), `summary.json`, "
