@@ -63,7 +63,7 @@ def make_mentions(n_blocks=4, per=10, n_authors=2, seed=0, labeled=True):
     return df
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def mentions_factory():
     """``make_mentions(n_blocks, per, n_authors, seed, labeled)`` -> mention DataFrame."""
     return make_mentions
