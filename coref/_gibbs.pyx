@@ -18,21 +18,47 @@ given as a table ``b_table[D, t*]``.  Mini-batches: T(1) = first_batch,
 T(2) = first_batch + max(1, (N_y - first_batch) // 10), then T(t) = 2 T(t - 1),
 capped at N_y; arms with N_y <= first_batch are summed exactly.
 
-Random numbers come pre-drawn in buffers (``gumbels``: one per arm per step,
-in the order: clusters by increasing label, then the new cluster; ``uniforms``:
-one per subsampled member, consumed by a partial Fisher-Yates shuffle).  The
-pure-Python twin is ``coref._gibbs_py``; both give identical results on the same
-buffers.  Inputs are validated by ``coref.gibbs``.
+Random numbers come from one xoshiro256** generator per block (Blackman & Vigna
+2018), state ``rng_state`` (4 x uint64), drawn inside the kernel so that no Python
+code runs between steps: per sweep, a Fisher-Yates shuffle of the movable
+mentions (k = n_mov - 1 .. 1 swaps position k with ``_below(k + 1)``); per step,
+one Gumbel per arm in the order clusters by increasing label, then the new
+cluster; per subsampled member, one ``_below(N_y - k)`` of a partial Fisher-Yates
+shuffle.  ``_below(m) = ((x >> 32) * m) >> 32`` (integer arithmetic, m < 2^32);
+Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53.  The pure-Python twin is
+``coref._gibbs_py``; both give bit-identical results from the same state.  Inputs
+are validated by ``coref.gibbs``.
 """
-from libc.math cimport sqrt, floor
+from libc.math cimport sqrt, log
+from libc.stdint cimport uint64_t
 from coref._factors cimport BlockData, make_block, block_factor
 
-# state vector layout (int64): [g_pos, u_pos, next_k, n_evals]
-cdef enum:
-    _G = 0
-    _U = 1
-    _K = 2
-    _E = 3
+
+cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
+    return (x << k) | (x >> (64 - k))
+
+
+cdef inline uint64_t _next(uint64_t* s) noexcept nogil:
+    """xoshiro256** step."""
+    cdef uint64_t result = _rotl(s[1] * 5, 7) * 9
+    cdef uint64_t t = s[1] << 17
+    s[2] ^= s[0]
+    s[3] ^= s[1]
+    s[1] ^= s[2]
+    s[0] ^= s[3]
+    s[2] ^= t
+    s[3] = _rotl(s[3], 45)
+    return result
+
+
+cdef inline Py_ssize_t _below(uint64_t* s, Py_ssize_t m) noexcept nogil:
+    """Integer in [0, m) (m < 2^32)."""
+    return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>m) >> 32)
+
+
+cdef inline double _gumbel(uint64_t* s) noexcept nogil:
+    cdef double u = (<double>(_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+    return -log(-log(u))
 
 
 cdef inline Py_ssize_t _sched(Py_ssize_t r, Py_ssize_t prev, Py_ssize_t N,
@@ -67,8 +93,9 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* size,            # INOUT (n,) cluster sizes
                       Py_ssize_t i, double inv_temp, int racing, int fb,
                       const double* b_table, Py_ssize_t b_cols,
-                      const double* gumbels, const double* uniforms,
-                      long long* state,           # INOUT [g_pos, u_pos, k, n_evals]
+                      uint64_t* rs,               # INOUT generator state (4,)
+                      long long* n_evals,         # INOUT factor count
+                      double* gumbels,            # work (n + 2,)
                       long long* cand, long long* cidx, long long* start,
                       long long* members, long long* fill,
                       double* acc, double* acc2, long long* T, long long* N,
@@ -79,8 +106,6 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
     cdef Py_ssize_t n_open, best
     cdef double f, g_best, v, B, mean, var, diff, tmp
-    cdef long long gpos = state[_G]
-    cdef long long upos = state[_U]
     cdef long long evals = 0
     cdef long long sw
 
@@ -100,6 +125,8 @@ cdef Py_ssize_t _step(BlockData* d,
         while size[new_label] > 0:
             new_label += 1
     D = C + 1
+    for c in range(D):
+        gumbels[c] = _gumbel(rs)
     for c in range(C):
         acc[c] = 0.0
         acc2[c] = 0.0
@@ -112,14 +139,13 @@ cdef Py_ssize_t _step(BlockData* d,
                 acc[cidx[labels[j]]] += block_factor(d, i, j)
         evals = n - 1 if n > 1 else 0
         best = C
-        g_best = gumbels[gpos + C]
+        g_best = gumbels[C]
         for c in range(C):
-            v = acc[c] * inv_temp + gumbels[gpos + c]
+            v = acc[c] * inv_temp + gumbels[c]
             if v > g_best:
                 g_best = v
                 best = c
-        state[_G] = gpos + D
-        state[_E] += evals
+        n_evals[0] += evals
         if best == C:
             l = new_label
         else:
@@ -169,8 +195,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 if alive[c] and T[c] < N[c]:
                     tr = _sched(r, T[c], N[c], fb)
                     for k in range(T[c], tr):
-                        pos = start[c] + k + <Py_ssize_t>floor(uniforms[upos] * (N[c] - k))
-                        upos += 1
+                        pos = start[c] + k + _below(rs, N[c] - k)
                         sw = members[start[c] + k]
                         members[start[c] + k] = members[pos]
                         members[pos] = sw
@@ -181,7 +206,7 @@ cdef Py_ssize_t _step(BlockData* d,
                     T[c] = tr
             # estimates of the totals and their standard errors
             # (the new-cluster arm C is exact: estimate = its Gumbel)
-            est[C] = gumbels[gpos + C]
+            est[C] = gumbels[C]
             se2[C] = 0.0
             leader = -1
             n_open = 0
@@ -194,7 +219,7 @@ cdef Py_ssize_t _step(BlockData* d,
                     continue
                 n_alive += 1
                 if T[c] == N[c]:
-                    est[c] = acc[c] + gumbels[gpos + c]
+                    est[c] = acc[c] + gumbels[c]
                     se2[c] = 0.0
                 else:
                     n_open += 1
@@ -202,7 +227,7 @@ cdef Py_ssize_t _step(BlockData* d,
                     var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
                     if var < 0.0:
                         var = 0.0
-                    est[c] = N[c] * mean + gumbels[gpos + c]
+                    est[c] = N[c] * mean + gumbels[c]
                     se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
                 if leader < 0 or est[c] > est[leader]:
                     leader = c
@@ -231,20 +256,18 @@ cdef Py_ssize_t _step(BlockData* d,
             if not alive[c]:
                 continue
             if c < C and T[c] == N[c]:
-                est[c] = acc[c] + gumbels[gpos + c]
+                est[c] = acc[c] + gumbels[c]
             if best < 0 or est[c] > est[best]:
                 best = c
     else:
         best = C
-        g_best = gumbels[gpos + C]
+        g_best = gumbels[C]
         for c in range(C):
-            v = acc[c] + gumbels[gpos + c]
+            v = acc[c] + gumbels[c]
             if v > g_best:
                 g_best = v
                 best = c
-    state[_G] = gpos + D
-    state[_U] = upos
-    state[_E] += evals
+    n_evals[0] += evals
     if best == C:
         l = new_label
     else:
@@ -256,6 +279,7 @@ cdef Py_ssize_t _step(BlockData* d,
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
+    cdef public object gumbels, order
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -272,48 +296,86 @@ cdef class _Work:
         self.est = np.zeros(m)
         self.se2 = np.zeros(m)
         self.alive = np.zeros(m, np.int8)
+        self.gumbels = np.zeros(m)
+        self.order = np.zeros(m, np.int64)
 
 
-def sweep(object enc,                       # IN  EncodedBlock
-          const double[::1] theta,          # IN  (N_FEATURES,)
-          double bias,
-          long long[::1] labels,            # INOUT (n,) labels in [0, n)
-          long long[::1] size,              # INOUT (n,) cluster sizes of labels
-          const long long[::1] order,       # IN  (m,) mentions to visit, in order
-          double inv_temp, int racing, int first_batch,
-          const double[:, ::1] b_table,     # IN  (n + 2, n_cols) bounds B[D, t*]
-          const double[::1] gumbels,        # IN  buffer
-          const double[::1] uniforms,       # IN  buffer
-          long long[::1] state):            # INOUT [g_pos, u_pos, next_k, n_evals]
-    """Visit ``order[state[2]:]`` until done or a buffer could run short.
+def anneal(object enc,                      # IN  EncodedBlock
+           const double[::1] theta,         # IN  (N_FEATURES,)
+           double bias,
+           long long[::1] labels,           # INOUT (n,) labels in [0, n)
+           long long[::1] size,             # INOUT (n,) cluster sizes of labels
+           const long long[::1] movable,    # IN  (n_mov,) mentions Gibbs may move
+           const double[::1] inv_temps,     # IN  (n_sweeps,) 1 / temperature per sweep
+           const char[::1] stop_mask,       # IN  (n_sweeps,) 1 = sweep counts for patience
+           int patience,                    # early stop after this many still sweeps (0 = off)
+           int racing, int first_batch,
+           const double[:, ::1] b_table,    # IN  (>= n + 2, n_cols) bounds B[D, t*]
+           unsigned long long[::1] rng_state,   # INOUT (4,) xoshiro256** state
+           long long[:, ::1] lab_hist,      # OUT (n_sweeps, n) labels after each sweep, or (0, n)
+           long long[::1] evals):           # OUT (n_sweeps,) factors evaluated per sweep
+    """Run the sweeps of one block; return the number of sweeps run.
 
-    Before each step at least n + 1 Gumbels and n uniforms must remain; otherwise
-    the sweep returns with ``state[2]`` pointing at the next mention to visit, and
-    the caller refills the buffers (resetting ``state[0]`` and ``state[1]``).
-    Returns True when every mention of ``order`` has been visited.
+    Sweep s visits the movable mentions in a fresh random order at inverse
+    temperature ``inv_temps[s]``.  Early stop: after a sweep with
+    ``stop_mask[s]`` set that moved no mention, a counter grows (any move resets
+    it; sweeps without the mask leave it alone); when it reaches ``patience`` the
+    run stops.  Rows of ``lab_hist`` and entries of ``evals`` after the stop are
+    not written.
     """
     cdef BlockData d = make_block(enc, theta, bias)
-    cdef Py_ssize_t n = d.n, m = order.shape[0]
-    cdef Py_ssize_t ng = gumbels.shape[0], nu = uniforms.shape[0]
+    cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
     cdef _Work w = _Work(n)
-    cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start
+    cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
-    cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2
+    cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
     cdef char[::1] alive = w.alive
-    cdef Py_ssize_t b_cols = b_table.shape[1]
-    cdef bint done = False
-    if n == 0:
-        return True
+    cdef Py_ssize_t b_cols = b_table.shape[1], s, k, j, i, tmp, still = 0, used = 0
+    cdef bint record = lab_hist.shape[0] > 0
+    cdef bint moved
+    cdef long long ev
+    cdef uint64_t st[4]
+    if stop_mask.shape[0] != n_sw or evals.shape[0] != n_sw or rng_state.shape[0] != 4:
+        raise ValueError("stop_mask, evals must have one entry per sweep; rng_state 4")
+    if record and (lab_hist.shape[0] != n_sw or lab_hist.shape[1] != n):
+        raise ValueError("lab_hist must have shape (n_sweeps, n) or (0, n)")
+    if b_table.shape[0] < n + 2:
+        raise ValueError("b_table needs n + 2 rows")
+    for k in range(4):
+        st[k] = rng_state[k]
     with nogil:
-        while True:
-            if state[_K] >= m:
-                done = True
-                break
-            if state[_G] + n + 1 > ng or state[_U] + n > nu:
-                break
-            _step(&d, &labels[0], &size[0], order[state[_K]], inv_temp, racing,
-                  first_batch, &b_table[0, 0], b_cols, &gumbels[0], &uniforms[0],
-                  &state[0], &cand[0], &cidx[0], &start[0], &members[0], &fill[0],
-                  &acc[0], &acc2[0], &T[0], &N[0], &est[0], &se2[0], &alive[0])
-            state[_K] += 1
-    return done
+        for s in range(n_sw):
+            for k in range(n_mov):
+                order[k] = movable[k]
+            k = n_mov - 1
+            while k >= 1:
+                j = _below(st, k + 1)
+                tmp = order[k]
+                order[k] = order[j]
+                order[j] = tmp
+                k -= 1
+            ev = 0
+            moved = False
+            for k in range(n_mov):
+                i = order[k]
+                tmp = labels[i]
+                if _step(&d, &labels[0], &size[0], i, inv_temps[s], racing, first_batch,
+                         &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
+                         &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
+                         &est[0], &se2[0], &alive[0]) != tmp:
+                    moved = True
+            evals[s] = ev
+            if record:
+                for k in range(n):
+                    lab_hist[s, k] = labels[k]
+            used = s + 1
+            if patience > 0 and stop_mask[s]:
+                if moved:
+                    still = 0
+                else:
+                    still += 1
+                    if still >= patience:
+                        break
+    for k in range(4):
+        rng_state[k] = st[k]
+    return used

@@ -1,4 +1,4 @@
-"""Pure-Python reference twin of ``coref._gibbs`` (same buffers -> same results).
+"""Pure-Python reference twin of ``coref._gibbs`` (same generator state -> same results).
 
 Slow; used by the tests only.  See ``coref._gibbs`` for the algorithm.
 """
@@ -6,7 +6,34 @@ import math
 
 from coref._factors_py import block_factor
 
-_G, _U, _K, _E = 0, 1, 2, 3
+_MASK = (1 << 64) - 1
+
+
+class Xoshiro:
+    """xoshiro256** on Python ints (state: 4 unsigned 64-bit words)."""
+
+    def __init__(self, state):
+        self.s = [int(x) & _MASK for x in state]
+
+    def next(self):
+        s = self.s
+        x = (s[1] * 5) & _MASK
+        result = ((((x << 7) | (x >> 57)) & _MASK) * 9) & _MASK
+        t = (s[1] << 17) & _MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = ((s[3] << 45) | (s[3] >> 19)) & _MASK
+        return result
+
+    def below(self, m):
+        return ((self.next() >> 32) * m) >> 32
+
+    def gumbel(self):
+        u = (float(self.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+        return -math.log(-math.log(u))
 
 
 def _sched(r, prev, N, fb):
@@ -27,8 +54,7 @@ def _n_rounds(N, fb):
     return r
 
 
-def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, gumbels,
-         uniforms, state):
+def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals):
     """Resample labels[i] in place; return the chosen label."""
     n = enc.n
     old = int(labels[i])
@@ -43,8 +69,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, gumbe
         while size[new_label] > 0:
             new_label += 1
     D = C + 1
-    gpos, upos = int(state[_G]), int(state[_U])
-    g = [float(gumbels[gpos + c]) for c in range(D)]
+    g = [rng.gumbel() for c in range(D)]
     acc = [0.0] * C
     acc2 = [0.0] * C
     N = [int(size[l]) for l in cand]
@@ -93,8 +118,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, gumbe
                         tr = _sched(r, T[c], N[c], fb)
                         m = members[c]
                         for k in range(T[c], tr):
-                            p = k + int(math.floor(float(uniforms[upos]) * (N[c] - k)))
-                            upos += 1
+                            p = k + rng.below(N[c] - k)
                             m[k], m[p] = m[p], m[k]
                             v = f(m[k]) * inv_temp
                             acc[c] += v
@@ -148,26 +172,38 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, gumbe
                 v = acc[c] + g[c]
                 if v > g_best:
                     g_best, best = v, c
-    state[_G] = gpos + D
-    state[_U] = upos
-    state[_E] += evals
+    n_evals[0] += evals
     l = new_label if best == C else cand[best]
     labels[i] = l
     size[l] += 1
     return l
 
 
-def sweep(enc, theta, bias, labels, size, order, inv_temp, racing, first_batch, b_table,
-          gumbels, uniforms, state):
-    """Same contract as ``coref._gibbs.sweep``."""
-    n, m = enc.n, len(order)
-    if n == 0:
-        return True
-    while True:
-        if state[_K] >= m:
-            return True
-        if state[_G] + n + 1 > len(gumbels) or state[_U] + n > len(uniforms):
-            return False
-        step(enc, theta, bias, labels, size, int(order[state[_K]]), inv_temp, racing,
-             first_batch, b_table, gumbels, uniforms, state)
-        state[_K] += 1
+def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
+           first_batch, b_table, rng_state, lab_hist, evals):
+    """Same contract as ``coref._gibbs.anneal``."""
+    n = enc.n
+    rng = Xoshiro(rng_state)
+    still = used = 0
+    for s, inv_temp in enumerate(inv_temps):
+        order = [int(x) for x in movable]
+        for k in range(len(order) - 1, 0, -1):
+            j = rng.below(k + 1)
+            order[k], order[j] = order[j], order[k]
+        ev = [0]
+        moved = False
+        for i in order:
+            before = int(labels[i])
+            if step(enc, theta, bias, labels, size, i, float(inv_temp), racing, first_batch,
+                    b_table, rng, ev) != before:
+                moved = True
+        evals[s] = ev[0]
+        if len(lab_hist):
+            lab_hist[s, :n] = labels
+        used = s + 1
+        if patience > 0 and stop_mask[s]:
+            still = 0 if moved else still + 1
+            if still >= patience:
+                break
+    rng_state[:] = rng.s
+    return used

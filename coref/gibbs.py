@@ -100,9 +100,10 @@ class GibbsCoref:
         ``block_rng(seed_, b)``, whatever the order of the blocks.
     record_history : bool, default True
         Keep ``labels_history_``.
-    buffer_size : int, default 65536
-        Largest length of the pre-drawn random-number buffers (refilled as needed);
-        a block of n mentions uses at most ``4 n (n + 1)``.
+    buffer_size : None
+        Deprecated and ignored: random numbers are now drawn inside the compiled
+        kernel (one xoshiro256** generator per block, seeded from
+        ``block_rng(seed_, block)``); passing a value warns.
     patience : int >= 0 or None, default 3
         Early stop: a block stops annealing after ``patience`` consecutive sweeps
         that changed no label, counting only sweeps whose temperature is at most
@@ -188,7 +189,7 @@ class GibbsCoref:
 
     def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0,
                  t_end=0.05, first_batch=3, init="singletons", rng=None,
-                 record_history=True, buffer_size=65536, n_samples=0, patience=3,
+                 record_history=True, buffer_size=None, n_samples=0, patience=3,
                  early_stop_temp=0.2):
         self.model = model
         self.sampler = sampler
@@ -213,7 +214,12 @@ class GibbsCoref:
             raise ValueError(f"init must be one of {_INITS}; got {self.init!r}")
         if not (isinstance(self.delta, numbers.Real) and 0.0 < float(self.delta) < 1.0):
             raise ValueError(f"delta must be a number in (0, 1); got {self.delta!r}")
-        for name in ("n_sweeps", "first_batch", "buffer_size", "n_samples"):
+        if self.buffer_size is not None:
+            import warnings
+
+            warnings.warn("GibbsCoref(buffer_size=...) is ignored (random numbers are drawn in "
+                          "the kernel) and will be removed", DeprecationWarning, stacklevel=3)
+        for name in ("n_sweeps", "first_batch", "n_samples"):
             v = getattr(self, name)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool):
                 raise TypeError(f"{name} must be an int; got {type(v).__name__}")
@@ -398,47 +404,35 @@ class GibbsCoref:
         lab_hist = np.zeros((len(temps) + 1, n), np.int64) if self.record_history else None
         if lab_hist is not None:
             lab_hist[0] = labels
-        # One sweep needs about one Gumbel per candidate per mention (<= n (n + 1)); a
-        # buffer sized to the block avoids drawing 2 x buffer_size numbers for tiny blocks.
-        buf = max(min(int(self.buffer_size), 4 * n * (n + 1)), 2 * (n + 1))
-        run = dict(enc=enc, theta=theta, bias=bias, gen=gen, racing=racing, b_table=b_table,
-                   buf=buf, movable=movable)
+        if movable is None:
+            movable = np.arange(n, dtype=np.int64)
+        rng_state = gen.integers(0, 2**64, size=4, dtype=np.uint64, endpoint=False)
+        if not rng_state.any():            # the one state xoshiro256** cannot leave
+            rng_state[0] = 1
+        run = dict(enc=enc, theta=theta, bias=bias, racing=racing, b_table=b_table,
+                   movable=np.ascontiguousarray(movable, dtype=np.int64), rng_state=rng_state)
         patience = int(self.patience or 0)
-        n_still = 0
-        used = len(temps)
-        for s, tau in enumerate(temps, start=1):
-            if n_still < patience or patience == 0:
-                before = labels.copy() if patience else None
-                ev[s] = self._sweep(labels, size, 1.0 / float(tau), **run)
-                if patience and tau <= self.early_stop_temp:
-                    n_still = n_still + 1 if np.array_equal(before, labels) else 0
-                    if n_still >= patience:
-                        used = s
-            if lab_hist is not None:
-                lab_hist[s] = labels
+        inv_temps = 1.0 / np.asarray(temps, dtype=np.float64)
+        stop_mask = (np.asarray(temps) <= float(self.early_stop_temp)).astype(np.int8)
+        kh = lab_hist[1:] if lab_hist is not None else np.zeros((0, n), np.int64)
+        used = _gibbs.anneal(enc, theta, bias, labels, size, run["movable"], inv_temps,
+                             stop_mask, patience, racing, int(self.first_batch), b_table,
+                             rng_state, kh, ev[1:])
+        if lab_hist is not None:
+            lab_hist[used + 1:] = labels
         marg = None
         if self.n_samples > 0:
             marg = self._sample_marginals(labels, size, run)
         return labels, ev, lab_hist, marg, used
 
-    def _sweep(self, labels, size, inv_temp, *, enc, theta, bias, gen, racing, b_table, buf,
-               movable):
+    def _sweep(self, labels, size, inv_temp, *, enc, theta, bias, racing, b_table, movable,
+               rng_state):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
-        n = enc.n
-        if movable is None:
-            order = gen.permutation(n).astype(np.int64)
-        else:
-            order = movable[gen.permutation(len(movable))].astype(np.int64)
-        state = np.zeros(4, np.int64)
-        done = False
-        while not done:
-            gumbels = gen.gumbel(size=buf)
-            uniforms = gen.random(size=buf) if racing else np.zeros(n + 1)
-            state[0] = 0
-            state[1] = 0
-            done = _gibbs.sweep(enc, theta, bias, labels, size, order, inv_temp, racing,
-                                int(self.first_batch), b_table, gumbels, uniforms, state)
-        return int(state[3])
+        ev = np.zeros(1, np.int64)
+        _gibbs.anneal(enc, theta, bias, labels, size, movable, np.array([inv_temp]),
+                      np.zeros(1, np.int8), 0, racing, int(self.first_batch), b_table,
+                      rng_state, np.zeros((0, enc.n), np.int64), ev)
+        return int(ev[0])
 
     def _sample_marginals(self, map_labels, map_size, run):
         """``n_samples`` sweeps at temperature 1 from a copy of the MAP state.

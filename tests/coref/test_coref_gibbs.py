@@ -44,33 +44,66 @@ def _theta():
     return th
 
 
+def _anneal(mod, enc, labels, movable, inv_temps, racing, rng_state, *, stop_mask=None,
+            patience=0, theta=None, bias=-1.0, first_batch=3):
+    n = enc.n
+    size = np.bincount(labels, minlength=n).astype(np.int64)
+    hist = np.zeros((len(inv_temps), n), np.int64)
+    ev = np.zeros(len(inv_temps), np.int64)
+    mask = np.zeros(len(inv_temps), np.int8) if stop_mask is None else stop_mask
+    used = mod.anneal(enc, _theta() if theta is None else theta, bias, labels, size,
+                      np.asarray(movable, np.int64), np.asarray(inv_temps, float), mask, patience,
+                      racing, first_batch, bound_table(0.05, n + 1), rng_state, hist, ev)
+    assert (np.bincount(labels, minlength=n) == size).all()
+    return used, hist, ev
+
+
 @pytest.mark.parametrize("racing", [0, 1], ids=["exact", "racing"])
-def test_sweep_matches_twin(racing):
+def test_anneal_matches_twin(racing):
     df = _df(n=30)
     enc = encode_mentions(df)
     n = enc.n
-    gen = np.random.default_rng(5)
-    theta = _theta()
-    b_table = bound_table(0.05, n + 1)
     out = []
     for mod in (_gibbs, _gibbs_py):
         labels = np.zeros(n, np.int64)
-        size = np.bincount(labels, minlength=n).astype(np.int64)
-        g = np.random.default_rng(7)
-        for _ in range(3):
-            order = g.permutation(n).astype(np.int64)
-            state = np.zeros(4, np.int64)
-            done = False
-            while not done:
-                gum = g.gumbel(size=100)    # small buffers: exercises the refill path
-                uni = g.random(size=100)
-                state[:2] = 0
-                done = mod.sweep(enc, theta, -1.0, labels, size, order, 2.0, racing, 3, b_table,
-                                 gum, uni, state)
-        out.append((labels.copy(), int(state[3])))
+        state = np.array([1, 2**63 + 5, 12345678901234567, 2**64 - 1], np.uint64)
+        used, hist, ev = _anneal(mod, enc, labels, np.arange(n), [0.5, 1.0, 2.0, 2.0], racing,
+                                 state)
+        assert used == 4
+        out.append((hist, ev, state.copy()))
     np.testing.assert_array_equal(out[0][0], out[1][0])
-    assert out[0][1] == out[1][1]
-    del gen
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    np.testing.assert_array_equal(out[0][2], out[1][2])
+    assert len(set(out[0][0][-1])) > 1 and (out[0][0][0] != out[0][0][-1]).any()
+    if racing:  # racing subsampled: fewer than n - 1 factors per step
+        assert out[0][1].sum() < 4 * n * (n - 1)
+    else:
+        assert (out[0][1] == n * (n - 1)).all()
+
+
+def test_xoshiro_reference_values():
+    """xoshiro256** from state (1, 2, 3, 4): the reference output 11520, 0, 1509978240, ..."""
+    rng = _gibbs_py.Xoshiro([1, 2, 3, 4])
+    assert [rng.next() for _ in range(4)] == [11520, 0, 1509978240, 1215971899390074240]
+
+
+def test_early_stop_kernel_matches_twin():
+    df = _df(n=14, seed=2)
+    enc = encode_mentions(df)
+    n = enc.n
+    inv = 1.0 / np.geomspace(1.0, 0.05, 25)
+    mask = (np.geomspace(1.0, 0.05, 25) <= 0.3).astype(np.int8)
+    res = []
+    for mod in (_gibbs, _gibbs_py):
+        state = np.array([7, 8, 9, 10], np.uint64)
+        used, hist, ev = _anneal(mod, enc, np.arange(n, dtype=np.int64), np.arange(n), inv, 1,
+                                 state, stop_mask=mask, patience=2)
+        res.append((used, hist[:used], ev[:used], state))
+    assert res[0][0] == res[1][0] < 25
+    for a, b in zip(res[0][1:], res[1][1:]):
+        np.testing.assert_array_equal(a, b)
+    h = res[0][1]
+    assert (h[-1] == h[-2]).all() and (h[-2] == h[-3]).all()
 
 
 def test_exact_eval_counts():
@@ -119,7 +152,6 @@ def test_racing_conditional_matches_exact():
     F = np.empty((n, n))
     factor_matrix(enc, theta, bias, F)
     labels0 = gold.copy()
-    size0 = np.bincount(labels0, minlength=n).astype(np.int64)
     others = np.arange(n) != i
     cl = sorted(set(labels0[others]))
     scores = [F[i, others & (labels0 == c)].sum() for c in cl] + [0.0]
@@ -128,7 +160,6 @@ def test_racing_conditional_matches_exact():
     assert min(len(F[i, others & (labels0 == c)]) for c in cl) > 3
     p = np.exp((np.array(scores) - max(scores)) * inv_temp)
     p /= p.sum()
-    b_table = bound_table(0.05, n + 1)
     gen = np.random.default_rng(2024)
     n_draws = 3000
     counts = np.zeros(len(p))
@@ -137,12 +168,11 @@ def test_racing_conditional_matches_exact():
     evals = 0
     for _ in range(n_draws):
         labels = labels0.copy()
-        size = size0.copy()
-        state = np.zeros(4, np.int64)
-        _gibbs.sweep(enc, theta, bias, labels, size, np.array([i], np.int64), inv_temp, 1, 3,
-                     b_table, gen.gumbel(size=n + 1), gen.random(size=n), state)
+        state = gen.integers(0, 2**64, size=4, dtype=np.uint64)
+        _, _, ev = _anneal(_gibbs, enc, labels, [i], [inv_temp], 1, state, theta=theta,
+                           bias=bias)
         counts[keys.index(labels[i])] += 1
-        evals += state[3]
+        evals += ev[0]
     expected = p * n_draws
     ok = expected >= 5
     chi2 = np.sum((counts[ok] - expected[ok]) ** 2 / expected[ok])
