@@ -75,7 +75,8 @@ from pathlib import Path
 
 from coref.exceptions import MentionFormatError, SkippedFilesWarning, SkippedRecordsWarning
 from coref.io._common import (ALL_COLUMNS, FORMATS, IDENTIFIER_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS,
-                              OPTIONAL_COLUMNS, Collector, LoadReport, add_optional_columns, empty_mentions)
+                              OPTIONAL_COLUMNS, Collector, LoadReport, add_optional_columns, empty_mentions,
+                              gc_paused)
 from coref.io._scan import guess_file_format, plan_folder
 from coref.io.aminer import load_aminer_file
 from coref.io.crossref import load_crossref
@@ -185,6 +186,16 @@ def load_mentions(path, format=None, *, strict=False, return_report=False):
     path = Path(os.fspath(path))
     if not path.exists():
         raise FileNotFoundError(f"mention data not found: {path}")
+    with gc_paused():
+        df, report = _load(path, format, strict)
+    if report.files_skipped:
+        warnings.warn(report.summary().replace("\n", "; "), SkippedFilesWarning, stacklevel=2)
+    elif report.n_skipped:
+        warnings.warn(report.summary().replace("\n", "; "), SkippedRecordsWarning, stacklevel=2)
+    return (df, report) if return_report else df
+
+
+def _load(path, format, strict):
     col = Collector(strict)
     if path.is_dir():
         plan = plan_folder(path, format)
@@ -216,8 +227,4 @@ def load_mentions(path, format=None, *, strict=False, return_report=False):
                            for p, r, why in report.files_skipped[:5])
         raise MentionFormatError(f"none of the {len(report.files_skipped)} {fmt} files could be read: {listed}",
                                  path=path)
-    if report.files_skipped:
-        warnings.warn(report.summary().replace("\n", "; "), SkippedFilesWarning, stacklevel=2)
-    elif report.n_skipped:
-        warnings.warn(report.summary().replace("\n", "; "), SkippedRecordsWarning, stacklevel=2)
-    return (df, report) if return_report else df
+    return df, report

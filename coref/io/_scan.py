@@ -112,7 +112,7 @@ def plan_folder(folder, format=None):
         files = data.get(fmt, [])
         others = {k: v for k, v in data.items() if k != fmt}
     if others:
-        groups = {fmt: files, **others}
+        groups = {fmt: files, **others} if fmt is not None else data
         listing = "; ".join(f"{k if k != 'json' else 'JSON (no signatures.json)'}: {_shown(v)}"
                             for k, v in sorted(groups.items()))
         raise MixedFormatsError(f"the folder mixes data formats ({listing}); reading one of them would leave the "

@@ -17,6 +17,8 @@ The files in the wild are not well-formed XML. Before parsing, in this order:
    references to them (``&#12;``) are removed;
 3. stray ``&`` are escaped and HTML / ISO 8879 named entities replaced by their
    characters;
+4. a stray ``<`` that cannot start markup (followed by a space, a digit, ``=``
+   ..., as in ``p < 0.05`` or ``n<=10`` in an abstract) is escaped;
 
 each change counted as a repair naming the file and line. The result is parsed
 with :mod:`defusedxml` with DTDs forbidden (no entity expansion, no external
@@ -49,6 +51,7 @@ _XML_ESCAPE = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _DTD = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 # XML 1.0 Char production: everything except these (surrogates cannot survive a strict decode)
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_STRAY_LT = re.compile(r"<(?![A-Za-z_:/!?\u00C0-\U0010FFFF])")
 _DECL = re.compile(rb"\A\s*<\?xml\b[^>]*?\bencoding\s*=\s*[\"']([A-Za-z][A-Za-z0-9._:-]*)[\"']")
 _DECL_TEXT = re.compile(r"\A\s*<\?xml\b.*?\?>", re.DOTALL)
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
@@ -199,6 +202,10 @@ def read_xml(path, col=None):
             "entities are not allowed (possible 'billion laughs' or XXE attack)", path=path, record=line)
     text_, removed = _remove_illegal(text_)
     text_, stray_lines, dropped = _repair_references(text_)
+    lt = [m.start() for m in _STRAY_LT.finditer(text_)]
+    if lt:
+        lt_lines = _lines_of(text_, lt)
+        text_ = _STRAY_LT.sub("&lt;", text_)
     for line, codes in dropped.items():
         removed.setdefault(line, []).extend(codes)
     if col is not None:
@@ -206,8 +213,9 @@ def read_xml(path, col=None):
             n, kinds, where = _describe_removed(removed)
             col.repair(path, min(removed), f"removed {n} illegal XML control character(s) ({kinds}) on {where}")
         if stray_lines:
-            first = stray_lines[0]
-            col.repair(path, first, f"escaped {len(stray_lines)} stray '&'")
+            col.repair(path, stray_lines[0], f"escaped {len(stray_lines)} stray '&'")
+        if lt:
+            col.repair(path, lt_lines[0], f"escaped {len(lt)} stray '<'")
     # the text is decoded already: drop the declaration (its encoding no longer applies), keep the line count
     text_ = _DECL_TEXT.sub(lambda d: "\n" * d.group(0).count("\n"), text_, count=1)
     try:

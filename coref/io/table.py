@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ import pandas as pd
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
 from coref.io._common import (ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, OPTIONAL_COLUMNS,
-                              TEXT_COLUMNS, list_value)
+                              TEXT_COLUMNS, gc_paused, list_column)
 from sampling._atomic import atomic_path
 
 __all__ = ["load_table", "write_mentions"]
@@ -114,31 +115,21 @@ def load_table(path, col, fmt):
     for c in LIST_COLUMNS:
         if c not in table.columns:
             continue
-        values = table[c].to_numpy()
-        parsed = np.empty(n, dtype=object)
-        for i in range(n):
-            v = values[i]
-            if isinstance(v, str) and not v:
-                parsed[i] = []
-                continue
-            try:
-                parsed[i] = list_value(v)
-            except ValueError as exc:
-                parsed[i] = []
-                if not bad[i]:
-                    bad[i], reasons[i] = True, f"column {c!r}: {exc}"
-        lists[c] = parsed
+        lists[c], errors = list_column(table[c].to_numpy())
+        for i, why in sorted(errors.items()):
+            if not bad[i]:
+                bad[i], reasons[i] = True, f"column {c!r}: {why}"
     for i in np.flatnonzero(bad):
         col.skip(path, int(line_of[i]), reasons[i])
     keep = ~bad
     n_keep = int(keep.sum())
 
-    def list_column(c):
-        out = np.empty(n_keep, dtype=object)
+    def list_values(c):
         if c in lists:
-            out[:] = list(lists[c][keep])
-        else:
-            out[:] = [[] for _ in range(n_keep)]
+            return lists[c][keep]
+        out = np.empty(n_keep, dtype=object)
+        for i in range(n_keep):
+            out[i] = []
         return out
 
     block = text("block")[keep]
@@ -153,17 +144,31 @@ def load_table(path, col, fmt):
 
     frame = pd.DataFrame({
         "mention_id": mention_id[keep].to_numpy(), "block": block.astype(str).to_numpy(),
-        "name": name_k.to_numpy(), "coauthors": list_column("coauthors"), "title": text("title")[keep].to_numpy(),
+        "name": name_k.to_numpy(), "coauthors": list_values("coauthors"), "title": text("title")[keep].to_numpy(),
         "venue": text("venue")[keep].to_numpy(), "year": year[keep],
         "affiliation": text("affiliation")[keep].to_numpy(), "gold": na_text("gold"),
-        "abstract": na_text("abstract"), "keywords": list_column("keywords"),
-        "affiliations": list_column("affiliations"), "paper_id": na_text("paper_id"), "orcid": na_text("orcid"),
-        "references": list_column("references"),
+        "abstract": na_text("abstract"), "keywords": list_values("keywords"),
+        "affiliations": list_values("affiliations"), "paper_id": na_text("paper_id"), "orcid": na_text("orcid"),
+        "references": list_values("references"),
     })
     for c in TEXT_COLUMNS:
         frame[c] = frame[c].astype(str)
     col.read_file(path)
     col.add_frame(frame[list(ALL_COLUMNS)], path, line_of[keep].tolist())
+
+
+def _encode_lists(out, suffix):
+    """Validate the list columns of ``out`` in place; JSON-encode them for CSV."""
+    for c in LIST_COLUMNS:
+        if c not in out.columns:
+            continue
+        values, errors = list_column(out[c].tolist())
+        if errors:
+            i = min(errors)
+            raise ValueError(f"write_mentions: column {c!r}, row {i}: {errors[i]}")
+        if suffix == ".csv":
+            values = np.array([json.dumps(v, ensure_ascii=False) if v else "[]" for v in values], dtype=object)
+        out[c] = values
 
 
 def write_mentions(df, path):
@@ -196,8 +201,6 @@ def write_mentions(df, path):
         missing, or a list column holds something else than lists of strings
         (the message names the column and row).
     """
-    from pathlib import Path
-
     path = Path(path)
     missing = [c for c in MENTION_COLUMNS if c not in df.columns]
     if missing:
@@ -207,20 +210,8 @@ def write_mentions(df, path):
         raise ValueError(f"write_mentions: the path must end in .csv or .parquet; got {path.name!r}")
     columns = list(MENTION_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in df.columns]
     out = df.loc[:, columns].reset_index(drop=True)
-    for c in LIST_COLUMNS:
-        if c not in out.columns:
-            continue
-        values = []
-        for i, v in enumerate(out[c].tolist()):
-            try:
-                values.append(list_value(v))
-            except ValueError as exc:
-                raise ValueError(f"write_mentions: column {c!r}, row {i}: {exc}") from None
-        if suffix == ".csv":
-            values = [json.dumps(v, ensure_ascii=False) for v in values]
-        col_values = np.empty(len(values), dtype=object)
-        col_values[:] = values
-        out[c] = col_values
+    with gc_paused():
+        _encode_lists(out, suffix)
     for c in NA_TEXT_COLUMNS:
         if c in out.columns:
             out[c] = out[c].astype("string")
