@@ -81,11 +81,6 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
     kwargs.update(rng=settings.seed, record_history=record_history)
-    if fixed is not None and "buffer_size" not in kwargs:
-        # only the movable mentions are visited: size the random-number buffers for them
-        # (a sweep draws one buffer of Gumbels and one of uniforms whatever it uses)
-        n, n_mov = len(block_df), int(np.count_nonzero(~np.asarray(fixed, dtype=bool)))
-        kwargs["buffer_size"] = int(min(65536, max(2 * (n + 1), 4 * max(n_mov, 1) * (n + 1))))
     t0 = time.perf_counter()
     g = Gibbs(model, **kwargs)
     if initial is None and fixed is None:
