@@ -162,8 +162,9 @@ class PairwiseModel:
     def _check_df(self, df, *, need_gold):
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__} instead")
-        cols = ["mention_id", "block", "name", "coauthors", "title", "venue", "year",
-                "affiliation"] + (["gold"] if need_gold else [])
+        from coref.io import MENTION_COLUMNS
+
+        cols = [c for c in MENTION_COLUMNS if c != "gold" or need_gold]
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise ValueError(f"df is missing the mention column(s) {missing}")

@@ -98,3 +98,22 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(ConnectionError, match=r"--scheduler 'tcp://127.0.0.1:9': could not connect"):
         pipeline.run(small_mentions(n_blocks=2, per=3), folds=2, scheduler="tcp://127.0.0.1:9", out=tmp_path,
                      progress=False, plots=False)
+
+
+def test_predict_and_add_on_dask_equal_local(client):
+    # `coref predict --workers N` / `coref add --workers N`: same clusters as in this process
+    from coref.add import add_clusters
+    from coref.model import PairwiseModel
+    from coref.predict import predict_clusters
+
+    df = small_mentions(n_blocks=5, seed=13)
+    model = PairwiseModel(bias_shift=0.0).fit(small_mentions(n_blocks=4, seed=14))
+    settings = make_settings(seed=2, n_sweeps=4)
+    local, _ = predict_clusters(df, model, settings)
+    remote, _ = predict_clusters(df, model, settings, client=client)
+    pd.testing.assert_frame_equal(local, remote)
+    old, new = df.iloc[::3].reset_index(drop=True), df.drop(index=df.index[::3]).reset_index(drop=True)
+    old_cl, _ = predict_clusters(old, model, settings)
+    a, _ = add_clusters(model, old, old_cl, new, make_settings("add", seed=2, n_sweeps=4))
+    b, _ = add_clusters(model, old, old_cl, new, make_settings("add", seed=2, n_sweeps=4), client=client)
+    pd.testing.assert_frame_equal(a, b)
