@@ -22,6 +22,7 @@ References
 .. [2] Subramanian et al. (2021), "S2AND: A Benchmark and Evaluation System for
    Author Name Disambiguation", JCDL (first-initial + last-name blocks).
 """
+import functools
 import re
 import unicodedata
 
@@ -32,15 +33,18 @@ __all__ = ["assign_blocks", "normalize_name", "name_key", "BLOCK_METHODS"]
 
 BLOCK_METHODS = ("given", "name", "canopy")
 
-_NON_WORD = re.compile(r"[^\w\s'-]+")
+_NON_WORD = re.compile(r"[^\w\s-]+")
 _SPACE = re.compile(r"\s+")
 
 
 def normalize_name(name):
     """Lower-case ``name``, strip accents and punctuation, collapse spaces.
 
-    Dots and commas become spaces (``"J.R.R. Tolkien"`` -> ``"j r r tolkien"``);
-    hyphens and apostrophes inside names are kept.
+    The one name normaliser of the package (blocking, loaders and the pairwise
+    features all use it). Dots and commas become spaces (``"J.R.R. Tolkien"`` ->
+    ``"j r r tolkien"``), apostrophes are dropped (``"O'Brien"`` -> ``"obrien"``, so
+    ``"OBrien"`` and ``"O’Brien"`` agree) and hyphens inside names are kept
+    (``"Tsong-Li"`` -> ``"tsong-li"``; the features split or join them as needed).
 
     Parameters
     ----------
@@ -54,10 +58,18 @@ def normalize_name(name):
     """
     if name is None or name is pd.NA or (isinstance(name, float) and name != name):
         return ""
+    return _normalize_str(str(name))
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _normalize_str(name):
     text = unicodedata.normalize("NFKD", str(name))
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = _NON_WORD.sub(" ", text.lower().replace("_", " "))
-    return _SPACE.sub(" ", text).strip(" -'")
+    text = text.lower().replace("_", " ")
+    for apostrophe in "'\u2019\u2018`\u00b4":
+        text = text.replace(apostrophe, "")
+    text = _NON_WORD.sub(" ", text)
+    return _SPACE.sub(" ", text).strip(" -")
 
 
 def name_key(name):

@@ -24,7 +24,8 @@ def _block():
 
 
 def test_normalize_and_words():
-    assert normalize_name("Jason Tsong-Li Wang") == "jason tsongli wang"
+    assert normalize_name("Jason Tsong-Li Wang") == "jason tsong-li wang"
+    assert normalize_name("O'Brien") == "obrien"
     assert normalize_name("José  Müller") == "jose muller"
     assert words("The Mining of Frequent Patterns") == ["mining", "frequent", "pattern"]
 
