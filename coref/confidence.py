@@ -57,7 +57,7 @@ from coref._submodel import (MAX_EXACT_SUBSET, SubProblem, build_graphical_model
 from coref._calibration import (CalibrationMap, calibration_scores, fit_calibration,
                                write_confidence_report)
 
-__all__ = ["submodel", "assignment_confidence", "event_probability", "EventProbability",
+__all__ = ["submodel", "assignment_confidence", "event_probability", "EventProbability", "apply_calibration",
            "calibration_scores", "fit_calibration", "CalibrationMap", "write_confidence_report",
            "CONFIDENCE_COLUMNS", "PAIR_COLUMNS", "DEFAULT_MAX_SUBMODEL", "DEFAULT_MAX_EXACT"]
 
@@ -337,13 +337,21 @@ def _check_iv(df, clusters, delta, max_submodel, max_exact, n_samples, n_burn, t
     if df["mention_id"].duplicated().any():
         dup = df["mention_id"][df["mention_id"].duplicated()].iloc[0]
         raise ValueError(f"mention_id values must be unique in df; {dup!r} repeats")
-    cmap = clusters.drop_duplicates("mention_id").set_index(clusters["mention_id"].drop_duplicates().astype(str))
+    key = clusters["mention_id"].astype(str).to_numpy()
+    cid = clusters["cluster_id"].astype(str).to_numpy()
+    cmap = pd.Series(cid, index=key)
+    dup = cmap.index.duplicated(keep=False)
+    if dup.any():
+        clash = cmap[dup].groupby(level=0).nunique()
+        if (clash > 1).any():
+            raise ValueError(f"clusters gives mention {clash.index[clash.to_numpy() > 1][0]!r} two cluster_id values")
+        cmap = cmap[~cmap.index.duplicated()]
     ids = df["mention_id"].astype(str)
     missing = ~ids.isin(cmap.index)
     if missing.any():
         raise ValueError(f"clusters has no row for mention {ids[missing].iloc[0]!r} "
                          f"({int(missing.sum())} mention(s) of df are missing)")
-    return cmap["cluster_id"].astype(str)
+    return cmap
 
 
 def _events(sub, labels):
@@ -517,6 +525,37 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     conf["method"] = conf["method"].astype(str)
     pairs = pd.concat(pair_frames, ignore_index=True)
     return conf[list(CONFIDENCE_COLUMNS)], pairs[list(PAIR_COLUMNS)]
+
+
+def apply_calibration(confidence_df, pairs_df, *, mention_map=None, pair_map=None):
+    """Map held-out confidences and pair probabilities through fitted calibration maps.
+
+    Parameters
+    ----------
+    confidence_df, pairs_df : pandas.DataFrame
+        Outputs of :func:`assignment_confidence`.
+    mention_map, pair_map : CalibrationMap, optional
+        Fitted on training folds only (:func:`fit_calibration`); None leaves a frame as
+        it is.
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame)
+        New frames. ``p`` is mapped; so are ``p_lower`` / ``p_upper`` (the maps are
+        monotone, so an interval on the model probability maps to an interval on its
+        image; it is a certificate about the model, not about the calibration).
+    """
+    conf = confidence_df.copy()
+    pairs = pairs_df.copy()
+    if mention_map is not None:
+        for col in ("p", "p_lower", "p_upper"):
+            v = conf[col].to_numpy(float)
+            ok = np.isfinite(v)
+            v[ok] = mention_map.apply(v[ok])
+            conf[col] = v
+    if pair_map is not None and len(pairs):
+        pairs["p"] = pair_map.apply(pairs["p"].to_numpy(float))
+    return conf, pairs
 
 
 def _empty_conf():

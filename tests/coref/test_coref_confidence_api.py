@@ -223,3 +223,20 @@ def test_report_writes_plots_and_queue(tmp_path):
     with pytest.raises(ValueError, match="missing the column"):
         write_confidence_report(tmp_path, conf.drop(columns="method"), pairs)
     assert math.isfinite(float(conf["p"].min()))
+
+
+def test_apply_calibration_and_cluster_clash():
+    from coref.confidence import apply_calibration
+
+    df = _df(n=5, seed=6)
+    labels = np.array([0, 0, 1, 1, 2])
+    conf, pairs = assignment_confidence(_model(), df, _clusters(df, labels))
+    cal = CalibrationMap("isotonic", 1.0, (0.0, 1.0), (0.2, 0.8))
+    c2, p2 = apply_calibration(conf, pairs, mention_map=cal, pair_map=cal)
+    np.testing.assert_allclose(c2["p"], 0.2 + 0.6 * conf["p"])
+    np.testing.assert_allclose(p2["p"], 0.2 + 0.6 * pairs["p"])
+    np.testing.assert_array_equal(conf["p"], assignment_confidence(_model(), df, _clusters(df, labels))[0]["p"])
+    cl = _clusters(df, labels)
+    clash = pd.concat([cl, cl.iloc[[0]].assign(cluster_id="other")], ignore_index=True)
+    with pytest.raises(ValueError, match="two cluster_id values"):
+        assignment_confidence(_model(), df, clash)
