@@ -103,20 +103,64 @@ class GibbsCoref:
     buffer_size : int, default 65536
         Largest length of the pre-drawn random-number buffers (refilled as needed);
         a block of n mentions uses at most ``4 n (n + 1)``.
+    patience : int >= 0 or None, default 3
+        Early stop: a block stops annealing after ``patience`` consecutive sweeps
+        that changed no label, counting only sweeps whose temperature is at most
+        ``early_stop_temp`` (a sweep above it resets nothing and counts nothing;
+        a sweep that moves any mention resets the count).  At such temperatures a
+        full sweep without a move means every mention's current cluster wins its
+        conditional by a clear margin, and later sweeps are colder still.  The
+        remaining sweeps are skipped (their ``labels_history_`` rows repeat the
+        final labels, their factor counts are 0).  Deterministic: the rule only
+        reads the sampled states.  0 or None = always run ``n_sweeps``.
+    early_stop_temp : float > 0, default 0.2
+        Temperature at or below which a sweep without a move counts towards
+        ``patience``.
+    n_samples : int >= 0, default 0
+        Sweeps at temperature 1 run after the annealed ones, from a copy of the
+        annealed (MAP) state, to estimate posterior marginals (``pair_probs_``,
+        ``mention_confidence_``); same ``sampler``, same generator (continued), so
+        ``clusters_`` does not depend on ``n_samples``.  0 = no marginals.
 
     Attributes
     ----------
     clusters_ : pandas.Series of str, indexed by mention_id
         ``f"{block}/{k}"``, unique across blocks.
+    labels_ : ndarray of int64, shape (n_mentions,)
+        Final labels aligned with the rows of the input df: two rows share a label
+        iff they end in the same cluster; unique across blocks (block offset added).
     n_factor_evals_ : int
         Exact number of pairwise factors f_theta evaluated (all blocks, sweeps).
     history_ : pandas.DataFrame
         Columns ``sweep`` (0 = initial state), ``n_factor_evals`` (cumulative),
-        ``temperature`` (NaN for sweep 0).
+        ``temperature`` (NaN for sweep 0), ``n_blocks_active`` (blocks that ran
+        this sweep: fewer once blocks stop early; 0 for sweep 0).
     labels_history_ : ndarray of int64, shape (n_sweeps + 1, n_mentions)
         Labels per sweep, aligned with the rows of the input df, unique across
         blocks (only if ``record_history``).
     n_factor_evals_per_block_ : dict of str -> int
+    n_sweeps_used_ : dict of str -> int
+        Annealed sweeps run per block (``n_sweeps`` unless stopped early).
+    pair_probs_ : pandas.DataFrame (only if ``n_samples > 0``)
+        Columns ``block``, ``mention_a``, ``mention_b`` (mention ids, a < b in the
+        block's canonical order), ``p``: the fraction of the ``n_samples``
+        temperature-1 samples in which a and b share a cluster, a Monte Carlo
+        estimate of P(y_a = y_b | x) within the block.  Sparse: only pairs with
+        p >= 0.01, plus every pair inside one predicted cluster (even at p = 0).
+    mention_confidence_ : pandas.Series of float (only if ``n_samples > 0``)
+        Indexed by mention_id: the mean over samples of the Jaccard similarity
+        |A ∩ B_s| / |A ∪ B_s| between A = the predicted cluster of i minus i and
+        B_s = i's cluster in sample s minus i (1 when both are empty).  It is 1
+        only if every sample puts i with exactly its predicted partners; it drops
+        both when i leaves them (a missed link) and when strangers join i (a
+        false link), in proportion to the share of the cluster concerned, so one
+        wandering member of a large cluster costs its partners little while a
+        mention that often moves elsewhere scores low: a curator can accept
+        assignments above a threshold and review the rest.  A fixed mention is
+        never moved, but its cluster can gain or lose members.
+    n_factor_evals_sample_ : int (only if ``n_samples > 0``)
+        Factors evaluated by the temperature-1 sweeps (included in
+        ``n_factor_evals_`` and ``n_factor_evals_per_block_``, not in ``history_``).
     seed_ : int
     wall_s_ : float
         Wall-clock seconds of ``fit``.
@@ -144,7 +188,8 @@ class GibbsCoref:
 
     def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0,
                  t_end=0.05, first_batch=3, init="singletons", rng=None,
-                 record_history=True, buffer_size=65536):
+                 record_history=True, buffer_size=65536, n_samples=0, patience=3,
+                 early_stop_temp=0.2):
         self.model = model
         self.sampler = sampler
         self.delta = delta
@@ -156,6 +201,9 @@ class GibbsCoref:
         self.rng = rng
         self.record_history = record_history
         self.buffer_size = buffer_size
+        self.n_samples = n_samples
+        self.patience = patience
+        self.early_stop_temp = early_stop_temp
 
     # ------------------------------------------------------------------ checks
     def _validate(self):
@@ -165,12 +213,21 @@ class GibbsCoref:
             raise ValueError(f"init must be one of {_INITS}; got {self.init!r}")
         if not (isinstance(self.delta, numbers.Real) and 0.0 < float(self.delta) < 1.0):
             raise ValueError(f"delta must be a number in (0, 1); got {self.delta!r}")
-        for name in ("n_sweeps", "first_batch", "buffer_size"):
+        for name in ("n_sweeps", "first_batch", "buffer_size", "n_samples"):
             v = getattr(self, name)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool):
                 raise TypeError(f"{name} must be an int; got {type(v).__name__}")
         if self.n_sweeps < 1:
             raise ValueError(f"n_sweeps must be >= 1; got {self.n_sweeps}")
+        if self.patience is not None and (not isinstance(self.patience, numbers.Integral)
+                                          or isinstance(self.patience, bool)
+                                          or self.patience < 0):
+            raise ValueError(f"patience must be None or an int >= 0; got {self.patience!r}")
+        v = self.early_stop_temp
+        if not (isinstance(v, numbers.Real) and np.isfinite(v) and v > 0):
+            raise ValueError(f"early_stop_temp must be a finite number > 0; got {v!r}")
+        if self.n_samples < 0:
+            raise ValueError(f"n_samples must be >= 0; got {self.n_samples}")
         if self.first_batch < 2:
             raise ValueError(f"first_batch must be >= 2; got {self.first_batch}")
         for name in ("t_start", "t_end"):
@@ -194,13 +251,24 @@ class GibbsCoref:
                         f"got {type(rng).__name__} instead")
 
     # ------------------------------------------------------------------ fit
-    def fit(self, df: pd.DataFrame) -> "GibbsCoref":
+    def fit(self, df: pd.DataFrame, *, initial=None, fixed=None) -> "GibbsCoref":
         """Cluster the mentions of ``df`` (one or several blocks).
 
         Parameters
         ----------
         df : pandas.DataFrame
             Mentions (schema of ``coref.load_mentions``); ``gold`` is not used.
+        initial : array-like of length ``len(df)``, optional
+            Initial cluster key of each row (any hashable; keys are compared within a
+            block only).  Rows sharing a key in a block start in one cluster; a missing
+            key (None / NaN / pd.NA) starts as its own new singleton.  Rows are aligned
+            by position with ``df``.  When given it replaces ``init`` for every block.
+        fixed : array-like of bool of length ``len(df)``, optional
+            Rows that never move: Gibbs visits only the other mentions (``fixed``
+            clusters can still receive them).  Hence two fixed mentions end in the same
+            cluster iff they start in the same one: with every old mention fixed, each
+            final cluster holds old mentions of at most one initial key and the old
+            grouping is kept exactly.  ``None`` = nothing fixed.
 
         Returns
         -------
@@ -209,9 +277,11 @@ class GibbsCoref:
         Raises
         ------
         TypeError
-            If ``df`` is not a DataFrame or an argument has the wrong type.
+            If ``df`` is not a DataFrame, ``fixed`` is not boolean, an ``initial`` key is
+            unhashable, or an argument has the wrong type.
         ValueError
-            If a column is missing, mention ids repeat, or an argument is out of range.
+            If a column is missing, mention ids repeat, ``initial`` / ``fixed`` do not
+            have ``len(df)`` entries (or are not 1-D), or an argument is out of range.
         RuntimeError
             If the model is not fitted.
         """
@@ -225,13 +295,21 @@ class GibbsCoref:
         if df["mention_id"].duplicated().any():
             dup = df["mention_id"][df["mention_id"].duplicated()].iloc[0]
             raise ValueError(f"mention_id values must be unique; {dup!r} repeats")
+        n_total = len(df)
+        init_keys = _check_initial(initial, n_total)
+        fixed_arr = _check_fixed(fixed, n_total)
         self.seed_ = seed
         temps = temperature_schedule(int(self.n_sweeps), float(self.t_start), float(self.t_end))
-        n_total = len(df)
         hist = np.zeros((self.n_sweeps + 1, n_total), np.int64) if self.record_history else None
         evals_per_sweep = np.zeros(self.n_sweeps + 1, np.int64)
         cluster_ids = np.empty(n_total, dtype=object)
+        all_labels = np.empty(n_total, np.int64)
         per_block = {}
+        sweeps_used = {}
+        active = np.zeros(self.n_sweeps + 1, np.int64)
+        sample_evals = 0
+        pair_frames = []
+        confidence = np.full(n_total, np.nan)
         blocks = df["block"].astype(str).to_numpy()
         positions = pd.Series(np.arange(n_total)).groupby(blocks, sort=True)
         offset = 0
@@ -240,37 +318,75 @@ class GibbsCoref:
             # canonical order inside a block (by mention_id): results do not depend on row order
             pos = pos[np.argsort(df["mention_id"].iloc[pos].astype(str).to_numpy(), kind="stable")]
             sub = df.iloc[pos]
-            labels, ev, lab_hist = self._fit_block(sub, str(block), seed, temps)
+            labels0 = None if init_keys is None else _initial_labels(init_keys[pos])
+            movable = None if fixed_arr is None else np.flatnonzero(~fixed_arr[pos])
+            labels, ev, lab_hist, marg, used = self._fit_block(sub, str(block), seed, temps,
+                                                               labels0, movable)
+            sweeps_used[str(block)] = used
+            active[1:used + 1] += 1
             per_block[str(block)] = int(ev.sum())
+            if marg is not None:
+                keys, counts, conf, ev_s = marg
+                per_block[str(block)] += ev_s
+                sample_evals += ev_s
+                n_b = len(pos)
+                a, b = keys // n_b, keys % n_b
+                p = counts / float(self.n_samples)
+                keep = (p >= 0.01) | (labels[a] == labels[b])
+                mids = sub["mention_id"].astype(str).to_numpy()
+                pair_frames.append(pd.DataFrame({
+                    "block": str(block), "mention_a": mids[a[keep]],
+                    "mention_b": mids[b[keep]], "p": p[keep]}))
+                confidence[pos] = conf
             evals_per_sweep += ev
             cluster_ids[pos] = [f"{block}/{k}" for k in labels]
+            all_labels[pos] = labels + offset
             if hist is not None:
                 hist[:, pos] = lab_hist + offset
             offset += len(pos)
         self.clusters_ = pd.Series(cluster_ids, index=pd.Index(df["mention_id"].astype(str),
                                                              name="mention_id"),
                                    name="cluster_id", dtype="string")
-        self.n_factor_evals_ = int(evals_per_sweep.sum())
+        self.labels_ = all_labels
+        self.n_factor_evals_ = int(evals_per_sweep.sum()) + sample_evals
         self.n_factor_evals_per_block_ = per_block
         self.history_ = pd.DataFrame({
             "sweep": np.arange(self.n_sweeps + 1),
             "n_factor_evals": np.cumsum(evals_per_sweep),
             "temperature": np.concatenate([[np.nan], temps]),
+            "n_blocks_active": active,
         })
+        self.n_sweeps_used_ = sweeps_used
+        if self.n_samples > 0:
+            self.n_factor_evals_sample_ = sample_evals
+            cols = {"block": "string", "mention_a": "string", "mention_b": "string",
+                    "p": "float64"}
+            pairs = (pd.concat(pair_frames, ignore_index=True) if pair_frames
+                     else pd.DataFrame({c: [] for c in cols}))
+            self.pair_probs_ = pairs.astype(cols)
+            self.mention_confidence_ = pd.Series(
+                confidence, index=pd.Index(df["mention_id"].astype(str), name="mention_id"),
+                name="confidence")
         if hist is not None:
             self.labels_history_ = hist
         self.temperatures_ = temps
         self.wall_s_ = time.perf_counter() - t0
         return self
 
-    def _fit_block(self, sub, block, seed, temps):
-        """Run every sweep on one block; return labels, evals per sweep, label history."""
+    def _fit_block(self, sub, block, seed, temps, labels0=None, movable=None):
+        """Run every sweep on one block; return labels, evals per sweep, label history.
+
+        ``labels0``: initial labels in [0, n) (None = ``init``); ``movable``: sorted
+        positions of the mentions Gibbs may move (None = all).
+        """
         model = self.model
         enc = model.encode(sub)
         n = enc.n
         gen = block_rng(seed, block)
         racing = 1 if self.sampler == "racing" else 0
-        if self.init == "singletons":
+        if labels0 is not None:
+            labels = np.array(labels0, dtype=np.int64)
+        elif self.init == "singletons":
             labels = np.arange(n, dtype=np.int64)
         else:
             labels = np.zeros(n, dtype=np.int64)
@@ -285,19 +401,167 @@ class GibbsCoref:
         # One sweep needs about one Gumbel per candidate per mention (<= n (n + 1)); a
         # buffer sized to the block avoids drawing 2 x buffer_size numbers for tiny blocks.
         buf = max(min(int(self.buffer_size), 4 * n * (n + 1)), 2 * (n + 1))
+        run = dict(enc=enc, theta=theta, bias=bias, gen=gen, racing=racing, b_table=b_table,
+                   buf=buf, movable=movable)
+        patience = int(self.patience or 0)
+        n_still = 0
+        used = len(temps)
         for s, tau in enumerate(temps, start=1):
-            order = gen.permutation(n).astype(np.int64)
-            state = np.zeros(4, np.int64)
-            done = False
-            while not done:
-                gumbels = gen.gumbel(size=buf)
-                uniforms = gen.random(size=buf) if racing else np.zeros(n + 1)
-                state[0] = 0
-                state[1] = 0
-                done = _gibbs.sweep(enc, theta, bias, labels, size, order, 1.0 / float(tau),
-                                    racing, int(self.first_batch), b_table, gumbels, uniforms,
-                                    state)
-            ev[s] = state[3]
+            if n_still < patience or patience == 0:
+                before = labels.copy() if patience else None
+                ev[s] = self._sweep(labels, size, 1.0 / float(tau), **run)
+                if patience and tau <= self.early_stop_temp:
+                    n_still = n_still + 1 if np.array_equal(before, labels) else 0
+                    if n_still >= patience:
+                        used = s
             if lab_hist is not None:
                 lab_hist[s] = labels
-        return labels, ev, lab_hist
+        marg = None
+        if self.n_samples > 0:
+            marg = self._sample_marginals(labels, size, run)
+        return labels, ev, lab_hist, marg, used
+
+    def _sweep(self, labels, size, inv_temp, *, enc, theta, bias, gen, racing, b_table, buf,
+               movable):
+        """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
+        n = enc.n
+        if movable is None:
+            order = gen.permutation(n).astype(np.int64)
+        else:
+            order = movable[gen.permutation(len(movable))].astype(np.int64)
+        state = np.zeros(4, np.int64)
+        done = False
+        while not done:
+            gumbels = gen.gumbel(size=buf)
+            uniforms = gen.random(size=buf) if racing else np.zeros(n + 1)
+            state[0] = 0
+            state[1] = 0
+            done = _gibbs.sweep(enc, theta, bias, labels, size, order, inv_temp, racing,
+                                int(self.first_batch), b_table, gumbels, uniforms, state)
+        return int(state[3])
+
+    def _sample_marginals(self, map_labels, map_size, run):
+        """``n_samples`` sweeps at temperature 1 from a copy of the MAP state.
+
+        Returns (pair_keys, pair_counts, confidence, evals): co-occurrence counts of
+        the pairs (a < b, key a * n + b) that shared a cluster in at least one sample,
+        plus every pair inside a predicted cluster (count possibly 0); the mean
+        Jaccard confidence of each mention (see ``GibbsCoref``); factors evaluated.
+        """
+        n = len(map_labels)
+        labels = map_labels.copy()
+        size = map_size.copy()
+        pred_size = np.bincount(map_labels, minlength=n)[map_labels]
+        conf = np.zeros(n)
+        keys, counts = _within_pairs(map_labels), None
+        counts = np.zeros(len(keys), np.int64)
+        pending = []
+        n_pending = 0
+        evals = 0
+        for _ in range(int(self.n_samples)):
+            evals += self._sweep(labels, size, 1.0, **run)
+            samp_size = size[labels]
+            joint = np.unique(map_labels * n + labels, return_inverse=True,
+                              return_counts=True)
+            inter = joint[2][joint[1].ravel()] - 1
+            union = (pred_size - 1) + (samp_size - 1) - inter
+            conf += np.where(union > 0, inter / np.maximum(union, 1), 1.0)
+            pk = _within_pairs(labels)
+            pending.append(pk)
+            n_pending += len(pk)
+            if n_pending > 2_000_000:
+                keys, counts = _merge_counts(keys, counts, pending)
+                pending, n_pending = [], 0
+        keys, counts = _merge_counts(keys, counts, pending)
+        return keys, counts, conf / int(self.n_samples), evals
+
+
+def _check_initial(initial, n_total):
+    """Validate ``fit(initial=...)``: a 1-D object array of length n_total, or None."""
+    if initial is None:
+        return None
+    if isinstance(initial, (str, bytes)) or not hasattr(initial, "__len__"):
+        raise TypeError("initial must be an array-like of cluster keys (one per row of df); "
+                        f"got {type(initial).__name__}")
+    arr = np.empty(len(initial), dtype=object)
+    arr[:] = list(initial.to_numpy() if isinstance(initial, (pd.Series, pd.Index)) else initial)
+    if len(arr) != n_total:
+        raise ValueError(f"initial must have one key per row of df ({n_total}); "
+                         f"got {len(arr)}")
+    for k, v in enumerate(arr):
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(f"initial[{k}] = {v!r} is not hashable; cluster keys must be "
+                            "hashable (str, int, ...)") from None
+    return arr
+
+
+def _check_fixed(fixed, n_total):
+    """Validate ``fit(fixed=...)``: a 1-D bool array of length n_total, or None."""
+    if fixed is None:
+        return None
+    arr = np.asarray(fixed.to_numpy() if isinstance(fixed, (pd.Series, pd.Index)) else fixed)
+    if arr.ndim != 1:
+        raise ValueError(f"fixed must be 1-D (one flag per row of df); got shape {arr.shape}")
+    if arr.dtype != np.bool_:
+        raise TypeError(f"fixed must be an array of bool (one flag per row of df); got dtype "
+                        f"{arr.dtype}")
+    if len(arr) != n_total:
+        raise ValueError(f"fixed must have one flag per row of df ({n_total}); got {len(arr)}")
+    return arr
+
+
+def _initial_labels(keys):
+    """Labels in [0, n) from the initial keys of one block (canonical order).
+
+    Distinct keys get labels 0, 1, ... in order of first appearance; each missing
+    key (None / NaN / pd.NA) gets a label of its own after them.
+    """
+    n = len(keys)
+    missing = np.fromiter((_is_missing(v) for v in keys), dtype=bool, count=n)
+    labels = np.empty(n, np.int64)
+    codes = {}
+    for k in np.flatnonzero(~missing):
+        labels[k] = codes.setdefault(keys[k], len(codes))
+    labels[missing] = len(codes) + np.arange(int(missing.sum()))
+    return labels
+
+
+def _is_missing(v):
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    return isinstance(v, (float, np.floating)) and v != v
+
+
+def _within_pairs(labels):
+    """Keys a * n + b (a < b) of every pair of positions sharing a label, sorted.
+
+    Vectorised; memory is the number of such pairs (sum of m (m - 1) / 2 over
+    clusters of size m), never n^2 for a block of singletons.
+    """
+    labels = np.asarray(labels, np.int64)
+    n = len(labels)
+    order = np.lexsort((np.arange(n), labels))
+    lab_sorted = labels[order]
+    # end (exclusive) of the group of each sorted position
+    bounds = np.flatnonzero(np.diff(lab_sorted)) + 1
+    ends = np.repeat(np.append(bounds, n), np.diff(np.concatenate([[0], bounds, [n]])))
+    c = ends - np.arange(n) - 1                       # partners after each position
+    total = int(c.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    first = np.repeat(np.arange(n), c)
+    step = np.arange(total) - np.repeat(np.cumsum(c) - c, c) + 1
+    a, b = order[first], order[first + step]
+    return np.sort(a * n + b)
+
+
+def _merge_counts(keys, counts, pending):
+    """Add the occurrences of the key arrays in ``pending`` to (keys, counts)."""
+    if not pending:
+        return keys, counts
+    allk = np.concatenate([keys] + pending)
+    allc = np.concatenate([counts, np.ones(len(allk) - len(keys), np.int64)])
+    uk, inv = np.unique(allk, return_inverse=True)
+    return uk, np.bincount(inv.ravel(), weights=allc, minlength=len(uk)).astype(np.int64)

@@ -1,0 +1,114 @@
+"""Gibbs variants side by side on the shipped data, grouped 5-fold as in ``coref run``.
+
+Fits theta once per fold exactly as ``coref run`` does (``coref.pipeline``), then runs
+every variant on every held-out block, interleaved fold by fold, and reports B3
+(precision, recall, F1 on the labeled held-out blocks), pairwise factors evaluated,
+and Gibbs wall seconds (sum of ``GibbsCoref.wall_s_``), with ratios to the first
+variant.  Timing is a ratio of variants run in one process, one after the other.
+
+    python benchmarks/bench_coref_gibbs.py --variant exact:sampler=exact \\
+        --variant racing:sampler=racing [--variant racing_es:sampler=racing,patience=3]
+        [--folds 5] [--seed 0] [--repeat 1] [--json OUT.json]
+
+A variant is ``NAME:key=value,...`` with GibbsCoref keyword arguments (ints, floats,
+``None``, strings).
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def _parse_value(v):
+    if v == "None":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def parse_variant(text):
+    """``"NAME:k=v,k=v"`` -> (name, kwargs)."""
+    name, _, rest = text.partition(":")
+    kwargs = {}
+    for item in filter(None, rest.split(",")):
+        k, eq, v = item.partition("=")
+        if not eq:
+            raise SystemExit(f"--variant {text!r}: expected key=value, got {item!r}")
+        kwargs[k.strip()] = _parse_value(v.strip())
+    return name, kwargs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--variant", action="append", default=None,
+                    help="NAME:key=value,... (repeatable; default exact and racing)")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=1, help="timing repeats (results identical)")
+    ap.add_argument("--json", default=None, help="write the table as JSON here")
+    args = ap.parse_args(argv)
+    variants = [parse_variant(v) for v in (args.variant or ["exact:sampler=exact",
+                                                           "racing:sampler=racing"])]
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from coref.gibbs import GibbsCoref
+    from coref.pipeline import _fit_fold_model, _load, _scores, _single_thread, assign_folds
+
+    df, _ = _load(None, None, False)
+    fold_of, labeled = assign_folds(df, args.folds)
+    df["_fold"] = df["block"].map(fold_of).astype(int)
+    t0 = time.perf_counter()
+    models = {f: _fit_fold_model(df, labeled, f)[0] for f in range(args.folds)}
+    print(f"fitted {args.folds} fold models in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    res = {name: dict(wall=0.0, evals=0, sweeps=0, clusters=[]) for name, _ in variants}
+    with _single_thread():
+        for f in range(args.folds):
+            sub = df[df["_fold"] == f].drop(columns="_fold").reset_index(drop=True)
+            for rep in range(args.repeat):
+                for name, kw in variants:
+                    kw = dict(kw)
+                    kw.setdefault("rng", args.seed)
+                    g = GibbsCoref(models[f], **kw).fit(sub)
+                    r = res[name]
+                    r["wall"] += g.wall_s_
+                    if rep == 0:
+                        r["evals"] += g.n_factor_evals_
+                        used = getattr(g, "n_sweeps_used_", None)
+                        r["sweeps"] += (sum(used.values()) if used is not None
+                                        else g.n_sweeps * sub["block"].nunique())
+                        r["clusters"].append(g.clusters_)
+    gold = df.set_index("mention_id")["gold"]
+    scored = df.loc[df["block"].isin(labeled) & df["gold"].notna(), "mention_id"]
+    rows = []
+    base = variants[0][0]
+    for name, _ in variants:
+        r = res[name]
+        pred = pd.concat(r["clusters"]).reindex(scored)
+        m = _scores(pd.Series(pred.to_numpy(), index=scored.to_numpy()),
+                    pd.Series(gold.reindex(scored).to_numpy(), index=scored.to_numpy()))
+        rows.append(dict(variant=name, b3_precision=m["b3_precision"], b3_recall=m["b3_recall"],
+                         b3_f1=m["b3_f1"], n_factor_evals=r["evals"], block_sweeps=r["sweeps"],
+                         gibbs_wall_s=r["wall"] / args.repeat))
+    for row in rows:
+        row["evals_ratio_base_over"] = res[base]["evals"] / max(row["n_factor_evals"], 1)
+        row["wall_ratio_base_over"] = (res[base]["wall"] / args.repeat) / row["gibbs_wall_s"]
+    table = pd.DataFrame(rows)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    if args.json:
+        from sampling._atomic import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(rows, indent=1))
+    return table
+
+
+if __name__ == "__main__":
+    main()
