@@ -267,34 +267,42 @@ def event_probability(sub, constraint, *, method="auto", delta=0.05, time_limit=
 
 # ----------------------------------------------------------------------- sampled marginals
 
-def _sampled_marginals(model, block_df, *, n_samples, n_burn, seed):
-    """Pair co-clustering frequencies and singleton frequencies from Gibbs at temperature 1.
+def _sampled_marginals(model, block_df, labels, *, n_samples, n_burn, seed):
+    """Pair probabilities and singleton probabilities from Gibbs at temperature 1.
 
-    Runs :class:`coref.gibbs.GibbsCoref` (exact conditionals, every temperature 1)
-    for ``n_burn + n_samples`` sweeps and averages the last ``n_samples`` states.
+    Runs :class:`coref.gibbs.GibbsCoref` (exact conditionals) from the predicted
+    clustering: ``n_burn`` sweeps at temperature 1 (``t_start = t_end = 1``), then
+    ``n_samples`` further temperature-1 sweeps whose states estimate the marginals
+    (``pair_probs_``, ``mention_confidence_``).
 
     Returns
     -------
     P : ndarray of shape (n, n)
-        Estimated P(y_i = y_j | x) (diagonal 1), rows in ``block_df`` order.
+        Estimated P(y_i = y_j | x) (diagonal 1), rows in ``block_df`` order; pairs that
+        GibbsCoref leaves out of its sparse output (p < 0.01) are 0.
     alone : ndarray of shape (n,)
-        Estimated P(i is a cluster of its own | x).
+        Estimated P(i is a cluster of its own | x) for the predicted singletons (their
+        Jaccard confidence: partners empty in the prediction and in the sample), NaN
+        for the others.
     """
     from coref.gibbs import GibbsCoref
 
-    g = GibbsCoref(model, sampler="exact", n_sweeps=int(n_burn + n_samples), t_start=1.0, t_end=1.0,
-                   init="singletons", rng=int(seed), record_history=True).fit(block_df)
-    hist = g.labels_history_[-int(n_samples):]
-    n = hist.shape[1]
-    P = np.zeros((n, n))
-    alone = np.zeros(n)
-    for lab in hist:
-        codes = np.unique(lab, return_inverse=True)[1]
-        onehot = np.zeros((n, codes.max() + 1))
-        onehot[np.arange(n), codes] = 1.0
-        P += onehot @ onehot.T
-        alone += onehot.sum(axis=0)[codes] == 1
-    return P / len(hist), alone / len(hist)
+    g = GibbsCoref(model, sampler="exact", n_sweeps=max(int(n_burn), 1), t_start=1.0, t_end=1.0,
+                   rng=int(seed), record_history=False, n_samples=int(n_samples))
+    g.fit(block_df, initial=labels)
+    ids = block_df["mention_id"].astype(str).to_numpy()
+    pos = pd.Series(np.arange(len(ids)), index=ids)
+    n = len(ids)
+    P = np.eye(n)
+    pp = g.pair_probs_
+    if len(pp):
+        a = pos.loc[pp["mention_a"].astype(str)].to_numpy()
+        b = pos.loc[pp["mention_b"].astype(str)].to_numpy()
+        P[a, b] = pp["p"].to_numpy(float)
+        P[b, a] = P[a, b]
+    single = np.bincount(labels, minlength=labels.max() + 1)[labels] == 1
+    alone = np.where(single, g.mention_confidence_.reindex(ids).to_numpy(float), np.nan)
+    return P, alone
 
 
 def _mention_confidence(P, alone, labels):
@@ -495,7 +503,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
             alone = pv[1 << np.arange(n)]
             p = lo = hi = _mention_confidence(P, alone, labels)
         else:
-            P, alone = _sampled_marginals(model, sub_df, n_samples=n_samples, n_burn=n_burn,
+            P, alone = _sampled_marginals(model, sub_df, labels, n_samples=n_samples, n_burn=n_burn,
                                           seed=int(gen.integers(2**62)))
             p = _mention_confidence(P, alone, labels)
             lo = np.full(n, np.nan)
@@ -549,7 +557,7 @@ def apply_calibration(confidence_df, pairs_df, *, mention_map=None, pair_map=Non
     pairs = pairs_df.copy()
     if mention_map is not None:
         for col in ("p", "p_lower", "p_upper"):
-            v = conf[col].to_numpy(float)
+            v = np.array(conf[col], dtype=float)
             ok = np.isfinite(v)
             v[ok] = mention_map.apply(v[ok])
             conf[col] = v
