@@ -8,9 +8,10 @@ Parts (``--part a`` / ``b`` / ``all``):
         brute-force enumeration of set partitions, sub-models of <= 8 mentions;
     a2. DIS intervals [L_A / U, U_A / L] (delta/2 each) against the exact P(A) on
         ``--n-coverage`` random sub-models of 4-10 mentions with a short budget;
-    a3. interval width for 12-20-mention sub-models at ``--budget`` seconds per
-        partition function (``--n-width`` sub-models), leader vs growth encoding on a
-        few, and one worked example.
+    a3. interval width for 12-20-mention sub-models (the least confident mentions of
+        a block, as ``assignment_confidence`` picks them) at each of ``--budgets``
+        seconds per partition function (``--n-width`` sub-models, wall clock), leader
+        vs growth encoding on a few, and one worked example.
 (b, c) grouped 5-fold (GroupKFold by block): theta fitted on 4 folds, clustering +
     confidence on the 5th; the calibration maps (isotonic) are fitted on marginals of
     training-fold blocks only. ECE (10 equal-width bins) and Brier of the pairwise
@@ -229,12 +230,10 @@ def part_a(df, args, res):
          f"{np.median(widths):.4f}; {n_exact_width} closed by search (width 0); {n_nontrivial} events with "
          "exact P in [0.001, 0.999]")
 
-    # a3: width for 12-20 mentions at the budget
-    widths, rows_out = [], []
+    # a3: width for 12-20 mentions at each budget (the same sub-models for every budget)
     sizes = [12, 14, 16, 18, 20]
-    t0 = time.perf_counter()
     big = [b for b in blocks if cache[b][1].shape[0] >= 30]
-    example = None
+    picks = []
     for r in range(args.n_width):
         m = sizes[r % len(sizes)]
         b = big[int(gen.integers(len(big)))]
@@ -243,28 +242,35 @@ def part_a(df, args, res):
         sub = subproblem(F, S, labels)
         i = int(S[int(np.argmin(singleton_confidence(F, labels)[S]))])
         con = ("cluster", i, int(labels[i])) if labels[i] in sub.cluster_labels else ("alone", i)
-        d = event_probability(sub, con, method="dis", delta=delta, time_limit=args.budget,
-                              rng=int(gen.integers(2**31)))
         ex = event_probability(sub, con, method="exact").p if m <= 12 else float("nan")
-        w = d.p_upper - d.p_lower
-        widths.append(w)
-        rows_out.append({"block": b, "m": m, "K": sub.K, "event": list(con), "p": d.p, "lower": d.p_lower,
-                         "upper": d.p_upper, "width": w, "exact": ex})
-        _log(f"[a3] {b}: m={m} K={sub.K} {con}: p={d.p:.4f} in [{d.p_lower:.4f}, {d.p_upper:.4f}] "
-             f"width {w:.4f}" + (f" exact {ex:.4f}" if m <= 12 else ""))
-        if m == 12 and example is None:
-            example = {"block": b, "S_rows": S.tolist(), "K": sub.K, "event": list(con), "delta": delta,
-                       "budget_s": args.budget, "log_Z": d.log_Z, "log_Z_A": d.log_Z_A, "p": d.p,
-                       "interval": [d.p_lower, d.p_upper], "exact": ex}
-    by_m = pd.DataFrame(rows_out).groupby("m")["width"].median().to_dict()
-    res["a3"] = {"budget_s": args.budget, "n_submodels": args.n_width, "median_width": float(np.median(widths)),
-                 "p90_width": float(np.quantile(widths, 0.9)), "median_width_by_m": by_m, "rows": rows_out,
-                 "seconds": time.perf_counter() - t0}
+        picks.append((b, m, sub, con, ex, int(gen.integers(2**31))))
+    res["a3"] = {}
+    example = None
+    for budget in [float(x) for x in args.budgets.split(",")]:
+        widths, rows_out = [], []
+        t0 = time.perf_counter()
+        for b, m, sub, con, ex, seed in picks:
+            d = event_probability(sub, con, method="dis", delta=delta, time_limit=budget, rng=seed)
+            w = d.p_upper - d.p_lower
+            widths.append(w)
+            rows_out.append({"block": b, "m": m, "K": sub.K, "event": list(con), "p": d.p, "lower": d.p_lower,
+                             "upper": d.p_upper, "width": w, "exact": ex})
+            _log(f"[a3] {budget:g} s: {b}: m={m} K={sub.K} {con}: p={d.p:.4f} in [{d.p_lower:.4f}, "
+                 f"{d.p_upper:.4f}] width {w:.4f}" + (f" exact {ex:.4f}" if m <= 12 else ""))
+            if m == 12 and example is None and budget == max(float(x) for x in args.budgets.split(",")):
+                example = {"block": b, "S_rows": sub.S.tolist(), "K": sub.K, "event": list(con), "delta": delta,
+                           "budget_s": budget, "log_Z": d.log_Z, "log_Z_A": d.log_Z_A, "p": d.p,
+                           "interval": [d.p_lower, d.p_upper], "exact": ex}
+        by_m = pd.DataFrame(rows_out).groupby("m")["width"].median().to_dict()
+        res["a3"][str(budget)] = {"n_submodels": len(picks), "median_width": float(np.median(widths)),
+                                  "p90_width": float(np.quantile(widths, 0.9)), "median_width_by_m": by_m,
+                                  "rows": rows_out, "seconds": time.perf_counter() - t0}
+        _log(f"[a3] 12-20 mentions at {budget:g} s per Z ({len(picks)} sub-models): median width "
+             f"{np.median(widths):.4f}, 90th pct {np.quantile(widths, 0.9):.4f}; median by m {by_m}")
     res["worked_example"] = example
-    _log(f"[a3] 12-20 mentions at {args.budget} s per Z: median width {np.median(widths):.4f}, "
-         f"90th pct {np.quantile(widths, 0.9):.4f}; by m {by_m}")
     if example:
         _log("[a3] worked example: " + json.dumps(example))
+    budget = max(float(x) for x in args.budgets.split(","))
 
     # encodings, side by side on the same sub-models (budget/4 each)
     enc = []
@@ -277,10 +283,10 @@ def part_a(df, args, res):
         out = {}
         for e in ("leader", "growth"):
             d = event_probability(sub, ("alone", int(S[0])), method="dis", delta=delta,
-                                  time_limit=args.budget / 4, rng=5, encoding=e)
+                                  time_limit=budget / 4, rng=5, encoding=e)
             out[e] = d.p_upper - d.p_lower
         enc.append(out)
-        _log(f"[a3] encodings, m=14 K={sub.K}, {args.budget / 4:.1f} s per Z: width leader "
+        _log(f"[a3] encodings, m=14 K={sub.K}, {budget / 4:.1f} s per Z: width leader "
              f"{out['leader']:.4f}, growth {out['growth']:.4f}")
     res["encodings"] = enc
 
@@ -393,7 +399,7 @@ def main(argv=None):
     ap.add_argument("--n-coverage", type=int, default=200)
     ap.add_argument("--coverage-budget", type=float, default=0.2)
     ap.add_argument("--n-width", type=int, default=10)
-    ap.add_argument("--budget", type=float, default=10.0)
+    ap.add_argument("--budgets", type=str, default="2,10", help="DIS seconds per Z for a3, comma-separated")
     ap.add_argument("--n-encoding", type=int, default=2)
     ap.add_argument("--n-samples", type=int, default=100)
     ap.add_argument("--n-burn", type=int, default=30)
