@@ -23,7 +23,9 @@ files, none of them executable::
                     "shift_scores": {str(shift): float},
                     "vocabulary": {"n_docs": int, "tables": {"title"|"venue"|"affiliation": {word: int}}},
                     "extra": {...}}                    # e.g. AuthorCoref settings, training data summary
-    theta.npz      one float64 array "theta" of shape (len(feature_names),)
+    theta.npz      float64 array "theta" of shape (len(feature_names),), and the long numeric
+                   lists of the vocabulary state (e.g. LSA components) as arrays "state_<k>",
+                   referenced from model.json as {"$npz": "state_<k>"}
     manifest.json  {"format": "coref-model-manifest", "version": 1,
                     "files": {"model.json": sha256, "theta.npz": sha256}}
 
@@ -374,21 +376,62 @@ def save_model(model, path, *, extra=None):
     model._check_fitted()
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
+    arrays = {"theta": np.asarray(model.theta_, dtype=np.float64)}
+    vocab = _externalize(model.vocabulary_.to_state(), arrays)
     doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "coref_version": __version__,
            "feature_names": list(model.feature_names_), "params": _params_state(model),
            "intercept": float(model.intercept_), "shift": float(model.shift_), "bias": float(model.bias_),
            "n_pairs": int(model.n_pairs_),
            "shift_scores": {repr(float(k)): float(v) for k, v in model.shift_scores_.items()},
-           "vocabulary": model.vocabulary_.to_state(), "extra": extra or {}}
+           "vocabulary": vocab, "extra": extra or {}}
     (path / "manifest.json").unlink(missing_ok=True)  # an interrupted save is not a model
     atomic_write_text(path / "model.json", json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     with atomic_path(path / "theta.npz") as tmp:
         with open(tmp, "wb") as fh:
-            np.savez(fh, theta=np.asarray(model.theta_, dtype=np.float64))
+            np.savez(fh, **arrays)
     manifest = {"format": _MANIFEST_FORMAT, "version": MODEL_VERSION,
                 "files": {name: _sha256(path / name) for name in _FILES}}
     atomic_write_text(path / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return path
+
+
+_BIG = 256  # numeric lists longer than this go to the npz, referenced as {"$npz": name}
+
+
+def _externalize(obj, arrays):
+    """Copy of a JSON-able state with long numeric lists moved into ``arrays`` (npz)."""
+    if isinstance(obj, dict):
+        return {k: _externalize(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list) and len(obj) > _BIG:
+        try:
+            a = np.asarray(obj, dtype=np.float64)
+        except (TypeError, ValueError):
+            a = None
+        if a is not None and a.ndim in (1, 2):
+            name = f"state_{len(arrays)}"
+            arrays[name] = a
+            return {"$npz": name}
+    if isinstance(obj, list):
+        return [_externalize(v, arrays) for v in obj]
+    return obj
+
+
+def _internalize(obj, arrays, used, file):
+    """Inverse of :func:`_externalize`; ``used`` collects the array names referenced."""
+    if isinstance(obj, dict):
+        if set(obj) == {"$npz"}:
+            name = obj["$npz"]
+            if not isinstance(name, str) or name not in arrays or name == "theta" or name in used:
+                raise ModelFormatError(f"bad array reference {name!r}", path=file)
+            used.add(name)
+            a = arrays[name]
+            if a.dtype != np.float64 or a.ndim not in (1, 2) or not np.all(np.isfinite(a)):
+                raise ModelFormatError(f"array {name!r} must be finite float64 of 1 or 2 dimensions", path=file)
+            return a.tolist()
+        return {k: _internalize(v, arrays, used, file) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_internalize(v, arrays, used, file) for v in obj]
+    return obj
 
 
 def _field(doc, key, kind, file):
@@ -478,9 +521,10 @@ def load_model(path):
             "--model coref/models/default`)", path=jpath)
     try:
         with np.load(path / "theta.npz", allow_pickle=False) as z:
-            if sorted(z.files) != ["theta"]:
-                raise ModelFormatError(f"expected one array 'theta'; got {sorted(z.files)}", path=path / "theta.npz")
-            theta = np.array(z["theta"])
+            if "theta" not in z.files:
+                raise ModelFormatError(f"no array 'theta'; got {sorted(z.files)}", path=path / "theta.npz")
+            arrays = {k: np.array(z[k]) for k in z.files}
+            theta = arrays["theta"]
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         if isinstance(exc, ModelFormatError):
             raise
@@ -493,7 +537,14 @@ def load_model(path):
         model = PairwiseModel(**{k: p[k] for k in ("C", "max_pairs_per_block", "class_weight", "bias_shift",
                                                     "shift_grid", "shift_tol", "tune_sweeps", "tune_max_blocks",
                                                     "rng")})
-        vocab = Vocabulary.from_state(_field(doc, "vocabulary", "dict", jpath))
+        used = set()
+        vocab_state = _internalize(_field(doc, "vocabulary", "dict", jpath), arrays, used, jpath)
+        if used != set(arrays) - {"theta"}:
+            raise ModelFormatError(f"arrays not referenced by model.json: {sorted(set(arrays) - used - {'theta'})}",
+                                   path=path / "theta.npz")
+        vocab = Vocabulary.from_state(vocab_state)
+    except ModelFormatError:
+        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFormatError(f"bad params or vocabulary ({exc})", path=jpath) from None
     model.theta_ = np.ascontiguousarray(theta)
