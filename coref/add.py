@@ -115,7 +115,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         cluster_id (+ gold when either side has it).
     info : dict
         Counts: new mentions, skipped duplicates, blocks touched / new, mentions that
-        joined existing clusters, new clusters, old ids changed, factor evaluations.
+        joined existing clusters, new clusters, old ids changed, factor evaluations; and
+        ``margins`` (Series mention_id -> margin, for the blocks that were sampled).
 
     Raises
     ------
@@ -126,7 +127,7 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         If a fixed old mention was moved (a sampler that ignores ``fixed``).
     """
     from coref.inference import infer_blocks
-    from coref.predict import canonical_cluster_ids
+    from coref.predict import _margins, canonical_cluster_ids
 
     old_clusters = old_clusters.reset_index(drop=True)
     old_ids = pd.Index(old_clusters["mention_id"].astype(str).to_numpy(dtype=object))
@@ -152,6 +153,7 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     om["mention_id"] = om["mention_id"].astype(str)
     om = om.set_index("mention_id")
     stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0}
+    margin_parts = []
     final_old = old_cid.copy()
     new_cid = pd.Series(index=pd.Index(new["mention_id"]), dtype=object)
 
@@ -168,7 +170,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         initial = np.r_[old_cid.loc[old_rows].to_numpy(dtype=object), np.full(len(part) - len(part_old), None, object)]
         fixed = is_old & (not settings.revisit)
         results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
-                               initial=initial, fixed=fixed)
+                               initial=initial, fixed=fixed, margins=True)
+        margin_parts.extend(results)
         used = set(old_cid)
         ids_by_block = {b: g.tolist() for b, g in old_cid.groupby(old_block_of.to_numpy(), sort=False)}
         old_cid_of = dict(zip(old_ids, old_cid.to_numpy()))
@@ -210,7 +213,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     if fresh:
         fresh_set = set(fresh)
         part = new.loc[np.fromiter((b in fresh_set for b in new["block"]), bool, len(new)), feats].reset_index(drop=True)
-        results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress)
+        results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
+                               margins=True)
+        margin_parts.extend(results)
         for r in results:
             stats["n_factor_evals"] += r.n_factor_evals
             stats["gibbs_wall_s"] += r.wall_s
@@ -236,7 +241,7 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
             "n_blocks_touched": len(touched), "n_blocks_new": len(fresh),
             "n_joined_existing": int(joined.sum()),
             "n_new_clusters": int(out_new.loc[~joined, "cluster_id"].nunique()),
-            "n_old_ids_changed": changed, **stats}
+            "n_old_ids_changed": changed, **stats, "margins": _margins(margin_parts)}
     return clusters, info
 
 
@@ -295,6 +300,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             clusters, info = add_clusters(fitted, old_mentions, old_clusters, new, settings, client=client,
                                           progress=progress)
+        margins = info.pop("margins")
         old_set = set(old_clusters["mention_id"].astype(str))
         keep_new = new[np.fromiter((m not in old_set for m in new["mention_id"].astype(str)), bool, len(new))]
         cols = list(dict.fromkeys(list(old_mentions.columns) + list(keep_new.columns)))
@@ -311,7 +317,8 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
             "elapsed_s": time.perf_counter() - t0,
         }
         summary = write_outputs(od, allm, clusters, fitted, settings, summary=summary,
-                                title="Author coreference: new mentions added", n_weakest=0)
+                                title="Author coreference: new mentions added", margins=margins,
+                                focus=set(keep_new["mention_id"].astype(str)))
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(new),

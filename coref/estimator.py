@@ -210,6 +210,7 @@ class AuthorCoref(BaseEstimator):
         settings = make_settings("add", sampler=self.sampler, seed=self.seed_, delta=self.delta,
                                  n_sweeps=self.n_sweeps, revisit=revisit, strict=strict)
         out, info = add_clusters(self.model_, old, clusters, new, settings, client=client, progress=progress)
+        info.pop("margins")
         self.n_factor_evals_ = info["n_factor_evals"]
         self.add_info_ = info
         return out

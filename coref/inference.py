@@ -55,6 +55,9 @@ class BlockResult:
         Cumulative factor evaluations after each sweep (entry 0 = before sweep 1).
     labels_history : ndarray of shape (n_sweeps + 1, n_block) or None
         Cluster label of each mention after each sweep (row 0 = initial state).
+    margin : ndarray of shape (n_block,) or None
+        Sum of f_theta to the other members of the mention's final cluster (NaN for a
+        singleton); only when asked for (``margins=True``).
     """
 
     sampler: str
@@ -66,23 +69,54 @@ class BlockResult:
     wall_s: float
     evals_history: np.ndarray
     labels_history: np.ndarray | None = field(default=None, repr=False)
+    margin: np.ndarray | None = field(default=None, repr=False)
 
 
 
 
-def _infer_block(block_df, model, *, sampler, fold, block, settings, record_history, initial=None, fixed=None):
+class _EncodedOnce:
+    """The fitted model, with the block's encoding computed once and reused.
+
+    ``GibbsCoref`` encodes the block (rows in mention-id order); the margins of the
+    final clusters need the same encoding. Everything else is the wrapped model's.
+    """
+
+    def __init__(self, model, enc, ids):
+        self._model, self._enc, self._ids = model, enc, ids
+
+    def encode(self, df):
+        if df["mention_id"].astype(str).tolist() == self._ids:
+            return self._enc
+        return self._model.encode(df)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def _infer_block(block_df, model, *, sampler, fold, block, settings, record_history, initial=None, fixed=None,
+                 margins=False):
     """Run Gibbs on one block with its own generator; assumes validated input.
 
     ``initial`` / ``fixed`` (per row of ``block_df``) start Gibbs from given clusters and
-    keep some mentions where they are (``coref add``).
+    keep some mentions where they are (``coref add``). ``margins``: also return each
+    mention's margin (:func:`coref.report.cluster_margins`) from the same encoding.
     """
     Gibbs = _gibbs_cls()
     kwargs = settings.gibbs_kwargs(sampler)
+    gibbs_model = model
+    if margins:
+        # rows in mention-id order, the order GibbsCoref encodes them in: one encoding for both
+        order = np.argsort(block_df["mention_id"].astype(str).to_numpy(), kind="stable")
+        block_df = block_df.iloc[order].reset_index(drop=True)
+        initial = None if initial is None else np.asarray(initial, dtype=object)[order]
+        fixed = None if fixed is None else np.asarray(fixed, dtype=bool)[order]
+        enc = model.encode(block_df)
+        gibbs_model = _EncodedOnce(model, enc, block_df["mention_id"].astype(str).tolist())
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
     kwargs.update(rng=settings.seed, record_history=record_history)
     t0 = time.perf_counter()
-    g = Gibbs(model, **kwargs)
+    g = Gibbs(gibbs_model, **kwargs)
     if initial is None and fixed is None:
         g = g.fit(block_df)
     else:
@@ -104,14 +138,20 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
             evals = np.concatenate([[0], evals])
         elif len(evals) != n_rows:
             evals = pad(evals, n_rows)
-    return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history)
+    margin = None
+    if margins:
+        from coref.report import cluster_margins
+
+        margin = cluster_margins(enc, model.theta_, model.bias_, cluster_id, rng=settings.seed)
+    return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
+                       margin)
 
 
-def _infer_chunk(items, model, settings, record_history):
+def _infer_chunk(items, model, settings, record_history, margins=False):
     """Dask task: ``items`` is a list of (sampler, fold, block, block_df, extra) sharing one model."""
     with single_thread():
         return [_infer_block(bdf, model, sampler=s, fold=f, block=b, settings=settings,
-                             record_history=record_history, **(extra or {}))
+                             record_history=record_history, margins=margins, **(extra or {}))
                 for s, f, b, bdf, extra in items]
 
 
@@ -212,7 +252,7 @@ def _chunks(items, target):
 
 
 def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=True, client=None,
-                 progress=False, on_result=None, skip=None, initial=None, fixed=None):
+                 progress=False, on_result=None, skip=None, initial=None, fixed=None, margins=False):
     """Gibbs over every block of ``df`` with one fitted model, locally or on Dask.
 
     Parameters
@@ -242,6 +282,9 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
         ``GibbsCoref.fit(initial=...)`` block by block.
     fixed : array-like of bool, shape (n_mentions,) or None
         Rows whose cluster Gibbs never changes (``GibbsCoref.fit(fixed=...)``).
+    margins : bool
+        Also compute each mention's margin in its final cluster (``BlockResult.margin``),
+        reusing the block's encoding.
 
     Returns
     -------
@@ -264,12 +307,12 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
                      "fixed": None if fixed is None else np.asarray(fixed, dtype=bool)[idx]}
         items.append((sampler, fold, b, df.iloc[idx].reset_index(drop=True), extra))
     results = execute(items, {fold: model}, client, settings, record_history=record_history,
-                      progress=progress, on_result=on_result, desc=f"gibbs {sampler}")
+                      progress=progress, on_result=on_result, desc=f"gibbs {sampler}", margins=margins)
     order = {it[2]: i for i, it in enumerate(items)}
     return sorted(results, key=lambda r: order[r.block])
 
 
-def execute(items, models, client, settings, *, record_history, progress, on_result, desc):
+def execute(items, models, client, settings, *, record_history, progress, on_result, desc, margins=False):
     """Run (sampler, fold, block, df, extra) items; ``models`` maps fold -> fitted model."""
     from tqdm import tqdm
 
@@ -282,7 +325,7 @@ def execute(items, models, client, settings, *, record_history, progress, on_res
                 for s, f, b, bdf, extra in items:
                     bar.set_postfix_str(f"fold {f} block {b} ({len(bdf)})", refresh=False)
                     r = _infer_block(bdf, models[f], sampler=s, fold=f, block=b, settings=settings,
-                                     record_history=record_history, **(extra or {}))
+                                     record_history=record_history, margins=margins, **(extra or {}))
                     results.append(r)
                     if on_result is not None:
                         on_result(r)
@@ -297,7 +340,7 @@ def execute(items, models, client, settings, *, record_history, progress, on_res
         futures = []
         for (s, f), its in by_model.items():
             for chunk in _chunks(its, CHUNK_MENTIONS):
-                futures.append(client.submit(_infer_chunk, chunk, scattered[f], settings, record_history,
+                futures.append(client.submit(_infer_chunk, chunk, scattered[f], settings, record_history, margins,
                                              pure=False, priority=sum(len(c[3]) for c in chunk)))
         try:
             for fut in as_completed(futures):

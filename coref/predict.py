@@ -78,12 +78,15 @@ def predict_clusters(df, model, settings, *, client=None, progress=False):
         mention_id, block, cluster_id (+ gold, passed through, when ``df`` has it), in
         the row order of ``df``.
     stats : dict
-        ``n_factor_evals`` and ``gibbs_wall_s`` summed over blocks.
+        ``n_factor_evals`` and ``gibbs_wall_s`` summed over blocks; ``margins``, a Series
+        mention_id -> the sum of f_theta to the other members of its cluster (NaN for
+        singletons; :func:`coref.report.cluster_margins`).
     """
     from coref.inference import infer_blocks
 
     features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
-    results = infer_blocks(features, model, settings, record_history=False, client=client, progress=progress)
+    results = infer_blocks(features, model, settings, record_history=False, client=client, progress=progress,
+                           margins=True)
     mids = np.concatenate([r.mention_id for r in results]) if results else np.array([], object)
     keys = np.concatenate([r.cluster_id for r in results]) if results else np.array([], object)
     blocks = np.concatenate([[r.block] * len(r.mention_id) for r in results]) if results else np.array([], object)
@@ -94,20 +97,34 @@ def predict_clusters(df, model, settings, *, client=None, progress=False):
     if "gold" in df.columns:
         clusters["gold"] = df["gold"].to_numpy()
     stats = {"n_factor_evals": int(sum(r.n_factor_evals for r in results)),
-             "gibbs_wall_s": float(sum(r.wall_s for r in results))}
+             "gibbs_wall_s": float(sum(r.wall_s for r in results)),
+             "margins": _margins(results)}
     return clusters, stats
 
 
-def write_outputs(od, df, clusters, model, settings, *, summary, title, confidence=None, n_weakest=10):
-    """Write clusters.csv, mentions.parquet, summary.json, report.md (and confidence files) into ``od``."""
+def _margins(results):
+    """Series mention_id -> margin in its final cluster (NaN for singletons)."""
+    if not results:
+        return pd.Series(dtype=float)
+    return pd.Series(np.concatenate([r.margin for r in results]),
+                     index=np.concatenate([r.mention_id for r in results]).astype(str))
+
+
+def write_outputs(od, df, clusters, model, settings, *, summary, title, margins, confidence=None, focus=None):
+    """Write clusters.csv, mentions.parquet, summary.json, report.md (and confidence files) into ``od``.
+
+    ``margins``: Series mention_id -> margin (from the inference); ``focus``: the mentions
+    the weakest merges are chosen among (None = all).
+    """
     from coref.io import write_mentions
-    from coref.report import cluster_overview, render_predict_md, write_csv, write_json
+    from coref.report import largest_clusters, render_predict_md, weakest_merges, write_csv, write_json
     from sampling._atomic import atomic_write_text
 
     write_csv(od.path("clusters.csv"), clusters)
     mentions = df if "gold" in df.columns else df.assign(gold=pd.array([pd.NA] * len(df), dtype="string"))
     write_mentions(mentions, od.path("mentions.parquet"))
-    largest, weakest = cluster_overview(model, df, clusters, n_weakest=n_weakest)
+    largest = largest_clusters(df, clusters)
+    weakest = weakest_merges(clusters, margins, focus=focus)
     summary = {**summary, "largest_clusters": largest.to_dict("records"),
                "weakest_merges": None if weakest is None else weakest.to_dict("records")}
     extra_md = ""
@@ -184,6 +201,7 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
         df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress)
+        margins = stats.pop("margins")
         conf_md = _confidence(od, fitted, df, clusters, settings) if confidence else None
         summary = {
             "command": "predict", "n_mentions": int(len(df)), "n_blocks": int(df["block"].nunique()),
@@ -193,7 +211,7 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
             "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
             "elapsed_s": time.perf_counter() - t0,
         }
-        summary = write_outputs(od, df, clusters, fitted, settings, summary=summary,
+        summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
                                 title="Author coreference: predicted clusters", confidence=conf_md)
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],

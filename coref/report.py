@@ -27,7 +27,9 @@ import pandas as pd
 from sampling._atomic import atomic_open, atomic_path, atomic_write_text
 
 __all__ = [
-    "cluster_overview",
+    "largest_clusters",
+    "cluster_margins",
+    "weakest_merges",
     "render_predict_md",
     "write_json",
     "write_csv",
@@ -302,44 +304,20 @@ def write_report(out, *, clusters, metrics, curves, plots=True, files=None):
 _MAX_MEMBERS = 300  # clusters larger than this: margins from a random subsample of members
 
 
-def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, focus=None, rng=0):
-    """The largest clusters and the weakest merges of a clustering.
+def largest_clusters(df, clusters, *, n_largest=10):
+    """The ``n_largest`` clusters: cluster_id, block, n_mentions, name (most common spelling), years.
 
     Parameters
     ----------
-    model : coref.model.PairwiseModel
-        Fitted (gives f_theta).
     df : pandas.DataFrame
-        The mentions (schema of ``coref.load_mentions``).
+        The mentions (``mention_id``, ``name``, ``year``).
     clusters : pandas.DataFrame
         mention_id, block, cluster_id.
-    n_largest, n_weakest : int
-        Rows of each table.
-    focus : set of str or None
-        Only these mentions are candidates for the weakest merges (``coref add``: the
-        new ones); ``None``: every mention.
-    rng : int
-        Seed of the member subsample of clusters above 300 mentions.
 
     Returns
     -------
-    largest : pandas.DataFrame
-        cluster_id, block, n_mentions, name (most common spelling), years.
-    weakest : pandas.DataFrame or None
-        (None when ``n_weakest`` is 0: nothing is encoded then.)
-        mention_id, cluster_id, n_mentions, margin, mean_factor: the mentions of
-        clusters of two or more whose margin -- the sum of f_theta (natural-log odds) to
-        the other members, i.e. the Gibbs score of staying versus a new cluster of its
-        own (which scores 0) -- is smallest.
-
-    Notes
-    -----
-    Costs one block encoding per block concerned and O(sum of cluster size squared)
-    factor evaluations, capped at 300 members per cluster (a uniform subsample; its sum
-    is scaled by (n - 1) / 300 and the margin is then an estimate).
+    pandas.DataFrame
     """
-    from coref.model import _factors
-
     mid = clusters["mention_id"].astype(str).to_numpy(dtype=object)
     cid = clusters["cluster_id"].astype(str).to_numpy(dtype=object)
     blk = clusters["block"].astype(str).to_numpy(dtype=object)
@@ -347,59 +325,98 @@ def cluster_overview(model, df, clusters, *, n_largest=10, n_weakest=10, focus=N
     counts = np.bincount(codes, minlength=len(uniq))
     row_of = pd.Series(np.arange(len(df)), index=df["mention_id"].astype(str).to_numpy(dtype=object))
     rows_all = row_of.reindex(mid).to_numpy()
-    top = np.argsort(-counts, kind="stable")[:n_largest]
-    out_l = []
     names = df["name"].to_numpy(dtype=object)
     years_all = pd.to_numeric(df["year"], errors="coerce").to_numpy(dtype=float)
-    for c in top:
+    out = []
+    for c in np.argsort(-counts, kind="stable")[:n_largest]:
         members = rows_all[codes == c]
         ys = years_all[members]
         ys = ys[np.isfinite(ys)]
         nm = pd.Series(names[members]).mode()
-        out_l.append({"cluster_id": uniq[c], "block": blk[codes == c][0], "n_mentions": int(counts[c]),
-                      "name": str(nm.iloc[0]) if len(nm) else "",
-                      "years": f"{int(ys.min())}-{int(ys.max())}" if len(ys) else ""})
-    largest = pd.DataFrame(out_l, columns=["cluster_id", "block", "n_mentions", "name", "years"])
+        out.append({"cluster_id": uniq[c], "block": blk[codes == c][0], "n_mentions": int(counts[c]),
+                    "name": str(nm.iloc[0]) if len(nm) else "",
+                    "years": f"{int(ys.min())}-{int(ys.max())}" if len(ys) else ""})
+    return pd.DataFrame(out, columns=["cluster_id", "block", "n_mentions", "name", "years"])
 
-    if n_weakest <= 0:
-        return largest, None
+
+def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None):
+    """Margin of every mention of one block: the sum of f_theta to the other members of its cluster.
+
+    Parameters
+    ----------
+    enc : coref.features.EncodedBlock
+        The encoded block (rows aligned with ``labels``).
+    theta : ndarray of shape (n_features,)
+    bias : float
+    labels : array-like of shape (n,)
+        Final cluster label of each row.
+    rng : int
+        Seed of the member subsample of clusters above ``max_members`` (default 300).
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        Natural-log odds; NaN for singletons. It is the Gibbs score of staying in the
+        cluster against opening a new one (score 0). For a cluster above ``max_members``
+        the sum over a uniform subsample of that many members is scaled by
+        (n_c - 1) / (members compared).
+    """
+    from coref.model import _factors
+
+    cap = _MAX_MEMBERS if max_members is None else int(max_members)
+    codes, _ = pd.factorize(np.asarray(labels))
+    out = np.full(len(codes), np.nan)
     gen = np.random.default_rng(rng)
-    cand = counts[codes] >= 2
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for idx in np.split(order, bounds):
+        n = len(idx)
+        if n < 2:
+            continue
+        idx = np.sort(idx).astype(np.int64)
+        ref = np.arange(n) if n <= cap else np.sort(gen.choice(n, cap, replace=False))
+        a = np.repeat(np.arange(n), len(ref))
+        b = np.tile(ref, n)
+        keep = a != b
+        a, b = a[keep], b[keep]
+        vals = np.empty(len(a))
+        _factors.pair_factors(enc, theta, float(bias), np.ascontiguousarray(idx[a]), np.ascontiguousarray(idx[b]),
+                              vals)
+        sums = np.bincount(a, weights=vals, minlength=n)
+        n_ref = len(ref) - np.isin(np.arange(n), ref).astype(float)
+        out[idx] = sums * (n - 1) / np.maximum(n_ref, 1.0)
+    return out
+
+
+def weakest_merges(clusters, margins, *, n_weakest=10, focus=None):
+    """The ``n_weakest`` mentions with the smallest margin (see :func:`cluster_margins`).
+
+    Parameters
+    ----------
+    clusters : pandas.DataFrame
+        mention_id, cluster_id.
+    margins : pandas.Series
+        Margin by mention_id (NaN = singleton).
+    focus : set of str or None
+        Only these mentions are candidates (``coref add``: the new ones).
+
+    Returns
+    -------
+    pandas.DataFrame
+        mention_id, cluster_id, n_mentions, margin, mean_factor.
+    """
+    mid = clusters["mention_id"].astype(str).to_numpy(dtype=object)
+    cid = clusters["cluster_id"].astype(str).to_numpy(dtype=object)
+    codes, uniq = pd.factorize(cid)
+    n = np.bincount(codes)[codes]
+    m = margins.reindex(mid).to_numpy(dtype=float)
+    keep = np.isfinite(m) & (n >= 2)
     if focus is not None:
-        focus = set(focus)
-        cand &= np.fromiter((m in focus for m in mid), bool, len(mid))
-    want_clusters = set(codes[cand].tolist())
-    out = []
-    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
-    bias = float(model.bias_)
-    frame = pd.DataFrame({"b": blk, "c": codes, "r": rows_all, "m": mid, "cand": cand})
-    for block in sorted(set(blk[cand].tolist())):
-        rows_b = frame[frame["b"] == block]
-        # the whole block is encoded: coauthor-graph and block-constant features depend on it
-        enc = model.encode(df.iloc[rows_b["r"].to_numpy()].reset_index(drop=True))
-        local = np.arange(len(rows_b))
-        for c in sorted(set(rows_b["c"].tolist()) & want_clusters):
-            sel = (rows_b["c"] == c).to_numpy()
-            idx = local[sel]
-            n = len(idx)
-            ref = np.arange(n) if n <= _MAX_MEMBERS else np.sort(gen.choice(n, _MAX_MEMBERS, replace=False))
-            a = np.repeat(np.arange(n), len(ref))
-            b = np.tile(ref, n)
-            keep = a != b
-            a, b = a[keep], b[keep]
-            vals = np.empty(len(a))
-            _factors.pair_factors(enc, theta, bias, np.ascontiguousarray(idx[a]), np.ascontiguousarray(idx[b]), vals)
-            sums = np.bincount(a, weights=vals, minlength=n)
-            n_ref = len(ref) - np.isin(np.arange(n), ref).astype(float)
-            margin = sums * (n - 1) / np.maximum(n_ref, 1.0)
-            ms = rows_b["m"].to_numpy()[sel]
-            cs = rows_b["cand"].to_numpy()[sel]
-            for m, v, ok in zip(ms, margin, cs):
-                if ok:
-                    out.append((m, uniq[c], n, float(v), float(v / (n - 1))))
-    weakest = pd.DataFrame(out, columns=["mention_id", "cluster_id", "n_mentions", "margin", "mean_factor"])
-    weakest = weakest.sort_values(["margin", "mention_id"], kind="stable").head(n_weakest).reset_index(drop=True)
-    return largest, weakest
+        keep &= np.fromiter((x in focus for x in mid), bool, len(mid))
+    w = pd.DataFrame({"mention_id": mid[keep], "cluster_id": cid[keep], "n_mentions": n[keep], "margin": m[keep]})
+    w["mean_factor"] = w["margin"] / (w["n_mentions"] - 1)
+    return w.sort_values(["margin", "mention_id"], kind="stable").head(n_weakest).reset_index(drop=True)
 
 
 def _md_table(frame, floats=()):
@@ -437,15 +454,14 @@ def render_predict_md(summary, largest, weakest, *, title):
             detail = d.get(key[2:], [])
             lines += [f"{d[key]} {label}: " + "; ".join(f"`{x}`" for x in detail[:10]), ""]
     lines += ["## Largest clusters", ""] + _md_table(largest) + [""]
-    if weakest is None:
-        lines += ["Weakest merges are not computed by `coref add` (it would encode every block again); "
-                  "`coref explain` breaks down the factor of any pair.", ""]
-    else:
+    if weakest is not None:
         lines += ["## Weakest merges", "",
                   "Mentions whose cluster gains least over being alone: `margin` is the sum of the pairwise "
                   "factors f (natural-log odds) to the other members, the Gibbs score of staying against a new "
                   "cluster of its own (0). A negative margin is a merge the model itself doubts; "
-                  "`coref explain` breaks a pair down by feature.", ""]
+                  "`coref explain` breaks a pair down by feature."
+                  + (" Only the mentions added by this command are listed." if "n_old_mentions" in summary else ""),
+                  ""]
         lines += _md_table(weakest, floats=("margin", "mean_factor")) + [""]
     lines += ["Files: `clusters.csv` (mention_id, block, cluster_id"
               + (", gold passed through" if summary.get("gold_passed_through") else "")

@@ -182,3 +182,32 @@ def test_shipped_default_model_predict_then_add_matches_predict_all(aminer_dir, 
         f1[x] = b3(pd.Series((cl["block"] + "|" + cl["cluster_id"]).to_numpy(), index=cl["mention_id"]),
                    pd.Series((cl["block"] + "|" + cl["gold"]).to_numpy(), index=cl["mention_id"])).f1
     assert abs(f1["R"] - f1["Q"]) <= 0.01
+
+
+def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, tmp_path, monkeypatch):
+    # the contract of coref.confidence, with a stand-in so that the test takes no DIS time
+    import sys
+    import types
+
+    seen = {}
+
+    def assignment_confidence(model, df, clusters, *, delta, rng):
+        seen.update(delta=delta, rng=rng, cols=list(clusters.columns), gold="gold" in df.columns)
+        conf = clusters[["mention_id", "cluster_id"]].assign(p=1.0, p_lower=0.9, p_upper=1.0, method="exact",
+                                                           n_submodel=1)
+        pairs = pd.DataFrame({"block": ["Name_0"], "mention_a": ["a"], "mention_b": ["b"], "p": [0.5]})
+        return conf, pairs
+
+    def write_confidence_report(out_dir, confidence_df, pairs_df, explain_fn=None):
+        (out_dir / "confidence_hist.png").write_bytes(b"png")
+        return "## Confidence\n"
+
+    fake = types.ModuleType("coref.confidence")
+    fake.assignment_confidence, fake.write_confidence_report = assignment_confidence, write_confidence_report
+    monkeypatch.setitem(sys.modules, "coref.confidence", fake)
+    predict(data, model=model_dir, out=tmp_path / "o", confidence=True, delta=0.1, seed=4, progress=False)
+    m = read_manifest(tmp_path / "o")
+    assert {"confidence.csv", "pairs.csv", "confidence_hist.png"} <= set(m["files"])
+    assert seen == {"delta": 0.1, "rng": 4, "cols": ["mention_id", "block", "cluster_id"], "gold": False}
+    assert "## Confidence" in (tmp_path / "o" / "report.md").read_text()
+    assert len(pd.read_csv(tmp_path / "o" / "confidence.csv")) == len(data)
