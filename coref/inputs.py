@@ -131,10 +131,15 @@ def as_object_text(df):
     The feature encoder reads cells one by one; arrow-backed string columns make each
     access a pyarrow call, several times slower than plain Python strings.
     """
-    for c in ("mention_id", "block", "name", "title", "venue", "affiliation"):
-        if c in df.columns and df[c].dtype != object:
-            col = df[c]
+    for c in df.columns:
+        if c == "gold" or not isinstance(df[c].dtype, pd.StringDtype):
+            continue
+        col = df[c]
+        if c in ("mention_id", "block", "name", "title", "venue", "affiliation"):
             df[c] = pd.Series(col.fillna("").astype(str).to_numpy(dtype=object), index=df.index, dtype=object)
+        else:  # optional text (abstract, paper_id, orcid): keep missing as None
+            df[c] = pd.Series([None if v is pd.NA or v is None or v != v else str(v) for v in col],
+                              index=df.index, dtype=object)
     return df
 
 
