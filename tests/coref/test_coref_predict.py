@@ -211,3 +211,24 @@ def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, 
     assert seen == {"delta": 0.1, "rng": 4, "cols": ["mention_id", "block", "cluster_id"], "gold": False}
     assert "## Confidence" in (tmp_path / "o" / "report.md").read_text()
     assert len(pd.read_csv(tmp_path / "o" / "confidence.csv")) == len(data)
+
+
+def test_predict_names_skipped_repaired_and_ignored_files(aminer_dir, model_dir, tmp_path, capsys):
+    # the issue: one malformed file stopped the run; now it is skipped and named, the rest clustered
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "Fei_Su.xml").write_bytes((aminer_dir / "Fei_Su.xml").read_bytes())
+    text = (aminer_dir / "Bin_Yu.xml").read_text(encoding="utf-8").replace("<title>", "<title>\f", 1)
+    (d / "Bin_Yu.xml").write_text(text, encoding="utf-8")          # a form feed in a title: repaired
+    (d / "Broken.xml").write_text("<person><publication><title>unterminated")
+    with pytest.warns(UserWarning):
+        assert main(["predict", "--data", str(d), "--model", str(model_dir), "--out", str(tmp_path / "o"),
+                     "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "files skipped: 1" in out and "Broken.xml" in out and "Bin_Yu.xml: 8: removed 1 illegal XML" in out
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["n_blocks"] == 2 and s["data"]["n_files_skipped"] == 1
+    assert "Broken.xml" in (tmp_path / "o" / "report.md").read_text()
+    assert main(["predict", "--data", str(d), "--model", str(model_dir), "--out", str(tmp_path / "s"),
+                 "--quiet", "--strict"]) == 2
+    assert "Broken.xml" in capsys.readouterr().err
