@@ -42,7 +42,6 @@ def _report_desc(report, df):
         v = list(v)
         desc[f"n_{name}"] = len(v)
         desc[name] = [_fmt(x) for x in v[:50]]
-    desc.setdefault("n_skipped_records", desc["n_skipped"])
     return desc
 
 

@@ -2,7 +2,8 @@
 
 Most tests replace the pairwise model and the Gibbs sampler by small deterministic
 stand-ins with the same interface (monkeypatched into ``coref.pipeline``), so that
-they test the pipeline itself in well under a second each. ``test_real_*`` use the
+they test the pipeline itself in well under a second each (the sampler stand-in is
+monkeypatched into ``coref.inference``). ``test_real_*`` use the
 real ``coref.model`` / ``coref.gibbs``.
 """
 import hashlib
