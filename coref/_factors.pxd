@@ -173,9 +173,9 @@ cdef inline double _dense_dot(const double* x, const double* y, Py_ssize_t k) no
     return s
 
 
-cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
-                           double* phi) noexcept nogil:
-    """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
+cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                                double* phi) noexcept nogil:
+    """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE]."""
     cdef int c = 0
     cdef double sw = 0.0, dot
     cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
@@ -332,19 +332,34 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     dot += _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, j, d.vt_ptr, d.vt_ids, d.vt_w, i)
     phi[48] = 1.0 if dot > 0.0 else 0.0
     phi[50] = phi[46] * phi[12]
+
+
+cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                           double* phi) noexcept nogil:
+    """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
+    cdef int k
+    block_phi_base(d, i, j, phi)
     # --- the same features again, inside one coauthor component only (separate weights)
     for k in range(N_BASE):
         phi[N_BASE + k] = phi[k] * phi[17]
 
 
 cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log)."""
-    cdef double phi[N_FEATURES]
+    """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log).
+
+    The interaction half phi[N_BASE + k] = phi[k] * same_comp1 is not materialised:
+    same_comp1 is 0 or 1, so its terms are added only inside one coauthor component
+    (adding theta * 0.0 would not change the sum).
+    """
+    cdef double phi[N_BASE]
     cdef double s = d.bias
     cdef int k
-    block_phi(d, i, j, phi)
-    for k in range(N_FEATURES):
+    block_phi_base(d, i, j, phi)
+    for k in range(N_BASE):
         s += d.theta[k] * phi[k]
+    if phi[17] != 0.0:
+        for k in range(N_BASE):
+            s += d.theta[N_BASE + k] * phi[k]
     return s
 
 

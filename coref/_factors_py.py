@@ -203,11 +203,14 @@ def block_phi(enc, i, j):
 
 
 def block_factor(enc, theta, bias, i, j):
-    """f_theta(x_i, x_j) = bias + sum_k theta_k phi_k (same summation order as C)."""
+    """f_theta(x_i, x_j) = bias + sum_k theta_k phi_k (same summation order as C: base, then interactions)."""
     phi = block_phi(enc, i, j)
     s = float(bias)
-    for k in range(N_FEATURES):
+    for k in range(N_BASE):
         s += float(theta[k]) * phi[k]
+    if phi[17] != 0.0:  # interaction half: phi[N_BASE + k] = phi[k] * same_comp1
+        for k in range(N_BASE):
+            s += float(theta[N_BASE + k]) * phi[k]
     return s
 
 
