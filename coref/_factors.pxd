@@ -295,13 +295,17 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
             compat = (d.init_code[i] >> (5 * (li - lj))) == d.init_code[j]
     else:
         compat = False
-    phi[35] = 1.0 if (fi >= 0 and fi == fj) else 0.0
-    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj)
+    phi[39] = 1.0 if (d.given_code[i] >= 0 and d.given_code[i] == d.given_code[j]) else 0.0
+    # "Jian Xin" / "Jianxin": first names differ, whole given names agree -> same first name
+    phi[35] = 1.0 if ((fi >= 0 and fi == fj) or phi[39] > 0.0) else 0.0
+    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj and phi[39] == 0.0)
                       or (li > 0 and lj > 0 and d.first_init[i] != d.first_init[j])) else 0.0
     phi[37] = 1.0 if (phi[35] == 0.0 and phi[36] == 0.0 and compat and (fi < 0 or fj < 0)) else 0.0
     phi[38] = 1.0 if (d.mid_init[i] >= 0 and d.mid_init[j] >= 0 and d.mid_init[i] != d.mid_init[j]) else 0.0
-    phi[39] = 1.0 if (d.given_code[i] >= 0 and d.given_code[i] == d.given_code[j]) else 0.0
-    phi[40] = d.name_rarity[i] if phi[35] > 0.0 else 0.0
+    if phi[35] > 0.0:  # the rarer reading of the two first names (symmetric in i, j)
+        phi[40] = d.name_rarity[i] if d.name_rarity[i] < d.name_rarity[j] else d.name_rarity[j]
+    else:
+        phi[40] = 0.0
     phi[41] = d.init_amb[i] if phi[37] > 0.0 else 0.0
     # --- abstract and keywords (missing is never a match)
     if d.ab_ptr[i + 1] > d.ab_ptr[i] and d.ab_ptr[j + 1] > d.ab_ptr[j]:

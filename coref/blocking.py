@@ -44,7 +44,8 @@ def normalize_name(name):
     features all use it). Dots and commas become spaces (``"J.R.R. Tolkien"`` ->
     ``"j r r tolkien"``), apostrophes are dropped (``"O'Brien"`` -> ``"obrien"``, so
     ``"OBrien"`` and ``"O’Brien"`` agree) and hyphens inside names are kept
-    (``"Tsong-Li"`` -> ``"tsong-li"``; the features split or join them as needed).
+    (``"Tsong-Li"`` -> ``"tsong-li"``; the features split or join them as needed),
+    Unicode hyphens and dashes included (``"Jian\u2010Xin"`` -> ``"jian-xin"``).
 
     Parameters
     ----------
@@ -61,8 +62,14 @@ def normalize_name(name):
     return _normalize_str(str(name))
 
 
+# Unicode hyphens and dashes (Crossref writes "Jian\u2010Xin") read as "-"; soft hyphens vanish
+_DASHES = str.maketrans({**{c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d"},
+                         "\u00ad": None})
+
+
 @functools.lru_cache(maxsize=1 << 18)
 def _normalize_str(name):
+    name = name.translate(_DASHES)
     text = unicodedata.normalize("NFKD", str(name))
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
     text = text.lower().replace("_", " ")

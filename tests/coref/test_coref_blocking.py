@@ -27,6 +27,9 @@ def test_normalize_name():
     # one normaliser for blocks and features: apostrophes dropped, hyphens kept
     for variant in ("O'Brien", "O\u2019Brien", "OBrien", "o'brien"):
         assert normalize_name(variant) == "obrien"
+    for dash in "-\u2010\u2011\u2013\u2212":
+        assert normalize_name(f"Jian{dash}Xin Tang") == "jian-xin tang"
+    assert normalize_name("Jian\u00adxin Tang") == "jianxin tang"  # soft hyphen
     assert name_key("Sean O'Brien") == name_key("Sean OBrien") == "s obrien"
 
 

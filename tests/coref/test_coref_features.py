@@ -174,6 +174,27 @@ def test_name_variant_features():
     assert phi[0, F["name_init_ambiguity"]] == pytest.approx(np.log(4.0))
 
 
+def test_split_given_names_and_unicode_hyphens_agree():
+    df = _rich_block()
+    df.loc[5, "name"] = "Jian Hua Wang"
+    df.loc[7, "name"] = "Jian\u2010Hua Wang"  # Crossref's U+2010 hyphen
+    enc = encode_mentions(df)
+    phi = _phi(enc, [(5, 6), (6, 5), (7, 3), (5, 2)])
+    # "Jian Hua" / "Jianhua": first names "jian" and "jianhua" differ, whole given names agree
+    assert phi[0, F["name_first_eq"]] == 1.0 and phi[0, F["name_first_conflict"]] == 0.0
+    assert phi[0, F["name_full_eq"]] == 1.0
+    np.testing.assert_array_equal(phi[0], phi[1])  # symmetric, rarity included
+    assert phi[2, F["name_first_eq"]] == 1.0  # U+2010 reads as "-"
+    # "Jian Hua" / "Jian": same first name, different given names
+    assert phi[3, F["name_first_eq"]] == 1.0 and phi[3, F["name_full_eq"]] == 0.0
+    I, J = np.triu_indices(8, 1)
+    a, b = np.empty(len(I)), np.empty(len(I))
+    theta = np.random.default_rng(0).normal(size=N_FEATURES)
+    _factors.pair_factors(enc, theta, 0.0, I.astype(np.int64), J.astype(np.int64), a)
+    _factors.pair_factors(enc, theta, 0.0, J.astype(np.int64), I.astype(np.int64), b)
+    np.testing.assert_array_equal(a, b)
+
+
 def test_coauthor_name_compatibility():
     enc = encode_mentions(_rich_block())
     phi = _phi(enc, [(0, 1), (0, 2), (0, 4)])
