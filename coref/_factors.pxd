@@ -173,9 +173,9 @@ cdef inline double _dense_dot(const double* x, const double* y, Py_ssize_t k) no
     return s
 
 
-cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
-                           double* phi) noexcept nogil:
-    """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
+cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                                double* phi) noexcept nogil:
+    """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE]."""
     cdef int c = 0
     cdef double sw = 0.0, dot
     cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
@@ -295,13 +295,17 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
             compat = (d.init_code[i] >> (5 * (li - lj))) == d.init_code[j]
     else:
         compat = False
-    phi[35] = 1.0 if (fi >= 0 and fi == fj) else 0.0
-    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj)
+    phi[39] = 1.0 if (d.given_code[i] >= 0 and d.given_code[i] == d.given_code[j]) else 0.0
+    # "Jian Xin" / "Jianxin": first names differ, whole given names agree -> same first name
+    phi[35] = 1.0 if ((fi >= 0 and fi == fj) or phi[39] > 0.0) else 0.0
+    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj and phi[39] == 0.0)
                       or (li > 0 and lj > 0 and d.first_init[i] != d.first_init[j])) else 0.0
     phi[37] = 1.0 if (phi[35] == 0.0 and phi[36] == 0.0 and compat and (fi < 0 or fj < 0)) else 0.0
     phi[38] = 1.0 if (d.mid_init[i] >= 0 and d.mid_init[j] >= 0 and d.mid_init[i] != d.mid_init[j]) else 0.0
-    phi[39] = 1.0 if (d.given_code[i] >= 0 and d.given_code[i] == d.given_code[j]) else 0.0
-    phi[40] = d.name_rarity[i] if phi[35] > 0.0 else 0.0
+    if phi[35] > 0.0:  # the rarer reading of the two first names (symmetric in i, j)
+        phi[40] = d.name_rarity[i] if d.name_rarity[i] < d.name_rarity[j] else d.name_rarity[j]
+    else:
+        phi[40] = 0.0
     phi[41] = d.init_amb[i] if phi[37] > 0.0 else 0.0
     # --- abstract and keywords (missing is never a match)
     if d.ab_ptr[i + 1] > d.ab_ptr[i] and d.ab_ptr[j + 1] > d.ab_ptr[j]:
@@ -332,19 +336,34 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     dot += _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, j, d.vt_ptr, d.vt_ids, d.vt_w, i)
     phi[48] = 1.0 if dot > 0.0 else 0.0
     phi[50] = phi[46] * phi[12]
+
+
+cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                           double* phi) noexcept nogil:
+    """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
+    cdef int k
+    block_phi_base(d, i, j, phi)
     # --- the same features again, inside one coauthor component only (separate weights)
     for k in range(N_BASE):
         phi[N_BASE + k] = phi[k] * phi[17]
 
 
 cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log)."""
-    cdef double phi[N_FEATURES]
+    """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log).
+
+    The interaction half phi[N_BASE + k] = phi[k] * same_comp1 is not materialised:
+    same_comp1 is 0 or 1, so its terms are added only inside one coauthor component
+    (adding theta * 0.0 would not change the sum).
+    """
+    cdef double phi[N_BASE]
     cdef double s = d.bias
     cdef int k
-    block_phi(d, i, j, phi)
-    for k in range(N_FEATURES):
+    block_phi_base(d, i, j, phi)
+    for k in range(N_BASE):
         s += d.theta[k] * phi[k]
+    if phi[17] != 0.0:
+        for k in range(N_BASE):
+            s += d.theta[N_BASE + k] * phi[k]
     return s
 
 

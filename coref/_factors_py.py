@@ -166,15 +166,16 @@ def block_phi(enc, i, j):
         compat = (cj_ >> (5 * (lj - li))) == ci_ if li <= lj else (ci_ >> (5 * (li - lj))) == cj_
     else:
         compat = False
-    phi[35] = 1.0 if (fi >= 0 and fi == fj) else 0.0
-    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj)
+    gi, gj = int(enc.given_code[i]), int(enc.given_code[j])
+    phi[39] = 1.0 if (gi >= 0 and gi == gj) else 0.0
+    phi[35] = 1.0 if ((fi >= 0 and fi == fj) or phi[39] > 0.0) else 0.0
+    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj and phi[39] == 0.0)
                       or (li > 0 and lj > 0 and int(enc.first_init[i]) != int(enc.first_init[j]))) else 0.0
     phi[37] = 1.0 if (phi[35] == 0.0 and phi[36] == 0.0 and compat and (fi < 0 or fj < 0)) else 0.0
     mi, mj = int(enc.mid_init[i]), int(enc.mid_init[j])
     phi[38] = 1.0 if (mi >= 0 and mj >= 0 and mi != mj) else 0.0
-    gi, gj = int(enc.given_code[i]), int(enc.given_code[j])
-    phi[39] = 1.0 if (gi >= 0 and gi == gj) else 0.0
-    phi[40] = float(enc.name_rarity[i]) if phi[35] > 0.0 else 0.0
+    ri, rj = float(enc.name_rarity[i]), float(enc.name_rarity[j])
+    phi[40] = (ri if ri < rj else rj) if phi[35] > 0.0 else 0.0
     phi[41] = float(enc.init_amb[i]) if phi[37] > 0.0 else 0.0
     if enc.ab_ptr[i + 1] > enc.ab_ptr[i] and enc.ab_ptr[j + 1] > enc.ab_ptr[j]:
         phi[42], phi[43] = _dot_sorted(enc.ab_ptr, enc.ab_ids, enc.ab_w, i, j)[0], 0.0
@@ -203,11 +204,14 @@ def block_phi(enc, i, j):
 
 
 def block_factor(enc, theta, bias, i, j):
-    """f_theta(x_i, x_j) = bias + sum_k theta_k phi_k (same summation order as C)."""
+    """f_theta(x_i, x_j) = bias + sum_k theta_k phi_k (same summation order as C: base, then interactions)."""
     phi = block_phi(enc, i, j)
     s = float(bias)
-    for k in range(N_FEATURES):
+    for k in range(N_BASE):
         s += float(theta[k]) * phi[k]
+    if phi[17] != 0.0:  # interaction half: phi[N_BASE + k] = phi[k] * same_comp1
+        for k in range(N_BASE):
+            s += float(theta[N_BASE + k]) * phi[k]
     return s
 
 

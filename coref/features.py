@@ -48,13 +48,14 @@ each in words, ``FEATURE_GROUPS`` maps each to the evidence it uses):
  32   name_middle             fraction of names with 3+ parts      (block constant)
  33   co_init_log_count       log(1 + shared coauthors keyed by first initial + last name)
  34   co_init_extra           co_init_log_count - co_log_count (matches through initials only)
- 35   name_first_eq           1 if both full first names are present and equal
+ 35   name_first_eq           1 if both full first names are present and equal (or the whole
+                              given names are: "Jian Xin" / "Jianxin")
  36   name_first_conflict     1 if the first names (or their initials) are present and differ
  37   name_init_only          1 if the names agree only through an initial ("J." vs "Jie")
  38   name_middle_conflict    1 if both have a second given initial and they differ
  39   name_full_eq            1 if the whole given names (all parts, hyphens dropped) are equal
  40   name_rarity             -log(share of the block's mentions with that first name) if
-                              name_first_eq, else 0
+                              name_first_eq, else 0 (the smaller of the two readings)
  41   name_init_ambiguity     log(1 + distinct full first names with that initial in the block)
                               if name_init_only, else 0
  42   abstract_cos            cosine of TF-IDF abstract-word vectors (0 if missing)
