@@ -13,8 +13,9 @@ Parts (``--part a`` / ``b`` / ``all``):
         seconds per partition function (``--n-width`` sub-models, wall clock), leader
         vs growth encoding on a few, and one worked example.
 (b, c) grouped 5-fold (GroupKFold by block): theta fitted on 4 folds, clustering +
-    confidence on the 5th; the calibration maps (isotonic) are fitted on marginals of
-    training-fold blocks only. ECE (10 equal-width bins) and Brier of the pairwise
+    confidence on the 5th; the calibration maps (isotonic) are fitted out of fold on
+    training folds only: on fold j = k + 1 (mod 5), clustered and scored by a theta
+    fitted on the three remaining folds. ECE (10 equal-width bins) and Brier of the pairwise
     probabilities over every pair within a block, against sigmoid(f); coverage and
     accuracy of mentions with confidence >= 0.95 (correct = the mention's gold author is
     the majority gold author of its predicted cluster).
@@ -331,16 +332,25 @@ def part_bc(df, args, res):
         t0 = time.perf_counter()
         model = PairwiseModel().fit(train)
         t_fit = time.perf_counter() - t0
-        # calibration data: marginals on (a sample of) training blocks, with this theta
-        tb = sorted(train["block"].unique())
-        pick = set(np.random.default_rng(k).choice(tb, size=min(args.cal_blocks, len(tb)), replace=False))
-        cal_df = train[train["block"].isin(pick)].reset_index(drop=True)
-        cal_cl = predict(model, cal_df)
-        cal_conf, cal_pairs = assignment_confidence(model, cal_df, cal_cl, **kw)
-        cal_dense = dense_pairs(model, cal_df, cal_pairs)
-        pair_map = fit_calibration(cal_dense["p"], cal_dense["y"], method="isotonic")
+        # calibration data, out of fold: the blocks of one other fold j, clustered and
+        # scored by a theta fitted on the three folds that are neither j nor k (no label
+        # of fold k is used, and the marginals on fold j are held-out ones, like fold k's)
+        j = (k + 1) % 5
+        fold_of, labeled = assign_folds(df, 5)
+        fo = df["block"].map(fold_of)
+        cal_train = df[(fo != k) & (fo != j) & df["block"].isin(labeled)].reset_index(drop=True)
+        cal_df = df[fo == j].reset_index(drop=True)
+        if args.cal_blocks < cal_df["block"].nunique():
+            cb = sorted(cal_df["block"].unique())
+            pick = set(np.random.default_rng(k).choice(cb, size=args.cal_blocks, replace=False))
+            cal_df = cal_df[cal_df["block"].isin(pick)].reset_index(drop=True)
+        cal_model = PairwiseModel().fit(cal_train)
+        cal_cl = predict(cal_model, cal_df)
+        cal_conf, cal_pairs = assignment_confidence(cal_model, cal_df, cal_cl, **kw)
+        cal_dense = dense_pairs(cal_model, cal_df, cal_pairs)
+        pair_map = fit_calibration(cal_dense["p"], cal_dense["y"], method=args.cal_method)
         cc = correct_mentions(cal_conf, cal_df)
-        mention_map = fit_calibration(cc["p"], cc["correct"], method="isotonic")
+        mention_map = fit_calibration(cc["p"], cc["correct"], method=args.cal_method)
         # held-out fold
         t0 = time.perf_counter()
         clusters = predict(model, test)
@@ -405,7 +415,8 @@ def main(argv=None):
     ap.add_argument("--n-burn", type=int, default=30)
     ap.add_argument("--max-submodel", type=int, default=12)
     ap.add_argument("--conf-budget", type=float, default=1.0)
-    ap.add_argument("--cal-blocks", type=int, default=30)
+    ap.add_argument("--cal-blocks", type=int, default=1000, help="at most this many calibration blocks")
+    ap.add_argument("--cal-method", choices=("isotonic", "temperature"), default="isotonic")
     ap.add_argument("--out", type=str, default=None)
     args = ap.parse_args(argv)
     if not DATA.exists():

@@ -24,7 +24,17 @@ Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``metho
     probability at least 1 - delta.
 ``gibbs``
     Mentions beyond the sub-models: Monte Carlo estimates from ``n_samples`` Gibbs
-    sweeps at temperature 1 (no certified interval; ``p_lower`` / ``p_upper`` NaN).
+    sweeps at temperature 1 (``GibbsCoref(n_samples=...)``, started from the predicted
+    clustering after ``n_burn`` temperature-1 sweeps); no certified interval
+    (``p_lower`` / ``p_upper`` NaN).  For a predicted singleton this is
+    ``GibbsCoref.mention_confidence_``; for the others the mean pairwise probability
+    is used rather than that attribute's Jaccard score, so that every method estimates
+    the same quantity (for the sub-models, a mean of event probabilities Z_A / Z).
+
+Per-row guarantee of ``dis`` rows: a mention's value is a weighted mean of the
+probabilities of at most n_ev events; Z is bounded with delta/2 and each Z_A with
+delta / (2 n_ev), so by the union bound the row's interval holds with probability at
+least 1 - delta (a statement per row, not simultaneous over rows).
 
 Sub-model choice per block: a whole block of at most ``max_exact`` mentions; in a
 bigger block the mentions whose sampled confidence is lowest (below
@@ -52,7 +62,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from coref._submodel import (MAX_EXACT_SUBSET, SubProblem, build_graphical_model, check_constraints,
+from coref._submodel import (MAX_EXACT_SUBSET, build_graphical_model, check_constraints,
                              exact_log_z, log_block_probabilities, subproblem)
 from coref._calibration import (CalibrationMap, calibration_scores, fit_calibration,
                                write_confidence_report)
