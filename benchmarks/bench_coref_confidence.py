@@ -13,9 +13,10 @@ Parts (``--part a`` / ``b`` / ``all``):
         seconds per partition function (``--n-width`` sub-models, wall clock), leader
         vs growth encoding on a few, and one worked example.
 (b, c) grouped 5-fold (GroupKFold by block): theta fitted on 4 folds, clustering +
-    confidence on the 5th; the calibration maps (isotonic) are fitted out of fold on
-    training folds only: on fold j = k + 1 (mod 5), clustered and scored by a theta
-    fitted on the three remaining folds. ECE (10 equal-width bins) and Brier of the pairwise
+    confidence on the 5th; the calibration maps (isotonic) are fitted on training
+    folds only: by default on 30 training blocks clustered and scored with the fold's
+    theta (``--cal-source train``), or on fold j = k + 1 (mod 5) clustered and scored
+    by a theta fitted on the three remaining folds (``--cal-source oof``). ECE (10 equal-width bins) and Brier of the pairwise
     probabilities over every pair within a block, against sigmoid(f); coverage and
     accuracy of mentions with confidence >= 0.95 (correct = the mention's gold author is
     the majority gold author of its predicted cluster).
@@ -332,19 +333,26 @@ def part_bc(df, args, res):
         t0 = time.perf_counter()
         model = PairwiseModel().fit(train)
         t_fit = time.perf_counter() - t0
-        # calibration data, out of fold: the blocks of one other fold j, clustered and
-        # scored by a theta fitted on the three folds that are neither j nor k (no label
-        # of fold k is used, and the marginals on fold j are held-out ones, like fold k's)
-        j = (k + 1) % 5
-        fold_of, labeled = assign_folds(df, 5)
-        fo = df["block"].map(fold_of)
-        cal_train = df[(fo != k) & (fo != j) & df["block"].isin(labeled)].reset_index(drop=True)
-        cal_df = df[fo == j].reset_index(drop=True)
-        if args.cal_blocks < cal_df["block"].nunique():
-            cb = sorted(cal_df["block"].unique())
-            pick = set(np.random.default_rng(k).choice(cb, size=args.cal_blocks, replace=False))
-            cal_df = cal_df[cal_df["block"].isin(pick)].reset_index(drop=True)
-        cal_model = PairwiseModel().fit(cal_train)
+        if args.cal_source == "train":
+            # calibration data: marginals of (a sample of) the training blocks, clustered
+            # and scored with this fold's theta (in-sample; no label of fold k is used)
+            tb = sorted(train["block"].unique())
+            pick = set(np.random.default_rng(k).choice(tb, size=min(args.cal_blocks, len(tb)), replace=False))
+            cal_df = train[train["block"].isin(pick)].reset_index(drop=True)
+            cal_model = model
+        else:
+            # out of fold: the blocks of one other fold j, clustered and scored by a theta
+            # fitted on the three folds that are neither j nor k
+            j = (k + 1) % 5
+            fold_of, labeled = assign_folds(df, 5)
+            fo = df["block"].map(fold_of)
+            cal_train = df[(fo != k) & (fo != j) & df["block"].isin(labeled)].reset_index(drop=True)
+            cal_df = df[fo == j].reset_index(drop=True)
+            if args.cal_blocks < cal_df["block"].nunique():
+                cb = sorted(cal_df["block"].unique())
+                pick = set(np.random.default_rng(k).choice(cb, size=args.cal_blocks, replace=False))
+                cal_df = cal_df[cal_df["block"].isin(pick)].reset_index(drop=True)
+            cal_model = PairwiseModel().fit(cal_train)
         cal_cl = predict(cal_model, cal_df)
         cal_conf, cal_pairs = assignment_confidence(cal_model, cal_df, cal_cl, **kw)
         cal_dense = dense_pairs(cal_model, cal_df, cal_pairs)
@@ -415,7 +423,10 @@ def main(argv=None):
     ap.add_argument("--n-burn", type=int, default=30)
     ap.add_argument("--max-submodel", type=int, default=12)
     ap.add_argument("--conf-budget", type=float, default=1.0)
-    ap.add_argument("--cal-blocks", type=int, default=1000, help="at most this many calibration blocks")
+    ap.add_argument("--cal-blocks", type=int, default=30, help="at most this many calibration blocks")
+    ap.add_argument("--cal-source", choices=("train", "oof"), default="train",
+                    help="calibration marginals: training blocks with the fold's theta, or one other fold "
+                         "with a theta fitted on the remaining three")
     ap.add_argument("--cal-method", choices=("isotonic", "temperature"), default="isotonic")
     ap.add_argument("--out", type=str, default=None)
     args = ap.parse_args(argv)
