@@ -323,7 +323,7 @@ def write_confidence_report(out_dir, confidence_df, pairs_df, *, gold=None, expl
     counts = confidence_df["method"].value_counts()
     lines.append(f"{n} mentions: " + ", ".join(f"{int(counts.get(m, 0))} {m}" for m in ("exact", "dis", "gibbs"))
                  + ". Confidence = P(mention belongs with its predicted cluster); `dis` rows carry an "
-                 "interval that holds with probability 1 - delta.")
+                 "interval whose ends each hold with probability 1 - delta (both: 1 - 2 delta).")
     lines.append("")
     lines.append("| confidence >= | mentions | share |")
     lines.append("|---|---|---|")

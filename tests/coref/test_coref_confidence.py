@@ -157,7 +157,7 @@ def test_dis_interval_contains_exact():
     con = ("same", 1, 4)
     ex = event_probability(sub, con, method="exact")
     assert ex.p_lower == ex.p == ex.p_upper
-    d = event_probability(sub, con, method="dis", delta=0.05, time_limit=0.5, rng=1)
+    d = event_probability(sub, con, method="dis", delta=1e-3, time_limit=0.5, rng=1)  # fails w.p. <= 2e-3
     assert d.method == "dis"
     assert 0.0 <= d.p_lower <= d.p <= d.p_upper <= 1.0
     assert d.p_lower - 1e-9 <= ex.p <= d.p_upper + 1e-9
@@ -197,3 +197,25 @@ def test_exact_refuses_too_large():
     F = np.zeros((MAX_EXACT_SUBSET + 1, MAX_EXACT_SUBSET + 1))
     with pytest.raises(ValueError, match="limited to"):
         exact_log_z(subproblem(F, range(MAX_EXACT_SUBSET + 1)))
+
+
+def test_brute_force_check_catches_label_symmetry():
+    """Without the symmetry-breaking 0/1 factors each partition is counted many times:
+    the brute-force comparison used above must (and does) reject that model."""
+    from sampling.bounds import Factor, GraphicalModel
+
+    F, a = _random_block(7, 2, seed=9)
+    S = [0, 1, 2, 3, 4]
+    sub = subproblem(F, S, a)
+    m, K = sub.m, sub.K
+    card = K + m  # free labels: K existing + m new, no first-use order
+    factors = [Factor((k,), np.concatenate([sub.u[k], np.zeros(m)])) for k in range(m)]
+    for k in range(m):
+        for l in range(k + 1, m):
+            t = np.zeros((card, card))
+            t[np.arange(card), np.arange(card)] = sub.f[k, l]
+            factors.append(Factor((k, l), t))
+    naive = log_partition(GraphicalModel([card] * m, factors))
+    bf = brute_log_z(F, S, a)
+    assert naive - bf > 1.0  # overcounted by a large factor
+    assert abs(log_partition(build_graphical_model(sub)) - bf) < 1e-9

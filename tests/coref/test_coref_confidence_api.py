@@ -131,12 +131,14 @@ def test_conditional_submodel_rows_and_max_submodel_cut():
     df = _df(n=14, seed=2)
     labels = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 4, 5])
     conf, _ = assignment_confidence(_model(), df, _clusters(df, labels), max_exact=4, max_submodel=6,
-                                    n_samples=40, n_burn=10, review_threshold=1.0, time_limit=0.3, rng=0)
+                                    n_samples=40, n_burn=10, review_threshold=1.0, time_limit=0.3, rng=0,
+                                    delta=1e-3)
     sub_rows = conf[conf["method"] != "gibbs"]
     # more than 6 mentions are below the threshold 1.0: the sub-model is cut to 6, DIS
     assert len(sub_rows) == 6 and (sub_rows["method"] == "dis").all() and (sub_rows["n_submodel"] == 6).all()
     assert ((sub_rows["p_lower"] <= sub_rows["p"]) & (sub_rows["p"] <= sub_rows["p_upper"])).all()
-    # the same sub-model summed exactly lies inside each interval (delta = 0.05 per row)
+    # the same sub-model summed exactly lies inside each interval (each row fails with
+    # probability <= 2 delta = 2e-3, whatever the machine load does to the wall-clock budget)
     m = _model()
     F = m.factor_matrix(m.encode(df))
     rows = np.flatnonzero(conf["method"].to_numpy() != "gibbs")
@@ -240,3 +242,41 @@ def test_apply_calibration_and_cluster_clash():
     clash = pd.concat([cl, cl.iloc[[0]].assign(cluster_id="other")], ignore_index=True)
     with pytest.raises(ValueError, match="two cluster_id values"):
         assignment_confidence(_model(), df, clash)
+
+
+def test_submodel_public_function(tmp_path):
+    from coref.confidence import submodel
+    from sampling.bounds import log_partition, read_uai, write_uai
+
+    df = _df(n=9, seed=8)
+    m = _model()
+    labels = np.array([0, 0, 1, 1, 1, 2, 2, 3, 3])
+    S = [1, 4, 6, 8]
+    gm = submodel(m, df, S, assignment=labels)
+    gm_same = submodel(m, m.encode(df), S, assignment=labels, constraint=("same", 4, 8))
+    F = m.factor_matrix(m.encode(df))
+    # brute force over the configurations of S: partitions of S plus anchors of the fixed clusters
+    rest = [r for r in range(9) if r not in S]
+    anchors = [("anchor", c) for c in sorted({int(labels[r]) for r in rest})]
+    vals, vals_same = [], []
+    for part in set_partitions(S + anchors):
+        if any(sum(isinstance(a, tuple) for a in g) > 1 for g in part):
+            continue
+        y = {r: int(labels[r]) for r in rest}
+        for gi, g in enumerate(part):
+            an = [a[1] for a in g if isinstance(a, tuple)]
+            for s in g:
+                if not isinstance(s, tuple):
+                    y[s] = an[0] if an else ("new", gi)
+        w = sum(F[a, b] for a in range(9) for b in range(a + 1, 9) if (a in S or b in S) and y[a] == y[b])
+        vals.append(w)
+        if y[4] == y[8]:
+            vals_same.append(w)
+    assert abs(log_partition(gm) - logsumexp(vals)) < 1e-9
+    assert abs(log_partition(gm_same) - logsumexp(vals_same)) < 1e-9
+    write_uai(tmp_path / "s.uai", gm)
+    assert abs(log_partition(read_uai(tmp_path / "s.uai")) - logsumexp(vals)) < 1e-6
+    with pytest.raises(ValueError, match="assignment is needed"):
+        submodel(m, df, S)
+    with pytest.raises(TypeError, match="enc_or_df_block"):
+        submodel(m, [1, 2, 3], S, assignment=labels)
