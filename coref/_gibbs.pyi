@@ -1,8 +1,9 @@
-"""Stub of the compiled Gibbs sweep (see _gibbs.pyx)."""
+"""Stub of the compiled Gibbs kernel (see _gibbs.pyx)."""
 import numpy as np
 from coref.features import EncodedBlock
 
-def sweep(enc: EncodedBlock, theta: np.ndarray, bias: float, labels: np.ndarray,
-          size: np.ndarray, order: np.ndarray, inv_temp: float, racing: int,
-          first_batch: int, b_table: np.ndarray, gumbels: np.ndarray, uniforms: np.ndarray,
-          state: np.ndarray) -> bool: ...
+def anneal(enc: EncodedBlock, theta: np.ndarray, bias: float, labels: np.ndarray,
+           size: np.ndarray, movable: np.ndarray, inv_temps: np.ndarray, stop_mask: np.ndarray,
+           patience: int, racing: int, first_batch: int, small_arm_bound: int,
+           fmax: np.ndarray, b_table: np.ndarray, rng_state: np.ndarray, lab_hist: np.ndarray,
+           evals: np.ndarray) -> int: ...

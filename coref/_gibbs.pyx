@@ -29,7 +29,7 @@ Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53.  The pure-Python twin i
 ``coref._gibbs_py``; both give bit-identical results from the same state.  Inputs
 are validated by ``coref.gibbs``.
 """
-from libc.math cimport sqrt, log
+from libc.math cimport sqrt, log, INFINITY
 from libc.stdint cimport uint64_t
 from coref._factors cimport BlockData, make_block, block_factor
 
@@ -99,13 +99,15 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* cand, long long* cidx, long long* start,
                       long long* members, long long* fill,
                       double* acc, double* acc2, long long* T, long long* N,
-                      double* est, double* se2, char* alive) noexcept nogil:
+                      double* est, double* se2, char* alive,
+                      const double* fmax, double* ub) noexcept nogil:
     """Resample labels[i]; return the chosen label."""
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
     cdef Py_ssize_t n_open, best
-    cdef double f, g_best, v, B, mean, var, diff, tmp
+    cdef double f, g_best, v, B, mean, var, diff, tmp, fi, margin
+    cdef Py_ssize_t n_lazy
     cdef long long evals = 0
     cdef long long sw
 
@@ -165,108 +167,133 @@ cdef Py_ssize_t _step(BlockData* d,
             c = cidx[labels[j]]
             members[fill[c]] = j
             fill[c] += 1
-    # arms with N <= first batch: exact; others: subsampled
+    # arms with N <= first batch: exact (lazily, after an upper-bound test, if fmax
+    # is given); others: subsampled
     tstar = 1
     n_open = 0
+    n_lazy = 0
     for c in range(C):
         alive[c] = 1
         if N[c] <= fb:
-            for k in range(N[c]):
-                acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
-            evals += N[c]
-            T[c] = N[c]
+            if fmax != NULL:
+                ub[c] = gumbels[c]
+                fi = fmax[i]
+                for k in range(N[c]):
+                    j = members[start[c] + k]
+                    ub[c] += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                T[c] = -1              # lazy: not evaluated yet
+                n_lazy += 1
+            else:
+                for k in range(N[c]):
+                    acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
+                evals += N[c]
+                T[c] = N[c]
         else:
             tr = _n_rounds(N[c], fb)
             if tr > tstar:
                 tstar = tr
             n_open += 1
     alive[C] = 1
+    B = 0.0
     if n_open > 0:
         if tstar < 2:
             tstar = 2
         if tstar > b_cols - 1:
             tstar = b_cols - 1
         B = b_table[D * b_cols + tstar]
-        r = 0
-        while True:
-            r += 1
-            # draw the next mini-batch of every alive, unfinished arm
-            for c in range(C):
-                if alive[c] and T[c] < N[c]:
-                    tr = _sched(r, T[c], N[c], fb)
-                    for k in range(T[c], tr):
-                        pos = start[c] + k + _below(rs, N[c] - k)
-                        sw = members[start[c] + k]
-                        members[start[c] + k] = members[pos]
-                        members[pos] = sw
-                        f = block_factor(d, i, members[start[c] + k]) * inv_temp
-                        acc[c] += f
-                        acc2[c] += f * f
-                    evals += tr - T[c]
-                    T[c] = tr
-            # estimates of the totals and their standard errors
-            # (the new-cluster arm C is exact: estimate = its Gumbel)
-            est[C] = gumbels[C]
-            se2[C] = 0.0
-            leader = -1
-            n_open = 0
-            n_alive = 0
-            if alive[C]:
-                leader = C
-                n_alive = 1
-            for c in range(C):
-                if not alive[c]:
-                    continue
-                n_alive += 1
-                if T[c] == N[c]:
-                    est[c] = acc[c] + gumbels[c]
-                    se2[c] = 0.0
-                else:
-                    n_open += 1
-                    mean = acc[c] / T[c]
-                    var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
-                    if var < 0.0:
-                        var = 0.0
-                    est[c] = N[c] * mean + gumbels[c]
-                    se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
-                if leader < 0 or est[c] > est[leader]:
-                    leader = c
-            if n_open == 0 or n_alive == 1:
-                break
-            # eliminate arms clearly behind the leader
-            for c in range(D):
-                if c == leader or not alive[c]:
-                    continue
-                diff = est[leader] - est[c]
-                if diff > B * sqrt(se2[leader] + se2[c]):
-                    alive[c] = 0
-                    n_alive -= 1
-            if n_alive == 1:
-                break
-            # an arm still open?
-            n_open = 0
-            for c in range(C):
-                if alive[c] and T[c] < N[c]:
-                    n_open += 1
-            if n_open == 0:
-                break
-        # final choice: the best alive arm (estimates recomputed for exhausted arms)
-        best = -1
-        for c in range(D):
-            if not alive[c]:
-                continue
-            if c < C and T[c] == N[c]:
-                est[c] = acc[c] + gumbels[c]
-            if best < 0 or est[c] > est[best]:
-                best = c
-    else:
-        best = C
-        g_best = gumbels[C]
+    r = 0
+    while True:
+        r += 1
+        # draw the next mini-batch of every alive, unfinished arm
         for c in range(C):
-            v = acc[c] + gumbels[c]
-            if v > g_best:
-                g_best = v
-                best = c
+            if alive[c] and 0 <= T[c] < N[c]:
+                tr = _sched(r, T[c], N[c], fb)
+                for k in range(T[c], tr):
+                    pos = start[c] + k + _below(rs, N[c] - k)
+                    sw = members[start[c] + k]
+                    members[start[c] + k] = members[pos]
+                    members[pos] = sw
+                    f = block_factor(d, i, members[start[c] + k]) * inv_temp
+                    acc[c] += f
+                    acc2[c] += f * f
+                evals += tr - T[c]
+                T[c] = tr
+        # estimates of the totals and their standard errors
+        # (the new-cluster arm C is exact: estimate = its Gumbel)
+        est[C] = gumbels[C]
+        se2[C] = 0.0
+        leader = -1
+        n_open = 0
+        n_alive = 0
+        if alive[C]:
+            leader = C
+            n_alive = 1
+        for c in range(C):
+            if not alive[c] or T[c] < 0:
+                continue
+            n_alive += 1
+            if T[c] == N[c]:
+                est[c] = acc[c] + gumbels[c]
+                se2[c] = 0.0
+            else:
+                n_open += 1
+                mean = acc[c] / T[c]
+                var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
+                if var < 0.0:
+                    var = 0.0
+                est[c] = N[c] * mean + gumbels[c]
+                se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
+            if leader < 0 or est[c] > est[leader]:
+                leader = c
+        if n_lazy > 0:
+            # small arms: dropped unevaluated when their upper bound is clearly behind
+            # the leader, otherwise summed exactly (label order; the leader is updated)
+            n_lazy = 0
+            for c in range(C):
+                if T[c] >= 0:
+                    continue
+                margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
+                if est[leader] - ub[c] > margin:
+                    alive[c] = 0
+                    T[c] = 0
+                    continue
+                for k in range(N[c]):
+                    acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
+                evals += N[c]
+                T[c] = N[c]
+                est[c] = acc[c] + gumbels[c]
+                se2[c] = 0.0
+                n_alive += 1
+                if est[c] > est[leader]:
+                    leader = c
+        if n_open == 0 or n_alive == 1:
+            break
+        # eliminate arms clearly behind the leader
+        for c in range(D):
+            if c == leader or not alive[c]:
+                continue
+            diff = est[leader] - est[c]
+            if diff > B * sqrt(se2[leader] + se2[c]):
+                alive[c] = 0
+                n_alive -= 1
+        if n_alive == 1:
+            break
+        # an arm still open?
+        n_open = 0
+        for c in range(C):
+            if alive[c] and T[c] < N[c]:
+                n_open += 1
+        if n_open == 0:
+            break
+    # final choice: the best alive arm (estimates recomputed for exhausted arms)
+    best = -1
+    for c in range(D):
+        if not alive[c]:
+            continue
+        if c < C and T[c] == N[c]:
+            est[c] = acc[c] + gumbels[c]
+        if best < 0 or est[c] > est[best]:
+            best = c
     n_evals[0] += evals
     if best == C:
         l = new_label
@@ -279,7 +306,7 @@ cdef Py_ssize_t _step(BlockData* d,
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order
+    cdef public object gumbels, order, ub
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -298,6 +325,7 @@ cdef class _Work:
         self.alive = np.zeros(m, np.int8)
         self.gumbels = np.zeros(m)
         self.order = np.zeros(m, np.int64)
+        self.ub = np.zeros(m)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -310,6 +338,8 @@ def anneal(object enc,                      # IN  EncodedBlock
            const char[::1] stop_mask,       # IN  (n_sweeps,) 1 = sweep counts for patience
            int patience,                    # early stop after this many still sweeps (0 = off)
            int racing, int first_batch,
+           int small_arm_bound,             # racing: 0 off, 1 compute fmax then use, 2 use fmax
+           double[::1] fmax,                # INOUT (n,) max_k f(x_j, x_k) (mode 1 writes it)
            const double[:, ::1] b_table,    # IN  (>= n + 2, n_cols) bounds B[D, t*]
            unsigned long long[::1] rng_state,   # INOUT (4,) xoshiro256** state
            long long[:, ::1] lab_hist,      # OUT (n_sweeps, n) labels after each sweep, or (0, n)
@@ -322,6 +352,13 @@ def anneal(object enc,                      # IN  EncodedBlock
     it; sweeps without the mask leave it alone); when it reaches ``patience`` the
     run stops.  Rows of ``lab_hist`` and entries of ``evals`` after the stop are
     not written.
+
+    ``small_arm_bound`` (racing only; 1: first compute fmax_j = max_{k != j}
+    f_theta(x_j, x_k) for every mention into ``fmax``, n (n - 1) / 2 factors counted
+    in ``evals[0]``, unless no mention is movable; 2: use ``fmax`` as given); then an arm with N_y <= first_batch is summed only if its upper
+    bound g_y + sum_{j in C_y} min(fmax_i, fmax_j) / tau is not behind the leader
+    by more than B se_leader after the first mini-batch round (0 when the leader is
+    exact); otherwise it is eliminated without evaluating a factor.
     """
     cdef BlockData d = make_block(enc, theta, bias)
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
@@ -329,6 +366,10 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
     cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
+    cdef double[::1] ub = w.ub
+    cdef const double* fmx = NULL
+    cdef double fv
+    cdef long long ev0 = 0
     cdef char[::1] alive = w.alive
     cdef Py_ssize_t b_cols = b_table.shape[1], s, k, j, i, tmp, still = 0, used = 0
     cdef bint record = lab_hist.shape[0] > 0
@@ -339,11 +380,26 @@ def anneal(object enc,                      # IN  EncodedBlock
         raise ValueError("stop_mask, evals must have one entry per sweep; rng_state 4")
     if record and (lab_hist.shape[0] != n_sw or lab_hist.shape[1] != n):
         raise ValueError("lab_hist must have shape (n_sweeps, n) or (0, n)")
+    if racing and small_arm_bound and fmax.shape[0] != n:
+        raise ValueError("fmax must have one entry per mention")
     if b_table.shape[0] < n + 2:
         raise ValueError("b_table needs n + 2 rows")
     for k in range(4):
         st[k] = rng_state[k]
     with nogil:
+        if racing and small_arm_bound == 1 and n_sw > 0 and n_mov > 0:
+            for i in range(n):
+                fmax[i] = -INFINITY
+            for i in range(n):
+                for j in range(i + 1, n):
+                    fv = block_factor(&d, i, j)
+                    if fv > fmax[i]:
+                        fmax[i] = fv
+                    if fv > fmax[j]:
+                        fmax[j] = fv
+            ev0 = n * (n - 1) // 2
+        if racing and small_arm_bound and n > 0:
+            fmx = &fmax[0]
         for s in range(n_sw):
             for k in range(n_mov):
                 order[k] = movable[k]
@@ -354,7 +410,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                 order[k] = order[j]
                 order[j] = tmp
                 k -= 1
-            ev = 0
+            ev = ev0 if s == 0 else 0
             moved = False
             for k in range(n_mov):
                 i = order[k]
@@ -362,7 +418,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                 if _step(&d, &labels[0], &size[0], i, inv_temps[s], racing, first_batch,
                          &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
-                         &est[0], &se2[0], &alive[0]) != tmp:
+                         &est[0], &se2[0], &alive[0], fmx, &ub[0]) != tmp:
                     moved = True
             evals[s] = ev
             if record:

@@ -54,7 +54,8 @@ def _n_rounds(N, fb):
     return r
 
 
-def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals):
+def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals,
+         fmax=None):
     """Resample labels[i] in place; return the chosen label."""
     n = enc.n
     old = int(labels[i])
@@ -96,82 +97,104 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                 members[cidx[int(labels[j])]].append(j)
         tstar, n_open = 1, 0
         alive = [True] * D
+        lazy = [False] * C
+        ub = [0.0] * C
         for c in range(C):
             if N[c] <= fb:
-                for k in range(N[c]):
-                    acc[c] += f(members[c][k]) * inv_temp
-                evals += N[c]
-                T[c] = N[c]
+                if fmax is not None:
+                    u = g[c]
+                    for j in members[c]:
+                        u += min(fmax[i], fmax[j]) * inv_temp
+                    ub[c] = u
+                    lazy[c] = True
+                else:
+                    for k in range(N[c]):
+                        acc[c] += f(members[c][k]) * inv_temp
+                    evals += N[c]
+                    T[c] = N[c]
             else:
                 tstar = max(tstar, _n_rounds(N[c], fb))
                 n_open += 1
+        B = 0.0
         if n_open > 0:
             tstar = min(max(tstar, 2), b_table.shape[1] - 1)
             B = float(b_table[D, tstar])
-            est = [0.0] * D
-            se2 = [0.0] * D
-            r = 0
-            while True:
-                r += 1
-                for c in range(C):
-                    if alive[c] and T[c] < N[c]:
-                        tr = _sched(r, T[c], N[c], fb)
-                        m = members[c]
-                        for k in range(T[c], tr):
-                            p = k + rng.below(N[c] - k)
-                            m[k], m[p] = m[p], m[k]
-                            v = f(m[k]) * inv_temp
-                            acc[c] += v
-                            acc2[c] += v * v
-                        evals += tr - T[c]
-                        T[c] = tr
-                est[C], se2[C] = g[C], 0.0
-                leader, n_open, n_alive = -1, 0, 0
-                if alive[C]:
-                    leader, n_alive = C, 1
-                for c in range(C):
-                    if not alive[c]:
-                        continue
-                    n_alive += 1
-                    if T[c] == N[c]:
-                        est[c] = acc[c] + g[c]
-                        se2[c] = 0.0
-                    else:
-                        n_open += 1
-                        mean = acc[c] / T[c]
-                        var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
-                        if var < 0.0:
-                            var = 0.0
-                        est[c] = N[c] * mean + g[c]
-                        se2[c] = (float(N[c]) * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
-                    if leader < 0 or est[c] > est[leader]:
-                        leader = c
-                if n_open == 0 or n_alive == 1:
-                    break
-                for c in range(D):
-                    if c == leader or not alive[c]:
-                        continue
-                    if est[leader] - est[c] > B * math.sqrt(se2[leader] + se2[c]):
-                        alive[c] = False
-                        n_alive -= 1
-                if n_alive == 1:
-                    break
-                if not any(alive[c] and T[c] < N[c] for c in range(C)):
-                    break
-            best = -1
-            for c in range(D):
-                if not alive[c]:
-                    continue
-                if c < C and T[c] == N[c]:
-                    est[c] = acc[c] + g[c]
-                if best < 0 or est[c] > est[best]:
-                    best = c
-        else:
-            best, g_best = C, g[C]
+        est = [0.0] * D
+        se2 = [0.0] * D
+        r = 0
+        while True:
+            r += 1
             for c in range(C):
-                v = acc[c] + g[c]
-                if v > g_best:
-                    g_best, best = v, c
+                if alive[c] and not lazy[c] and T[c] < N[c]:
+                    tr = _sched(r, T[c], N[c], fb)
+                    m = members[c]
+                    for k in range(T[c], tr):
+                        p = k + rng.below(N[c] - k)
+                        m[k], m[p] = m[p], m[k]
+                        v = f(m[k]) * inv_temp
+                        acc[c] += v
+                        acc2[c] += v * v
+                    evals += tr - T[c]
+                    T[c] = tr
+            est[C], se2[C] = g[C], 0.0
+            leader, n_open, n_alive = -1, 0, 0
+            if alive[C]:
+                leader, n_alive = C, 1
+            for c in range(C):
+                if not alive[c] or lazy[c]:
+                    continue
+                n_alive += 1
+                if T[c] == N[c]:
+                    est[c] = acc[c] + g[c]
+                    se2[c] = 0.0
+                else:
+                    n_open += 1
+                    mean = acc[c] / T[c]
+                    var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
+                    if var < 0.0:
+                        var = 0.0
+                    est[c] = N[c] * mean + g[c]
+                    se2[c] = (float(N[c]) * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
+                if leader < 0 or est[c] > est[leader]:
+                    leader = c
+            if any(lazy):
+                for c in range(C):
+                    if not lazy[c]:
+                        continue
+                    lazy[c] = False
+                    margin = B * math.sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
+                    if est[leader] - ub[c] > margin:
+                        alive[c] = False
+                        continue
+                    for k in range(N[c]):
+                        acc[c] += f(members[c][k]) * inv_temp
+                    evals += N[c]
+                    T[c] = N[c]
+                    est[c] = acc[c] + g[c]
+                    se2[c] = 0.0
+                    n_alive += 1
+                    if est[c] > est[leader]:
+                        leader = c
+            if n_open == 0 or n_alive == 1:
+                break
+            for c in range(D):
+                if c == leader or not alive[c]:
+                    continue
+                if est[leader] - est[c] > B * math.sqrt(se2[leader] + se2[c]):
+                    alive[c] = False
+                    n_alive -= 1
+            if n_alive == 1:
+                break
+            if not any(alive[c] and T[c] < N[c] for c in range(C)):
+                break
+        best = -1
+        for c in range(D):
+            if not alive[c]:
+                continue
+            if c < C and T[c] == N[c]:
+                est[c] = acc[c] + g[c]
+            if best < 0 or est[c] > est[best]:
+                best = c
     n_evals[0] += evals
     l = new_label if best == C else cand[best]
     labels[i] = l
@@ -180,22 +203,37 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
 
 
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
-           first_batch, b_table, rng_state, lab_hist, evals):
+           first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals):
     """Same contract as ``coref._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
     still = used = 0
+    fmax = None
+    ev0 = 0
+    if racing and small_arm_bound == 1 and len(inv_temps) > 0 and len(movable) > 0:
+        fmax = [-math.inf] * n
+        for i in range(n):
+            for j in range(i + 1, n):
+                fv = block_factor(enc, theta, bias, i, j)
+                if fv > fmax[i]:
+                    fmax[i] = fv
+                if fv > fmax[j]:
+                    fmax[j] = fv
+        ev0 = n * (n - 1) // 2
+        fmax_out[:] = fmax
+    if racing and small_arm_bound:
+        fmax = [float(x) for x in fmax_out]
     for s, inv_temp in enumerate(inv_temps):
         order = [int(x) for x in movable]
         for k in range(len(order) - 1, 0, -1):
             j = rng.below(k + 1)
             order[k], order[j] = order[j], order[k]
-        ev = [0]
+        ev = [ev0 if s == 0 else 0]
         moved = False
         for i in order:
             before = int(labels[i])
             if step(enc, theta, bias, labels, size, i, float(inv_temp), racing, first_batch,
-                    b_table, rng, ev) != before:
+                    b_table, rng, ev, fmax) != before:
                 moved = True
         evals[s] = ev[0]
         if len(lab_hist):

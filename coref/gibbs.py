@@ -13,8 +13,9 @@ Finkel et al. 2005).  ``sampler="exact"`` sums every factor;
 Racing-Normal test of Appx. C.3 (Eq. 26-27) -- see ``coref._gibbs``.
 
 Blocks are independent: each is sampled with its own generator
-:func:`block_rng`\\ (seed, block), so results do not depend on the order of the
-blocks or on the executor.
+:func:`block_rng`\\ (seed, block), which seeds the kernel's xoshiro256**
+generator, so results do not depend on the order of the blocks or on the
+executor.
 """
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from coref import _gibbs
+from sampling._build import load_kernel
+
+_gibbs = load_kernel("coref._gibbs")
 
 __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
@@ -117,6 +120,29 @@ class GibbsCoref:
     early_stop_temp : float > 0, default 0.2
         Temperature at or below which a sweep without a move counts towards
         ``patience``.
+    small_arm_bound : bool, default True
+        Racing only.  Once per block compute fmax_j = max_{k != j} f_theta(x_j, x_k)
+        (n (n - 1) / 2 factors, counted in ``n_factor_evals_`` and in sweep 1 of
+        ``history_``); then in each step an arm with N_y <= ``first_batch``, which
+        Appx. C.3 sums exactly, is first given the upper bound
+        g_y + sum_{j in C_y} min(fmax_i, fmax_j) / tau >= its exact score, and is
+        eliminated without evaluating a factor when the leader after the first
+        mini-batch round is ahead of that bound by more than B se_leader (by any
+        margin when the leader is exact).  When no arm is subsampled this changes
+        nothing but the cost: the eliminated arms could not win.  Measured on the
+        shipped data (grouped 5-fold): identical B3, factor evaluations of racing
+        cut from 10.7M to 7.0M (exact/racing ratio 1.97 -> 3.01).
+    merge_moves : int >= 0, default 0
+        Cluster-merge proposals after each annealed sweep of each block (see
+        ``_merge_moves``: annealed Metropolis test of merging two whole clusters,
+        exact sums up to ``merge_exact_max`` pairs, Racing-Normal MH test above
+        for the racing sampler), so that two clusters of one author can merge in
+        one step.  Sweeps then run one kernel call each.  0 = off.
+    merge_exact_max : int >= 0, default 64
+        Largest |A| |B| summed exactly by a racing merge test.
+    merge_max_temp : float > 0, default 0.2
+        Merge proposals follow only sweeps at this temperature or colder (early
+        merges at high temperature are hard to undo: there is no split move).
     n_samples : int >= 0, default 0
         Sweeps at temperature 1 run after the annealed ones, from a copy of the
         annealed (MAP) state, to estimate posterior marginals (``pair_probs_``,
@@ -175,9 +201,22 @@ class GibbsCoref:
     The second mini-batch is (N_y - 3) // 10 but at least 1 (Appx. C.3 writes
     ``(|C_y| - 3)/10 ∧ 1``); Eq. 26 is used as the standard error of the difference of
     two independent totals, (se_x^2 + se_y^2)^(1/2).  ``n_factor_evals_`` counts every
-    f_theta evaluated: n - 1 per step for the exact sampler, the sum of T_y for racing.
-    Both samplers use the same random-number streams, so with ``first_batch`` at least
-    the block size they give identical clusters.
+    f_theta evaluated: n - 1 per step for the exact sampler, the sum of T_y for racing
+    (plus the n (n - 1) / 2 factors of ``small_arm_bound`` and those of merge tests).
+    Both samplers use the same random-number streams (one xoshiro256** generator per
+    block inside the compiled kernel), so with ``first_batch`` at least the block size
+    they give identical clusters.  The small-arm bound is this package's addition to
+    Appx. C.3 (which sums arms with N_y <= 3 exactly): on the shipped data those
+    arms took 57% of racing's factor evaluations.
+
+    Examples
+    --------
+    Add new mentions to an existing clustering without moving the old ones
+    (``old_keys`` = their cluster ids, None for the new rows):
+
+    >>> g = GibbsCoref(model, rng=0).fit(df, initial=old_keys,
+    ...                                  fixed=old_keys.notna())   # doctest: +SKIP
+    >>> g.labels_                                                  # doctest: +SKIP
 
     References
     ----------
@@ -190,7 +229,8 @@ class GibbsCoref:
     def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0,
                  t_end=0.05, first_batch=3, init="singletons", rng=None,
                  record_history=True, buffer_size=None, n_samples=0, patience=3,
-                 early_stop_temp=0.2):
+                 early_stop_temp=0.2, small_arm_bound=True, merge_moves=0,
+                 merge_exact_max=64, merge_max_temp=0.2):
         self.model = model
         self.sampler = sampler
         self.delta = delta
@@ -205,6 +245,10 @@ class GibbsCoref:
         self.n_samples = n_samples
         self.patience = patience
         self.early_stop_temp = early_stop_temp
+        self.small_arm_bound = small_arm_bound
+        self.merge_moves = merge_moves
+        self.merge_exact_max = merge_exact_max
+        self.merge_max_temp = merge_max_temp
 
     # ------------------------------------------------------------------ checks
     def _validate(self):
@@ -219,7 +263,7 @@ class GibbsCoref:
 
             warnings.warn("GibbsCoref(buffer_size=...) is ignored (random numbers are drawn in "
                           "the kernel) and will be removed", DeprecationWarning, stacklevel=3)
-        for name in ("n_sweeps", "first_batch", "n_samples"):
+        for name in ("n_sweeps", "first_batch", "n_samples", "merge_moves", "merge_exact_max"):
             v = getattr(self, name)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool):
                 raise TypeError(f"{name} must be an int; got {type(v).__name__}")
@@ -229,9 +273,15 @@ class GibbsCoref:
                                           or isinstance(self.patience, bool)
                                           or self.patience < 0):
             raise ValueError(f"patience must be None or an int >= 0; got {self.patience!r}")
+        v = self.merge_max_temp
+        if not (isinstance(v, numbers.Real) and np.isfinite(v) and v > 0):
+            raise ValueError(f"merge_max_temp must be a finite number > 0; got {v!r}")
         v = self.early_stop_temp
         if not (isinstance(v, numbers.Real) and np.isfinite(v) and v > 0):
             raise ValueError(f"early_stop_temp must be a finite number > 0; got {v!r}")
+        if self.merge_moves < 0 or self.merge_exact_max < 0:
+            raise ValueError("merge_moves and merge_exact_max must be >= 0; got "
+                             f"{self.merge_moves} and {self.merge_exact_max}")
         if self.n_samples < 0:
             raise ValueError(f"n_samples must be >= 0; got {self.n_samples}")
         if self.first_batch < 2:
@@ -298,10 +348,11 @@ class GibbsCoref:
         for col in ("mention_id", "block"):
             if col not in df.columns:
                 raise ValueError(f"df is missing the mention column {col!r}")
-        if df["mention_id"].duplicated().any():
+        if not df["mention_id"].is_unique:
             dup = df["mention_id"][df["mention_id"].duplicated()].iloc[0]
             raise ValueError(f"mention_id values must be unique; {dup!r} repeats")
         n_total = len(df)
+        mids_all = np.asarray(df["mention_id"].astype(str).to_numpy(dtype=object))
         init_keys = _check_initial(initial, n_total)
         fixed_arr = _check_fixed(fixed, n_total)
         self.seed_ = seed
@@ -316,13 +367,16 @@ class GibbsCoref:
         sample_evals = 0
         pair_frames = []
         confidence = np.full(n_total, np.nan)
-        blocks = df["block"].astype(str).to_numpy()
-        positions = pd.Series(np.arange(n_total)).groupby(blocks, sort=True)
+        codes, block_names = pd.factorize(df["block"].astype(str).to_numpy(dtype=object),
+                                          sort=True)
+        # canonical order: by block name, then by mention_id inside a block, so results
+        # do not depend on row order
+        order = np.argsort(mids_all, kind="stable")
+        order = order[np.argsort(codes[order], kind="stable")]
+        bounds = np.searchsorted(codes[order], np.arange(len(block_names) + 1))
         offset = 0
-        for block, pos in positions:
-            pos = pos.to_numpy()
-            # canonical order inside a block (by mention_id): results do not depend on row order
-            pos = pos[np.argsort(df["mention_id"].iloc[pos].astype(str).to_numpy(), kind="stable")]
+        for k_block, block in enumerate(block_names):
+            pos = order[bounds[k_block]:bounds[k_block + 1]]
             sub = df.iloc[pos]
             labels0 = None if init_keys is None else _initial_labels(init_keys[pos])
             movable = None if fixed_arr is None else np.flatnonzero(~fixed_arr[pos])
@@ -339,7 +393,7 @@ class GibbsCoref:
                 a, b = keys // n_b, keys % n_b
                 p = counts / float(self.n_samples)
                 keep = (p >= 0.01) | (labels[a] == labels[b])
-                mids = sub["mention_id"].astype(str).to_numpy()
+                mids = mids_all[pos]
                 pair_frames.append(pd.DataFrame({
                     "block": str(block), "mention_a": mids[a[keep]],
                     "mention_b": mids[b[keep]], "p": p[keep]}))
@@ -350,9 +404,9 @@ class GibbsCoref:
             if hist is not None:
                 hist[:, pos] = lab_hist + offset
             offset += len(pos)
-        self.clusters_ = pd.Series(cluster_ids, index=pd.Index(df["mention_id"].astype(str),
-                                                             name="mention_id"),
-                                   name="cluster_id", dtype="string")
+        mid_index = pd.Index(mids_all, name="mention_id")
+        self.clusters_ = pd.Series(cluster_ids, index=mid_index, name="cluster_id",
+                                   dtype="string")
         self.labels_ = all_labels
         self.n_factor_evals_ = int(evals_per_sweep.sum()) + sample_evals
         self.n_factor_evals_per_block_ = per_block
@@ -371,8 +425,7 @@ class GibbsCoref:
                      else pd.DataFrame({c: [] for c in cols}))
             self.pair_probs_ = pairs.astype(cols)
             self.mention_confidence_ = pd.Series(
-                confidence, index=pd.Index(df["mention_id"].astype(str), name="mention_id"),
-                name="confidence")
+                confidence, index=mid_index, name="confidence")
         if hist is not None:
             self.labels_history_ = hist
         self.temperatures_ = temps
@@ -409,15 +462,22 @@ class GibbsCoref:
         rng_state = gen.integers(0, 2**64, size=4, dtype=np.uint64, endpoint=False)
         if not rng_state.any():            # the one state xoshiro256** cannot leave
             rng_state[0] = 1
+        fmax = np.full(n, -np.inf)
         run = dict(enc=enc, theta=theta, bias=bias, racing=racing, b_table=b_table,
-                   movable=np.ascontiguousarray(movable, dtype=np.int64), rng_state=rng_state)
+                   movable=np.ascontiguousarray(movable, dtype=np.int64), rng_state=rng_state,
+                   fmax=fmax)
         patience = int(self.patience or 0)
         inv_temps = 1.0 / np.asarray(temps, dtype=np.float64)
         stop_mask = (np.asarray(temps) <= float(self.early_stop_temp)).astype(np.int8)
         kh = lab_hist[1:] if lab_hist is not None else np.zeros((0, n), np.int64)
-        used = _gibbs.anneal(enc, theta, bias, labels, size, run["movable"], inv_temps,
-                             stop_mask, patience, racing, int(self.first_batch), b_table,
-                             rng_state, kh, ev[1:])
+        if int(self.merge_moves) > 0 and n > 1 and len(movable) > 0:
+            used = self._anneal_with_merges(labels, size, inv_temps, stop_mask, patience, run,
+                                            gen, sub, kh, ev)
+        else:
+            used = _gibbs.anneal(enc, theta, bias, labels, size, run["movable"], inv_temps,
+                                 stop_mask, patience, racing, int(self.first_batch),
+                                 int(bool(self.small_arm_bound)), fmax, b_table, rng_state,
+                                 kh, ev[1:])
         if lab_hist is not None:
             lab_hist[used + 1:] = labels
         marg = None
@@ -425,13 +485,107 @@ class GibbsCoref:
             marg = self._sample_marginals(labels, size, run)
         return labels, ev, lab_hist, marg, used
 
+    def _anneal_with_merges(self, labels, size, inv_temps, stop_mask, patience, run, gen,
+                            sub, kh, ev):
+        """Sweeps one at a time, each followed by ``merge_moves`` cluster-merge proposals.
+
+        Same early-stop rule as the kernel; an accepted merge counts as a move.
+        Returns the number of sweeps run.
+        """
+        n = run["enc"].n
+        fixed = np.ones(n, bool)
+        fixed[run["movable"]] = False
+        still = 0
+        used = 0
+        bound_mode = int(bool(self.small_arm_bound))
+        for s, inv_temp in enumerate(inv_temps):
+            before = labels.copy()
+            e = np.zeros(1, np.int64)
+            _gibbs.anneal(run["enc"], run["theta"], run["bias"], labels, size, run["movable"],
+                          np.array([inv_temp]), np.zeros(1, np.int8), 0, run["racing"],
+                          int(self.first_batch), bound_mode if s == 0 else 2 * bound_mode,
+                          run["fmax"], run["b_table"], run["rng_state"],
+                          np.zeros((0, n), np.int64), e)
+            if 1.0 / inv_temp <= float(self.merge_max_temp):
+                e[0] += self._merge_moves(labels, size, float(inv_temp), run, gen, fixed)
+            ev[s + 1] = e[0]
+            if len(kh):
+                kh[s] = labels
+            used = s + 1
+            if patience > 0 and stop_mask[s]:
+                still = still + 1 if np.array_equal(before, labels) else 0
+                if still >= patience:
+                    break
+        return used
+
+    def _merge_moves(self, labels, size, inv_temp, run, gen, fixed):
+        """``merge_moves`` annealed Metropolis proposals to merge two whole clusters.
+
+        Proposal: a random movable mention i and a random other mention j in another
+        cluster; A = C(i), B = C(j).  Never merges two clusters that both hold fixed
+        mentions; moves the cluster without fixed mentions (else the smaller) into
+        the other.  Accept when log u < Delta / tau, Delta = sum_{a in A, b in B}
+        f_theta(x_a, x_b) (the change of log p(y | x) / tau; Singh et al. 2012 merge
+        proposals, annealed).  Delta is summed exactly for the exact sampler or when
+        |A| |B| <= ``merge_exact_max``; otherwise the racing sampler decides with the
+        Racing-Normal MH test :func:`sampling.mh.mh_accept` (error level ``delta``).
+        Returns the factors evaluated.
+        """
+        from sampling.mh import mh_accept
+
+        pair_factors = load_kernel("coref._factors").pair_factors
+
+        enc, theta, bias = run["enc"], run["theta"], run["bias"]
+        movable = run["movable"]
+        n = len(labels)
+        evals = 0
+        for _ in range(int(self.merge_moves)):
+            i = int(movable[gen.integers(len(movable))])
+            j = int(gen.integers(n - 1))
+            j += j >= i
+            log_u = float(np.log(gen.random()))
+            la, lb = int(labels[i]), int(labels[j])
+            if la == lb:
+                continue
+            A = np.flatnonzero(labels == la)
+            B = np.flatnonzero(labels == lb)
+            fa, fb = bool(fixed[A].any()), bool(fixed[B].any())
+            if fa and fb:
+                continue
+            N = len(A) * len(B)
+
+            def diffs(idx, A=A, B=B):
+                idx = np.asarray(idx, np.int64)
+                out = np.empty(len(idx))
+                pair_factors(enc, theta, bias, A[idx // len(B)], B[idx % len(B)], out)
+                return out * inv_temp
+
+            if run["racing"] and N > int(self.merge_exact_max):
+                res = mh_accept(diffs, N, log_u / N, delta=float(self.delta),
+                                first_batch=min(50, N), rng=gen)
+                accept, evals = bool(res.accept), evals + int(res.n_evals)
+            else:
+                accept = float(diffs(np.arange(N)).sum()) > log_u
+                evals += N
+            if not accept:
+                continue
+            if fa or (not fb and len(A) > len(B)) or (not fb and len(A) == len(B)):
+                src, dst = B, la          # B joins A
+            else:
+                src, dst = A, lb
+            size[labels[src[0]]] = 0
+            labels[src] = dst
+            size[dst] += len(src)
+        return evals
+
     def _sweep(self, labels, size, inv_temp, *, enc, theta, bias, racing, b_table, movable,
-               rng_state):
+               rng_state, fmax):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
         ev = np.zeros(1, np.int64)
         _gibbs.anneal(enc, theta, bias, labels, size, movable, np.array([inv_temp]),
-                      np.zeros(1, np.int8), 0, racing, int(self.first_batch), b_table,
-                      rng_state, np.zeros((0, enc.n), np.int64), ev)
+                      np.zeros(1, np.int8), 0, racing, int(self.first_batch),
+                      2 * int(bool(self.small_arm_bound)), fmax, b_table, rng_state,
+                      np.zeros((0, enc.n), np.int64), ev)
         return int(ev[0])
 
     def _sample_marginals(self, map_labels, map_size, run):

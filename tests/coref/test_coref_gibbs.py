@@ -45,7 +45,7 @@ def _theta():
 
 
 def _anneal(mod, enc, labels, movable, inv_temps, racing, rng_state, *, stop_mask=None,
-            patience=0, theta=None, bias=-1.0, first_batch=3):
+            patience=0, theta=None, bias=-1.0, first_batch=3, bound=0):
     n = enc.n
     size = np.bincount(labels, minlength=n).astype(np.int64)
     hist = np.zeros((len(inv_temps), n), np.int64)
@@ -53,13 +53,15 @@ def _anneal(mod, enc, labels, movable, inv_temps, racing, rng_state, *, stop_mas
     mask = np.zeros(len(inv_temps), np.int8) if stop_mask is None else stop_mask
     used = mod.anneal(enc, _theta() if theta is None else theta, bias, labels, size,
                       np.asarray(movable, np.int64), np.asarray(inv_temps, float), mask, patience,
-                      racing, first_batch, bound_table(0.05, n + 1), rng_state, hist, ev)
+                      racing, first_batch, bound, np.full(n, -np.inf), bound_table(0.05, n + 1),
+                      rng_state, hist, ev)
     assert (np.bincount(labels, minlength=n) == size).all()
     return used, hist, ev
 
 
-@pytest.mark.parametrize("racing", [0, 1], ids=["exact", "racing"])
-def test_anneal_matches_twin(racing):
+@pytest.mark.parametrize("racing,bound", [(0, 0), (1, 0), (1, 1)],
+                         ids=["exact", "racing", "racing-bound"])
+def test_anneal_matches_twin(racing, bound):
     df = _df(n=30)
     enc = encode_mentions(df)
     n = enc.n
@@ -67,16 +69,16 @@ def test_anneal_matches_twin(racing):
     for mod in (_gibbs, _gibbs_py):
         labels = np.zeros(n, np.int64)
         state = np.array([1, 2**63 + 5, 12345678901234567, 2**64 - 1], np.uint64)
-        used, hist, ev = _anneal(mod, enc, labels, np.arange(n), [0.5, 1.0, 2.0, 2.0], racing,
-                                 state)
-        assert used == 4
+        used, hist, ev = _anneal(mod, enc, labels, np.arange(n), [0.5, 1.0, 2.0, 2.0, 8.0, 8.0],
+                                 racing, state, bound=bound)
+        assert used == 6
         out.append((hist, ev, state.copy()))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
     np.testing.assert_array_equal(out[0][2], out[1][2])
     assert len(set(out[0][0][-1])) > 1 and (out[0][0][0] != out[0][0][-1]).any()
     if racing:  # racing subsampled: fewer than n - 1 factors per step
-        assert out[0][1].sum() < 4 * n * (n - 1)
+        assert out[0][1][1:].sum() < 5 * n * (n - 1)
     else:
         assert (out[0][1] == n * (n - 1)).all()
 
@@ -120,9 +122,24 @@ def test_racing_counts_small_clusters_exact():
     df = _df(n=6)
     m = _Model(_theta(), -1.0)
     ge = GibbsCoref(m, sampler="exact", n_sweeps=3, rng=1).fit(df)
-    gr = GibbsCoref(m, sampler="racing", n_sweeps=3, rng=1, first_batch=6).fit(df)
+    gr = GibbsCoref(m, sampler="racing", n_sweeps=3, rng=1, first_batch=6,
+                    small_arm_bound=False).fit(df)
     assert gr.n_factor_evals_ == ge.n_factor_evals_ == 3 * 6 * 5
     pd.testing.assert_series_equal(ge.clusters_, gr.clusters_)
+
+
+def test_small_arm_bound_is_exact_without_big_arms():
+    """With every arm small, the bound only drops arms that cannot win: racing == exact."""
+    df = _df(n=25, n_blocks=2, seed=5)
+    m = _Model(_theta(), -1.0)
+    ge = GibbsCoref(m, sampler="exact", n_sweeps=12, rng=4, patience=0).fit(df)
+    gb = GibbsCoref(m, sampler="racing", n_sweeps=12, rng=4, first_batch=30, patience=0,
+                    small_arm_bound=True).fit(df)
+    np.testing.assert_array_equal(ge.labels_history_, gb.labels_history_)
+    # n (n - 1) / 2 factors for the bounds, then fewer than the exact sampler's
+    pre = 2 * 25 * 24 // 2
+    assert gb.n_factor_evals_ - pre < ge.n_factor_evals_
+    assert gb.history_["n_factor_evals"].iloc[1] >= pre
 
 
 def test_block_order_invariance_and_ids():
@@ -138,7 +155,8 @@ def test_block_order_invariance_and_ids():
     np.testing.assert_array_equal(r1, r2)
 
 
-def test_racing_conditional_matches_exact():
+@pytest.mark.parametrize("bound", [0, 1], ids=["plain", "small-arm-bound"])
+def test_racing_conditional_matches_exact(bound):
     """Distribution of one racing Gibbs step vs the exact conditional (chi-square)."""
     df = _df(n=40, seed=3)
     enc = encode_mentions(df)
@@ -170,7 +188,7 @@ def test_racing_conditional_matches_exact():
         labels = labels0.copy()
         state = gen.integers(0, 2**64, size=4, dtype=np.uint64)
         _, _, ev = _anneal(_gibbs, enc, labels, [i], [inv_temp], 1, state, theta=theta,
-                           bias=bias)
+                           bias=bias, bound=bound)
         counts[keys.index(labels[i])] += 1
         evals += ev[0]
     expected = p * n_draws
@@ -179,7 +197,7 @@ def test_racing_conditional_matches_exact():
     from scipy.stats import chi2 as chi2_dist
     assert ok.sum() >= 3
     assert chi2 < chi2_dist.ppf(0.999, ok.sum() - 1), (counts, expected)
-    assert evals < n_draws * (n - 1)  # racing subsampled
+    assert evals - n_draws * bound * n * (n - 1) // 2 < n_draws * (n - 1)  # racing subsampled
 
 
 def test_errors():
