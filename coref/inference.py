@@ -142,7 +142,8 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     if margins:
         from coref.report import cluster_margins
 
-        margin = cluster_margins(enc, model.theta_, model.bias_, cluster_id, rng=settings.seed)
+        margin = cluster_margins(enc, model.theta_, model.bias_, cluster_id, rng=settings.seed,
+                                 rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
                        margin)
 

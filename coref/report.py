@@ -339,7 +339,7 @@ def largest_clusters(df, clusters, *, n_largest=10):
     return pd.DataFrame(out, columns=["cluster_id", "block", "n_mentions", "name", "years"])
 
 
-def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None):
+def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None, rows=None):
     """Margin of every mention of one block: the sum of f_theta to the other members of its cluster.
 
     Parameters
@@ -352,6 +352,9 @@ def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None):
         Final cluster label of each row.
     rng : int
         Seed of the member subsample of clusters above ``max_members`` (default 300).
+    rows : ndarray of bool, shape (n,), or None
+        Only these mentions' margins are computed (``coref add``: the new ones); the
+        others are NaN.
 
     Returns
     -------
@@ -370,22 +373,24 @@ def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None):
     theta = np.ascontiguousarray(theta, dtype=np.float64)
     order = np.argsort(codes, kind="stable")
     bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    want = np.ones(len(codes), bool) if rows is None else np.asarray(rows, dtype=bool)
     for idx in np.split(order, bounds):
         n = len(idx)
-        if n < 2:
+        if n < 2 or not want[idx].any():
             continue
         idx = np.sort(idx).astype(np.int64)
         ref = np.arange(n) if n <= cap else np.sort(gen.choice(n, cap, replace=False))
-        a = np.repeat(np.arange(n), len(ref))
-        b = np.tile(ref, n)
+        mine = np.flatnonzero(want[idx])
+        a = np.repeat(mine, len(ref))
+        b = np.tile(ref, len(mine))
         keep = a != b
         a, b = a[keep], b[keep]
         vals = np.empty(len(a))
         _factors.pair_factors(enc, theta, float(bias), np.ascontiguousarray(idx[a]), np.ascontiguousarray(idx[b]),
                               vals)
-        sums = np.bincount(a, weights=vals, minlength=n)
-        n_ref = len(ref) - np.isin(np.arange(n), ref).astype(float)
-        out[idx] = sums * (n - 1) / np.maximum(n_ref, 1.0)
+        sums = np.bincount(a, weights=vals, minlength=n)[mine]
+        n_ref = len(ref) - np.isin(mine, ref).astype(float)
+        out[idx[mine]] = sums * (n - 1) / np.maximum(n_ref, 1.0)
     return out
 
 

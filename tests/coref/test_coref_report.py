@@ -119,6 +119,10 @@ def test_cluster_margins_are_within_cluster_factor_sums(mentions_factory):
             assert m[i] == pytest.approx(F[i, same].sum(), abs=1e-9)
         else:
             assert np.isnan(m[i])
+    only = np.arange(12) % 2 == 0
+    part = cluster_margins(enc, model.theta_, model.bias_, labels, rows=only)
+    np.testing.assert_array_equal(np.isnan(part[~only]), True)
+    np.testing.assert_allclose(part[only], m[only])
     # a capped cluster: a subsample of 3 members, scaled by (n - 1) / (members compared)
     capped = cluster_margins(enc, model.theta_, model.bias_, np.zeros(12, int), max_members=3, rng=1)
     assert np.isfinite(capped).all() and capped.shape == (12,)
