@@ -19,7 +19,8 @@ def main(argv=None):
     ap.add_argument("--block", default=None, help="block to encode (default: the largest)")
     args = ap.parse_args(argv)
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    root = Path(__file__).resolve().parents[1]
+    sys.path[:0] = [str(root), str(Path(__file__).parent)]  # this tree's build, not an installed copy
     from tune_coref import load
     from coref import _factors, _factors_py
     from coref.model import PairwiseModel
@@ -41,6 +42,9 @@ def main(argv=None):
     s_c2 = _factors.factor_rate(enc, theta, model.bias_, args.py_evals)
     assert s_c2 == s_p, (s_c2, s_p)  # same factors, same sum (bit for bit)
     rate_c, rate_p = args.evals / t_c, args.py_evals / t_p
+    import coref
+
+    print(f"coref from {Path(coref.__file__).parent}")
     print(f"block {block} ({enc.n} mentions, features={len(theta)})")
     print(f"cython : {rate_c:14,.0f} factors/s  ({args.evals:,} in {t_c:.3f}s)  checksum {s_c:.6g}")
     print(f"python : {rate_p:14,.0f} factors/s  ({args.py_evals:,} in {t_p:.3f}s)")

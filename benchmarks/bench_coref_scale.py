@@ -2,7 +2,7 @@
 
 For each size N: ``coref.synthesize_mentions(N)`` -> fit ``PairwiseModel`` on a small
 labeled subset of blocks -> encode + annealed Gibbs (racing by default) over every
-block with ``coref.pipeline.infer_blocks`` (the code path of ``coref run``) -> B3
+block with ``coref.inference.infer_blocks`` (the code path of ``coref run``) -> B3
 against the synthetic gold. Each size runs in its own subprocess so that the peak
 resident memory (``ru_maxrss``) belongs to that size alone.
 
@@ -74,7 +74,8 @@ def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delt
 
     from coref.evaluate import b3
     from coref.model import PairwiseModel
-    from coref.pipeline import _executor_context, infer_blocks
+    from coref.inference import executor_context, infer_blocks
+    from coref.settings import make_settings
     from coref.synth import synthesize_mentions
 
     res = {"n_mentions": n, "sampler": sampler, "n_sweeps": sweeps, "seed": seed, "workers": workers or 0,
@@ -96,11 +97,12 @@ def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delt
     res["n_train_mentions"] = int(len(train))
     res["n_train_blocks"] = int(train["block"].nunique())
 
-    with _executor_context(None, workers, None) as (client, desc):
+    settings = make_settings(sampler=sampler, seed=seed, delta=delta, n_sweeps=sweeps,
+                             gibbs_params=None if buffer_size is None else {"buffer_size": buffer_size})
+    with executor_context(None, workers, None) as (client, desc):
         t = time.perf_counter()
-        results = infer_blocks(df, model, sampler=sampler, seed=seed, delta=delta, n_sweeps=sweeps,
-                               record_history=False, client=client, progress=sys.stderr.isatty(),
-                               gibbs_params=None if buffer_size is None else {"buffer_size": buffer_size})
+        results = infer_blocks(df, model, settings, record_history=False, client=client,
+                               progress=sys.stderr.isatty())
         res["infer_s"] = time.perf_counter() - t
         res["executor"] = desc
     res["mentions_per_s"] = n / res["infer_s"]

@@ -111,7 +111,7 @@ def main(argv=None):
         t1 = time.perf_counter()
         extra = {"shift_grid": tuple(float(x) for x in args.grid.split(","))} if args.grid else {}
         model = PairwiseModel(C=args.C, bias_shift=shift, max_pairs_per_block=args.max_pairs,
-                              random_state=args.seed, **extra).fit(df.iloc[tr])
+                              rng=args.seed, **extra).fit(df.iloc[tr])
         t_fit += time.perf_counter() - t1
         test = df.iloc[te]
         line = f"[tune] fold {k}: shift={model.shift_:+.2f} bias={model.bias_:+.3f}"
@@ -151,7 +151,7 @@ def scan(df, args, shifts):
     pred = {s: pd.Series(index=df["mention_id"], dtype="string") for s in shifts}
     for k, (tr, te) in enumerate(GroupKFold(n_splits=args.folds).split(df, groups=df["block"])):
         model = PairwiseModel(C=args.C, bias_shift=0.0, max_pairs_per_block=args.max_pairs,
-                              random_state=args.seed).fit(df.iloc[tr])
+                              rng=args.seed).fit(df.iloc[tr])
         test = df.iloc[te]
         for s in shifts:
             model.bias_ = model.intercept_ + s

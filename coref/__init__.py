@@ -4,12 +4,24 @@ Chen & Ghahramani (2016), Sec. 5.3 and Appx. C.3, after Singh et al. (2012):
 a pairwise CRF over cluster assignments of author mentions within blocks, sampled
 by annealed Gibbs whose conditionals are subsampled with a Racing-Normal test.
 
+Train once, cluster, add::
+
+    est = coref.AuthorCoref(rng=0).fit(df_labeled)      # or coref.AuthorCoref.load("model_dir")
+    clusters = est.predict(df)                          # mention_id, block, cluster_id
+    clusters = est.add(clusters, df_new, mentions=df)   # ids of existing clusters never change
+
 Names are imported lazily from their modules (table below) so that importing
-``coref`` does not import Dask or scikit-learn until they are needed.
+``coref`` does not import Dask or scikit-learn until they are needed. The compiled
+kernels are imported with :func:`sampling._build.load_kernel`: on an unbuilt source
+tree the first name that needs them raises an ImportError saying to run
+``pip install -e .``.
 """
 from sampling._cli import lazy_exports
 
+__version__ = "0.2.0"
+
 _EXPORTS = {
+    "AuthorCoref": "coref.estimator",
     "load_mentions": "coref.io",
     "MENTION_COLUMNS": "coref.io",
     "LoadReport": "coref.io",
@@ -20,12 +32,24 @@ _EXPORTS = {
     "evaluate_clusters": "coref.evaluate",
     "encode_mentions": "coref.features",
     "PairwiseModel": "coref.model",
+    "save_model": "coref.model",
+    "load_model": "coref.model",
     "GibbsCoref": "coref.gibbs",
+    "explain_pair": "coref.explain",
     "run": "coref.pipeline",
     "synthesize_mentions": "coref.synth",
     "MentionFormatError": "coref.exceptions",
+    "ModelFormatError": "coref.exceptions",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS) + ["datasets"]
 
-__getattr__, __dir__ = lazy_exports('coref', _EXPORTS, globals())
+_getattr, __dir__ = lazy_exports('coref', _EXPORTS, globals())
+
+
+def __getattr__(name):
+    if name == "datasets":
+        import importlib
+
+        return importlib.import_module("coref.datasets")
+    return _getattr(name)

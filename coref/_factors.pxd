@@ -11,8 +11,8 @@ from libc.math cimport log, log1p, sqrt, fabs
 
 # number of pairwise features phi(x_i, x_j)
 cdef enum:
-    N_BASE = 35
-    N_FEATURES = 70
+    N_BASE = 53
+    N_FEATURES = 106
 
 cdef struct BlockData:
     Py_ssize_t n
@@ -57,6 +57,32 @@ cdef struct BlockData:
     const long long* ck_ptr  # coauthors keyed by first initial + last name: CSR, sorted ids
     const int* ck_ids
     const double* ck_w
+    const int* ck_fn         # full first-name code of each ck entry, -1 = initial only
+    # name variants
+    const int* init_code     # given-name initials, 5 bits each, first most significant
+    const int* init_len      # number of initials (0 = no given name)
+    const int* mid_init      # second given initial (char code), -1 = none
+    const int* given_code    # whole given names (full first name only), -1 = none
+    const double* name_rarity  # -log share of the block's mentions with this first name
+    const double* init_amb   # log(1 + full first names with this initial in the block)
+    # abstract words, keywords: CSR, sorted ids, L2-normalised TF-IDF weights
+    const long long* ab_ptr
+    const int* ab_ids
+    const double* ab_w
+    const long long* kw_ptr
+    const int* kw_ids
+    const double* kw_w
+    # venue acronyms (va) against venue words in the same code space (vt)
+    const long long* va_ptr
+    const int* va_ids
+    const double* va_w
+    const long long* vt_ptr
+    const int* vt_ids
+    const double* vt_w
+    # LSA topic vectors (row-major, n_topics per row) of mentions and of comp1 components
+    Py_ssize_t n_topics
+    const double* topic
+    const double* comp_topic
     # block-level constants (act as block-specific intercepts)
     double comp_frac         # number of comp1 components / n
     double title_coh         # squared norm of the mean title vector (mean pairwise cosine)
@@ -115,15 +141,49 @@ cdef inline double _dot_sorted2(const long long* ptr_a, const int* ids_a, const 
     return s
 
 
-cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
-                           double* phi) noexcept nogil:
-    """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
+cdef inline void _match_names(const long long* ptr, const int* ids, const int* fn,
+                              Py_ssize_t i, Py_ssize_t j, int* n_ok, int* n_bad) noexcept nogil:
+    """Count shared keys whose full names agree or are unknown (n_ok) or clash (n_bad)."""
+    cdef long long a = ptr[i], ae = ptr[i + 1], b = ptr[j], be = ptr[j + 1]
+    cdef int ok = 0, bad = 0
+    cdef int ia, ib
+    while a < ae and b < be:
+        ia = ids[a]
+        ib = ids[b]
+        if ia == ib:
+            if fn[a] < 0 or fn[b] < 0 or fn[a] == fn[b]:
+                ok += 1
+            else:
+                bad += 1
+            a += 1
+            b += 1
+        elif ia < ib:
+            a += 1
+        else:
+            b += 1
+    n_ok[0] = ok
+    n_bad[0] = bad
+
+
+cdef inline double _dense_dot(const double* x, const double* y, Py_ssize_t k) noexcept nogil:
+    cdef double s = 0.0
+    cdef Py_ssize_t t
+    for t in range(k):
+        s += x[t] * y[t]
+    return s
+
+
+cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                                double* phi) noexcept nogil:
+    """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE]."""
     cdef int c = 0
     cdef double sw = 0.0, dot
     cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
     cdef long long nj = d.co_ptr[j + 1] - d.co_ptr[j]
     cdef double gap
-    cdef int ci, cj, k
+    cdef int ci, cj, k, li, lj, fi, fj, n_ok = 0, n_bad = 0
+    cdef long long nvi, nvj
+    cdef bint compat
     # --- coauthors
     _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
     phi[0] = log1p(<double>c)
@@ -140,6 +200,12 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     # --- venue
     phi[7] = _dot_sorted(d.ve_ptr, d.ve_ids, d.ve_w, i, j, &c, &sw)
     phi[8] = 1.0 if (d.venue_id[i] >= 0 and d.venue_id[i] == d.venue_id[j]) else 0.0
+    nvi = d.ve_ptr[i + 1] - d.ve_ptr[i]
+    nvj = d.ve_ptr[j + 1] - d.ve_ptr[j]
+    if nvi > 0 and nvj > 0 and phi[8] == 0.0 and (c == nvi or c == nvj):
+        phi[49] = 1.0
+    else:
+        phi[49] = 0.0
     # --- affiliation
     if d.affil_id[i] >= 0 and d.affil_id[j] >= 0:
         phi[9] = _dot_sorted(d.af_ptr, d.af_ids, d.af_w, i, j, &c, &sw)
@@ -161,7 +227,7 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[12] = 0.0
         phi[13] = 0.0
         phi[14] = 1.0
-    # --- name compatibility: 1 same first name, 0.5 compatible initials, 0 otherwise
+    # --- name compatibility: 1 same full first name, 0.5 compatible initials (or missing), 0 otherwise
     if d.first_code[i] >= 0 and d.first_code[i] == d.first_code[j]:
         phi[15] = 1.0
     elif d.first_init[i] < 0 or d.first_init[j] < 0 or d.first_init[i] == d.first_init[j]:
@@ -212,22 +278,92 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[31] = d.affil_coh
     phi[32] = d.name_middle
     # --- coauthors keyed by initials: shared count, and shared only through initials
-    _dot_sorted(d.ck_ptr, d.ck_ids, d.ck_w, i, j, &c, &sw)
-    phi[33] = log1p(<double>c)
+    _match_names(d.ck_ptr, d.ck_ids, d.ck_fn, i, j, &n_ok, &n_bad)
+    phi[33] = log1p(<double>(n_ok + n_bad))
     phi[34] = phi[33] - phi[0] if phi[33] > phi[0] else 0.0
+    phi[51] = log1p(<double>n_ok)
+    phi[52] = log1p(<double>n_bad)
+    # --- name variants: full first names, initials (prefix-compatible), middle initials
+    fi = d.first_code[i]
+    fj = d.first_code[j]
+    li = d.init_len[i]
+    lj = d.init_len[j]
+    if li > 0 and lj > 0:
+        if li <= lj:
+            compat = (d.init_code[j] >> (5 * (lj - li))) == d.init_code[i]
+        else:
+            compat = (d.init_code[i] >> (5 * (li - lj))) == d.init_code[j]
+    else:
+        compat = False
+    phi[39] = 1.0 if (d.given_code[i] >= 0 and d.given_code[i] == d.given_code[j]) else 0.0
+    # "Jian Xin" / "Jianxin": first names differ, whole given names agree -> same first name
+    phi[35] = 1.0 if ((fi >= 0 and fi == fj) or phi[39] > 0.0) else 0.0
+    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj and phi[39] == 0.0)
+                      or (li > 0 and lj > 0 and d.first_init[i] != d.first_init[j])) else 0.0
+    phi[37] = 1.0 if (phi[35] == 0.0 and phi[36] == 0.0 and compat and (fi < 0 or fj < 0)) else 0.0
+    phi[38] = 1.0 if (d.mid_init[i] >= 0 and d.mid_init[j] >= 0 and d.mid_init[i] != d.mid_init[j]) else 0.0
+    if phi[35] > 0.0:  # the rarer reading of the two first names (symmetric in i, j)
+        phi[40] = d.name_rarity[i] if d.name_rarity[i] < d.name_rarity[j] else d.name_rarity[j]
+    else:
+        phi[40] = 0.0
+    phi[41] = d.init_amb[i] if phi[37] > 0.0 else 0.0
+    # --- abstract and keywords (missing is never a match)
+    if d.ab_ptr[i + 1] > d.ab_ptr[i] and d.ab_ptr[j + 1] > d.ab_ptr[j]:
+        phi[42] = _dot_sorted(d.ab_ptr, d.ab_ids, d.ab_w, i, j, &c, &sw)
+        phi[43] = 0.0
+    else:
+        phi[42] = 0.0
+        phi[43] = 1.0
+    if d.kw_ptr[i + 1] > d.kw_ptr[i] and d.kw_ptr[j + 1] > d.kw_ptr[j]:
+        phi[44] = _dot_sorted(d.kw_ptr, d.kw_ids, d.kw_w, i, j, &c, &sw)
+        phi[45] = 0.0
+    else:
+        phi[44] = 0.0
+        phi[45] = 1.0
+    # --- topics (LSA) of the mentions and of their coauthor components
+    if d.n_topics > 0:
+        phi[46] = _dense_dot(d.topic + i * d.n_topics, d.topic + j * d.n_topics, d.n_topics)
+        if phi[17] > 0.0:
+            phi[47] = 1.0
+        else:
+            phi[47] = _dense_dot(d.comp_topic + d.comp1[i] * d.n_topics,
+                                 d.comp_topic + d.comp1[j] * d.n_topics, d.n_topics)
+    else:
+        phi[46] = 0.0
+        phi[47] = 0.0
+    # --- venue acronym against the other venue's words
+    dot = _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, i, d.vt_ptr, d.vt_ids, d.vt_w, j)
+    dot += _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, j, d.vt_ptr, d.vt_ids, d.vt_w, i)
+    phi[48] = 1.0 if dot > 0.0 else 0.0
+    phi[50] = phi[46] * phi[12]
+
+
+cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                           double* phi) noexcept nogil:
+    """Write the N_FEATURES pairwise features of mentions (i, j) into phi."""
+    cdef int k
+    block_phi_base(d, i, j, phi)
     # --- the same features again, inside one coauthor component only (separate weights)
     for k in range(N_BASE):
         phi[N_BASE + k] = phi[k] * phi[17]
 
 
 cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log)."""
-    cdef double phi[N_FEATURES]
+    """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log).
+
+    The interaction half phi[N_BASE + k] = phi[k] * same_comp1 is not materialised:
+    same_comp1 is 0 or 1, so its terms are added only inside one coauthor component
+    (adding theta * 0.0 would not change the sum).
+    """
+    cdef double phi[N_BASE]
     cdef double s = d.bias
     cdef int k
-    block_phi(d, i, j, phi)
-    for k in range(N_FEATURES):
+    block_phi_base(d, i, j, phi)
+    for k in range(N_BASE):
         s += d.theta[k] * phi[k]
+    if phi[17] != 0.0:
+        for k in range(N_BASE):
+            s += d.theta[N_BASE + k] * phi[k]
     return s
 
 
@@ -251,6 +387,16 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     cdef const long long[::1] ck_ptr = enc.ck_ptr
     cdef const int[::1] ck_ids = enc.ck_ids
     cdef const double[::1] ck_w = enc.ck_w
+    cdef const int[::1] ck_fn = enc.ck_fn
+    cdef const int[::1] init_code = enc.init_code, init_len = enc.init_len
+    cdef const int[::1] mid_init = enc.mid_init, given_code = enc.given_code
+    cdef const double[::1] name_rarity = enc.name_rarity, init_amb = enc.init_amb
+    cdef const long long[::1] ab_ptr = enc.ab_ptr, kw_ptr = enc.kw_ptr
+    cdef const long long[::1] va_ptr = enc.va_ptr, vt_ptr = enc.vt_ptr
+    cdef const int[::1] ab_ids = enc.ab_ids, kw_ids = enc.kw_ids
+    cdef const int[::1] va_ids = enc.va_ids, vt_ids = enc.vt_ids
+    cdef const double[::1] ab_w = enc.ab_w, kw_w = enc.kw_w, va_w = enc.va_w, vt_w = enc.vt_w
+    cdef const double[::1] topic = enc.topic, comp_topic = enc.comp_topic
     if theta.shape[0] != N_FEATURES:
         raise ValueError(f"theta must have {N_FEATURES} entries; got {theta.shape[0]}")
     d.n = enc.n
@@ -299,6 +445,28 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.ck_ptr = &ck_ptr[0]
     d.ck_ids = &ck_ids[0]
     d.ck_w = &ck_w[0]
+    d.ck_fn = &ck_fn[0]
+    d.init_code = &init_code[0]
+    d.init_len = &init_len[0]
+    d.mid_init = &mid_init[0]
+    d.given_code = &given_code[0]
+    d.name_rarity = &name_rarity[0]
+    d.init_amb = &init_amb[0]
+    d.ab_ptr = &ab_ptr[0]
+    d.ab_ids = &ab_ids[0]
+    d.ab_w = &ab_w[0]
+    d.kw_ptr = &kw_ptr[0]
+    d.kw_ids = &kw_ids[0]
+    d.kw_w = &kw_w[0]
+    d.va_ptr = &va_ptr[0]
+    d.va_ids = &va_ids[0]
+    d.va_w = &va_w[0]
+    d.vt_ptr = &vt_ptr[0]
+    d.vt_ids = &vt_ids[0]
+    d.vt_w = &vt_w[0]
+    d.n_topics = enc.n_topics
+    d.topic = &topic[0]
+    d.comp_topic = &comp_topic[0]
     d.theta = &theta[0]
     d.bias = bias
     return d

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-N_BASE = 35
-N_FEATURES = 70
+N_BASE = 53
+N_FEATURES = 106
 
 
 def _dot_sorted(ptr, ids, w, i, j):
@@ -48,6 +48,33 @@ def _dot2(pa, ia, wa, i, pb, ib, wb, j):
     return s
 
 
+def _match_names(ptr, ids, fn, i, j):
+    a, ae, b, be = int(ptr[i]), int(ptr[i + 1]), int(ptr[j]), int(ptr[j + 1])
+    ok = bad = 0
+    while a < ae and b < be:
+        x, y = int(ids[a]), int(ids[b])
+        if x == y:
+            fa, fb = int(fn[a]), int(fn[b])
+            if fa < 0 or fb < 0 or fa == fb:
+                ok += 1
+            else:
+                bad += 1
+            a += 1
+            b += 1
+        elif x < y:
+            a += 1
+        else:
+            b += 1
+    return ok, bad
+
+
+def _dense_dot(x, xo, y, yo, k):
+    s = 0.0
+    for t in range(k):
+        s += float(x[xo + t]) * float(y[yo + t])
+    return s
+
+
 def block_phi(enc, i, j):
     """The N_FEATURES features phi(x_i, x_j) as a list of floats."""
     phi = [0.0] * N_FEATURES
@@ -62,9 +89,12 @@ def block_phi(enc, i, j):
     phi[4] = 1.0 if (ni == 0 or nj == 0) else 0.0
     phi[5] = 1.0 if c >= 2 else 0.0
     phi[6] = _dot_sorted(enc.ti_ptr, enc.ti_ids, enc.ti_w, i, j)[0]
-    phi[7] = _dot_sorted(enc.ve_ptr, enc.ve_ids, enc.ve_w, i, j)[0]
+    phi[7], cv, _ = _dot_sorted(enc.ve_ptr, enc.ve_ids, enc.ve_w, i, j)
     vi, vj = int(enc.venue_id[i]), int(enc.venue_id[j])
     phi[8] = 1.0 if (vi >= 0 and vi == vj) else 0.0
+    nvi = int(enc.ve_ptr[i + 1] - enc.ve_ptr[i])
+    nvj = int(enc.ve_ptr[j + 1] - enc.ve_ptr[j])
+    phi[49] = 1.0 if (nvi > 0 and nvj > 0 and phi[8] == 0.0 and (cv == nvi or cv == nvj)) else 0.0
     ai, aj = int(enc.affil_id[i]), int(enc.affil_id[j])
     if ai >= 0 and aj >= 0:
         phi[9] = _dot_sorted(enc.af_ptr, enc.af_ids, enc.af_w, i, j)[0]
@@ -124,20 +154,64 @@ def block_phi(enc, i, j):
     phi[27] = log_n
     for k in range(5):
         phi[28 + k] = float(enc.block_stats[k])
-    _, c3, _ = _dot_sorted(enc.ck_ptr, enc.ck_ids, enc.ck_w, i, j)
-    phi[33] = math.log1p(float(c3))
+    n_ok, n_bad = _match_names(enc.ck_ptr, enc.ck_ids, enc.ck_fn, i, j)
+    phi[33] = math.log1p(float(n_ok + n_bad))
     phi[34] = phi[33] - phi[0] if phi[33] > phi[0] else 0.0
+    phi[51] = math.log1p(float(n_ok))
+    phi[52] = math.log1p(float(n_bad))
+    fi, fj = int(enc.first_code[i]), int(enc.first_code[j])
+    li, lj = int(enc.init_len[i]), int(enc.init_len[j])
+    ci_, cj_ = int(enc.init_code[i]), int(enc.init_code[j])
+    if li > 0 and lj > 0:
+        compat = (cj_ >> (5 * (lj - li))) == ci_ if li <= lj else (ci_ >> (5 * (li - lj))) == cj_
+    else:
+        compat = False
+    gi, gj = int(enc.given_code[i]), int(enc.given_code[j])
+    phi[39] = 1.0 if (gi >= 0 and gi == gj) else 0.0
+    phi[35] = 1.0 if ((fi >= 0 and fi == fj) or phi[39] > 0.0) else 0.0
+    phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj and phi[39] == 0.0)
+                      or (li > 0 and lj > 0 and int(enc.first_init[i]) != int(enc.first_init[j]))) else 0.0
+    phi[37] = 1.0 if (phi[35] == 0.0 and phi[36] == 0.0 and compat and (fi < 0 or fj < 0)) else 0.0
+    mi, mj = int(enc.mid_init[i]), int(enc.mid_init[j])
+    phi[38] = 1.0 if (mi >= 0 and mj >= 0 and mi != mj) else 0.0
+    ri, rj = float(enc.name_rarity[i]), float(enc.name_rarity[j])
+    phi[40] = (ri if ri < rj else rj) if phi[35] > 0.0 else 0.0
+    phi[41] = float(enc.init_amb[i]) if phi[37] > 0.0 else 0.0
+    if enc.ab_ptr[i + 1] > enc.ab_ptr[i] and enc.ab_ptr[j + 1] > enc.ab_ptr[j]:
+        phi[42], phi[43] = _dot_sorted(enc.ab_ptr, enc.ab_ids, enc.ab_w, i, j)[0], 0.0
+    else:
+        phi[42], phi[43] = 0.0, 1.0
+    if enc.kw_ptr[i + 1] > enc.kw_ptr[i] and enc.kw_ptr[j + 1] > enc.kw_ptr[j]:
+        phi[44], phi[45] = _dot_sorted(enc.kw_ptr, enc.kw_ids, enc.kw_w, i, j)[0], 0.0
+    else:
+        phi[44], phi[45] = 0.0, 1.0
+    k = int(enc.n_topics)
+    if k > 0:
+        phi[46] = _dense_dot(enc.topic, i * k, enc.topic, j * k, k)
+        if phi[17] > 0.0:
+            phi[47] = 1.0
+        else:
+            phi[47] = _dense_dot(enc.comp_topic, int(enc.comp1[i]) * k, enc.comp_topic, int(enc.comp1[j]) * k, k)
+    else:
+        phi[46] = phi[47] = 0.0
+    dot = _dot2(enc.va_ptr, enc.va_ids, enc.va_w, i, enc.vt_ptr, enc.vt_ids, enc.vt_w, j)
+    dot += _dot2(enc.va_ptr, enc.va_ids, enc.va_w, j, enc.vt_ptr, enc.vt_ids, enc.vt_w, i)
+    phi[48] = 1.0 if dot > 0.0 else 0.0
+    phi[50] = phi[46] * phi[12]
     for k in range(N_BASE):
         phi[N_BASE + k] = phi[k] * phi[17]
     return phi
 
 
 def block_factor(enc, theta, bias, i, j):
-    """f_theta(x_i, x_j) = bias + sum_k theta_k phi_k (same summation order as C)."""
+    """f_theta(x_i, x_j) = bias + sum_k theta_k phi_k (same summation order as C: base, then interactions)."""
     phi = block_phi(enc, i, j)
     s = float(bias)
-    for k in range(N_FEATURES):
+    for k in range(N_BASE):
         s += float(theta[k]) * phi[k]
+    if phi[17] != 0.0:  # interaction half: phi[N_BASE + k] = phi[k] * same_comp1
+        for k in range(N_BASE):
+            s += float(theta[N_BASE + k]) * phi[k]
     return s
 
 

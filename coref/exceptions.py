@@ -35,6 +35,22 @@ class SkippedRecordsWarning(UserWarning):
     """Some records could not be read and were skipped (counted in the load report)."""
 
 
+class ModelFormatError(ValueError):
+    """A saved model (or checkpoint) cannot be used: tampered, foreign, other version or feature layout.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    path : str or None
+        The file at fault (named in the message).
+    """
+
+    def __init__(self, message, *, path=None):
+        self.path = None if path is None else str(path)
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
 class SkippedFilesWarning(SkippedRecordsWarning):
     """Whole files of a folder could not be read and were skipped (named in the load report).
 

@@ -11,18 +11,56 @@ chooses it on the TRAINING blocks only, by running short exact annealed Gibbs fo
 each value of ``shift_grid`` and keeping the one with the best training B3 F1
 (factors computed from a theta cross-fitted over training-block folds, so that
 the shift is tuned on blocks the theta did not see).
+
+Saved model format (:func:`save_model` / :func:`load_model`), a directory of three
+files, none of them executable::
+
+    model.json     {"format": "coref-pairwise-model", "version": 1, "coref_version": str,
+                    "feature_names": [str, ...]        # the phi layout theta was fitted on
+                    "params": {C, max_pairs_per_block, class_weight, bias_shift, shift_grid,
+                               shift_tol, tune_sweeps, tune_max_blocks, rng},
+                    "intercept": float, "shift": float, "bias": float, "n_pairs": int,
+                    "shift_scores": {str(shift): float},
+                    "vocabulary": {"n_docs": int, "tables": {"title"|"venue"|"affiliation": {word: int}}},
+                    "extra": {...}}                    # e.g. AuthorCoref settings, training data summary
+    theta.npz      float64 array "theta" of shape (len(feature_names),), and the long numeric
+                   lists of the vocabulary state (e.g. LSA components) as arrays "state_<k>",
+                   referenced from model.json as {"$npz": "state_<k>"}
+    manifest.json  {"format": "coref-model-manifest", "version": 1,
+                    "files": {"model.json": sha256, "theta.npz": sha256}}
+
+:func:`load_model` checks the manifest's format and version, the SHA-256 of every file,
+the model version, that ``feature_names`` equals this code's
+``coref.features.FEATURE_NAMES``, the shape and finiteness of theta and every field's
+type, and raises :class:`ModelFormatError` naming the file otherwise. The npz is read
+with ``allow_pickle=False``.
 """
 from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from coref import _factors
 from coref.evaluate import b3
+from coref.exceptions import ModelFormatError
 from coref.features import FEATURE_NAMES, N_FEATURES, EncodedBlock, Vocabulary, encode_mentions
+from sampling._build import load_kernel
 from sampling._rng import as_generator
 
-__all__ = ["PairwiseModel", "labeled_pairs"]
+_factors = load_kernel("coref._factors")
+
+__all__ = ["PairwiseModel", "labeled_pairs", "save_model", "load_model", "MODEL_FORMAT", "MODEL_VERSION"]
+
+MODEL_FORMAT = "coref-pairwise-model"
+MODEL_VERSION = 1
+_MANIFEST_FORMAT = "coref-model-manifest"
+_FILES = ("model.json", "theta.npz")
 
 
 def labeled_pairs(enc: EncodedBlock, gold: np.ndarray, *, max_pairs: int, rng) -> tuple:
@@ -90,7 +128,7 @@ class PairwiseModel:
         Exact Gibbs sweeps per candidate shift when tuning.
     tune_max_blocks : int, default 40
         At most this many training blocks are used to tune the shift.
-    random_state : None, int or numpy.random.Generator, default 0
+    rng : None, int or numpy.random.Generator, default 0
         Pair subsampling and tuning randomness.
 
     Attributes
@@ -111,7 +149,7 @@ class PairwiseModel:
 
     def __init__(self, *, C=0.1, max_pairs_per_block=3000, class_weight=None,
                  bias_shift="auto", shift_grid=(0.0, 0.5, 1.0),
-                 shift_tol=0.005, tune_sweeps=12, tune_max_blocks=40, random_state=0):
+                 shift_tol=0.005, tune_sweeps=12, tune_max_blocks=40, rng=0):
         self.C = C
         self.max_pairs_per_block = max_pairs_per_block
         self.class_weight = class_weight
@@ -120,14 +158,15 @@ class PairwiseModel:
         self.shift_tol = shift_tol
         self.tune_sweeps = tune_sweeps
         self.tune_max_blocks = tune_max_blocks
-        self.random_state = random_state
+        self.rng = rng
 
     # ------------------------------------------------------------------ fitting
     def _check_df(self, df, *, need_gold):
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__} instead")
-        cols = ["mention_id", "block", "name", "coauthors", "title", "venue", "year",
-                "affiliation"] + (["gold"] if need_gold else [])
+        from coref.io import MENTION_COLUMNS
+
+        cols = [c for c in MENTION_COLUMNS if c != "gold" or need_gold]
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise ValueError(f"df is missing the mention column(s) {missing}")
@@ -186,7 +225,7 @@ class PairwiseModel:
         self._check_df(df, need_gold=True)
         if not (self.bias_shift == "auto" or isinstance(self.bias_shift, (int, float))):
             raise ValueError(f"bias_shift must be a number or 'auto'; got {self.bias_shift!r}")
-        gen = as_generator(self.random_state)
+        gen = as_generator(self.rng)
         self.vocabulary_ = Vocabulary.fit(df)
         X, y = self._pairs(df, self.vocabulary_, gen)
         self.theta_, self.intercept_ = self._regress(X, y)
@@ -204,7 +243,10 @@ class PairwiseModel:
         """Pick the shift with the best B3 F1 on (cross-fitted) training blocks."""
         from coref.gibbs import GibbsCoref
 
-        blocks = np.array(sorted(df["block"].unique()))
+        # only blocks with two labeled mentions can train a theta or score a shift: an
+        # inner split over all blocks could leave a half with nothing to fit on
+        n_lab = df["gold"].notna().groupby(df["block"]).sum()
+        blocks = np.array(sorted(n_lab.index[n_lab.to_numpy() >= 2]))
         if len(blocks) < 4:
             return 0.0, {}
         perm = gen.permutation(len(blocks))
@@ -213,14 +255,14 @@ class PairwiseModel:
         chosen = set(blocks[perm[: int(self.tune_max_blocks)]])
         for k in range(n_fold):
             test_b = set(blocks[perm[k::n_fold]])
-            train = df[~df["block"].isin(test_b)]
+            train = df[df["block"].isin(set(blocks) - test_b)]
             test = df[df["block"].isin(test_b & chosen)]
             test = test[test["gold"].notna()]
             if len(test) == 0:
                 continue
             sub = PairwiseModel(C=self.C, max_pairs_per_block=self.max_pairs_per_block,
                                 class_weight=self.class_weight, bias_shift=0.0,
-                                random_state=gen)
+                                rng=gen)
             sub.fit(train)
             for s in self.shift_grid:
                 sub.bias_ = float(sub.intercept_ + s)
@@ -283,3 +325,240 @@ class PairwiseModel:
         out = np.empty((len(I), N_FEATURES))
         _factors.pair_features(enc, I, J, out)
         return out
+
+
+# --------------------------------------------------------------------------- persistence
+
+def _sha256(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _params_state(model):
+    rng = model.rng
+    if rng is not None and not (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)):
+        rng = None  # a Generator is not data; the fitted state does not depend on it any more
+    shift = model.bias_shift
+    return {"C": float(model.C), "max_pairs_per_block": int(model.max_pairs_per_block),
+            "class_weight": model.class_weight,
+            "bias_shift": shift if shift == "auto" else float(shift),
+            "shift_grid": [float(x) for x in model.shift_grid], "shift_tol": float(model.shift_tol),
+            "tune_sweeps": int(model.tune_sweeps), "tune_max_blocks": int(model.tune_max_blocks),
+            "rng": None if rng is None else int(rng)}
+
+
+def save_model(model, path, *, extra=None):
+    """Save a fitted :class:`PairwiseModel` to the directory ``path`` (JSON + npz + manifest).
+
+    Parameters
+    ----------
+    model : PairwiseModel
+        Fitted.
+    path : str or os.PathLike
+        Directory (created). Existing model files in it are replaced atomically, the
+        manifest last.
+    extra : dict or None
+        JSON-able metadata stored under ``"extra"`` (read back by :func:`load_model`).
+
+    Returns
+    -------
+    pathlib.Path
+        The directory.
+
+    Raises
+    ------
+    RuntimeError
+        If the model is not fitted.
+    """
+    from sampling._atomic import atomic_path, atomic_write_text
+
+    from coref import __version__
+
+    model._check_fitted()
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    arrays = {"theta": np.asarray(model.theta_, dtype=np.float64)}
+    vocab = _externalize(model.vocabulary_.to_state(), arrays)
+    doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "coref_version": __version__,
+           "feature_names": list(model.feature_names_), "params": _params_state(model),
+           "intercept": float(model.intercept_), "shift": float(model.shift_), "bias": float(model.bias_),
+           "n_pairs": int(model.n_pairs_),
+           "shift_scores": {repr(float(k)): float(v) for k, v in model.shift_scores_.items()},
+           "vocabulary": vocab, "extra": extra or {}}
+    (path / "manifest.json").unlink(missing_ok=True)  # an interrupted save is not a model
+    atomic_write_text(path / "model.json", json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    with atomic_path(path / "theta.npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+    manifest = {"format": _MANIFEST_FORMAT, "version": MODEL_VERSION,
+                "files": {name: _sha256(path / name) for name in _FILES}}
+    atomic_write_text(path / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+_BIG = 256  # numeric lists longer than this go to the npz, referenced as {"$npz": name}
+
+
+def _externalize(obj, arrays):
+    """Copy of a JSON-able state with long numeric lists moved into ``arrays`` (npz)."""
+    if isinstance(obj, dict):
+        return {k: _externalize(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list) and len(obj) > _BIG:
+        try:
+            a = np.asarray(obj, dtype=np.float64)
+        except (TypeError, ValueError):
+            a = None
+        if a is not None and a.ndim in (1, 2):
+            name = f"state_{len(arrays)}"
+            arrays[name] = a
+            return {"$npz": name}
+    if isinstance(obj, list):
+        return [_externalize(v, arrays) for v in obj]
+    return obj
+
+
+def _internalize(obj, arrays, used, file):
+    """Inverse of :func:`_externalize`; ``used`` collects the array names referenced."""
+    if isinstance(obj, dict):
+        if set(obj) == {"$npz"}:
+            name = obj["$npz"]
+            if not isinstance(name, str) or name not in arrays or name == "theta" or name in used:
+                raise ModelFormatError(f"bad array reference {name!r}", path=file)
+            used.add(name)
+            a = arrays[name]
+            if a.dtype != np.float64 or a.ndim not in (1, 2) or not np.all(np.isfinite(a)):
+                raise ModelFormatError(f"array {name!r} must be finite float64 of 1 or 2 dimensions", path=file)
+            return a.tolist()
+        return {k: _internalize(v, arrays, used, file) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_internalize(v, arrays, used, file) for v in obj]
+    return obj
+
+
+def _field(doc, key, kind, file):
+    v = doc.get(key) if isinstance(doc, dict) else None
+    ok = {"float": isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+          "int": isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+          "dict": isinstance(v, dict), "list": isinstance(v, list), "str": isinstance(v, str)}[kind]
+    if not ok:
+        raise ModelFormatError(f"field {key!r} must be a {kind}; got {v!r:.60}", path=file)
+    return v
+
+
+def _feature_mismatch(saved, current):
+    k = next((i for i, (a, b) in enumerate(zip(saved, current)) if a != b), min(len(saved), len(current)))
+    a = saved[k] if k < len(saved) else "<end>"
+    b = current[k] if k < len(current) else "<end>"
+    return (f"the model was fitted on {len(saved)} features, this code computes {len(current)} "
+            f"(first difference at feature {k}: {a!r} in the model, {b!r} here)")
+
+
+def load_model(path):
+    """Load a model saved by :func:`save_model`, verifying it first.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Model directory.
+
+    Returns
+    -------
+    model : PairwiseModel
+        Fitted, ready for ``encode`` / ``pairwise_factor`` / ``GibbsCoref``.
+    extra : dict
+        The ``extra`` metadata saved with it.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a directory.
+    coref.exceptions.ModelFormatError
+        Naming the file: no manifest or model file (not a coref model), a checksum
+        mismatch (tampered or corrupted), another format or version, a feature layout
+        other than this code's (retrain with ``coref fit``), or a malformed field.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"model directory not found: {path}")
+    mpath = path / "manifest.json"
+    if not mpath.is_file():
+        raise ModelFormatError("no manifest.json: not a coref model directory (or an interrupted save)",
+                               path=mpath)
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFormatError(f"not valid JSON ({exc})", path=mpath) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != _MANIFEST_FORMAT:
+        raise ModelFormatError("not a coref model manifest", path=mpath)
+    if manifest.get("version") != MODEL_VERSION:
+        raise ModelFormatError(f"model format version {manifest.get('version')!r}; this coref reads "
+                               f"version {MODEL_VERSION}", path=mpath)
+    files = manifest.get("files")
+    if not isinstance(files, dict) or sorted(files) != sorted(_FILES):
+        raise ModelFormatError(f"the manifest must list exactly {list(_FILES)}", path=mpath)
+    for name in _FILES:
+        f = path / name
+        if not f.is_file():
+            raise ModelFormatError("listed in manifest.json but missing", path=f)
+        if _sha256(f) != files[name]:
+            raise ModelFormatError("SHA-256 does not match manifest.json: the file was modified "
+                                   "(tampered or corrupted); refusing to load it", path=f)
+    jpath = path / "model.json"
+    try:
+        doc = json.loads(jpath.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFormatError(f"not valid JSON ({exc})", path=jpath) from None
+    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+        raise ModelFormatError(f"format {doc.get('format') if isinstance(doc, dict) else None!r}, "
+                               f"expected {MODEL_FORMAT!r}", path=jpath)
+    if doc.get("version") != MODEL_VERSION:
+        raise ModelFormatError(f"model version {doc.get('version')!r}; this coref reads version {MODEL_VERSION}",
+                               path=jpath)
+    names = _field(doc, "feature_names", "list", jpath)
+    if names != list(FEATURE_NAMES):
+        raise ModelFormatError(
+            _feature_mismatch(names, list(FEATURE_NAMES)) + "; refit it with `coref fit --data LABELED "
+            f"--model {path}` (the shipped default: `python -m coref fit --data data/aminer_na "
+            "--model coref/models/default`)", path=jpath)
+    try:
+        with np.load(path / "theta.npz", allow_pickle=False) as z:
+            if "theta" not in z.files:
+                raise ModelFormatError(f"no array 'theta'; got {sorted(z.files)}", path=path / "theta.npz")
+            arrays = {k: np.array(z[k]) for k in z.files}
+            theta = arrays["theta"]
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        if isinstance(exc, ModelFormatError):
+            raise
+        raise ModelFormatError(f"unreadable npz ({exc})", path=path / "theta.npz") from None
+    if theta.dtype != np.float64 or theta.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(theta)):
+        raise ModelFormatError(f"theta must be finite float64 of shape ({len(FEATURE_NAMES)},); got "
+                               f"{theta.dtype} {theta.shape}", path=path / "theta.npz")
+    p = _field(doc, "params", "dict", jpath)
+    try:
+        model = PairwiseModel(**{k: p[k] for k in ("C", "max_pairs_per_block", "class_weight", "bias_shift",
+                                                    "shift_grid", "shift_tol", "tune_sweeps", "tune_max_blocks",
+                                                    "rng")})
+        used = set()
+        vocab_state = _internalize(_field(doc, "vocabulary", "dict", jpath), arrays, used, jpath)
+        if used != set(arrays) - {"theta"}:
+            raise ModelFormatError(f"arrays not referenced by model.json: {sorted(set(arrays) - used - {'theta'})}",
+                                   path=path / "theta.npz")
+        vocab = Vocabulary.from_state(vocab_state)
+    except ModelFormatError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFormatError(f"bad params or vocabulary ({exc})", path=jpath) from None
+    model.theta_ = np.ascontiguousarray(theta)
+    model.intercept_ = float(_field(doc, "intercept", "float", jpath))
+    model.shift_ = float(_field(doc, "shift", "float", jpath))
+    model.bias_ = float(_field(doc, "bias", "float", jpath))
+    if abs(model.bias_ - (model.intercept_ + model.shift_)) > 1e-9 * max(1.0, abs(model.bias_)):
+        raise ModelFormatError("bias must equal intercept + shift", path=jpath)
+    model.n_pairs_ = int(_field(doc, "n_pairs", "int", jpath))
+    scores = _field(doc, "shift_scores", "dict", jpath)
+    try:
+        model.shift_scores_ = {float(k): float(v) for k, v in scores.items()}
+    except (TypeError, ValueError):
+        raise ModelFormatError("shift_scores must map numbers to numbers", path=jpath) from None
+    model.vocabulary_ = vocab
+    model.feature_names_ = FEATURE_NAMES
+    return model, _field(doc, "extra", "dict", jpath)

@@ -1,13 +1,17 @@
-"""The ``coref run`` pipeline: load -> block -> fit theta -> Gibbs -> score -> report.
+"""The ``coref run`` evaluation: load -> block -> fit theta -> Gibbs -> score -> report.
 
 Grouped k-fold cross-validation by block: the pairwise model (theta) of fold k is
 fitted on the labeled blocks of the other folds and used to infer the blocks of fold
-k, so B3 is never reported on blocks whose labels trained theta. Blocks are
-independent given theta, so inference maps blocks over an executor: in-process
-("local") or a Dask cluster (``workers=N`` starts a ``distributed.LocalCluster``,
-``scheduler=ADDRESS`` connects to a running one). Each block gets its own random
-generator ``coref.gibbs.block_rng(seed, block)``, so the clusters do not depend on the
-executor, on the number of workers or on the order in which blocks finish.
+k, so B3 is never reported on blocks whose labels trained theta. It is built on the
+same pieces as ``coref predict``: :mod:`coref.settings` (one validated settings
+object), :mod:`coref.inputs` (loading), :mod:`coref.inference` (blocks over an
+executor, local or Dask, same clusters on both), :mod:`coref.outputs` (lock, manifest,
+checkpoints) and :mod:`coref.report`.
+
+Checkpoints (``--resume``) are npz files per (sampler, fold, block) and saved fold
+models (:func:`coref.model.save_model`) under ``OUT/.checkpoint/KEY``, KEY being the
+hash of the settings and of the data; each is validated against the block's mention
+ids, the block name and KEY before reuse and recomputed otherwise. Nothing is unpickled.
 
 References
 ----------
@@ -19,80 +23,34 @@ References
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
-import json
-import os
-import pickle
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from coref.report import SAMPLERS  # ("racing", "exact")
-from sampling._atomic import atomic_open
+from coref.inference import BlockResult, execute, executor_context, infer_blocks, pad, single_thread
 
 __all__ = ["run", "RunResult", "BlockResult", "assign_folds", "infer_blocks", "add_arguments", "main"]
 
-FORMATS = ("aminer", "han", "s2and", "crossref", "csv", "parquet")
-_REQUIRED_COLUMNS = ("mention_id", "block", "name", "coauthors", "title", "venue", "year", "affiliation", "gold")
-_CHECKPOINT_DIR = ".checkpoint"
-_CHECKPOINT_VERSION = 1
-_CONNECT_TIMEOUT = "20s"  # --scheduler: give up connecting after this long
-_CHUNK_MENTIONS = 400  # Dask: group small blocks into tasks of about this many mentions
+
+_single_thread = single_thread  # used by benchmarks/bench_coref_gibbs.py
 
 
-# --------------------------------------------------------------------------- plumbing
-# The model / sampler classes are looked up at call time (lazy imports: importing
-# coref.pipeline must not import scikit-learn, Dask or the Gibbs kernels).
+def _load(data, format=None, strict=False):
+    """(mentions, description) as ``coref run`` loads them (used by benchmarks)."""
+    from coref.inputs import load_input
+
+    return load_input(data, format=format, strict=strict, command="run", need_gold=True)
+
 
 def _model_cls():
+    """The pairwise model class, looked up at call time (tests substitute a stand-in)."""
     from coref.model import PairwiseModel
 
     return PairwiseModel
-
-
-def _gibbs_cls():
-    from coref.gibbs import GibbsCoref
-
-    return GibbsCoref
-
-
-@dataclass(frozen=True)
-class BlockResult:
-    """Gibbs output for one (sampler, fold, block).
-
-    Attributes
-    ----------
-    sampler : str
-    fold : int
-    block : str
-    mention_id : ndarray of shape (n_block,)
-        Mention ids in the block's row order.
-    cluster_id : ndarray of shape (n_block,)
-        Final cluster id of each mention (``GibbsCoref.clusters_``).
-    n_factor_evals : int
-        Pairwise factors evaluated in the block (all sweeps).
-    wall_s : float
-        Seconds spent in ``GibbsCoref.fit`` for the block.
-    evals_history : ndarray of shape (n_sweeps + 1,)
-        Cumulative factor evaluations after each sweep (entry 0 = before sweep 1).
-    labels_history : ndarray of shape (n_sweeps + 1, n_block) or None
-        Cluster label of each mention after each sweep (row 0 = initial state).
-    """
-
-    sampler: str
-    fold: int
-    block: str
-    mention_id: np.ndarray
-    cluster_id: np.ndarray
-    n_factor_evals: int
-    wall_s: float
-    evals_history: np.ndarray
-    labels_history: np.ndarray | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -115,6 +73,8 @@ class RunResult:
         Block results taken from checkpoints (``resume=True``).
     n_computed : int
         Block results computed in this call.
+    refused : tuple of str
+        Checkpoints found but refused (why), then recomputed.
     """
 
     metrics: dict
@@ -124,6 +84,7 @@ class RunResult:
     paths: dict
     n_reused: int
     n_computed: int
+    refused: tuple = ()
 
     def summary(self):
         """Short plain-text table of the per-sampler results."""
@@ -132,113 +93,7 @@ class RunResult:
         return format_summary(self.metrics)
 
 
-# --------------------------------------------------------------------------- one block
-
-def _infer_block(block_df, model, *, sampler, fold, block, seed, delta, n_sweeps, record_history,
-                 gibbs_params=None):
-    """Run Gibbs on one block with its own generator; assumes validated input."""
-    Gibbs = _gibbs_cls()
-    # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
-    # (model, block, seed) only, not on the executor or on which blocks share a task.
-    kwargs = dict(gibbs_params or {})
-    kwargs.update(sampler=sampler, delta=delta, rng=seed, record_history=record_history)
-    if n_sweeps is not None:
-        kwargs["n_sweeps"] = n_sweeps
-    t0 = time.perf_counter()
-    g = Gibbs(model, **kwargs).fit(block_df)
-    wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
-    mids = block_df["mention_id"].to_numpy(dtype=object)
-    clusters = g.clusters_
-    cluster_id = clusters.reindex(mids).to_numpy(dtype=object)
-    n_evals = int(g.n_factor_evals_)
-    labels_history = None
-    evals = np.array([0, n_evals], dtype=np.int64)
-    hist = getattr(g, "history_", None)
-    if hist is not None and len(hist):
-        evals = np.asarray(hist["n_factor_evals"], dtype=np.int64)
-    lh = getattr(g, "labels_history_", None) if record_history else None
-    if lh is not None:
-        labels_history = np.asarray(lh, dtype=np.int32)
-        n_rows = labels_history.shape[0]
-        if len(evals) == n_rows - 1:
-            evals = np.concatenate([[0], evals])
-        elif len(evals) != n_rows:
-            evals = _pad(evals, n_rows)
-    return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history)
-
-
-def _infer_chunk(items, model, settings):
-    """Dask task: ``items`` is a list of (sampler, fold, block, block_df) sharing one model."""
-    with _single_thread():
-        return [
-            _infer_block(bdf, model, sampler=s, fold=f, block=b, **settings)
-            for s, f, b, bdf in items
-        ]
-
-
-def _single_thread():
-    """Context limiting BLAS and OpenMP to one thread (same arithmetic on every executor)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1)
-
-
-def _pad(a, n):
-    """Repeat the last entry (or row) of ``a`` until it has ``n`` entries; truncate if longer."""
-    a = np.asarray(a)
-    if len(a) >= n:
-        return a[:n]
-    reps = np.repeat(a[-1:], n - len(a), axis=0)
-    return np.concatenate([a, reps], axis=0)
-
-
-# --------------------------------------------------------------------------- data
-
-def _load(data, format, strict):
-    """Return (mentions DataFrame, data description dict)."""
-    if isinstance(data, pd.DataFrame):
-        missing = [c for c in _REQUIRED_COLUMNS if c not in data.columns]
-        if missing:
-            raise ValueError(f"the data DataFrame lacks the mention columns {missing}; see coref.io.load_mentions")
-        df = data.reset_index(drop=True)
-        desc = {"path": "<DataFrame>", "format": "dataframe", "n_read": len(df), "n_skipped": 0}
-    else:
-        from coref.io import load_mentions
-
-        if data is None:
-            from sampling._data import data_path
-
-            path = data_path("aminer_na")
-            if format is None:
-                format = "aminer"
-        else:
-            if not isinstance(data, (str, os.PathLike)):
-                raise TypeError(f"the data parameter of coref.run must be None, a path or a DataFrame; got {type(data).__name__} instead")
-            path = Path(data).expanduser()
-            if not path.exists():
-                raise FileNotFoundError(f"--data {str(data)!r}: no such file or directory")
-            if path.is_dir() and not any(path.iterdir()):
-                raise ValueError(f"--data {str(data)!r}: the directory is empty (expected mention files, e.g. AMiner XML)")
-        df, report = load_mentions(path, format=format, strict=strict, return_report=True)
-        desc = {"path": str(path), "format": format or "auto", "n_read": int(getattr(report, "n_read", len(df))),
-                "n_skipped": int(getattr(report, "n_skipped", 0))}
-        skipped = tuple(getattr(report, "skipped", ()) or ())
-        if skipped:
-            desc["skipped_examples"] = [f"{p}:{r}: {why}" for p, r, why in skipped[:10]]
-        desc["n_repaired"] = len(tuple(getattr(report, "notes", ()) or ()))
-        df = df.reset_index(drop=True)
-    if len(df) == 0:
-        raise ValueError(f"no mentions were loaded from {desc['path']!r}")
-    if df["mention_id"].duplicated().any():
-        dup = df.loc[df["mention_id"].duplicated(), "mention_id"].iloc[0]
-        raise ValueError(f"mention ids must be unique; {dup!r} occurs more than once in {desc['path']!r}")
-    if df["block"].isna().any():
-        from coref.blocking import assign_blocks
-
-        df = assign_blocks(df)
-    df["block"] = df["block"].astype(str)
-    return df, desc
-
+# --------------------------------------------------------------------------- folds
 
 def assign_folds(df, folds):
     """Fold of each block: grouped k-fold over labeled blocks, round-robin for the rest.
@@ -289,220 +144,6 @@ def assign_folds(df, folds):
     return fold_of, set(labeled_blocks)
 
 
-def _fingerprint(df):
-    cols = ["mention_id", "block", "name", "title", "venue", "year", "affiliation", "gold"]
-    frame = df[cols].astype(str)
-    frame["coauthors"] = df["coauthors"].map(lambda c: "|".join(c) if isinstance(c, (list, tuple, np.ndarray)) else str(c))
-    h = hashlib.sha1(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
-    return h.hexdigest()
-
-
-# --------------------------------------------------------------------------- checkpoints
-
-class _Checkpoints:
-    """Per (sampler, fold, block) results and per-fold models under ``out/.checkpoint/<key>``."""
-
-    def __init__(self, out, key):
-        self.root = Path(out) / _CHECKPOINT_DIR / key
-
-    def _block_path(self, sampler, fold, block):
-        h = hashlib.sha1(str(block).encode("utf-8")).hexdigest()[:20]
-        return self.root / sampler / f"fold{fold}" / f"{h}.pkl"
-
-    def _model_path(self, fold):
-        return self.root / f"model_fold{fold}.pkl"
-
-    @staticmethod
-    def _read(path):
-        try:
-            with open(path, "rb") as fh:
-                return pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
-            return None
-
-    def _write(self, path, obj):
-        with atomic_open(path, "wb") as fh:
-            pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def load_block(self, sampler, fold, block):
-        r = self._read(self._block_path(sampler, fold, block))
-        if isinstance(r, BlockResult) and r.block == str(block) and r.sampler == sampler and r.fold == fold:
-            return r
-        return None
-
-    def save_block(self, result):
-        self._write(self._block_path(result.sampler, result.fold, result.block), result)
-
-    def load_model(self, fold):
-        """(model, fit seconds) or (None, None)."""
-        r = self._read(self._model_path(fold))
-        if isinstance(r, dict) and "model" in r:
-            return r["model"], r.get("fit_s")
-        return None, None
-
-    def save_model(self, fold, model, fit_s):
-        self._write(self._model_path(fold), {"model": model, "fit_s": fit_s})
-
-
-# --------------------------------------------------------------------------- executors
-
-def _local_cluster(n_workers):
-    """A ``distributed.LocalCluster``: worker processes with one thread each, loopback only.
-
-    The dashboard is off; the scheduler's small HTTP server (health checks only) gets a
-    free loopback port instead of 8787, so several clusters can run side by side.
-    """
-    import logging
-
-    from distributed import LocalCluster
-
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        dashboard_address=None, silence_logs=logging.ERROR,
-                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False})
-
-
-@contextlib.contextmanager
-def _executor_context(executor, workers, scheduler):
-    """Yield (client or None, description). Closes only what it started."""
-    if executor is not None and (workers is not None or scheduler is not None):
-        raise ValueError("give either executor or workers / scheduler, not both")
-    if workers is not None and scheduler is not None:
-        raise ValueError("give either workers (start a local Dask cluster) or scheduler (connect to one), not both")
-    if workers is not None:
-        from distributed import Client
-
-        cluster = _local_cluster(workers)
-        try:
-            with Client(cluster) as client:
-                yield client, f"dask LocalCluster ({workers} workers x 1 thread, loopback)"
-        finally:
-            cluster.close()
-        return
-    if scheduler is not None:
-        from distributed import Client
-
-        try:
-            client = Client(scheduler, timeout=_CONNECT_TIMEOUT)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise ConnectionError(f"--scheduler {scheduler!r}: could not connect to a Dask scheduler ({exc})") from exc
-        try:
-            yield client, f"dask scheduler {scheduler}"
-        finally:
-            client.close()
-        return
-    if executor is None or (isinstance(executor, str) and executor == "local"):
-        yield None, "local"
-        return
-    if hasattr(executor, "submit") and hasattr(executor, "scatter"):
-        yield executor, f"dask client {getattr(executor, 'scheduler', '')}"
-        return
-    raise TypeError(
-        "the executor parameter of coref.run must be None, 'local' or a distributed.Client; "
-        f"got {executor!r} instead"
-    )
-
-
-def _chunks(items, target):
-    """Group (sampler, fold, block, df) items of one model into lists of about ``target`` mentions."""
-    chunk, size = [], 0
-    for it in items:
-        chunk.append(it)
-        size += len(it[3])
-        if size >= target:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
-
-
-def infer_blocks(df, model, *, sampler="racing", fold=0, seed=0, delta=0.05, n_sweeps=None,
-                 record_history=True, client=None, progress=False, on_result=None, skip=None,
-                 gibbs_params=None):
-    """Gibbs over every block of ``df`` with one fitted model, locally or on Dask.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Mentions (schema of :func:`coref.io.load_mentions`), any number of blocks.
-    model : coref.model.PairwiseModel
-        Fitted model (scattered once to the workers when ``client`` is given).
-    sampler : {"racing", "exact"}
-    fold : int
-        Recorded in the results.
-    seed : int
-        Block ``b`` uses ``coref.gibbs.block_rng(seed, b)``.
-    delta, n_sweeps, record_history
-        Passed to :class:`coref.gibbs.GibbsCoref` (``n_sweeps=None``: its default).
-    client : distributed.Client or None
-        ``None`` runs in this process.
-    progress : bool
-        Show a tqdm bar over blocks.
-    on_result : callable or None
-        Called with each :class:`BlockResult` as it arrives (e.g. to checkpoint).
-    skip : set or None
-        Blocks not to run.
-    gibbs_params : dict or None
-        Further :class:`coref.gibbs.GibbsCoref` hyperparameters (e.g. ``t_end``).
-
-    Returns
-    -------
-    list of BlockResult
-        In the order of ``df``'s blocks (whatever order they finished in).
-    """
-    groups = [(b, g.reset_index(drop=True)) for b, g in df.groupby("block", sort=False) if not skip or b not in skip]
-    items = [(sampler, fold, b, g) for b, g in groups]
-    settings = dict(seed=seed, delta=delta, n_sweeps=n_sweeps, record_history=record_history,
-                    gibbs_params=gibbs_params)
-    results = _execute(items, {fold: model}, client, settings, progress=progress, on_result=on_result,
-                       desc=f"gibbs {sampler}")
-    order = {b: i for i, (b, _) in enumerate(groups)}
-    return sorted(results, key=lambda r: order[r.block])
-
-
-def _execute(items, models, client, settings, *, progress, on_result, desc):
-    """Run (sampler, fold, block, df) items; ``models`` maps fold -> fitted model."""
-    from tqdm import tqdm
-
-    results = []
-    n_mentions = sum(len(it[3]) for it in items)
-    with tqdm(total=n_mentions, desc=desc, unit="mention", disable=not progress, leave=False,
-              file=sys.stderr, dynamic_ncols=True) as bar:
-        if client is None:
-            with _single_thread():
-                for s, f, b, bdf in items:
-                    bar.set_postfix_str(f"fold {f} block {b} ({len(bdf)})", refresh=False)
-                    r = _infer_block(bdf, models[f], sampler=s, fold=f, block=b, **settings)
-                    results.append(r)
-                    if on_result is not None:
-                        on_result(r)
-                    bar.update(len(bdf))
-            return results
-        from distributed import as_completed
-
-        scattered = {f: client.scatter(m, broadcast=True, hash=False) for f, m in models.items()}
-        by_model = {}
-        for it in sorted(items, key=lambda it: -len(it[3])):  # big blocks first: better load balance
-            by_model.setdefault((it[0], it[1]), []).append(it)
-        futures = []
-        for (s, f), its in by_model.items():
-            for chunk in _chunks(its, _CHUNK_MENTIONS):
-                futures.append(client.submit(_infer_chunk, chunk, scattered[f], settings, pure=False,
-                                             priority=sum(len(c[3]) for c in chunk)))
-        try:
-            for fut in as_completed(futures):
-                chunk_results = fut.result()
-                for r in chunk_results:
-                    results.append(r)
-                    if on_result is not None:
-                        on_result(r)
-                    bar.update(len(r.mention_id))
-                fut.release()
-        except BaseException:
-            client.cancel(futures)
-            raise
-    return results
-
-
 # --------------------------------------------------------------------------- scoring
 
 def _sweep_curves(results, gold, scored_ids):
@@ -522,8 +163,8 @@ def _sweep_curves(results, gold, scored_ids):
         parts_ids, parts_hist = [], []
         offset = 0
         for r in rs:
-            evals += _pad(r.evals_history, n_rows)
-            h = _pad(r.labels_history, n_rows).astype(np.int64)
+            evals += pad(r.evals_history, n_rows)
+            h = pad(r.labels_history, n_rows).astype(np.int64)
             h = h - h.min(initial=0)
             parts_hist.append(h + offset)
             offset += int(h.max(initial=0)) + 1
@@ -562,25 +203,46 @@ def _fit_fold_model(df, labeled, fold):
     """
     t0 = time.perf_counter()
     train = df[(df["_fold"] != fold) & df["block"].isin(labeled)].drop(columns="_fold").reset_index(drop=True)
-    with _single_thread():
+    with single_thread():
         model = _model_cls()().fit(train)
     return model, time.perf_counter() - t0
 
 
-def _fit_models(df, labeled, need_folds, ckpt, *, resume, client, progress):
-    """Fitted model per fold in ``need_folds`` (from checkpoints with ``resume``); fits run on ``client`` if given.
+def _save_fold_model(store, fold, model, fit_s):
+    from coref.model import PairwiseModel, save_model
 
-    Returns
-    -------
-    models : dict fold -> model
-    fit_s : dict fold -> seconds the fit took
-    """
+    if isinstance(model, PairwiseModel):  # stand-ins in tests are not saved
+        save_model(model, store.model_dir(fold), extra={"settings_key": store.key, "fold": int(fold),
+                                                         "fit_s": float(fit_s)})
+
+
+def _load_fold_model(store, fold):
+    """(model, fit seconds) from the checkpoint, or (None, None) (refusal recorded)."""
+    from coref.exceptions import ModelFormatError
+    from coref.model import load_model
+
+    d = store.model_dir(fold)
+    if not d.exists():
+        return None, None
+    try:
+        model, extra = load_model(d)
+    except (ModelFormatError, OSError) as exc:
+        store.refused.append(f"{d}: {exc}")
+        return None, None
+    if extra.get("settings_key") != store.key or extra.get("fold") != int(fold):
+        store.refused.append(f"{d}: saved for settings {extra.get('settings_key')!r} fold {extra.get('fold')!r}")
+        return None, None
+    return model, float(extra.get("fit_s", 0.0))
+
+
+def _fit_models(df, labeled, need_folds, store, *, resume, client, progress):
+    """Fitted model per fold in ``need_folds`` (from checkpoints with ``resume``); fits run on ``client`` if given."""
     from tqdm import tqdm
 
     models, fit_s = {}, {}
     todo = []
     for f in need_folds:
-        m, secs = ckpt.load_model(f) if resume else (None, None)
+        m, secs = _load_fold_model(store, f) if resume else (None, None)
         if m is None:
             todo.append(f)
         else:
@@ -590,7 +252,7 @@ def _fit_models(df, labeled, need_folds, ckpt, *, resume, client, progress):
         if client is None:
             for f in todo:
                 models[f], fit_s[f] = _fit_fold_model(df, labeled, f)
-                ckpt.save_model(f, models[f], fit_s[f])
+                _save_fold_model(store, f, models[f], fit_s[f])
                 bar.update(1)
         elif todo:
             from distributed import as_completed
@@ -601,32 +263,12 @@ def _fit_models(df, labeled, need_folds, ckpt, *, resume, client, progress):
                 for fut in as_completed(list(futures)):
                     f = futures[fut]
                     models[f], fit_s[f] = fut.result()
-                    ckpt.save_model(f, models[f], fit_s[f])
+                    _save_fold_model(store, f, models[f], fit_s[f])
                     bar.update(1)
             except BaseException:
                 client.cancel(list(futures))
                 raise
     return models, fit_s
-
-
-def _run_iv(sampler, folds, seed, delta, n_sweeps, workers):
-    if sampler == "both":
-        samplers = list(SAMPLERS)
-    elif sampler in SAMPLERS:
-        samplers = [sampler]
-    else:
-        raise ValueError(f"the sampler parameter of coref.run must be 'racing', 'exact' or 'both'; got {sampler!r} instead")
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise ValueError(f"the folds parameter of coref.run must be an int >= 2; got {folds!r} instead")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"the seed parameter of coref.run must be a non-negative int; got {seed!r} instead")
-    if not (isinstance(delta, (int, float, np.floating)) and 0.0 < float(delta) < 1.0):
-        raise ValueError(f"the delta parameter of coref.run must be in (0, 1); got {delta!r} instead")
-    if n_sweeps is not None and (isinstance(n_sweeps, bool) or not isinstance(n_sweeps, (int, np.integer)) or n_sweeps < 1):
-        raise ValueError(f"the n_sweeps parameter of coref.run must be None or an int >= 1; got {n_sweeps!r} instead")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1):
-        raise ValueError(f"the workers parameter of coref.run must be None or an int >= 1; got {workers!r} instead")
-    return samplers, int(folds), int(seed), float(delta), None if n_sweeps is None else int(n_sweeps)
 
 
 def run(data=None, *, format=None, sampler="both", folds=5, out="results/", executor=None, workers=None,
@@ -702,156 +344,170 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
     """
     from tqdm import tqdm
 
+    from coref.inputs import load_input
+    from coref.outputs import CheckpointStore, OutputDir, mentions_checksum
     from coref.report import CLUSTER_COLUMNS, write_report
+    from coref.settings import make_settings
 
     t_start = time.perf_counter()
-    samplers, folds, seed, delta, n_sweeps = _run_iv(sampler, folds, seed, delta, n_sweeps, workers)
-    out = Path(out).expanduser()
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out {str(out)!r} exists and is not a directory")
-    df, data_desc = _load(data, format, strict)
-    fold_of, labeled = assign_folds(df, folds)
-    df["_fold"] = df["block"].map(fold_of).astype(int)
-    settings_key = hashlib.sha1(json.dumps(
-        [_CHECKPOINT_VERSION, _fingerprint(df), folds, seed, delta, n_sweeps], sort_keys=True
-    ).encode()).hexdigest()[:16]
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt = _Checkpoints(out, settings_key)
+    settings = make_settings("run", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, folds=folds,
+                             workers=workers, scheduler=scheduler, format=format, strict=strict)
+    samplers, folds = list(settings.samplers), settings.folds
+    seed, delta, n_sweeps = settings.seed, settings.delta, settings.n_sweeps
+    if executor is not None and (workers is not None or scheduler is not None):
+        raise ValueError("give either executor or workers / scheduler, not both")
+    od = OutputDir(out, "run")
+    with od:  # locked while written; unwritable or locked --out is reported before any work
+        out = od.out
+        df, data_desc = load_input(data, format=settings.format, strict=settings.strict, command="run",
+                                   need_gold=True)
+        fold_of, labeled = assign_folds(df, folds)
+        df["_fold"] = df["block"].map(fold_of).astype(int)
+        data_sha = mentions_checksum(df.drop(columns="_fold"))
+        settings_key = settings.key(data_sha, "checkpoint-v2")
+        store = CheckpointStore(out, settings_key)
 
-    # reuse checkpoints
-    blocks_by_fold = {k: [] for k in range(folds)}
-    for b, f in sorted(fold_of.items()):
-        blocks_by_fold[f].append(b)
-    results = {}
-    n_reused = 0
-    if resume:
-        for s in samplers:
-            for f, bs in blocks_by_fold.items():
-                for b in bs:
-                    r = ckpt.load_block(s, f, b)
-                    if r is not None:
-                        results[(s, f, b)] = r
-                        n_reused += 1
-
-    with _executor_context(executor, workers, scheduler) as (client, executor_desc):
-        # fit theta for each fold that still has work (on the other folds' labeled blocks only)
-        need_folds = sorted({f for s in samplers for f, bs in blocks_by_fold.items() for b in bs
-                             if (s, f, b) not in results})
-        models, fit_s = _fit_models(df, labeled, need_folds, ckpt, resume=resume, client=client, progress=progress)
-        if resume:
-            for f in range(folds):
-                if f not in fit_s:
-                    fit_s[f] = ckpt.load_model(f)[1]
-
-        items = []
+        # reuse checkpoints (validated against block, mention ids and settings key)
+        blocks_by_fold = {k: [] for k in range(folds)}
+        for b, f in sorted(fold_of.items()):
+            blocks_by_fold[f].append(b)
         groups = {b: g.drop(columns="_fold").reset_index(drop=True) for b, g in df.groupby("block", sort=False)}
+        results = {}
+        n_reused = 0
+        if resume:
+            for s in samplers:
+                for f, bs in blocks_by_fold.items():
+                    for b in bs:
+                        r = store.load_block(s, f, b, groups[b]["mention_id"].to_numpy())
+                        if r is not None:
+                            results[(s, f, b)] = r
+                            n_reused += 1
+
+        with executor_context(executor, settings.workers, settings.scheduler) as (client, executor_desc):
+            # fit theta for each fold that still has work (on the other folds' labeled blocks only)
+            need_folds = sorted({f for s in samplers for f, bs in blocks_by_fold.items() for b in bs
+                                 if (s, f, b) not in results})
+            models, fit_s = _fit_models(df, labeled, need_folds, store, resume=resume, client=client,
+                                        progress=progress)
+            if resume:
+                for f in range(folds):
+                    if f not in fit_s:
+                        fit_s[f] = _load_fold_model(store, f)[1]
+
+            items = []
+            for s in samplers:
+                for f in range(folds):
+                    for b in blocks_by_fold[f]:
+                        if (s, f, b) not in results:
+                            items.append((s, f, b, groups[b], None))
+
+            def _on_result(r):
+                store.save_block(r)
+                results[(r.sampler, r.fold, r.block)] = r
+
+            if client is None:
+                # local: one bar per (sampler, fold), blocks inside
+                by_sf = {}
+                for it in items:
+                    by_sf.setdefault((it[0], it[1]), []).append(it)
+                for (s, f), its in tqdm(list(by_sf.items()), desc="folds", unit="fold", disable=not progress,
+                                        file=sys.stderr, leave=False):
+                    execute(its, models, None, settings, record_history=True, progress=progress,
+                            on_result=_on_result, desc=f"{s} fold {f}")
+            elif items:
+                execute(items, models, client, settings, record_history=True, progress=progress,
+                        on_result=_on_result, desc="gibbs (dask)")
+        n_computed = len(items)
+
+        # assemble
+        gold = df.set_index("mention_id")["gold"]
+        scored_blocks = labeled
+        all_results = [results[(s, f, b)] for s in samplers for f in range(folds) for b in blocks_by_fold[f]]
+        frames = []
+        for r in all_results:
+            frames.append(pd.DataFrame({"sampler": r.sampler, "fold": r.fold, "block": r.block,
+                                        "mention_id": r.mention_id, "cluster_id": r.cluster_id}))
+        clusters = pd.concat(frames, ignore_index=True)
+        clusters["gold"] = gold.reindex(clusters["mention_id"]).to_numpy()
+        clusters["scored"] = clusters["block"].isin(scored_blocks).to_numpy() & clusters["gold"].notna().to_numpy()
+        clusters = clusters[CLUSTER_COLUMNS]
+        scored_ids = pd.Index(clusters.loc[clusters["scored"], "mention_id"].unique())
+
+        sampler_metrics = {}
         for s in samplers:
+            cs = clusters[clusters["sampler"] == s]
+            rs = [r for r in all_results if r.sampler == s]
+            sc = cs[cs["scored"]]
+            m = _scores(pd.Series(sc["cluster_id"].to_numpy(), index=sc["mention_id"].to_numpy()),
+                        pd.Series(sc["gold"].to_numpy(), index=sc["mention_id"].to_numpy()))
+            m["n_factor_evals"] = int(sum(r.n_factor_evals for r in rs))
+            m["n_factor_evals_scored_blocks"] = int(sum(r.n_factor_evals for r in rs if r.block in scored_blocks))
+            m["wall_s"] = float(sum(r.wall_s for r in rs))
+            fold_rows = []
             for f in range(folds):
-                for b in blocks_by_fold[f]:
-                    if (s, f, b) not in results:
-                        items.append((s, f, b, groups[b]))
-        gibbs_settings = dict(seed=seed, delta=delta, n_sweeps=n_sweeps, record_history=True)
+                fr = [r for r in rs if r.fold == f]
+                fsc = sc[sc["fold"] == f]
+                fm = _scores(pd.Series(fsc["cluster_id"].to_numpy(), index=fsc["mention_id"].to_numpy()),
+                             pd.Series(fsc["gold"].to_numpy(), index=fsc["mention_id"].to_numpy()))
+                fold_rows.append({
+                    "fold": f,
+                    "n_blocks": len(fr),
+                    "n_train_blocks": int(sum(1 for b in labeled if fold_of[b] != f)),
+                    "n_mentions": int(sum(len(r.mention_id) for r in fr)),
+                    "n_scored_mentions": int(len(fsc)),
+                    **fm,
+                    "n_factor_evals": int(sum(r.n_factor_evals for r in fr)),
+                    "wall_s": float(sum(r.wall_s for r in fr)),
+                    "fit_s": fit_s.get(f),
+                })
+            m["folds"] = fold_rows
+            sampler_metrics[s] = m
 
-        def _on_result(r):
-            ckpt.save_block(r)
-            results[(r.sampler, r.fold, r.block)] = r
-
-        if client is None:
-            # local: one bar per (sampler, fold), blocks inside
-            by_sf = {}
-            for it in items:
-                by_sf.setdefault((it[0], it[1]), []).append(it)
-            for (s, f), its in tqdm(list(by_sf.items()), desc="folds", unit="fold", disable=not progress,
-                                    file=sys.stderr, leave=False):
-                _execute(its, models, None, gibbs_settings, progress=progress, on_result=_on_result,
-                         desc=f"{s} fold {f}")
-        elif items:
-            _execute(items, models, client, gibbs_settings, progress=progress, on_result=_on_result,
-                     desc="gibbs (dask)")
-    n_computed = len(items)
-
-    # assemble
-    gold = df.set_index("mention_id")["gold"]
-    scored_blocks = labeled
-    all_results = [results[(s, f, b)] for s in samplers for f in range(folds) for b in blocks_by_fold[f]]
-    frames = []
-    for r in all_results:
-        frames.append(pd.DataFrame({"sampler": r.sampler, "fold": r.fold, "block": r.block,
-                                    "mention_id": r.mention_id, "cluster_id": r.cluster_id}))
-    clusters = pd.concat(frames, ignore_index=True)
-    clusters["gold"] = gold.reindex(clusters["mention_id"]).to_numpy()
-    clusters["scored"] = clusters["block"].isin(scored_blocks).to_numpy() & clusters["gold"].notna().to_numpy()
-    clusters = clusters[CLUSTER_COLUMNS]
-    scored_ids = pd.Index(clusters.loc[clusters["scored"], "mention_id"].unique())
-
-    sampler_metrics = {}
-    for s in samplers:
-        cs = clusters[clusters["sampler"] == s]
-        rs = [r for r in all_results if r.sampler == s]
-        sc = cs[cs["scored"]]
-        m = _scores(pd.Series(sc["cluster_id"].to_numpy(), index=sc["mention_id"].to_numpy()),
-                    pd.Series(sc["gold"].to_numpy(), index=sc["mention_id"].to_numpy()))
-        m["n_factor_evals"] = int(sum(r.n_factor_evals for r in rs))
-        m["n_factor_evals_scored_blocks"] = int(sum(r.n_factor_evals for r in rs if r.block in scored_blocks))
-        m["wall_s"] = float(sum(r.wall_s for r in rs))
-        fold_rows = []
-        for f in range(folds):
-            fr = [r for r in rs if r.fold == f]
-            fsc = sc[sc["fold"] == f]
-            fm = _scores(pd.Series(fsc["cluster_id"].to_numpy(), index=fsc["mention_id"].to_numpy()),
-                         pd.Series(fsc["gold"].to_numpy(), index=fsc["mention_id"].to_numpy()))
-            fold_rows.append({
-                "fold": f,
-                "n_blocks": len(fr),
-                "n_train_blocks": int(sum(1 for b in labeled if fold_of[b] != f)),
-                "n_mentions": int(sum(len(r.mention_id) for r in fr)),
-                "n_scored_mentions": int(len(fsc)),
-                **fm,
-                "n_factor_evals": int(sum(r.n_factor_evals for r in fr)),
-                "wall_s": float(sum(r.wall_s for r in fr)),
-                "fit_s": fit_s.get(f),
-            })
-        m["folds"] = fold_rows
-        sampler_metrics[s] = m
-
-    curves = _sweep_curves(all_results, gold, scored_ids)
-    n_sweeps_used = int(curves["sweep"].max()) if len(curves) else n_sweeps
-    n_scored_blocks = int(clusters.loc[clusters["scored"], "block"].nunique())
-    lab_mask = df["block"].isin(labeled)
-    metrics = {
-        "n_mentions": int(len(df)),
-        "n_blocks": int(df["block"].nunique()),
-        "n_skipped": int(data_desc.get("n_skipped", 0)),
-        **sampler_metrics,  # one top-level key per sampler: "racing", "exact"
-        "factor_eval_ratio_exact_over_racing": (
-            sampler_metrics["exact"]["n_factor_evals"] / sampler_metrics["racing"]["n_factor_evals"]
-            if {"exact", "racing"} <= set(sampler_metrics) and sampler_metrics["racing"]["n_factor_evals"] > 0
-            else None
-        ),
-        "data": {
-            **data_desc,
+        curves = _sweep_curves(all_results, gold, scored_ids)
+        n_sweeps_used = int(curves["sweep"].max()) if len(curves) else n_sweeps
+        n_scored_blocks = int(clusters.loc[clusters["scored"], "block"].nunique())
+        lab_mask = df["block"].isin(labeled)
+        metrics = {
             "n_mentions": int(len(df)),
             "n_blocks": int(df["block"].nunique()),
-            "n_labeled_mentions": int(df["gold"].notna().sum()),
-            "n_scored_mentions": int(len(scored_ids)),
-            "n_scored_blocks": n_scored_blocks,
-            "n_unlabeled_blocks": int(df["block"].nunique() - len(labeled)),
-            "n_unlabeled_mentions_in_scored_blocks": int((lab_mask & df["gold"].isna()).sum()),
-            "n_gold_entities": int(df["gold"].dropna().nunique()),
-            "largest_block": int(df["block"].value_counts().max()),
-        },
-        "settings": {
-            "sampler": sampler, "samplers": samplers, "folds": folds, "seed": seed, "delta": delta,
-            "n_sweeps": n_sweeps, "n_sweeps_used": n_sweeps_used, "executor": executor_desc,
-            "resume": bool(resume), "strict": bool(strict), "checkpoint_key": settings_key,
-        },
-        "n_block_results_reused": n_reused,
-        "n_block_results_computed": n_computed,
-        "elapsed_s": time.perf_counter() - t_start,
-    }
-    paths = write_report(out, clusters=clusters, metrics=metrics, curves=curves, plots=plots)
+            "n_skipped": int(data_desc.get("n_skipped", 0)),
+            **sampler_metrics,  # one top-level key per sampler: "racing", "exact"
+            "factor_eval_ratio_exact_over_racing": (
+                sampler_metrics["exact"]["n_factor_evals"] / sampler_metrics["racing"]["n_factor_evals"]
+                if {"exact", "racing"} <= set(sampler_metrics) and sampler_metrics["racing"]["n_factor_evals"] > 0
+                else None
+            ),
+            "data": {
+                **data_desc,
+                "n_mentions": int(len(df)),
+                "n_blocks": int(df["block"].nunique()),
+                "n_labeled_mentions": int(df["gold"].notna().sum()),
+                "n_scored_mentions": int(len(scored_ids)),
+                "n_scored_blocks": n_scored_blocks,
+                "n_unlabeled_blocks": int(df["block"].nunique() - len(labeled)),
+                "n_unlabeled_mentions_in_scored_blocks": int((lab_mask & df["gold"].isna()).sum()),
+                "n_gold_entities": int(df["gold"].dropna().nunique()),
+                "largest_block": int(df["block"].value_counts().max()),
+            },
+            "settings": {
+                "sampler": sampler, "samplers": samplers, "folds": folds, "seed": seed, "delta": delta,
+                "n_sweeps": n_sweeps, "n_sweeps_used": n_sweeps_used, "executor": executor_desc,
+                "resume": bool(resume), "strict": bool(strict), "checkpoint_key": settings_key,
+                "settings_key": settings.key(),
+            },
+            "n_checkpoints_refused": len(store.refused),
+            "checkpoints_refused": store.refused[:20],
+            "n_block_results_reused": n_reused,
+            "n_block_results_computed": n_computed,
+            "elapsed_s": time.perf_counter() - t_start,
+        }
+        paths = write_report(out, clusters=clusters, metrics=metrics, curves=curves, plots=plots, files=od)
+        paths["manifest"] = out / "manifest.json"
+        od.finish(settings=settings, input_info={"path": data_desc["path"], "format": data_desc["format"],
+                                                 "mentions_sha256": data_sha},
+                  extra={"checkpoint_key": settings_key})
     return RunResult(metrics=metrics, clusters=clusters, curves=curves, out=out, paths=paths,
-                     n_reused=n_reused, n_computed=n_computed)
+                     n_reused=n_reused, n_computed=n_computed, refused=tuple(store.refused))
 
 
 # --------------------------------------------------------------------------- command line
@@ -860,9 +516,12 @@ def add_arguments(parser):
     """Options of ``coref run``."""
     parser.add_argument("--data", metavar="PATH", default=None,
                         help="mention file or directory (default: the shipped AMiner set data/aminer_na)")
+    from coref.io import FORMATS
+    from coref.settings import SAMPLERS
+
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="input format (default: detected from the path)")
-    parser.add_argument("--sampler", choices=("racing", "exact", "both"), default="both",
+    parser.add_argument("--sampler", choices=SAMPLERS + ("both",), default="both",
                         help="Gibbs conditional sampler: Racing-Normal, exact, or both (default)")
     parser.add_argument("--folds", type=int, default=5, help="grouped k-fold by block (default 5)")
     parser.add_argument("--out", metavar="DIR", default="results/", help="output directory (default results/)")
@@ -885,12 +544,14 @@ def add_arguments(parser):
 def main(args):
     """Entry point of ``coref run``; returns the exit status."""
     from coref.exceptions import MentionFormatError
+    from coref.outputs import OutputError
 
     try:
         result = run(args.data, format=args.format, sampler=args.sampler, folds=args.folds, out=args.out,
                      workers=args.workers, scheduler=args.scheduler, seed=args.seed, delta=args.delta,
                      n_sweeps=args.n_sweeps, resume=args.resume, strict=args.strict, progress=not args.quiet)
-    except (FileNotFoundError, NotADirectoryError, MentionFormatError, ValueError, TypeError, ConnectionError) as exc:
+    except (FileNotFoundError, NotADirectoryError, MentionFormatError, ValueError, TypeError, ConnectionError,
+            OutputError) as exc:
         if getattr(args, "debug", False):
             raise
         print(f"coref run: error: {exc}", file=sys.stderr)
@@ -902,6 +563,8 @@ def main(args):
     print(result.summary())
     if result.n_reused:
         print(f"reused {result.n_reused} block results from checkpoints, computed {result.n_computed}")
+    if result.refused:
+        print(f"refused {len(result.refused)} checkpoint(s) and recomputed them, e.g. {result.refused[0]}")
     print(f"outputs: {result.out}/ (report.md, metrics.json, clusters.csv, curves.csv, plots)")
     return 0
 

@@ -1,4 +1,5 @@
-"""Outputs of ``coref run``: clusters.csv, curves.csv, metrics.json, report.md and PNG plots.
+"""Outputs of ``coref run`` (clusters.csv, curves.csv, metrics.json, report.md, PNG plots) and
+of ``coref predict`` / ``add`` (the largest clusters and the weakest merges in report.md).
 
 Every file is written atomically: the content goes to a temporary file in the same
 directory, which is then moved over the target with :func:`os.replace`, so a reader (or
@@ -26,6 +27,10 @@ import pandas as pd
 from sampling._atomic import atomic_open, atomic_path, atomic_write_text
 
 __all__ = [
+    "largest_clusters",
+    "cluster_margins",
+    "weakest_merges",
+    "render_predict_md",
     "write_json",
     "write_csv",
     "plot_curves",
@@ -122,7 +127,7 @@ def _fmt_int(v):
     return "-" if v is None else f"{int(v):,}"
 
 
-SAMPLERS = ("racing", "exact")
+from coref.settings import SAMPLERS  # noqa: E402  (one definition of the sampler names)
 
 
 def sampler_items(metrics):
@@ -254,7 +259,7 @@ def render_report_md(metrics, curves):
     return "\n".join(lines)
 
 
-def write_report(out, *, clusters, metrics, curves, plots=True):
+def write_report(out, *, clusters, metrics, curves, plots=True, files=None):
     """Write every output of a run into the directory ``out`` (atomically, file by file).
 
     Parameters
@@ -269,6 +274,8 @@ def write_report(out, *, clusters, metrics, curves, plots=True):
         Columns ``CURVE_COLUMNS``.
     plots : bool
         Draw the two PNG plots.
+    files : coref.outputs.OutputDir or None
+        Records each file written, for the manifest.
 
     Returns
     -------
@@ -276,14 +283,12 @@ def write_report(out, *, clusters, metrics, curves, plots=True):
         Output name -> path.
     """
     out = Path(out)
-    paths = {
-        "clusters": out / "clusters.csv",
-        "curves": out / "curves.csv",
-        "metrics": out / "metrics.json",
-        "report": out / "report.md",
-        "fig_evals": out / FIGURES["evals"],
-        "fig_sweeps": out / FIGURES["sweeps"],
-    }
+    names = {"clusters": "clusters.csv", "curves": "curves.csv", "metrics": "metrics.json", "report": "report.md",
+             "fig_evals": FIGURES["evals"], "fig_sweeps": FIGURES["sweeps"]}
+    if not (plots and curves is not None and len(curves)):
+        names.pop("fig_evals")
+        names.pop("fig_sweeps")
+    paths = {k: (files.path(v) if files is not None else out / v) for k, v in names.items()}
     write_csv(paths["clusters"], clusters)
     write_csv(paths["curves"], curves)
     write_json(paths["metrics"], metrics)
@@ -292,3 +297,179 @@ def write_report(out, *, clusters, metrics, curves, plots=True):
         plot_curves(curves, paths["fig_sweeps"], x="sweep")
     atomic_write_text(paths["report"], render_report_md(metrics, curves))
     return paths
+
+
+# --------------------------------------------------------------------------- predict / add
+
+_MAX_MEMBERS = 300  # clusters larger than this: margins from a random subsample of members
+
+
+def largest_clusters(df, clusters, *, n_largest=10):
+    """The ``n_largest`` clusters: cluster_id, block, n_mentions, name (most common spelling), years.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The mentions (``mention_id``, ``name``, ``year``).
+    clusters : pandas.DataFrame
+        mention_id, block, cluster_id.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    mid = clusters["mention_id"].astype(str).to_numpy(dtype=object)
+    cid = clusters["cluster_id"].astype(str).to_numpy(dtype=object)
+    blk = clusters["block"].astype(str).to_numpy(dtype=object)
+    codes, uniq = pd.factorize(cid)
+    counts = np.bincount(codes, minlength=len(uniq))
+    row_of = pd.Series(np.arange(len(df)), index=df["mention_id"].astype(str).to_numpy(dtype=object))
+    rows_all = row_of.reindex(mid).to_numpy()
+    names = df["name"].to_numpy(dtype=object)
+    years_all = pd.to_numeric(df["year"], errors="coerce").to_numpy(dtype=float)
+    out = []
+    for c in np.argsort(-counts, kind="stable")[:n_largest]:
+        members = rows_all[codes == c]
+        ys = years_all[members]
+        ys = ys[np.isfinite(ys)]
+        nm = pd.Series(names[members]).mode()
+        out.append({"cluster_id": uniq[c], "block": blk[codes == c][0], "n_mentions": int(counts[c]),
+                    "name": str(nm.iloc[0]) if len(nm) else "",
+                    "years": f"{int(ys.min())}-{int(ys.max())}" if len(ys) else ""})
+    return pd.DataFrame(out, columns=["cluster_id", "block", "n_mentions", "name", "years"])
+
+
+def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None, rows=None):
+    """Margin of every mention of one block: the sum of f_theta to the other members of its cluster.
+
+    Parameters
+    ----------
+    enc : coref.features.EncodedBlock
+        The encoded block (rows aligned with ``labels``).
+    theta : ndarray of shape (n_features,)
+    bias : float
+    labels : array-like of shape (n,)
+        Final cluster label of each row.
+    rng : int
+        Seed of the member subsample of clusters above ``max_members`` (default 300).
+    rows : ndarray of bool, shape (n,), or None
+        Only these mentions' margins are computed (``coref add``: the new ones); the
+        others are NaN.
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        Natural-log odds; NaN for singletons. It is the Gibbs score of staying in the
+        cluster against opening a new one (score 0). For a cluster above ``max_members``
+        the sum over a uniform subsample of that many members is scaled by
+        (n_c - 1) / (members compared).
+    """
+    from coref.model import _factors
+
+    cap = _MAX_MEMBERS if max_members is None else int(max_members)
+    codes, _ = pd.factorize(np.asarray(labels))
+    out = np.full(len(codes), np.nan)
+    gen = np.random.default_rng(rng)
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    want = np.ones(len(codes), bool) if rows is None else np.asarray(rows, dtype=bool)
+    for idx in np.split(order, bounds):
+        n = len(idx)
+        if n < 2 or not want[idx].any():
+            continue
+        idx = np.sort(idx).astype(np.int64)
+        ref = np.arange(n) if n <= cap else np.sort(gen.choice(n, cap, replace=False))
+        mine = np.flatnonzero(want[idx])
+        a = np.repeat(mine, len(ref))
+        b = np.tile(ref, len(mine))
+        keep = a != b
+        a, b = a[keep], b[keep]
+        vals = np.empty(len(a))
+        _factors.pair_factors(enc, theta, float(bias), np.ascontiguousarray(idx[a]), np.ascontiguousarray(idx[b]),
+                              vals)
+        sums = np.bincount(a, weights=vals, minlength=n)[mine]
+        n_ref = len(ref) - np.isin(mine, ref).astype(float)
+        out[idx[mine]] = sums * (n - 1) / np.maximum(n_ref, 1.0)
+    return out
+
+
+def weakest_merges(clusters, margins, *, n_weakest=10, focus=None):
+    """The ``n_weakest`` mentions with the smallest margin (see :func:`cluster_margins`).
+
+    Parameters
+    ----------
+    clusters : pandas.DataFrame
+        mention_id, cluster_id.
+    margins : pandas.Series
+        Margin by mention_id (NaN = singleton).
+    focus : set of str or None
+        Only these mentions are candidates (``coref add``: the new ones).
+
+    Returns
+    -------
+    pandas.DataFrame
+        mention_id, cluster_id, n_mentions, margin, mean_factor.
+    """
+    mid = clusters["mention_id"].astype(str).to_numpy(dtype=object)
+    cid = clusters["cluster_id"].astype(str).to_numpy(dtype=object)
+    codes, uniq = pd.factorize(cid)
+    n = np.bincount(codes)[codes]
+    m = margins.reindex(mid).to_numpy(dtype=float)
+    keep = np.isfinite(m) & (n >= 2)
+    if focus is not None:
+        keep &= np.fromiter((x in focus for x in mid), bool, len(mid))
+    w = pd.DataFrame({"mention_id": mid[keep], "cluster_id": cid[keep], "n_mentions": n[keep], "margin": m[keep]})
+    w["mean_factor"] = w["margin"] / (w["n_mentions"] - 1)
+    return w.sort_values(["margin", "mention_id"], kind="stable").head(n_weakest).reset_index(drop=True)
+
+
+def _md_table(frame, floats=()):
+    if frame is None or not len(frame):
+        return ["(none)"]
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in frame.itertuples(index=False):
+        cells = [f"{v:.3f}" if c in floats else str(v) for c, v in zip(cols, r)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_predict_md(summary, largest, weakest, *, title):
+    """report.md of ``coref predict`` / ``coref add``."""
+    d = summary.get("data", {})
+    m = summary.get("model", {})
+    lines = [f"# {title}", "",
+             f"Data: `{d.get('path')}` (format `{d.get('format')}`): {summary['n_mentions']} mentions in "
+             f"{summary['n_blocks']} blocks -> {summary['n_clusters']} clusters "
+             f"({summary['n_singletons']} singletons).",
+             f"Model: `{m.get('path')}`{' (shipped default)' if m.get('default') else ''}. "
+             f"{summary.get('n_factor_evals', 0):,} pairwise factors evaluated; "
+             f"Gibbs {summary.get('gibbs_wall_s', 0.0):.1f} s; whole command {summary.get('elapsed_s', 0.0):.1f} s.",
+             ""]
+    if "n_old_mentions" in summary:
+        lines += [f"Added {summary['n_new_mentions']} new mentions to {summary['n_old_mentions']} clustered ones: "
+                  f"{summary['n_joined_existing']} joined existing clusters, {summary['n_new_clusters']} new "
+                  f"clusters; {summary['n_blocks_touched']} existing blocks received mentions, "
+                  f"{summary['n_blocks_new']} new blocks were clustered from scratch; "
+                  f"existing cluster ids changed: {summary['n_old_ids_changed']}.", ""]
+    for key, label in (("n_skipped", "records skipped by the loader"), ("n_files_skipped", "files skipped"),
+                       ("n_files_ignored", "files ignored"), ("n_repairs", "repairs")):
+        if d.get(key):
+            detail = d.get(key[2:], [])
+            lines += [f"{d[key]} {label}: " + "; ".join(f"`{x}`" for x in detail[:10]), ""]
+    lines += ["## Largest clusters", ""] + _md_table(largest) + [""]
+    if weakest is not None:
+        lines += ["## Weakest merges", "",
+                  "Mentions whose cluster gains least over being alone: `margin` is the sum of the pairwise "
+                  "factors f (natural-log odds) to the other members, the Gibbs score of staying against a new "
+                  "cluster of its own (0). A negative margin is a merge the model itself doubts; "
+                  "`coref explain` breaks a pair down by feature."
+                  + (" Only the mentions added by this command are listed." if "n_old_mentions" in summary else ""),
+                  ""]
+        lines += _md_table(weakest, floats=("margin", "mean_factor")) + [""]
+    lines += ["Files: `clusters.csv` (mention_id, block, cluster_id"
+              + (", gold passed through" if summary.get("gold_passed_through") else "")
+              + "), `mentions.parquet` (the mentions clustered, for `coref add`), `summary.json`, "
+              "`manifest.json` (written last: settings, seed, input checksum, SHA-256 of every file).", ""]
+    return "\n".join(lines)

@@ -33,3 +33,26 @@ def test_lazy_exports_resolves_and_caches():
     assert "sqrt" in dir_()
     with pytest.raises(AttributeError, match="module 'pkg' has no attribute 'cos'"):
         getattr_("cos")
+
+
+def test_coref_version(capsys):
+    import tomllib
+    from pathlib import Path
+
+    import coref
+    from coref.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"coref (racing-inference) {coref.__version__}"
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert meta["project"]["version"] == coref.__version__
+
+
+def test_coref_datasets_reach_the_shipped_data_from_any_directory(tmp_path, monkeypatch):
+    from coref import datasets
+
+    monkeypatch.chdir(tmp_path)
+    p = datasets.data_path("aminer_na")
+    assert p.is_dir() and len(list(p.glob("*.xml"))) == 108
+    assert datasets.available() == ["aminer_na"]
+    assert (datasets.default_model_path() / "manifest.json").is_file()

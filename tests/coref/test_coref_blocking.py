@@ -24,6 +24,13 @@ def test_name_key(name, key):
 def test_normalize_name():
     assert normalize_name("  Müller-Lüdenscheidt,  Hans-Jürgen ") == "muller-ludenscheidt hans-jurgen"
     assert normalize_name(float("nan")) == ""
+    # one normaliser for blocks and features: apostrophes dropped, hyphens kept
+    for variant in ("O'Brien", "O\u2019Brien", "OBrien", "o'brien"):
+        assert normalize_name(variant) == "obrien"
+    for dash in "-\u2010\u2011\u2013\u2212":
+        assert normalize_name(f"Jian{dash}Xin Tang") == "jian-xin tang"
+    assert normalize_name("Jian\u00adxin Tang") == "jianxin tang"  # soft hyphen
+    assert name_key("Sean O'Brien") == name_key("Sean OBrien") == "s obrien"
 
 
 def frame():
@@ -61,15 +68,32 @@ def test_canopy_groups_variants_and_separates_others():
     # deterministic
     again = assign_blocks(frame().drop(columns="block"), method="canopy", loose=0.5, tight=0.8)
     pd.testing.assert_series_equal(b, again["block"])
-    strict = assign_blocks(frame().drop(columns="block"), method="canopy")["block"]  # defaults 0.75 / 0.8
+    strict = assign_blocks(frame().drop(columns="block"), method="canopy", variants=False)["block"]
     assert strict.iloc[6] == strict.iloc[7] and strict.iloc[0] == strict.iloc[2] != strict.iloc[1]
+
+
+def test_canopy_keeps_name_variants_together():
+    # pure n-gram canopies split an initial from its full first name (0.6 similar) ...
+    df = frame().drop(columns="block")
+    pure = assign_blocks(df, method="canopy", variants=False)["block"]
+    assert pure.iloc[0] != pure.iloc[1]
+    # ... name-variant canopies (the default) join every name with the same initial + last name
+    b = assign_blocks(df, method="canopy")["block"]
+    keys = df["name"].map(name_key)
+    for k in keys.unique():
+        assert b[keys == k].nunique() == 1
+    assert len({b.iloc[0], b.iloc[3], b.iloc[6], b.iloc[8]}) == 4  # other names stay apart
+    extra = pd.DataFrame({"name": ["J. Wang", "Jie Wang", "Jiang Wang", "Mary Smith", "J Wang"]})
+    eb = assign_blocks(extra, method="canopy", loose=1.0, tight=1.0)["block"]
+    assert eb.iloc[0] == eb.iloc[1] == eb.iloc[2] == eb.iloc[4] != eb.iloc[3]
+    assert assign_blocks(extra, method="canopy", loose=1.0, tight=1.0, variants=False)["block"].nunique() == 4
 
 
 def test_canopy_thresholds_control_granularity():
     df = frame().drop(columns="block")
     coarse = assign_blocks(df, method="canopy", loose=0.0, tight=0.0)
     assert coarse["block"].nunique() == 1  # everything similar enough: one canopy
-    fine = assign_blocks(df, method="canopy", loose=1.0, tight=1.0)
+    fine = assign_blocks(df, method="canopy", loose=1.0, tight=1.0, variants=False)
     assert fine["block"].nunique() == df["name"].map(normalize_name).nunique()
 
 

@@ -11,7 +11,8 @@ pytest.importorskip("coref.model", reason="coref.model (H5) not available yet")
 pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
 distributed = pytest.importorskip("distributed")
 
-from coref import pipeline  # noqa: E402
+from coref import inference, pipeline  # noqa: E402
+from coref.settings import make_settings  # noqa: E402
 
 
 def small_mentions(n_blocks=6, per=10, seed=7):
@@ -37,7 +38,7 @@ def small_mentions(n_blocks=6, per=10, seed=7):
 @pytest.fixture(scope="module")
 def client():
     # the code path of ``coref run --workers 2``: LocalCluster, processes, 1 thread, loopback, no dashboard
-    with pipeline._executor_context(None, 2, None) as (c, desc):
+    with inference.executor_context(None, 2, None) as (c, desc):
         assert desc.startswith("dask LocalCluster (2 workers")
         assert c.scheduler.address.startswith("tcp://127.0.0.1:")
         yield c
@@ -65,9 +66,9 @@ def test_infer_blocks_dask_equals_local(client):
     df = small_mentions(n_blocks=5, seed=3)
     model = PairwiseModel().fit(df[df["block"] != "Name_0"].reset_index(drop=True))
     test = df[df["block"].isin(["Name_0", "Name_1", "Name_2"])].reset_index(drop=True)
-    kw = dict(sampler="racing", seed=5, n_sweeps=5, record_history=False)
-    local = pipeline.infer_blocks(test, model, **kw)
-    remote = pipeline.infer_blocks(test, model, client=client, **kw)
+    settings = make_settings(seed=5, n_sweeps=5)
+    local = pipeline.infer_blocks(test, model, settings, record_history=False)
+    remote = pipeline.infer_blocks(test, model, settings, client=client, record_history=False)
     assert [r.block for r in local] == [r.block for r in remote] == ["Name_0", "Name_1", "Name_2"]
     for a, b in zip(local, remote):
         np.testing.assert_array_equal(a.cluster_id, b.cluster_id)
@@ -93,7 +94,26 @@ def test_cli_workers_2_equals_local(tmp_path):
 
 
 def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(pipeline, "_CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(inference, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(ConnectionError, match=r"--scheduler 'tcp://127.0.0.1:9': could not connect"):
         pipeline.run(small_mentions(n_blocks=2, per=3), folds=2, scheduler="tcp://127.0.0.1:9", out=tmp_path,
                      progress=False, plots=False)
+
+
+def test_predict_and_add_on_dask_equal_local(client):
+    # `coref predict --workers N` / `coref add --workers N`: same clusters as in this process
+    from coref.add import add_clusters
+    from coref.model import PairwiseModel
+    from coref.predict import predict_clusters
+
+    df = small_mentions(n_blocks=5, seed=13)
+    model = PairwiseModel(bias_shift=0.0).fit(small_mentions(n_blocks=4, seed=14))
+    settings = make_settings(seed=2, n_sweeps=4)
+    local, _ = predict_clusters(df, model, settings)
+    remote, _ = predict_clusters(df, model, settings, client=client)
+    pd.testing.assert_frame_equal(local, remote)
+    old, new = df.iloc[::3].reset_index(drop=True), df.drop(index=df.index[::3]).reset_index(drop=True)
+    old_cl, _ = predict_clusters(old, model, settings)
+    a, _ = add_clusters(model, old, old_cl, new, make_settings("add", seed=2, n_sweeps=4))
+    b, _ = add_clusters(model, old, old_cl, new, make_settings("add", seed=2, n_sweeps=4), client=client)
+    pd.testing.assert_frame_equal(a, b)

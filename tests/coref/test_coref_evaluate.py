@@ -128,15 +128,11 @@ def test_against_scorch_bcubed_and_bruteforce(seed):
     assert (pw.precision, pw.recall) == pytest.approx(brute_pairwise(pred, gold), abs=1e-12)
 
 
-def test_han_name_baseline_matches_sources_md():
+def test_han_name_baseline_matches_sources_md(shared_coref_data):
     """SOURCES.md: 'one cluster per exact name string' on Han A. Gupta gives P=0.6519 R=0.6263."""
-    from pathlib import Path
-
     from coref.io import load_mentions
 
-    path = Path("/work/shared/data/coref/han_dblp_lbd")
-    if not path.exists():
-        pytest.skip("shared data absent")
+    path = shared_coref_data / "han_dblp_lbd"
     df = load_mentions(path, format="han").set_index("mention_id")
     res = {}
     for block, g in df.groupby("block"):
@@ -188,7 +184,7 @@ def test_cli_json(tmp_path, capsys):
     gold = write(tmp_path / "g.csv", "mention_id,gold\nm0,x\nm1,x\nm2,y\nm3,y\nm4,y\n")
     assert coref.cli.main(["evaluate", pred, gold, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out == evaluate_clusters(s(list("aaabb")), s(list("xxyyy")))
+    assert out == {**evaluate_clusters(s(list("aaabb")), s(list("xxyyy"))), "gold_column": "gold", "sampler": None}
     assert coref.cli.main(["evaluate", pred, gold]) == 0
     assert "b3        precision=" in capsys.readouterr().out
 
@@ -196,7 +192,7 @@ def test_cli_json(tmp_path, capsys):
 @pytest.mark.parametrize("pred_text, gold_text, match", [
     ("mention_id,cluster\nm0,a\n", "mention_id,gold\nm0,x\n", "p.csv: the prediction CSV needs a 'cluster_id'"),
     ("id,cluster_id\nm0,a\n", "mention_id,gold\nm0,x\n", "p.csv: the prediction CSV needs a 'mention_id'"),
-    ("mention_id,cluster_id\nm0,a\n", "mention_id,label\nm0,x\n", "g.csv: the gold CSV needs a 'cluster_id' or 'gold'"),
+    ("mention_id,cluster_id\nm0,a\n", "mention_id,label\nm0,x\n", "g.csv: the gold CSV needs a 'gold' or 'cluster_id'"),
     ("mention_id,cluster_id\nm0,a\n", "mention_id,gold\nm0,x\nm1,y\n", "1 mention_id.*no predicted cluster.*m1"),
     ("mention_id,cluster_id\nm0,a\nm0,b\n", "mention_id,gold\nm0,x\n", "duplicate mention_id"),
     ("mention_id,cluster_id\nm0,\n", "mention_id,gold\nm0,x\n", "empty cluster_id"),
@@ -221,3 +217,31 @@ def test_cli_extra_predictions_are_unlabelled(tmp_path, capsys):
 def test_cli_missing_file(tmp_path, capsys):
     assert coref.cli.main(["evaluate", str(tmp_path / "p.csv"), str(tmp_path / "g.csv")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_cli_scores_the_gold_column_of_a_clusters_file(tmp_path, capsys):
+    # the issue: `coref evaluate X.csv X.csv` on a run's own clusters.csv scored 1.0000, because the
+    # gold file's cluster_id was used and its gold column ignored
+    x = write(tmp_path / "x.csv", "mention_id,block,cluster_id,gold\na,b,1,1\nb,b,1,2\nc,b,2,2\n")
+    assert coref.cli.main(["evaluate", x, x, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ref = evaluate_clusters(s(["1", "1", "2"]), s(["1", "2", "2"]))
+    assert out["gold_column"] == "gold" and out["b3_f1"] == pytest.approx(ref["b3_f1"]) and out["b3_f1"] < 0.7
+    assert coref.cli.main(["evaluate", x, x]) == 0
+    assert "against gold column 'gold'" in capsys.readouterr().out
+
+
+def test_cli_reads_a_run_clusters_file_by_sampler(tmp_path, capsys):
+    text = ("sampler,fold,block,mention_id,cluster_id,gold,scored\n"
+            "racing,0,b,m0,c0,x,True\nracing,0,b,m1,c0,x,True\nracing,0,b,m2,c1,y,True\n"
+            "exact,0,b,m0,c0,x,True\nexact,0,b,m1,c1,x,True\nexact,0,b,m2,c1,y,True\n")
+    x = write(tmp_path / "clusters.csv", text)
+    assert coref.cli.main(["evaluate", x, x, "--json"]) == 0
+    racing = json.loads(capsys.readouterr().out)
+    assert racing["sampler"] == "racing" and racing["b3_f1"] == 1.0
+    assert coref.cli.main(["evaluate", x, x, "--json", "--sampler", "exact"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert exact["sampler"] == "exact"
+    assert exact["b3_f1"] == pytest.approx(evaluate_clusters(s(["c0", "c1", "c1"]), s(list("xxy")))["b3_f1"])
+    assert coref.cli.main(["evaluate", x, x, "--sampler", "gibbs"]) == 2
+    assert "no rows of sampler 'gibbs'" in capsys.readouterr().err

@@ -1,5 +1,6 @@
-"""PairwiseModel: fitting theta on labeled pairs, factors, pickling, errors."""
-import pickle
+"""PairwiseModel: fitting theta on labeled pairs, factors, save / load (JSON + npz), errors."""
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -7,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref.features import N_FEATURES
-from coref.model import PairwiseModel, labeled_pairs
+from coref.features import FEATURE_NAMES, N_FEATURES
+from coref.exceptions import ModelFormatError
+from coref.model import PairwiseModel, labeled_pairs, load_model, save_model
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -26,7 +28,7 @@ def test_labeled_pairs_all_and_subsampled():
     assert len(set(zip(I.tolist(), J.tolist()))) == 200
 
 
-def test_fit_factor_consistency_and_pickle():
+def test_fit_factor_consistency_and_save_load(tmp_path):
     df = _df(n=25, n_blocks=3, seed=1)
     m = PairwiseModel(bias_shift=0.5).fit(df)
     assert m.theta_.shape == (N_FEATURES,)
@@ -41,8 +43,11 @@ def test_fit_factor_consistency_and_pickle():
     same = gold[:, None] == gold[None, :]
     off = ~np.eye(len(gold), dtype=bool)
     assert F[same & off].mean() > F[~same].mean() + 1.0
-    m2 = pickle.loads(pickle.dumps(m))
-    assert m2.factor_matrix(m2.encode(df[df["block"] == "B0"]))[2, 7] == F[2, 7]
+    save_model(m, tmp_path / "m", extra={"note": "x"})
+    m2, extra = load_model(tmp_path / "m")
+    assert extra == {"note": "x"}
+    np.testing.assert_array_equal(m2.factor_matrix(m2.encode(df[df["block"] == "B0"])), F)
+    assert (m2.bias_, m2.shift_, m2.C, m2.bias_shift) == (m.bias_, m.shift_, m.C, m.bias_shift)
 
 
 def test_auto_shift_picks_from_grid():
@@ -68,3 +73,131 @@ def test_errors():
     m = PairwiseModel(bias_shift=0.0).fit(_df(n=10, seed=4))
     with pytest.raises(IndexError, match="must be in"):
         m.pairwise_factor(m.encode(df), 0, 99)
+
+
+# ----------------------------------------------------------------------------- saved models
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    d = tmp_path_factory.mktemp("model") / "m"
+    save_model(PairwiseModel(bias_shift=0.0).fit(_df(n=12, n_blocks=2, seed=3)), d)
+    return d
+
+
+def _copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_saved_model_files_are_data(saved):
+    assert sorted(p.name for p in saved.iterdir()) == ["manifest.json", "model.json", "theta.npz"]
+    doc = json.loads((saved / "model.json").read_text())
+    assert doc["format"] == "coref-pairwise-model" and doc["version"] == 1
+    assert doc["feature_names"] == list(FEATURE_NAMES)
+    with np.load(saved / "theta.npz", allow_pickle=False) as z:
+        assert z["theta"].shape == (N_FEATURES,)
+
+
+@pytest.mark.parametrize("name", ["model.json", "theta.npz"])
+def test_tampered_file_is_refused_naming_it(saved, tmp_path, name):
+    d = _copy(saved, tmp_path / "t")
+    raw = bytearray((d / name).read_bytes())
+    raw[len(raw) // 2] ^= 1
+    (d / name).write_bytes(bytes(raw))
+    with pytest.raises(ModelFormatError, match=rf"{name}: SHA-256 does not match manifest.json"):
+        load_model(d)
+
+
+def test_foreign_or_incomplete_directory_is_refused(saved, tmp_path):
+    with pytest.raises(FileNotFoundError, match="model directory not found"):
+        load_model(tmp_path / "nowhere")
+    d = _copy(saved, tmp_path / "nomanifest")
+    (d / "manifest.json").unlink()
+    with pytest.raises(ModelFormatError, match=r"manifest.json: no manifest.json: not a coref model"):
+        load_model(d)
+    d = _copy(saved, tmp_path / "foreign")
+    (d / "manifest.json").write_text(json.dumps({"format": "something-else", "version": 1}))
+    with pytest.raises(ModelFormatError, match="not a coref model manifest"):
+        load_model(d)
+    # a pickle dressed up as theta.npz, with a matching checksum: refused, never unpickled
+    d = _copy(saved, tmp_path / "pickled")
+    import hashlib
+    import pickle
+
+    (d / "theta.npz").write_bytes(pickle.dumps(np.zeros(N_FEATURES)))
+    man = json.loads((d / "manifest.json").read_text())
+    man["files"]["theta.npz"] = hashlib.sha256((d / "theta.npz").read_bytes()).hexdigest()
+    (d / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(ModelFormatError, match="theta.npz: unreadable npz"):
+        load_model(d)
+
+
+def _rewrite(d, edit):
+    import hashlib
+
+    doc = json.loads((d / "model.json").read_text())
+    edit(doc)
+    (d / "model.json").write_text(json.dumps(doc))
+    man = json.loads((d / "manifest.json").read_text())
+    man["files"]["model.json"] = hashlib.sha256((d / "model.json").read_bytes()).hexdigest()
+    (d / "manifest.json").write_text(json.dumps(man))
+
+
+def test_feature_layout_and_version_mismatch_are_refused(saved, tmp_path):
+    d = _copy(saved, tmp_path / "layout")
+    _rewrite(d, lambda doc: doc.__setitem__("feature_names", doc["feature_names"][:-1] + ["other"]))
+    with pytest.raises(ModelFormatError, match=r"model.json: the model was fitted on \d+ features.*"
+                                               r"first difference.*'other'.*coref fit"):
+        load_model(d)
+    d = _copy(saved, tmp_path / "version")
+    _rewrite(d, lambda doc: doc.__setitem__("version", 99))
+    with pytest.raises(ModelFormatError, match="model version 99"):
+        load_model(d)
+    d = _copy(saved, tmp_path / "bias")
+    _rewrite(d, lambda doc: doc.__setitem__("bias", "big"))
+    with pytest.raises(ModelFormatError, match="field 'bias' must be a float"):
+        load_model(d)
+
+
+def test_shipped_default_model_loads_with_this_feature_layout(repo_root):
+    # if this fails after a change of coref/features.py, regenerate the shipped model:
+    #   python -m coref fit --data data/aminer_na --model coref/models/default
+    from coref.inputs import DEFAULT_MODEL
+
+    assert DEFAULT_MODEL == repo_root / "coref" / "models" / "default"
+    model, extra = load_model(DEFAULT_MODEL)
+    assert model.theta_.shape == (N_FEATURES,) and list(model.feature_names_) == list(FEATURE_NAMES)
+    assert extra["training"]["n_blocks"] == 108 and extra["estimator"] == "AuthorCoref"
+
+
+def test_tune_shift_with_one_mention_labeled_blocks():
+    # the issue: ten one-mention labeled blocks made the inner split of _tune_shift fail with
+    # "df has no block with two labeled mentions"
+    good = _df(n=10, n_blocks=4, seed=5)
+    lone = _df(n=1, n_blocks=10, seed=6)
+    lone["block"] = "L" + lone["block"]
+    lone["mention_id"] = "L" + lone["mention_id"]
+    lone["gold"] = "L" + lone["gold"]
+    df = pd.concat([good, lone], ignore_index=True)
+    for seed in (10, 16, 51):  # seeds whose inner split put all four good blocks on one side (failed before)
+        m = PairwiseModel(shift_grid=(0.0, 1.0), tune_sweeps=2, rng=seed).fit(df)
+        assert m.shift_ in (0.0, 1.0) and set(m.shift_scores_) == {0.0, 1.0}
+
+
+def test_unbuilt_tree_raises_a_clear_import_error(repo_root, tmp_path):
+    # a copy of the sources without the compiled kernels, as a fresh checkout is
+    import shutil
+
+    for pkg in ("coref", "sampling"):
+        shutil.copytree(repo_root / pkg, tmp_path / pkg,
+                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__", "models"))
+    code = ("import coref\n"
+            "try:\n    coref.PairwiseModel\nexcept ImportError as e:\n    print('ERR', e)\n"
+            "try:\n    coref.AuthorCoref().fit\n    import coref.estimator, coref.model\nexcept ImportError as e:\n"
+            "    print('ERR2', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "ERR cannot import the compiled kernel coref._factors" in r.stdout, r.stdout + r.stderr
+    assert "pip install -e ." in r.stdout
+    assert "ERR2" in r.stdout

@@ -3,6 +3,7 @@ import json
 import math
 import os
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -99,3 +100,34 @@ def test_plot_curves_skips_zero_evals_on_log_axis(tmp_path):
     report.plot_curves(_curves(), tmp_path / "f.png", x="n_factor_evals")
     assert (tmp_path / "f.png").stat().st_size > 1000
     assert not math.isnan(_curves()["b3_f1"].iloc[0])
+
+
+def test_cluster_margins_are_within_cluster_factor_sums(mentions_factory):
+    from coref.model import PairwiseModel
+    from coref.report import cluster_margins, weakest_merges
+
+    df = mentions_factory(n_blocks=3, per=12, seed=31)
+    model = PairwiseModel(bias_shift=0.0).fit(df)
+    blk = df[df["block"] == "Name_2"].reset_index(drop=True)
+    enc = model.encode(blk)
+    F = model.factor_matrix(enc)
+    labels = np.array([0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 4, 5])
+    m = cluster_margins(enc, model.theta_, model.bias_, labels)
+    for i in range(len(labels)):
+        same = (labels == labels[i]) & (np.arange(len(labels)) != i)
+        if same.any():
+            assert m[i] == pytest.approx(F[i, same].sum(), abs=1e-9)
+        else:
+            assert np.isnan(m[i])
+    only = np.arange(12) % 2 == 0
+    part = cluster_margins(enc, model.theta_, model.bias_, labels, rows=only)
+    np.testing.assert_array_equal(np.isnan(part[~only]), True)
+    np.testing.assert_allclose(part[only], m[only])
+    # a capped cluster: a subsample of 3 members, scaled by (n - 1) / (members compared)
+    capped = cluster_margins(enc, model.theta_, model.bias_, np.zeros(12, int), max_members=3, rng=1)
+    assert np.isfinite(capped).all() and capped.shape == (12,)
+    cl = pd.DataFrame({"mention_id": blk["mention_id"], "cluster_id": [f"c{k}" for k in labels]})
+    w = weakest_merges(cl, pd.Series(m, index=blk["mention_id"]), n_weakest=3)
+    finite = np.sort(m[np.isfinite(m)])[:3]
+    np.testing.assert_allclose(w["margin"], finite)
+    assert (w["mean_factor"] == w["margin"] / (w["n_mentions"] - 1)).all()

@@ -1,0 +1,281 @@
+"""``AuthorCoref``: author coreference in the scikit-learn idiom.
+
+``fit`` learns theta (and the tuned intercept shift) on labeled mentions, ``predict``
+clusters any mentions with annealed racing Gibbs, ``add`` puts new mentions into an
+existing clustering without renumbering it, ``save`` / ``load`` keep the model as JSON
++ npz (see :mod:`coref.model`), ``explain`` breaks a pairwise factor down by feature.
+DataFrames in (the schema of :func:`coref.load_mentions`), DataFrames out.
+
+References
+----------
+.. [1] Chen, Y. & Ghahramani, Z. (2016). Scalable discrete sampling as a multi-armed
+   bandit problem. ICML. Sec. 5.3 and Appx. C.3.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+__all__ = ["AuthorCoref"]
+
+
+class AuthorCoref(BaseEstimator):
+    """Train once on labeled mentions, cluster unlabeled ones, add new ones later.
+
+    Parameters
+    ----------
+    sampler : {"racing", "exact"}, default "racing"
+        Gibbs conditional sampler.
+    delta : float in (0, 1), default 0.05
+        Allowed failure probability of each racing test.
+    n_sweeps : int >= 1 or None, default None
+        Gibbs sweeps per block (``None``: the ``GibbsCoref`` default).
+    C : float > 0, default 0.1
+        Inverse L2 strength of the logistic regression that fits theta.
+    bias_shift : float or "auto", default "auto"
+        Shift of the fitted intercept (``"auto"``: tuned on the training blocks).
+    max_pairs_per_block : int, default 3000
+        Labeled pairs per training block.
+    rng : None or int >= 0, default 0
+        Seed of pair sampling, tuning and Gibbs (block ``b`` uses
+        ``coref.gibbs.block_rng(seed, b)``); ``None`` draws one at ``fit``.
+
+    Attributes
+    ----------
+    model_ : coref.model.PairwiseModel
+        The fitted pairwise factor f = theta . phi + b (natural-log odds).
+    seed_ : int
+        The seed used.
+    n_factor_evals_ : int
+        Pairwise factors evaluated by the last ``predict`` / ``add``.
+
+    Examples
+    --------
+    >>> import coref
+    >>> df = coref.datasets.load_aminer()                          # doctest: +SKIP
+    >>> est = coref.AuthorCoref(rng=0).fit(df)                      # doctest: +SKIP
+    >>> clusters = est.predict(df.drop(columns="gold"))             # doctest: +SKIP
+    """
+
+    def __init__(self, *, sampler="racing", delta=0.05, n_sweeps=None, C=0.1, bias_shift="auto",
+                 max_pairs_per_block=3000, rng=0):
+        self.sampler = sampler
+        self.delta = delta
+        self.n_sweeps = n_sweeps
+        self.C = C
+        self.bias_shift = bias_shift
+        self.max_pairs_per_block = max_pairs_per_block
+        self.rng = rng
+
+    # ------------------------------------------------------------------ helpers
+    def _settings(self, command, *, revisit=False):
+        from coref.settings import make_settings
+
+        return make_settings(command, sampler=self.sampler, seed=self.seed_, delta=self.delta,
+                             n_sweeps=self.n_sweeps, revisit=revisit)
+
+    def _seed(self):
+        rng = self.rng
+        if rng is None:
+            return int(np.random.SeedSequence().generate_state(2, np.uint32).view(np.uint64)[0] >> 1)
+        if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) and rng >= 0:
+            return int(rng)
+        raise ValueError(f"the rng parameter of AuthorCoref must be None or an int >= 0; got {rng!r} instead")
+
+    def _check_fitted(self):
+        if not hasattr(self, "model_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this AuthorCoref is not fitted yet; call fit(df_labeled) or AuthorCoref.load(dir)")
+
+    @staticmethod
+    def _frame(df, name):
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"the {name} parameter must be a pandas DataFrame; got {type(df).__name__} instead")
+        from coref.inputs import load_input
+
+        return load_input(df, command="AuthorCoref")[0]
+
+    # ------------------------------------------------------------------ API
+    def fit(self, df, y=None):
+        """Fit theta on the labeled mentions of ``df`` (``gold``; NA = unlabeled, ignored).
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Mentions with a ``gold`` column, several blocks.
+        y : None
+            Ignored (labels are the ``gold`` column).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        TypeError
+            If ``df`` is not a DataFrame.
+        ValueError
+            For missing columns, no block with two labeled mentions, or bad parameters.
+        """
+        from coref.inference import single_thread
+        from coref.model import PairwiseModel
+        from coref.settings import make_settings
+
+        make_settings("AuthorCoref", sampler=self.sampler, delta=self.delta, n_sweeps=self.n_sweeps)
+        seed = self._seed()
+        df = self._frame(df, "df")
+        if "gold" not in df.columns:
+            raise ValueError("AuthorCoref.fit needs a 'gold' column (gold author per mention; NA = unlabeled)")
+        with single_thread():  # theta must not depend on the BLAS thread count
+            self.model_ = PairwiseModel(C=self.C, bias_shift=self.bias_shift,
+                                        max_pairs_per_block=self.max_pairs_per_block, rng=seed).fit(df)
+        self.seed_ = seed
+        return self
+
+    def predict(self, df, *, client=None, progress=False):
+        """Cluster every block of ``df``.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Mentions (a ``gold`` column is ignored and passed through).
+        client : distributed.Client or None
+            Run the blocks on Dask (same clusters as locally).
+        progress : bool
+            Progress bar on stderr.
+
+        Returns
+        -------
+        pandas.DataFrame
+            mention_id, block, cluster_id (``"<block>/<k>"``) [, gold], rows in the order of ``df``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` / ``load``.
+        """
+        from coref.predict import predict_clusters
+
+        self._check_fitted()
+        df = self._frame(df, "df")
+        clusters, stats = predict_clusters(df, self.model_, self._settings("predict"), client=client,
+                                           progress=progress)
+        self.n_factor_evals_ = stats["n_factor_evals"]
+        return clusters
+
+    def add(self, clusters, df_new, *, mentions=None, revisit=False, strict=False, client=None, progress=False):
+        """Put new mentions into an existing clustering; no existing cluster id changes.
+
+        Parameters
+        ----------
+        clusters : pandas.DataFrame
+            mention_id, block, cluster_id of the mentions already clustered (as returned
+            by :meth:`predict` / :meth:`add`); it may also hold their mention columns.
+        df_new : pandas.DataFrame
+            The new mentions.
+        mentions : pandas.DataFrame or None
+            The old mentions' columns (name, coauthors, ...), if ``clusters`` lacks them.
+        revisit : bool
+            Let Gibbs also move the old mentions of the blocks that get new ones.
+        strict : bool
+            A new mention id that is already clustered is an error (default: skipped, counted).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The whole clustering: the old rows (same ids unless ``revisit``), then the new ones.
+
+        Raises
+        ------
+        ValueError
+            If the old mentions' columns are not available or the tables disagree.
+        """
+        from coref.add import add_clusters
+        from coref.io import MENTION_COLUMNS
+        from coref.settings import make_settings
+
+        self._check_fitted()
+        if not isinstance(clusters, pd.DataFrame):
+            raise TypeError(f"the clusters parameter must be a pandas DataFrame; got {type(clusters).__name__} instead")
+        old = clusters if mentions is None else mentions
+        need = [c for c in MENTION_COLUMNS if c != "gold"]
+        if [c for c in need if c not in old.columns]:
+            raise ValueError("AuthorCoref.add needs the old mentions' columns: pass mentions=<the DataFrame given "
+                             f"to predict> or clusters merged with it (missing {[c for c in need if c not in old.columns]})")
+        new = self._frame(df_new, "df_new")
+        settings = make_settings("add", sampler=self.sampler, seed=self.seed_, delta=self.delta,
+                                 n_sweeps=self.n_sweeps, revisit=revisit, strict=strict)
+        out, info = add_clusters(self.model_, old, clusters, new, settings, client=client, progress=progress)
+        info.pop("margins")
+        self.n_factor_evals_ = info["n_factor_evals"]
+        self.add_info_ = info
+        return out
+
+    def explain(self, df, mention_a, mention_b):
+        """The pairwise factor f = theta . phi + b of two mentions, by feature and by group.
+
+        Returns
+        -------
+        coref.explain.Explanation
+        """
+        from coref.explain import explain_pair
+
+        self._check_fitted()
+        return explain_pair(self.model_, df, mention_a, mention_b)
+
+    def confidence(self, df, clusters, **kwargs):
+        """Per-mention assignment confidence (:func:`coref.confidence.assignment_confidence`).
+
+        Returns
+        -------
+        confidence_df, pairs_df : pandas.DataFrame
+        """
+        from coref.confidence import assignment_confidence
+
+        self._check_fitted()
+        kwargs.setdefault("delta", self.delta)
+        kwargs.setdefault("rng", self.seed_)
+        return assignment_confidence(self.model_, df, clusters, **kwargs)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path):
+        """Save the fitted model and these parameters to the directory ``path`` (JSON + npz).
+
+        Returns
+        -------
+        pathlib.Path
+        """
+        from coref.model import save_model
+
+        self._check_fitted()
+        return save_model(self.model_, path, extra={"estimator": "AuthorCoref", "params": self.get_params(),
+                                                   "seed": self.seed_})
+
+    @classmethod
+    def load(cls, path):
+        """An estimator from a directory written by :meth:`save` or ``coref fit``.
+
+        Raises
+        ------
+        coref.exceptions.ModelFormatError
+            For a tampered, foreign or incompatible model (names the file).
+        """
+        from coref.exceptions import ModelFormatError
+        from coref.model import load_model
+
+        model, extra = load_model(path)
+        params = extra.get("params", {}) if isinstance(extra.get("params", {}), dict) else None
+        if params is None or set(params) - set(cls().get_params()):
+            raise ModelFormatError("extra.params must hold AuthorCoref parameters", path=f"{path}/model.json")
+        est = cls(**params)
+        try:
+            est.seed_ = est._seed() if est.rng is not None else int(extra.get("seed", 0))
+            est._settings("load")
+        except (TypeError, ValueError) as exc:
+            raise ModelFormatError(f"bad AuthorCoref parameters ({exc})", path=f"{path}/model.json") from None
+        est.model_ = model
+        return est

@@ -1,0 +1,357 @@
+"""Gibbs over blocks, on an executor: this process or a Dask cluster.
+
+Blocks are independent given theta, so inference maps blocks over an executor:
+in-process ("local") or a Dask cluster (``workers=N`` starts a
+``distributed.LocalCluster``, ``scheduler=ADDRESS`` connects to a running one). Each
+block gets its own random generator ``coref.gibbs.block_rng(seed, block)`` and runs with
+one BLAS / OpenMP thread, so the clusters do not depend on the executor, on the number
+of workers or on the order in which blocks finish.
+
+References
+----------
+.. [1] Chen, Y. & Ghahramani, Z. (2016). Scalable discrete sampling as a multi-armed
+   bandit problem. ICML. Sec. 5.3 (author coreference) and Appx. C.3.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["BlockResult", "infer_blocks", "executor_context", "single_thread"]
+
+CONNECT_TIMEOUT = "20s"  # --scheduler: give up connecting after this long
+CHUNK_MENTIONS = 400  # Dask: group small blocks into tasks of about this many mentions
+
+
+def _gibbs_cls():
+    """The sampler class, looked up at call time (tests substitute a stand-in)."""
+    from coref.gibbs import GibbsCoref
+
+    return GibbsCoref
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """Gibbs output for one (sampler, fold, block).
+
+    Attributes
+    ----------
+    sampler : str
+    fold : int
+    block : str
+    mention_id : ndarray of shape (n_block,)
+        Mention ids in the block's row order.
+    cluster_id : ndarray of shape (n_block,)
+        Final cluster id of each mention (``GibbsCoref.clusters_``).
+    n_factor_evals : int
+        Pairwise factors evaluated in the block (all sweeps).
+    wall_s : float
+        Seconds spent in ``GibbsCoref.fit`` for the block.
+    evals_history : ndarray of shape (n_sweeps + 1,)
+        Cumulative factor evaluations after each sweep (entry 0 = before sweep 1).
+    labels_history : ndarray of shape (n_sweeps + 1, n_block) or None
+        Cluster label of each mention after each sweep (row 0 = initial state).
+    margin : ndarray of shape (n_block,) or None
+        Sum of f_theta to the other members of the mention's final cluster (NaN for a
+        singleton); only when asked for (``margins=True``).
+    """
+
+    sampler: str
+    fold: int
+    block: str
+    mention_id: np.ndarray
+    cluster_id: np.ndarray
+    n_factor_evals: int
+    wall_s: float
+    evals_history: np.ndarray
+    labels_history: np.ndarray | None = field(default=None, repr=False)
+    margin: np.ndarray | None = field(default=None, repr=False)
+
+
+
+
+class _EncodedOnce:
+    """The fitted model, with the block's encoding computed once and reused.
+
+    ``GibbsCoref`` encodes the block (rows in mention-id order); the margins of the
+    final clusters need the same encoding. Everything else is the wrapped model's.
+    """
+
+    def __init__(self, model, enc, ids):
+        self._model, self._enc, self._ids = model, enc, ids
+
+    def encode(self, df):
+        if df["mention_id"].astype(str).tolist() == self._ids:
+            return self._enc
+        return self._model.encode(df)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def _infer_block(block_df, model, *, sampler, fold, block, settings, record_history, initial=None, fixed=None,
+                 margins=False):
+    """Run Gibbs on one block with its own generator; assumes validated input.
+
+    ``initial`` / ``fixed`` (per row of ``block_df``) start Gibbs from given clusters and
+    keep some mentions where they are (``coref add``). ``margins``: also return each
+    mention's margin (:func:`coref.report.cluster_margins`) from the same encoding.
+    """
+    Gibbs = _gibbs_cls()
+    kwargs = settings.gibbs_kwargs(sampler)
+    gibbs_model = model
+    if margins:
+        # rows in mention-id order, the order GibbsCoref encodes them in: one encoding for both
+        order = np.argsort(block_df["mention_id"].astype(str).to_numpy(), kind="stable")
+        block_df = block_df.iloc[order].reset_index(drop=True)
+        initial = None if initial is None else np.asarray(initial, dtype=object)[order]
+        fixed = None if fixed is None else np.asarray(fixed, dtype=bool)[order]
+        enc = model.encode(block_df)
+        gibbs_model = _EncodedOnce(model, enc, block_df["mention_id"].astype(str).tolist())
+    # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
+    # (model, block, seed) only, not on the executor or on which blocks share a task.
+    kwargs.update(rng=settings.seed, record_history=record_history)
+    t0 = time.perf_counter()
+    g = Gibbs(gibbs_model, **kwargs)
+    if initial is None and fixed is None:
+        g = g.fit(block_df)
+    else:
+        g = g.fit(block_df, initial=initial, fixed=fixed)
+    wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
+    mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
+    cluster_id = g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
+    n_evals = int(g.n_factor_evals_)
+    labels_history = None
+    evals = np.array([0, n_evals], dtype=np.int64)
+    hist = getattr(g, "history_", None)
+    if hist is not None and len(hist):
+        evals = np.asarray(hist["n_factor_evals"], dtype=np.int64)
+    lh = getattr(g, "labels_history_", None) if record_history else None
+    if lh is not None:
+        labels_history = np.asarray(lh, dtype=np.int32)
+        n_rows = labels_history.shape[0]
+        if len(evals) == n_rows - 1:
+            evals = np.concatenate([[0], evals])
+        elif len(evals) != n_rows:
+            evals = pad(evals, n_rows)
+    margin = None
+    if margins:
+        from coref.report import cluster_margins
+
+        margin = cluster_margins(enc, model.theta_, model.bias_, cluster_id, rng=settings.seed,
+                                 rows=None if fixed is None else ~fixed)
+    return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
+                       margin)
+
+
+def _infer_chunk(items, model, settings, record_history, margins=False):
+    """Dask task: ``items`` is a list of (sampler, fold, block, block_df, extra) sharing one model."""
+    with single_thread():
+        return [_infer_block(bdf, model, sampler=s, fold=f, block=b, settings=settings,
+                             record_history=record_history, margins=margins, **(extra or {}))
+                for s, f, b, bdf, extra in items]
+
+
+def single_thread():
+    """Context limiting BLAS and OpenMP to one thread (same arithmetic on every executor)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
+def pad(a, n):
+    """Repeat the last entry (or row) of ``a`` until it has ``n`` entries; truncate if longer."""
+    a = np.asarray(a)
+    if len(a) >= n:
+        return a[:n]
+    reps = np.repeat(a[-1:], n - len(a), axis=0)
+    return np.concatenate([a, reps], axis=0)
+
+
+def _local_cluster(n_workers):
+    """A ``distributed.LocalCluster``: worker processes with one thread each, loopback only.
+
+    The dashboard is off; the scheduler's small HTTP server (health checks only) gets a
+    free loopback port instead of 8787, so several clusters can run side by side.
+    """
+    import logging
+
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=None, silence_logs=logging.ERROR,
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False})
+
+
+@contextlib.contextmanager
+def executor_context(executor, workers, scheduler):
+    """Yield (client or None, description). Closes only what it started.
+
+    Raises
+    ------
+    ValueError
+        If both an executor and workers / scheduler are given.
+    TypeError
+        For an executor that is neither None, "local" nor a ``distributed.Client``.
+    ConnectionError
+        If ``scheduler`` cannot be reached.
+    """
+    if executor is not None and (workers is not None or scheduler is not None):
+        raise ValueError("give either executor or workers / scheduler, not both")
+    if workers is not None and scheduler is not None:
+        raise ValueError("give either workers (start a local Dask cluster) or scheduler (connect to one), not both")
+    if workers is not None:
+        from distributed import Client
+
+        cluster = _local_cluster(workers)
+        try:
+            with Client(cluster) as client:
+                yield client, f"dask LocalCluster ({workers} workers x 1 thread, loopback)"
+        finally:
+            cluster.close()
+        return
+    if scheduler is not None:
+        from distributed import Client
+
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ConnectionError(f"--scheduler {scheduler!r}: could not connect to a Dask scheduler ({exc})") from exc
+        try:
+            yield client, f"dask scheduler {scheduler}"
+        finally:
+            client.close()
+        return
+    if executor is None or (isinstance(executor, str) and executor == "local"):
+        yield None, "local"
+        return
+    if hasattr(executor, "submit") and hasattr(executor, "scatter"):
+        yield executor, f"dask client {getattr(executor, 'scheduler', '')}"
+        return
+    raise TypeError(
+        "the executor parameter of coref.run must be None, 'local' or a distributed.Client; "
+        f"got {executor!r} instead"
+    )
+
+
+
+def _chunks(items, target):
+    """Group items of one model into lists of about ``target`` mentions."""
+    chunk, size = [], 0
+    for it in items:
+        chunk.append(it)
+        size += len(it[3])
+        if size >= target:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=True, client=None,
+                 progress=False, on_result=None, skip=None, initial=None, fixed=None, margins=False):
+    """Gibbs over every block of ``df`` with one fitted model, locally or on Dask.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions (schema of :func:`coref.io.load_mentions`), any number of blocks.
+    model : coref.model.PairwiseModel
+        Fitted model (scattered once to the workers when ``client`` is given).
+    settings : coref.settings.CorefSettings
+        Seed, delta, sweeps and further Gibbs parameters (validated).
+    sampler : {"racing", "exact"} or None
+        ``None``: the first of ``settings.samplers``.
+    fold : int
+        Recorded in the results.
+    record_history : bool
+        Keep each block's label history (for convergence curves).
+    client : distributed.Client or None
+        ``None`` runs in this process.
+    progress : bool
+        Show a tqdm bar over mentions.
+    on_result : callable or None
+        Called with each :class:`BlockResult` as it arrives (e.g. to checkpoint).
+    skip : set or None
+        Blocks not to run.
+    initial : array-like of shape (n_mentions,) or None
+        Initial cluster key per row of ``df`` (None / NaN = a new singleton), passed to
+        ``GibbsCoref.fit(initial=...)`` block by block.
+    fixed : array-like of bool, shape (n_mentions,) or None
+        Rows whose cluster Gibbs never changes (``GibbsCoref.fit(fixed=...)``).
+    margins : bool
+        Also compute each mention's margin in its final cluster (``BlockResult.margin``),
+        reusing the block's encoding.
+
+    Returns
+    -------
+    list of BlockResult
+        In the order of ``df``'s blocks (whatever order they finished in).
+    """
+    import pandas as pd
+
+    sampler = settings.samplers[0] if sampler is None else sampler
+    df = df.reset_index(drop=True)
+    blocks = df["block"].astype(str)
+    items = []
+    for b, idx in pd.Series(np.arange(len(df))).groupby(blocks.to_numpy(), sort=False):
+        if skip and b in skip:
+            continue
+        idx = idx.to_numpy()
+        extra = None
+        if initial is not None or fixed is not None:
+            extra = {"initial": None if initial is None else np.asarray(initial, dtype=object)[idx],
+                     "fixed": None if fixed is None else np.asarray(fixed, dtype=bool)[idx]}
+        items.append((sampler, fold, b, df.iloc[idx].reset_index(drop=True), extra))
+    results = execute(items, {fold: model}, client, settings, record_history=record_history,
+                      progress=progress, on_result=on_result, desc=f"gibbs {sampler}", margins=margins)
+    order = {it[2]: i for i, it in enumerate(items)}
+    return sorted(results, key=lambda r: order[r.block])
+
+
+def execute(items, models, client, settings, *, record_history, progress, on_result, desc, margins=False):
+    """Run (sampler, fold, block, df, extra) items; ``models`` maps fold -> fitted model."""
+    from tqdm import tqdm
+
+    results = []
+    n_mentions = sum(len(it[3]) for it in items)
+    with tqdm(total=n_mentions, desc=desc, unit="mention", disable=not progress, leave=False,
+              file=sys.stderr, dynamic_ncols=True) as bar:
+        if client is None:
+            with single_thread():
+                for s, f, b, bdf, extra in items:
+                    bar.set_postfix_str(f"fold {f} block {b} ({len(bdf)})", refresh=False)
+                    r = _infer_block(bdf, models[f], sampler=s, fold=f, block=b, settings=settings,
+                                     record_history=record_history, margins=margins, **(extra or {}))
+                    results.append(r)
+                    if on_result is not None:
+                        on_result(r)
+                    bar.update(len(bdf))
+            return results
+        from distributed import as_completed
+
+        scattered = {f: client.scatter(m, broadcast=True, hash=False) for f, m in models.items()}
+        by_model = {}
+        for it in sorted(items, key=lambda it: -len(it[3])):  # big blocks first: better load balance
+            by_model.setdefault((it[0], it[1]), []).append(it)
+        futures = []
+        for (s, f), its in by_model.items():
+            for chunk in _chunks(its, CHUNK_MENTIONS):
+                futures.append(client.submit(_infer_chunk, chunk, scattered[f], settings, record_history, margins,
+                                             pure=False, priority=sum(len(c[3]) for c in chunk)))
+        try:
+            for fut in as_completed(futures):
+                for r in fut.result():
+                    results.append(r)
+                    if on_result is not None:
+                        on_result(r)
+                    bar.update(len(r.mention_id))
+                fut.release()
+        except BaseException:
+            client.cancel(futures)
+            raise
+    return results

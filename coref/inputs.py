@@ -1,0 +1,176 @@
+"""Reading a command's input: mention data (path or DataFrame) and the model to use.
+
+One place for what every command does before inference: load the mentions with
+:func:`coref.io.load_mentions` (or check a DataFrame against the schema), refuse
+duplicate mention ids, block mentions without a block, and describe what the loader
+read, repaired, skipped and ignored (for the summary, metrics and manifest).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["load_input", "resolve_model", "DEFAULT_MODEL"]
+
+#: The shipped default model, trained on data/aminer_na (``python -m coref fit --data data/aminer_na
+#: --model coref/models/default`` regenerates it).
+DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default"
+
+
+def _required_columns():
+    from coref.io import MENTION_COLUMNS
+
+    return tuple(c for c in MENTION_COLUMNS if c != "gold")
+
+
+def _fmt(x):
+    return ": ".join(str(v) for v in x) if isinstance(x, (tuple, list)) else str(x)
+
+
+def _report_desc(report, df):
+    """Counts and (at most 50) examples of what the loader read, repaired, skipped and ignored."""
+    desc = {"n_read": int(getattr(report, "n_read", len(df))), "n_skipped": int(getattr(report, "n_skipped", 0))}
+    for name in ("skipped", "notes", "files_read", "files_skipped", "files_ignored", "repairs"):
+        v = getattr(report, name, None)
+        if v is None:
+            continue
+        if isinstance(v, (int, float)):
+            desc[f"n_{name}"] = int(v)
+            continue
+        v = list(v)
+        desc[f"n_{name}"] = len(v)
+        desc[name] = [_fmt(x) for x in v[:50]]
+    return desc
+
+
+def load_input(data, *, format=None, strict=False, command="run", need_gold=False):
+    """The mention table of a command and a description of what was read.
+
+    Parameters
+    ----------
+    data : None, str, os.PathLike or pandas.DataFrame
+        Mention file or directory, a loaded table, or ``None`` for the shipped AMiner set.
+    format : str or None
+        Loader format (validated by the caller's settings).
+    strict : bool
+        Make the loader fail on a bad record or file.
+    command : str
+        Named in error messages.
+    need_gold : bool
+        The table must have a ``gold`` column (``coref run`` / ``fit``).
+
+    Returns
+    -------
+    df : pandas.DataFrame
+        Fresh index, ``block`` as str, unique ``mention_id``.
+    desc : dict
+        ``path``, ``format``, ``n_read``, ``n_skipped`` and, as the loader reports them,
+        ``skipped`` (file:line: reason), ``notes``, ``repairs``, ``files_read``,
+        ``files_skipped``, ``files_ignored``, each with its count ``n_<name>``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``data`` does not exist.
+    TypeError
+        For a ``data`` of another type.
+    ValueError
+        For an empty directory, missing columns, no mentions or duplicate mention ids.
+    coref.exceptions.MentionFormatError
+        From the loader.
+    """
+    if isinstance(data, pd.DataFrame):
+        need = _required_columns() + (("gold",) if need_gold else ())
+        missing = [c for c in need if c not in data.columns]
+        if missing:
+            raise ValueError(f"the data DataFrame lacks the mention columns {missing}; see coref.io.load_mentions")
+        df = data.reset_index(drop=True).copy()
+        desc = {"path": "<DataFrame>", "format": "dataframe", "n_read": len(df), "n_skipped": 0}
+    else:
+        from coref.io import load_mentions
+
+        if data is None:
+            from coref.datasets import data_path
+
+            path = data_path("aminer_na")
+            format = format or "aminer"
+        else:
+            if not isinstance(data, (str, os.PathLike)):
+                raise TypeError(f"the data parameter of coref.{command} must be None, a path or a DataFrame; "
+                                f"got {type(data).__name__} instead")
+            path = Path(data).expanduser()
+            if not path.exists():
+                raise FileNotFoundError(f"--data {str(data)!r}: no such file or directory")
+            if path.is_dir() and not any(path.iterdir()):
+                raise ValueError(f"--data {str(data)!r}: the directory is empty (expected mention files, e.g. AMiner XML)")
+        df, report = load_mentions(path, format=format, strict=strict, return_report=True)
+        desc = {"path": str(path), "format": format or "auto", **_report_desc(report, df)}
+        df = df.reset_index(drop=True)
+        if need_gold and "gold" not in df.columns:
+            raise ValueError(f"{path}: coref {command} needs gold labels (a 'gold' column)")
+    if len(df) == 0:
+        raise ValueError(f"no mentions were loaded from {desc['path']!r}")
+    df["mention_id"] = df["mention_id"].astype(str)
+    if df["mention_id"].duplicated().any():
+        dup = df.loc[df["mention_id"].duplicated(), "mention_id"].iloc[0]
+        raise ValueError(f"mention ids must be unique; {dup!r} occurs more than once in {desc['path']!r}")
+    if df["block"].isna().any():
+        from coref.blocking import assign_blocks
+
+        df = assign_blocks(df)
+    df["block"] = df["block"].astype(str)
+    return as_object_text(df), desc
+
+
+def as_object_text(df):
+    """``df`` with its text columns as NumPy object arrays of str (missing -> "").
+
+    The feature encoder reads cells one by one; arrow-backed string columns make each
+    access a pyarrow call, several times slower than plain Python strings.
+    """
+    for c in df.columns:
+        if c == "gold" or not isinstance(df[c].dtype, pd.StringDtype):
+            continue
+        col = df[c]
+        if c in ("mention_id", "block", "name", "title", "venue", "affiliation"):
+            df[c] = pd.Series(col.fillna("").astype(str).to_numpy(dtype=object), index=df.index, dtype=object)
+        else:  # optional text (abstract, paper_id, orcid): keep missing as None
+            df[c] = pd.Series([None if v is pd.NA or v is None or v != v else str(v) for v in col],
+                              index=df.index, dtype=object)
+    return df
+
+
+def resolve_model(model_dir):
+    """Load the model of ``--model DIR`` (``None``: the shipped default).
+
+    Returns
+    -------
+    model : coref.model.PairwiseModel
+    extra : dict
+        Metadata saved with it (estimator settings).
+    info : dict
+        ``path`` and the SHA-256 of its model.json (for manifests).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the directory (or the shipped default) is missing.
+    coref.exceptions.ModelFormatError
+        If the model is tampered, foreign or of another version / feature layout.
+    """
+    from coref.model import load_model
+    from coref.outputs import sha256_file
+
+    if model_dir is None:
+        path = DEFAULT_MODEL
+        if not (path / "manifest.json").is_file():
+            raise FileNotFoundError(
+                f"the shipped default model is missing ({path}); train one with "
+                "`python -m coref fit --data data/aminer_na --model coref/models/default` or pass --model DIR")
+    else:
+        path = Path(model_dir).expanduser()
+    model, extra = load_model(path)
+    return model, extra, {"path": str(path), "default": model_dir is None,
+                          "model_json_sha256": sha256_file(path / "model.json")}

@@ -1,0 +1,290 @@
+"""``coref predict``: cluster unlabeled mentions with a saved model.
+
+Every block is clustered with annealed racing Gibbs (:class:`coref.gibbs.GibbsCoref`),
+locally or on Dask; block ``b`` uses ``coref.gibbs.block_rng(seed, b)``, so the same
+seed gives the same clusters on any executor. A ``gold`` column in the input is never
+read: it is dropped before inference and passed through to clusters.csv untouched.
+
+Outputs in ``--out`` (locked while written; manifest.json last, see :mod:`coref.outputs`):
+
+* ``clusters.csv``: mention_id, block, cluster_id (and gold when the input has it).
+  Cluster ids are ``"<block>/<k>"``, k = 0, 1, ... in the order of each cluster's
+  smallest mention id: stable strings, unique across blocks.
+* ``mentions.parquet``: the mentions clustered (what ``coref add`` builds on).
+* ``summary.json`` and ``report.md``: counts, the largest clusters and the weakest
+  merges (the mentions whose cluster gains least over being alone).
+* with ``--confidence``: ``confidence.csv`` and ``pairs.csv`` from
+  :func:`coref.confidence.assignment_confidence`.
+
+References
+----------
+.. [1] Chen, Y. & Ghahramani, Z. (2016). Scalable discrete sampling as a multi-armed
+   bandit problem. ICML. Sec. 5.3 and Appx. C.3.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["predict_clusters", "canonical_cluster_ids", "predict", "add_arguments", "main"]
+
+
+def canonical_cluster_ids(blocks, mention_ids, keys):
+    """Cluster ids ``"<block>/<k>"`` numbered by each cluster's smallest mention id.
+
+    Parameters
+    ----------
+    blocks, mention_ids, keys : array-like of shape (n_mentions,)
+        Block, mention id and any cluster key (same key = same cluster within a block).
+
+    Returns
+    -------
+    ndarray of object, shape (n_mentions,)
+        Depends only on the partition, not on the keys' values.
+    """
+    frame = pd.DataFrame({"b": np.asarray(blocks, dtype=object).astype(str),
+                          "m": np.asarray(mention_ids, dtype=object).astype(str),
+                          "k": np.asarray(keys, dtype=object).astype(str)})
+    first = frame.groupby(["b", "k"], sort=False)["m"].transform("min")
+    frame["first"] = first
+    order = frame[["b", "first"]].drop_duplicates().sort_values(["b", "first"], kind="stable")
+    order["n"] = order.groupby("b").cumcount()
+    n = frame.merge(order, on=["b", "first"], how="left")["n"].to_numpy()
+    return (frame["b"] + "/" + pd.Series(n).astype(str)).to_numpy(dtype=object)
+
+
+def predict_clusters(df, model, settings, *, client=None, progress=False):
+    """Cluster every block of ``df`` with a fitted model.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions (schema of :func:`coref.io.load_mentions`); a ``gold`` column is ignored.
+    model : coref.model.PairwiseModel
+        Fitted.
+    settings : coref.settings.CorefSettings
+        Seed, delta, sweeps (validated once by :func:`coref.settings.make_settings`).
+    client : distributed.Client or None
+        Dask client; ``None`` runs here.
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    clusters : pandas.DataFrame
+        mention_id, block, cluster_id (+ gold, passed through, when ``df`` has it), in
+        the row order of ``df``.
+    stats : dict
+        ``n_factor_evals`` and ``gibbs_wall_s`` summed over blocks; ``margins``, a Series
+        mention_id -> the sum of f_theta to the other members of its cluster (NaN for
+        singletons; :func:`coref.report.cluster_margins`).
+    """
+    from coref.inference import infer_blocks
+
+    features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
+    results = infer_blocks(features, model, settings, record_history=False, client=client, progress=progress,
+                           margins=True)
+    mids = np.concatenate([r.mention_id for r in results]) if results else np.array([], object)
+    keys = np.concatenate([r.cluster_id for r in results]) if results else np.array([], object)
+    blocks = np.concatenate([[r.block] * len(r.mention_id) for r in results]) if results else np.array([], object)
+    cid = pd.Series(canonical_cluster_ids(blocks, mids, keys), index=pd.Index(mids.astype(str)))
+    clusters = pd.DataFrame({"mention_id": df["mention_id"].astype(str).to_numpy(),
+                             "block": df["block"].astype(str).to_numpy()})
+    clusters["cluster_id"] = cid.reindex(clusters["mention_id"]).to_numpy()
+    if "gold" in df.columns:
+        clusters["gold"] = df["gold"].to_numpy()
+    stats = {"n_factor_evals": int(sum(r.n_factor_evals for r in results)),
+             "gibbs_wall_s": float(sum(r.wall_s for r in results)),
+             "margins": _margins(results)}
+    return clusters, stats
+
+
+def _margins(results):
+    """Series mention_id -> margin in its final cluster (NaN for singletons)."""
+    if not results:
+        return pd.Series(dtype=float)
+    return pd.Series(np.concatenate([r.margin for r in results]),
+                     index=np.concatenate([r.mention_id for r in results]).astype(str))
+
+
+def write_outputs(od, df, clusters, model, settings, *, summary, title, margins, confidence=None, focus=None):
+    """Write clusters.csv, mentions.parquet, summary.json, report.md (and confidence files) into ``od``.
+
+    ``margins``: Series mention_id -> margin (from the inference); ``focus``: the mentions
+    the weakest merges are chosen among (None = all).
+    """
+    from coref.io import write_mentions
+    from coref.report import largest_clusters, render_predict_md, weakest_merges, write_csv, write_json
+    from sampling._atomic import atomic_write_text
+
+    write_csv(od.path("clusters.csv"), clusters)
+    mentions = df if "gold" in df.columns else df.assign(gold=pd.array([pd.NA] * len(df), dtype="string"))
+    write_mentions(mentions, od.path("mentions.parquet"))
+    largest = largest_clusters(df, clusters)
+    weakest = weakest_merges(clusters, margins, focus=focus)
+    summary = {**summary, "largest_clusters": largest.to_dict("records"),
+               "weakest_merges": None if weakest is None else weakest.to_dict("records")}
+    extra_md = ""
+    if confidence is not None:
+        extra_md = confidence
+    write_json(od.path("summary.json"), summary)
+    atomic_write_text(od.path("report.md"), render_predict_md(summary, largest, weakest, title=title) + extra_md)
+    return summary
+
+
+def _confidence(od, model, df, clusters, settings):
+    """confidence.csv, pairs.csv and the report section (coref.confidence, if present)."""
+    try:
+        from coref.confidence import assignment_confidence, write_confidence_report
+    except ImportError as exc:
+        raise RuntimeError(f"--confidence needs coref.confidence, which is not available here ({exc})") from None
+    from coref.report import write_csv
+
+    features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
+    conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
+                                        delta=settings.delta, rng=settings.seed)
+    write_csv(od.path("confidence.csv"), conf)
+    write_csv(od.path("pairs.csv"), pairs)
+    before = {p.name for p in od.out.iterdir()}
+    section = write_confidence_report(od.out, conf, pairs)
+    for p in sorted(od.out.iterdir()):
+        if p.name not in before and p.suffix == ".png":
+            od.path(p.name)
+    return "\n" + (section or "")
+
+
+def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sweeps=None, format=None,
+            strict=False, workers=None, scheduler=None, confidence=False, progress=True):
+    """``coref predict`` as a function: load, cluster, write ``out`` (see the module docstring).
+
+    Parameters
+    ----------
+    data : None, str, os.PathLike or pandas.DataFrame
+        Mentions to cluster (``None``: the shipped AMiner set).
+    model : None, str or os.PathLike
+        Model directory from ``coref fit``; ``None`` = the shipped default model.
+    out : str or os.PathLike
+        Output directory (locked while written, manifest last).
+    sampler, seed, delta, n_sweeps, format, strict, workers, scheduler
+        As in :func:`coref.settings.make_settings`.
+    confidence : bool
+        Also write per-mention confidence (needs :mod:`coref.confidence`).
+    progress : bool
+        Progress bars on stderr.
+
+    Returns
+    -------
+    dict
+        The summary written to summary.json (its ``manifest`` key holds the manifest).
+
+    Raises
+    ------
+    coref.outputs.OutputError
+        Before any work, if ``out`` is not writable or is locked by another command.
+    FileNotFoundError, ValueError, TypeError, coref.exceptions.MentionFormatError,
+    coref.exceptions.ModelFormatError, ConnectionError
+        For bad input, a bad model or an unreachable scheduler.
+    """
+    from coref.inference import executor_context
+    from coref.inputs import load_input, resolve_model
+    from coref.outputs import OutputDir, mentions_checksum
+    from coref.settings import make_settings
+
+    t0 = time.perf_counter()
+    settings = make_settings("predict", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
+                             strict=strict, workers=workers, scheduler=scheduler)
+    with OutputDir(out, "predict") as od:
+        fitted, _, model_info = resolve_model(model)
+        df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
+        with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
+            clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress)
+        margins = stats.pop("margins")
+        conf_md = _confidence(od, fitted, df, clusters, settings) if confidence else None
+        summary = {
+            "command": "predict", "n_mentions": int(len(df)), "n_blocks": int(df["block"].nunique()),
+            "n_clusters": int(clusters["cluster_id"].nunique()),
+            "n_singletons": int((clusters["cluster_id"].value_counts() == 1).sum()),
+            "gold_passed_through": "gold" in clusters.columns, **stats,
+            "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
+            "elapsed_s": time.perf_counter() - t0,
+        }
+        summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
+                                title="Author coreference: predicted clusters", confidence=conf_md)
+        summary["manifest"] = od.finish(settings=settings, model_info=model_info,
+                                        input_info={"path": desc["path"], "format": desc["format"],
+                                                    "mentions_sha256": mentions_checksum(df)})
+    return summary
+
+
+def add_arguments(parser):
+    """Options of ``coref predict``."""
+    from coref.io import FORMATS
+
+    parser.add_argument("--data", metavar="PATH", default=None,
+                        help="mention file or directory (default: the shipped AMiner set)")
+    parser.add_argument("--format", choices=FORMATS, default=None, help="input format (default: detected)")
+    parser.add_argument("--model", metavar="DIR", default=None,
+                        help="model directory from `coref fit` (default: the shipped model)")
+    parser.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    add_common_arguments(parser)
+    parser.add_argument("--confidence", action="store_true",
+                        help="also write confidence.csv and pairs.csv (per-mention assignment confidence)")
+
+
+def add_common_arguments(parser):
+    """Options shared by ``coref predict`` and ``coref add``."""
+    from coref.settings import SAMPLERS
+
+    parser.add_argument("--sampler", choices=SAMPLERS, default="racing", help="Gibbs sampler (default racing)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); same seed, same clusters")
+    parser.add_argument("--delta", type=float, default=0.05, help="racing error level (default 0.05)")
+    parser.add_argument("--sweeps", dest="n_sweeps", type=int, default=None, metavar="N",
+                        help="Gibbs sweeps per block (default: the sampler's default)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N", default=None,
+                       help="run blocks on a local Dask cluster of N worker processes")
+    where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="run blocks on this Dask scheduler")
+    parser.add_argument("--strict", action="store_true", help="fail on the first bad record or file")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+
+
+def report_error(command, args, exc):
+    """Print ``coref COMMAND: error: ...`` (or re-raise with --debug); return exit status 2."""
+    if getattr(args, "debug", False):
+        raise exc
+    print(f"coref {command}: error: {exc}", file=sys.stderr)
+    return 2
+
+
+ERRORS = (FileNotFoundError, NotADirectoryError, ValueError, TypeError, ConnectionError, OSError, RuntimeError)
+
+
+def print_summary(summary, out):
+    """Short console summary of a predict / add run."""
+    d = summary["data"]
+    print(f"{summary['n_mentions']} mentions in {summary['n_blocks']} blocks -> {summary['n_clusters']} clusters "
+          f"({summary['n_singletons']} singletons); {summary['n_factor_evals']:,} factor evaluations, "
+          f"{summary['elapsed_s']:.1f} s")
+    if d.get("n_skipped"):
+        print(f"the loader skipped {d['n_skipped']} record(s): " + "; ".join(d.get("skipped", [])[:3]))
+    for name in ("files_skipped", "files_ignored", "repairs"):
+        if d.get(f"n_{name}"):
+            print(f"{name.replace('_', ' ')}: {d[f'n_{name}']}: " + "; ".join(d.get(name, [])[:5]))
+    print(f"outputs: {out}/ (clusters.csv, report.md, summary.json, manifest.json)")
+
+
+def main(args):
+    """Entry point of ``coref predict``; returns the exit status."""
+    try:
+        summary = predict(args.data, model=args.model, out=args.out, sampler=args.sampler, seed=args.seed,
+                          delta=args.delta, n_sweeps=args.n_sweeps, format=args.format, strict=args.strict,
+                          workers=args.workers, scheduler=args.scheduler, confidence=args.confidence,
+                          progress=not args.quiet)
+    except ERRORS as exc:
+        return report_error("predict", args, exc)
+    print_summary(summary, args.out)
+    return 0

@@ -1,0 +1,221 @@
+"""Sub-models of a block as graphical models: exact ln Z against brute-force set partitions."""
+import math
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from coref._submodel import (MAX_EXACT_SUBSET, build_graphical_model, check_constraints, exact_log_z,
+                             log_block_probabilities, subproblem)
+from coref.confidence import event_probability
+from sampling.bounds import log_partition, read_uai, write_uai
+
+
+def set_partitions(items):
+    """Every set partition of ``items`` (a list), each once."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for p in set_partitions(rest):
+        for k in range(len(p)):
+            yield p[:k] + [[first] + p[k]] + p[k + 1:]
+        yield [[first]] + p
+
+
+def brute_log_z(F, S, assignment, constraints=()):
+    """ln Z_S by enumerating set partitions of S plus one anchor per existing cluster.
+
+    Anchors stand for the fixed clusters; a partition with two anchors in one block is
+    not a configuration (fixed clusters stay distinct). Independent of the encoding.
+    """
+    n = F.shape[0]
+    S = list(S)
+    rest = [r for r in range(n) if r not in S]
+    labs = sorted({int(assignment[r]) for r in rest})
+    items = S + [("anchor", c) for c in labs]
+    vals = []
+    for part in set_partitions(items):
+        y = {}
+        valid = True
+        for gi, g in enumerate(part):
+            an = [a for a in g if isinstance(a, tuple)]
+            if len(an) > 1:
+                valid = False
+                break
+            lab = an[0][1] if an else ("new", gi)
+            for s in g:
+                if not isinstance(s, tuple):
+                    y[s] = lab
+        if not valid:
+            continue
+        for r in rest:
+            y[r] = int(assignment[r])
+        good = True
+        for con in constraints:
+            if con[0] == "same" and y[con[1]] != y[con[2]]:
+                good = False
+            if con[0] == "cluster" and y[con[1]] != con[2]:
+                good = False
+            if con[0] == "alone" and sum(1 for v in y.values() if v == y[con[1]]) != 1:
+                good = False
+        if not good:
+            continue
+        vals.append(sum(F[a, b] for a in range(n) for b in range(a + 1, n)
+                        if (a in S or b in S) and y[a] == y[b]))
+    return float(logsumexp(vals)) if vals else -math.inf
+
+
+def _random_block(n, n_labels, seed):
+    rng = np.random.default_rng(seed)
+    F = rng.normal(-0.5, 1.5, (n, n))
+    F = (F + F.T) / 2
+    np.fill_diagonal(F, 0.0)
+    return F, rng.integers(0, n_labels, n)
+
+
+def test_set_partitions_are_bell_numbers():
+    assert [sum(1 for _ in set_partitions(list(range(k)))) for k in range(8)] == [1, 1, 2, 5, 15, 52, 203, 877]
+
+
+CASES = [  # (n rows, S, number of labels)
+    (8, list(range(8)), 1),          # whole block of 8 mentions, no fixed mention
+    (9, [0, 2, 3, 5, 8], 3),         # 5 mentions, 3 or fewer existing clusters
+    (10, [1, 2, 4, 6, 7, 9], 2),
+    (6, [3], 3),                     # a single mention
+]
+
+
+@pytest.mark.parametrize("n, S, n_labels", CASES, ids=["block8", "S5", "S6", "S1"])
+@pytest.mark.parametrize("encoding", ["leader", "growth"])
+def test_log_z_equals_brute_force(n, S, n_labels, encoding):
+    F, a = _random_block(n, n_labels, seed=n)
+    sub = subproblem(F, S, a if len(S) < n else None)
+    bf = brute_log_z(F, S, a)
+    gm = build_graphical_model(sub, encoding=encoding)
+    assert abs(log_partition(gm) - bf) < 1e-9
+    assert abs(exact_log_z(sub) - bf) < 1e-9
+
+
+def test_log_z_brute_force_eight_mentions_with_fixed_clusters():
+    F, a = _random_block(10, 2, seed=3)
+    S = [0, 1, 2, 3, 4, 5, 6, 7]
+    sub = subproblem(F, S, a)
+    assert sub.K >= 1
+    bf = brute_log_z(F, S, a)
+    assert abs(exact_log_z(sub) - bf) < 1e-9
+    assert abs(log_partition(build_graphical_model(sub)) - bf) < 1e-9
+
+
+def test_events_equal_brute_force():
+    F, a = _random_block(9, 3, seed=11)
+    S = [0, 2, 3, 5, 8]
+    sub = subproblem(F, S, a)
+    c = int(sub.cluster_labels[0])
+    for cons in ([("same", 0, 3)], [("cluster", 5, c)], [("alone", 8)], [("same", 2, 8), ("cluster", 0, c)]):
+        bf = brute_log_z(F, S, a, cons)
+        norm = check_constraints(sub, cons)
+        assert abs(exact_log_z(sub, norm) - bf) < 1e-9
+        for enc in ("leader", "growth"):
+            assert abs(log_partition(build_graphical_model(sub, norm, encoding=enc)) - bf) < 1e-9
+
+
+def test_counting_is_exact_with_zero_factors():
+    """All f = 0: Z counts configurations; a whole block of m has Bell(m) partitions."""
+    F = np.zeros((7, 7))
+    sub = subproblem(F, range(7))
+    assert abs(math.exp(exact_log_z(sub)) - 877) < 1e-6
+    for enc in ("leader", "growth"):
+        assert abs(math.exp(log_partition(build_graphical_model(sub, encoding=enc))) - 877) < 1e-6
+
+
+def test_block_probabilities_match_events():
+    F, _ = _random_block(7, 1, seed=5)
+    sub = subproblem(F, range(7))
+    lp, lz = log_block_probabilities(sub)
+    p = np.exp(lp)
+    masks = np.arange(1 << 7)
+    both = ((masks >> 1) & 1) & ((masks >> 4) & 1)
+    p_same = p[both.astype(bool)].sum()
+    assert abs(p_same - math.exp(exact_log_z(sub, [("same", 1, 4)]) - lz)) < 1e-12
+    assert abs(p[1 << 2] - math.exp(exact_log_z(sub, [("alone", 2)]) - lz)) < 1e-12
+
+
+def test_uai_round_trip(tmp_path):
+    F, a = _random_block(8, 2, seed=2)
+    sub = subproblem(F, [0, 3, 4, 6], a)
+    gm = build_graphical_model(sub, check_constraints(sub, ("same", 0, 6)))
+    path = tmp_path / "sub.uai"
+    write_uai(path, gm)
+    back = read_uai(path)
+    assert abs(log_partition(back) - log_partition(gm)) < 1e-6  # UAI text keeps ~10 digits
+
+
+def test_dis_interval_contains_exact():
+    F, a = _random_block(12, 3, seed=7)
+    sub = subproblem(F, [0, 1, 2, 3, 4, 5, 6], a)
+    con = ("same", 1, 4)
+    ex = event_probability(sub, con, method="exact")
+    assert ex.p_lower == ex.p == ex.p_upper
+    d = event_probability(sub, con, method="dis", delta=1e-3, time_limit=0.5, rng=1)  # fails w.p. <= 2e-3
+    assert d.method == "dis"
+    assert 0.0 <= d.p_lower <= d.p <= d.p_upper <= 1.0
+    assert d.p_lower - 1e-9 <= ex.p <= d.p_upper + 1e-9
+
+
+@pytest.mark.parametrize("S, assignment, match", [
+    ([], None, "at least one"),
+    ([0, 0], None, "repeat"),
+    ([0, 9], None, "outside"),
+    ([0, 1], None, "assignment is needed"),
+    ([0, 1], [0, 1], "one label per block row"),
+])
+def test_subproblem_errors(S, assignment, match):
+    F = np.zeros((4, 4))
+    with pytest.raises(ValueError, match=match):
+        subproblem(F, S, assignment)
+
+
+def test_constraint_errors():
+    F, a = _random_block(6, 2, seed=1)
+    sub = subproblem(F, [0, 1, 2], a)
+    with pytest.raises(ValueError, match="not in the sub-model"):
+        check_constraints(sub, ("same", 0, 5))
+    with pytest.raises(ValueError, match="not an existing cluster"):
+        check_constraints(sub, ("cluster", 0, 99))
+    with pytest.raises(ValueError, match="unknown constraint"):
+        check_constraints(sub, ("differ", 0, 1))
+    with pytest.raises(ValueError, match="must differ"):
+        check_constraints(sub, ("same", 1, 1))
+    with pytest.raises(TypeError, match="must be a tuple"):
+        check_constraints(sub, [["same", 0, 1]])
+    with pytest.raises(ValueError, match="encoding"):
+        build_graphical_model(sub, encoding="bogus")
+
+
+def test_exact_refuses_too_large():
+    F = np.zeros((MAX_EXACT_SUBSET + 1, MAX_EXACT_SUBSET + 1))
+    with pytest.raises(ValueError, match="limited to"):
+        exact_log_z(subproblem(F, range(MAX_EXACT_SUBSET + 1)))
+
+
+def test_brute_force_check_catches_label_symmetry():
+    """Without the symmetry-breaking 0/1 factors each partition is counted many times:
+    the brute-force comparison used above must (and does) reject that model."""
+    from sampling.bounds import Factor, GraphicalModel
+
+    F, a = _random_block(7, 2, seed=9)
+    S = [0, 1, 2, 3, 4]
+    sub = subproblem(F, S, a)
+    m, K = sub.m, sub.K
+    card = K + m  # free labels: K existing + m new, no first-use order
+    factors = [Factor((k,), np.concatenate([sub.u[k], np.zeros(m)])) for k in range(m)]
+    for k in range(m):
+        for l in range(k + 1, m):
+            t = np.zeros((card, card))
+            t[np.arange(card), np.arange(card)] = sub.f[k, l]
+            factors.append(Factor((k, l), t))
+    naive = log_partition(GraphicalModel([card] * m, factors))
+    bf = brute_log_z(F, S, a)
+    assert naive - bf > 1.0  # overcounted by a large factor
+    assert abs(log_partition(build_graphical_model(sub)) - bf) < 1e-9

@@ -1,0 +1,95 @@
+"""AuthorCoref: the scikit-learn style front door (clone, params, fit / predict / add, save / load)."""
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn.base
+from sklearn.exceptions import NotFittedError
+
+import coref
+from coref.estimator import AuthorCoref
+from coref.exceptions import ModelFormatError
+
+
+@pytest.fixture(scope="module")
+def train(mentions_factory):
+    return mentions_factory(n_blocks=6, per=12, n_authors=3, seed=11)
+
+
+@pytest.fixture(scope="module")
+def test_df(mentions_factory):
+    return mentions_factory(n_blocks=3, per=12, n_authors=3, seed=12)
+
+
+@pytest.fixture(scope="module")
+def fitted(train):
+    return AuthorCoref(bias_shift=0.0, n_sweeps=8, rng=3).fit(train)
+
+
+def test_is_exported_first_and_clone_works():
+    assert "AuthorCoref" in coref.__all__ and coref.AuthorCoref is AuthorCoref
+    est = AuthorCoref(delta=0.1, rng=5, n_sweeps=7)
+    c = sklearn.base.clone(est)
+    assert c.get_params() == est.get_params() and c is not est
+    c.set_params(delta=0.2, sampler="exact")
+    assert (c.delta, c.sampler, est.delta) == (0.2, "exact", 0.1)
+    assert set(est.get_params()) == {"sampler", "delta", "n_sweeps", "C", "bias_shift", "max_pairs_per_block", "rng"}
+
+
+def test_fit_predict_roundtrip_dataframe(fitted, test_df):
+    from coref.evaluate import b3
+
+    out = fitted.predict(test_df.drop(columns=["gold"]))
+    assert list(out.columns) == ["mention_id", "block", "cluster_id"]
+    assert out["mention_id"].tolist() == test_df["mention_id"].tolist()
+    r = b3(pd.Series(out["cluster_id"].to_numpy(), index=out["mention_id"]),
+           pd.Series(test_df["gold"].to_numpy(), index=test_df["mention_id"]))
+    assert r.f1 > 0.9 and fitted.n_factor_evals_ > 0
+    with_gold = fitted.predict(test_df)
+    assert with_gold["gold"].tolist() == test_df["gold"].tolist()
+    assert with_gold["cluster_id"].tolist() == out["cluster_id"].tolist()
+
+
+def test_clone_then_fit_gives_the_same_model(fitted, train, test_df):
+    twin = sklearn.base.clone(fitted).fit(train)
+    np.testing.assert_array_equal(twin.model_.theta_, fitted.model_.theta_)
+    pd.testing.assert_frame_equal(twin.predict(test_df), fitted.predict(test_df))
+
+
+def test_save_load_predicts_the_same(fitted, test_df, tmp_path):
+    fitted.save(tmp_path / "m")
+    back = AuthorCoref.load(tmp_path / "m")
+    assert back.get_params() == fitted.get_params()
+    pd.testing.assert_frame_equal(back.predict(test_df), fitted.predict(test_df))
+    (tmp_path / "m" / "model.json").write_text("{}")
+    with pytest.raises(ModelFormatError, match="model.json: SHA-256 does not match"):
+        AuthorCoref.load(tmp_path / "m")
+
+
+def test_add_keeps_ids(fitted, test_df):
+    old, new = test_df.iloc[:24], test_df.iloc[24:]
+    cl = fitted.predict(old)
+    both = fitted.add(cl, new, mentions=old)
+    assert both["cluster_id"].iloc[:24].tolist() == cl["cluster_id"].tolist()
+    assert len(both) == len(test_df) and fitted.add_info_["n_old_ids_changed"] == 0
+    merged = old.merge(cl[["mention_id", "cluster_id"]], on="mention_id")
+    assert fitted.add(merged, new)["cluster_id"].tolist() == both["cluster_id"].tolist()
+    with pytest.raises(ValueError, match="needs the old mentions' columns"):
+        fitted.add(cl, new)
+
+
+def test_errors(train):
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        AuthorCoref().predict(train)
+    with pytest.raises(TypeError, match="must be a pandas DataFrame"):
+        AuthorCoref().fit("x")
+    with pytest.raises(ValueError, match="delta parameter of coref.AuthorCoref must be in"):
+        AuthorCoref(delta=2).fit(train)
+    with pytest.raises(ValueError, match="rng parameter of AuthorCoref"):
+        AuthorCoref(rng=-1).fit(train)
+    with pytest.raises(ValueError, match="needs a 'gold' column"):
+        AuthorCoref().fit(train.drop(columns="gold"))
+
+
+def test_explain_method(fitted, test_df):
+    e = fitted.explain(test_df, test_df["mention_id"].iloc[0], test_df["mention_id"].iloc[1])
+    assert e.f == pytest.approx(e.by_group["contribution"].sum())

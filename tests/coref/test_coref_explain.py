@@ -1,0 +1,69 @@
+"""coref explain: the factor f = theta . phi + b of a pair, term by term and by group."""
+import numpy as np
+import pytest
+
+from coref.explain import explain_pair, feature_groups
+from coref.features import FEATURE_NAMES
+from coref.model import PairwiseModel, save_model
+
+
+@pytest.fixture(scope="module")
+def model_and_data(mentions_factory):
+    df = mentions_factory(n_blocks=4, per=10, seed=21)
+    return PairwiseModel(bias_shift=0.0).fit(df), df
+
+
+def test_terms_sum_to_the_factor(model_and_data):
+    model, df = model_and_data
+    blk = df[df["block"] == "Name_1"].reset_index(drop=True)
+    a, b = blk["mention_id"].iloc[2], blk["mention_id"].iloc[5]
+    e = explain_pair(model, df, a, b)
+    enc = model.encode(blk)
+    assert e.f == model.pairwise_factor(enc, 2, 5)
+    assert e.bias + e.by_feature["contribution"].sum() == pytest.approx(e.f, abs=1e-9)
+    assert e.by_group["cumulative"].iloc[-1] == pytest.approx(e.f, abs=1e-9)
+    assert e.by_group["group"].iloc[0] == "intercept (b)"
+    np.testing.assert_allclose(e.by_feature["contribution"], e.by_feature["theta"] * e.by_feature["phi"])
+    assert (e.by_feature["contribution"].abs().diff().dropna() <= 0).all()      # largest first
+    text = e.text()
+    assert f"f({a}, {b}) = theta . phi + b = {e.f:+.3f}" in text and "coauthors" in text
+    assert 0.0 <= e.probability <= 1.0
+
+
+def test_groups_are_human_readable():
+    labels, groups = feature_groups()
+    assert len(labels) == len(groups) == len(FEATURE_NAMES)
+    assert set(groups) <= {"coauthors", "coauthor graph", "title", "venue", "affiliation", "year", "name",
+                           "block size"} | set(groups)
+    g = dict(zip(FEATURE_NAMES, groups))
+    if "title_cos" in g:
+        assert g["title_cos"] == "title"
+
+
+def test_errors(model_and_data):
+    model, df = model_and_data
+    with pytest.raises(KeyError, match="'nope' is not in the data"):
+        explain_pair(model, df, "nope", df["mention_id"].iloc[0])
+    with pytest.raises(ValueError, match="in block 'Name_0'.*only mentions of one block"):
+        explain_pair(model, df, df["mention_id"].iloc[0], df["mention_id"].iloc[-1])
+    with pytest.raises(ValueError, match="two different mentions"):
+        explain_pair(model, df, df["mention_id"].iloc[0], df["mention_id"].iloc[0])
+
+
+def test_cli(model_and_data, tmp_path, capsys):
+    import json
+
+    from coref.cli import main
+    from coref.io import write_mentions
+
+    model, df = model_and_data
+    save_model(model, tmp_path / "m")
+    path = write_mentions(df, tmp_path / "d.parquet")
+    a, b = df["mention_id"].iloc[0], df["mention_id"].iloc[1]
+    assert main(["explain", "--data", str(path), "--model", str(tmp_path / "m"), a, b]) == 0
+    assert "by group" in capsys.readouterr().out
+    assert main(["explain", "--data", str(path), "--model", str(tmp_path / "m"), "--json", a, b]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["f"] == pytest.approx(explain_pair(model, df, a, b).f)
+    assert main(["explain", "--data", str(path), "--model", str(tmp_path / "m"), a, "zz"]) == 2
+    assert "'zz' is not in the data" in capsys.readouterr().err

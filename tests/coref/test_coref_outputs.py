@@ -1,0 +1,165 @@
+"""Outputs you can trust: lock, manifest written last, old files removed, validated checkpoints."""
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coref import pipeline
+from coref.outputs import LOCK, MANIFEST, OutputDir, OutputError, read_manifest
+from coref.settings import make_settings
+
+
+class Planted:
+    """Unpickling this writes a marker file: proof that code read back from disk ran."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+@pytest.fixture(scope="module")
+def data(mentions_factory):
+    return mentions_factory(n_blocks=4, per=8, seed=2)
+
+
+def _run(data, out, **kw):
+    return pipeline.run(data, folds=2, sampler="racing", n_sweeps=3, out=out, progress=False, plots=False, **kw)
+
+
+def test_run_writes_manifest_last_listing_every_file(data, tmp_path):
+    res = _run(data, tmp_path / "o")
+    m = read_manifest(tmp_path / "o")
+    assert m["command"] == "run" and m["seed"] == 0 and m["settings"]["folds"] == 2
+    assert set(m["files"]) == {"clusters.csv", "curves.csv", "metrics.json", "report.md"}
+    assert len(m["input"]["mentions_sha256"]) == 64 and m["settings_key"] == make_settings(
+        "run", sampler="racing", n_sweeps=3, folds=2).key()
+    assert not (tmp_path / "o" / LOCK).exists()
+    (tmp_path / "o" / "clusters.csv").write_text("changed")
+    with pytest.raises(OutputError, match=r"clusters.csv: SHA-256 differs from .*manifest.json"):
+        read_manifest(tmp_path / "o")
+    assert res.paths["manifest"].name == MANIFEST
+
+
+def test_second_command_on_a_locked_out_is_a_clear_error(data, tmp_path):
+    with OutputDir(tmp_path / "o", "predict"):
+        with pytest.raises(OutputError, match=r"is locked by another coref command \(pid \d+ on .*coref predict"):
+            _run(data, tmp_path / "o")
+        with pytest.raises(OutputError, match="still writing"):
+            read_manifest(tmp_path / "o")
+    assert not (tmp_path / "o" / LOCK).exists()          # released, also after the error
+    _run(data, tmp_path / "o")
+
+
+def test_lock_of_a_dead_process_is_taken_over(data, tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    import socket
+
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / LOCK).write_text(json.dumps({"pid": p.pid, "host": socket.gethostname(), "command": "run"}))
+    _run(data, tmp_path / "o")
+    assert read_manifest(tmp_path / "o")["command"] == "run"
+
+
+def test_failed_run_leaves_no_manifest_and_no_files_of_the_previous_run(data, tmp_path, monkeypatch):
+    # the issue: two runs on one --out left report.md of seed 0 beside metrics of seed 7
+    out = tmp_path / "o"
+    _run(data, out, seed=0)
+    assert (out / "clusters.csv").exists()
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "_sweep_curves", boom)
+    with pytest.raises(KeyboardInterrupt):
+        _run(data, out, seed=7)
+    left = {p.name for p in out.iterdir()}
+    assert MANIFEST not in left and "clusters.csv" not in left and "metrics.json" not in left and LOCK not in left
+    with pytest.raises(OutputError, match="no manifest"):
+        read_manifest(out)
+
+
+def test_unusable_out_is_reported_before_any_work(data, tmp_path, monkeypatch):
+    import coref.inputs
+
+    calls = []
+    monkeypatch.setattr(coref.inputs, "load_input", lambda *a, **k: calls.append(1))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match="cannot create the directory"):
+        _run(data, tmp_path / "file" / "out")
+    with pytest.raises(OutputError, match="exists and is not a directory"):
+        _run(data, tmp_path / "file")
+    assert calls == []
+
+
+def _block_checkpoint(out):
+    files = sorted(p for p in (out / ".checkpoint").rglob("*.npz") if p.name != "theta.npz")
+    assert files
+    return files[0]
+
+
+def test_checkpoint_missing_mentions_is_refused_and_recomputed(data, tmp_path):
+    # the issue: a checkpoint for a block with 3 mentions missing was reused and 3 mentions
+    # vanished from clusters.csv while the summary still counted them
+    out = tmp_path / "o"
+    first = _run(data, out)
+    path = _block_checkpoint(out)
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(str(arrays["header"][()]))
+    keep = slice(3, None)
+    arrays["mention_id"] = arrays["mention_id"][keep]
+    arrays["cluster_id"] = arrays["cluster_id"][keep]
+    arrays["labels_history"] = arrays["labels_history"][:, keep]
+    header["n_mentions"] -= 3
+    arrays["header"] = np.array(json.dumps(header))
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+    again = _run(data, out, resume=True)
+    assert again.n_computed == 1 and again.n_reused == first.n_computed - 1
+    assert len(again.refused) == 1 and "3 missing from the checkpoint" in again.refused[0]
+    assert again.metrics["n_checkpoints_refused"] == 1
+    assert len(again.clusters) == len(data)
+    pd.testing.assert_frame_equal(first.clusters, again.clusters)
+
+
+def test_planted_pickle_is_never_executed(data, tmp_path):
+    out = tmp_path / "o"
+    _run(data, out)
+    marker = tmp_path / "pwned"
+    path = _block_checkpoint(out)
+    path.write_bytes(pickle.dumps(Planted(str(marker))))
+    (path.parent / "x.pkl").write_bytes(pickle.dumps(Planted(str(marker))))
+    model_dir = next((out / ".checkpoint").rglob("model_fold0"))
+    (model_dir / "theta.npz").write_bytes(pickle.dumps(Planted(str(marker))))
+    again = _run(data, out, resume=True)
+    assert not marker.exists()
+    assert any("unreadable checkpoint" in r for r in again.refused)
+    assert any("theta.npz" in r and "SHA-256" in r for r in again.refused)
+    assert again.n_computed >= 1 and len(again.clusters) == len(data)
+
+
+def test_checkpoint_of_other_settings_is_not_reused(data, tmp_path):
+    out = tmp_path / "o"
+    _run(data, out, seed=1)
+    again = _run(data, out, seed=2, resume=True)
+    assert again.n_reused == 0
+
+
+def test_no_unpickling_in_coref(repo_root):
+    # (sampling/arch's checkpoints are another work package's)
+    import re
+
+    pat = re.compile(r"pickle\.loads?\(|joblib\.load\(|cloudpickle\.loads?\(|dill\.loads?\(|allow_pickle=True")
+    hits = [f"{p}:{i}" for pkg in ("coref",) for p in (repo_root / pkg).rglob("*.py*")
+            if p.suffix in (".py", ".pyx")
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if pat.search(line) and not line.lstrip().startswith("#")]
+    assert hits == []

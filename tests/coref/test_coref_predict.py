@@ -1,0 +1,234 @@
+"""``coref predict`` and ``coref add`` end to end on small data with the real model and sampler."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coref.add import add, add_clusters
+from coref.cli import main
+from coref.io import write_mentions
+from coref.model import PairwiseModel, save_model
+from coref.outputs import read_manifest
+from coref.predict import canonical_cluster_ids, predict, predict_clusters
+from coref.settings import make_settings
+
+
+@pytest.fixture(scope="module")
+def data(mentions_factory):
+    df = mentions_factory(n_blocks=5, per=12, n_authors=3, seed=4)
+    # gold values a loader would never produce: predict must pass them through byte for byte
+    df["gold"] = pd.array([f"g,{g}\u00e9\"x" for g in df["gold"]], dtype="string")
+    return df
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, mentions_factory):
+    d = tmp_path_factory.mktemp("m") / "model"
+    train = mentions_factory(n_blocks=6, per=12, n_authors=3, seed=9)
+    save_model(PairwiseModel(bias_shift=0.0).fit(train), d)
+    return d
+
+
+def test_canonical_ids_depend_only_on_the_partition():
+    blocks = ["a", "a", "a", "b", "b"]
+    ids = ["m3", "m1", "m2", "n1", "n2"]
+    one = canonical_cluster_ids(blocks, ids, ["x", "y", "x", "z", "z"])
+    two = canonical_cluster_ids(blocks, ids, [7, 3, 7, 1, 1])
+    assert list(one) == list(two) == ["a/1", "a/0", "a/1", "b/0", "b/0"]
+
+
+def test_predict_outputs_gold_untouched_and_stable_ids(data, model_dir, tmp_path):
+    path = write_mentions(data, tmp_path / "m.parquet")
+    s = predict(path, model=model_dir, out=tmp_path / "o", progress=False)
+    out = tmp_path / "o"
+    cl = pd.read_csv(out / "clusters.csv", dtype=str, keep_default_na=False)
+    assert list(cl.columns) == ["mention_id", "block", "cluster_id", "gold"]
+    assert cl["gold"].tolist() == data["gold"].tolist()                     # passed through, untouched
+    assert cl["mention_id"].tolist() == data["mention_id"].tolist()
+    assert all(c.startswith(b + "/") for b, c in zip(cl["block"], cl["cluster_id"]))
+    assert cl.groupby("cluster_id")["block"].nunique().max() == 1            # unique across blocks
+    m = read_manifest(out)
+    assert set(m["files"]) == {"clusters.csv", "mentions.parquet", "summary.json", "report.md"}
+    assert m["model"]["path"] == str(model_dir) and m["seed"] == 0
+    report = (out / "report.md").read_text()
+    assert "## Largest clusters" in report and "## Weakest merges" in report
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_mentions"] == len(data) and len(summary["largest_clusters"]) == min(10, s["n_clusters"])
+    # same seed, same clusters; the result does not depend on gold
+    again = predict(path, model=model_dir, out=tmp_path / "o2", progress=False)
+    cl2 = pd.read_csv(tmp_path / "o2" / "clusters.csv", dtype=str, keep_default_na=False)
+    pd.testing.assert_frame_equal(cl, cl2)
+    nogold = write_mentions(data.assign(gold=pd.array([pd.NA] * len(data), dtype="string")), tmp_path / "n.parquet")
+    predict(nogold, model=model_dir, out=tmp_path / "o3", progress=False)
+    cl3 = pd.read_csv(tmp_path / "o3" / "clusters.csv", dtype=str, keep_default_na=False)
+    assert cl3["cluster_id"].tolist() == cl["cluster_id"].tolist()
+    assert again["n_factor_evals"] == s["n_factor_evals"] > 0
+
+
+def test_predict_quality_on_separable_data(data, model_dir):
+    from coref.evaluate import b3
+    from coref.model import load_model
+
+    model, _ = load_model(model_dir)
+    cl, _ = predict_clusters(data, model, make_settings(seed=3))
+    r = b3(pd.Series(cl["cluster_id"].to_numpy(), index=cl["mention_id"]),
+           pd.Series(data["gold"].to_numpy(), index=data["mention_id"]))
+    assert r.f1 > 0.9
+
+
+def test_add_keeps_every_existing_id_and_clusters_new_blocks(data, model_dir, tmp_path):
+    from coref.model import load_model
+
+    model, _ = load_model(model_dir)
+    is_new = (np.arange(len(data)) % 4 == 0) & (data["block"] != "Name_4").to_numpy()
+    is_new |= (data["block"] == "Name_4").to_numpy()                          # a whole new block
+    old, new = data[~is_new].reset_index(drop=True), data[is_new].reset_index(drop=True)
+    settings = make_settings("add", seed=1)
+    old_cl, _ = predict_clusters(old, model, settings)
+    cl, info = add_clusters(model, old, old_cl, new, settings)
+    merged = cl.set_index("mention_id")["cluster_id"]
+    assert (merged.reindex(old_cl["mention_id"]).to_numpy() == old_cl["cluster_id"].to_numpy()).all()
+    assert info["n_old_ids_changed"] == 0 and info["n_blocks_new"] == 1 and info["n_blocks_touched"] == 4
+    assert len(cl) == len(data) and cl["mention_id"].is_unique and cl["cluster_id"].notna().all()
+    # the new block is clustered from scratch exactly as predict would
+    fresh, _ = predict_clusters(new[new["block"] == "Name_4"], model, settings)
+    got = merged.reindex(fresh["mention_id"]).tolist()
+    assert got == fresh["cluster_id"].tolist()
+    # new clusters in old blocks get ids not used before
+    new_ids = set(cl["cluster_id"].iloc[len(old):]) - set(old_cl["cluster_id"])
+    assert info["n_new_clusters"] == len(new_ids)
+    assert cl["gold"].tolist() == list(old["gold"]) + list(new["gold"])
+    # a mention that is already clustered is skipped and counted; strict makes it an error
+    cl2, info2 = add_clusters(model, old, old_cl, pd.concat([new, old.iloc[:2]]), settings)
+    assert info2["n_skipped_duplicates"] == 2 and len(cl2) == len(data)
+    with pytest.raises(ValueError, match="2 new mention id.s. are already clustered"):
+        add_clusters(model, old, old_cl, pd.concat([new, old.iloc[:2]]), make_settings("add", strict=True))
+
+
+def test_add_revisit_may_move_old_mentions_but_keeps_ids_unique(data, model_dir):
+    from coref.model import load_model
+
+    model, _ = load_model(model_dir)
+    old, new = data.iloc[::2].reset_index(drop=True), data.iloc[1::2].reset_index(drop=True)
+    # a deliberately bad old clustering: everything of a block in one cluster
+    old_cl = pd.DataFrame({"mention_id": old["mention_id"], "block": old["block"], "cluster_id": old["block"] + "/0"})
+    fixed, _ = add_clusters(model, old, old_cl, new, make_settings("add", seed=2))
+    assert (fixed.iloc[:len(old)]["cluster_id"] == old_cl["cluster_id"]).all()
+    moved, info = add_clusters(model, old, old_cl, new, make_settings("add", seed=2, revisit=True))
+    assert info["n_old_ids_changed"] > 0
+    per_block = moved.groupby("block")["cluster_id"].nunique()
+    assert (per_block > 1).all()          # the lumped clusters were split up
+    assert moved.groupby("cluster_id")["block"].nunique().max() == 1
+
+
+def test_cli_predict_then_add_then_evaluate(data, model_dir, tmp_path, capsys):
+    old, new = data.iloc[:40], data.iloc[40:]
+    po, pn = write_mentions(old, tmp_path / "old.parquet"), write_mentions(new, tmp_path / "new.parquet")
+    assert main(["predict", "--data", str(po), "--model", str(model_dir), "--out", str(tmp_path / "P"), "--quiet"]) == 0
+    assert main(["add", "--clusters", str(tmp_path / "P"), "--data", str(pn), "--model", str(model_dir),
+                 "--out", str(tmp_path / "Q"), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "existing ids changed: 0" in text
+    q = pd.read_csv(tmp_path / "Q" / "clusters.csv", dtype=str, keep_default_na=False)
+    assert len(q) == len(data) and read_manifest(tmp_path / "Q")["command"] == "add"
+    assert main(["evaluate", str(tmp_path / "Q" / "clusters.csv"), str(tmp_path / "Q" / "clusters.csv")]) == 0
+    assert "against gold column 'gold'" in capsys.readouterr().out
+    # --clusters must be a finished output: a modified clusters.csv is refused, naming the file
+    (tmp_path / "P" / "clusters.csv").write_text("mention_id,block,cluster_id\n")
+    assert main(["add", "--clusters", str(tmp_path / "P"), "--data", str(pn), "--model", str(model_dir),
+                 "--out", str(tmp_path / "R"), "--quiet"]) == 2
+    assert "clusters.csv: SHA-256 differs" in capsys.readouterr().err
+    assert main(["add", "--clusters", str(tmp_path / "Q"), "--data", str(pn), "--out", str(tmp_path / "Q"),
+                 "--model", str(model_dir), "--quiet"]) == 2
+    assert "--out must differ from --clusters" in capsys.readouterr().err
+
+
+def test_cli_predict_errors(tmp_path, capsys, model_dir):
+    assert main(["predict", "--data", str(tmp_path / "none.csv"), "--model", str(model_dir),
+                 "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+    bad = tmp_path / "bad_model"
+    bad.mkdir()
+    assert main(["predict", "--model", str(bad), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "manifest.json: no manifest.json" in capsys.readouterr().err
+
+
+def test_confidence_option_needs_coref_confidence(data, model_dir, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "coref.confidence", None)   # import fails, as where it is absent
+    with pytest.raises(RuntimeError, match="--confidence needs coref.confidence"):
+        predict(data, model=model_dir, out=tmp_path / "o", confidence=True, progress=False)
+
+
+@pytest.mark.slow
+def test_shipped_default_model_predict_then_add_matches_predict_all(aminer_dir, tmp_path):
+    # the coref-add must-show on the shipped data: 80% predicted, 20% added
+    import zlib
+
+    from coref.evaluate import b3
+    from coref.io import load_mentions
+
+    df = load_mentions(aminer_dir, format="aminer")
+    new = df["mention_id"].map(lambda m: zlib.crc32(str(m).encode()) % 5 == 0).to_numpy()
+    full = predict(df, out=tmp_path / "R", progress=False)
+    predict(df[~new], out=tmp_path / "P", progress=False)
+    added = add(tmp_path / "P", df[new], out=tmp_path / "Q", progress=False)
+    assert added["n_old_ids_changed"] == 0 and full["n_mentions"] == added["n_mentions"]
+    f1 = {}
+    for x in "RQ":
+        cl = pd.read_csv(tmp_path / x / "clusters.csv", dtype=str, keep_default_na=False)
+        f1[x] = b3(pd.Series((cl["block"] + "|" + cl["cluster_id"]).to_numpy(), index=cl["mention_id"]),
+                   pd.Series((cl["block"] + "|" + cl["gold"]).to_numpy(), index=cl["mention_id"])).f1
+    assert abs(f1["R"] - f1["Q"]) <= 0.01
+
+
+def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, tmp_path, monkeypatch):
+    # the contract of coref.confidence, with a stand-in so that the test takes no DIS time
+    import sys
+    import types
+
+    seen = {}
+
+    def assignment_confidence(model, df, clusters, *, delta, rng):
+        seen.update(delta=delta, rng=rng, cols=list(clusters.columns), gold="gold" in df.columns)
+        conf = clusters[["mention_id", "cluster_id"]].assign(p=1.0, p_lower=0.9, p_upper=1.0, method="exact",
+                                                           n_submodel=1)
+        pairs = pd.DataFrame({"block": ["Name_0"], "mention_a": ["a"], "mention_b": ["b"], "p": [0.5]})
+        return conf, pairs
+
+    def write_confidence_report(out_dir, confidence_df, pairs_df, explain_fn=None):
+        (out_dir / "confidence_hist.png").write_bytes(b"png")
+        return "## Confidence\n"
+
+    fake = types.ModuleType("coref.confidence")
+    fake.assignment_confidence, fake.write_confidence_report = assignment_confidence, write_confidence_report
+    monkeypatch.setitem(sys.modules, "coref.confidence", fake)
+    predict(data, model=model_dir, out=tmp_path / "o", confidence=True, delta=0.1, seed=4, progress=False)
+    m = read_manifest(tmp_path / "o")
+    assert {"confidence.csv", "pairs.csv", "confidence_hist.png"} <= set(m["files"])
+    assert seen == {"delta": 0.1, "rng": 4, "cols": ["mention_id", "block", "cluster_id"], "gold": False}
+    assert "## Confidence" in (tmp_path / "o" / "report.md").read_text()
+    assert len(pd.read_csv(tmp_path / "o" / "confidence.csv")) == len(data)
+
+
+def test_predict_names_skipped_repaired_and_ignored_files(aminer_dir, model_dir, tmp_path, capsys):
+    # the issue: one malformed file stopped the run; now it is skipped and named, the rest clustered
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "Fei_Su.xml").write_bytes((aminer_dir / "Fei_Su.xml").read_bytes())
+    text = (aminer_dir / "Bin_Yu.xml").read_text(encoding="utf-8").replace("<title>", "<title>\f", 1)
+    (d / "Bin_Yu.xml").write_text(text, encoding="utf-8")          # a form feed in a title: repaired
+    (d / "Broken.xml").write_text("<person><publication><title>unterminated")
+    with pytest.warns(UserWarning):
+        assert main(["predict", "--data", str(d), "--model", str(model_dir), "--out", str(tmp_path / "o"),
+                     "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "files skipped: 1" in out and "Broken.xml" in out and "Bin_Yu.xml: 8: removed 1 illegal XML" in out
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["n_blocks"] == 2 and s["data"]["n_files_skipped"] == 1
+    assert "Broken.xml" in (tmp_path / "o" / "report.md").read_text()
+    assert main(["predict", "--data", str(d), "--model", str(model_dir), "--out", str(tmp_path / "s"),
+                 "--quiet", "--strict"]) == 2
+    assert "Broken.xml" in capsys.readouterr().err
