@@ -1,39 +1,37 @@
 """Scalable discrete sampling as a best-arm problem (Chen & Ghahramani, 2016) and
 anytime bounds on partition functions (Lou, Dechter & Ihler, 2017).
 
-The public API is re-exported here; see ``__all__``.
+The public API is re-exported here (see ``__all__``) and imported lazily, on first
+use: ``import sampling`` does not import SciPy, the compiled kernels or the
+sub-packages, so that ``coref`` commands start fast and an unbuilt source tree fails
+with a clear ImportError (``sampling._build``) only where a kernel is needed.
+``import sampling; sampling.arch.select_order(...)`` works like ``import sampling.arch``.
 """
-from sampling._rng import as_generator
-from sampling.bounds_normal import b_normal
-from sampling.control_variates import ControlVariate, taylor_control_variate
-from sampling.discrete import sample_discrete
-from sampling.gumbel import gumbel_max
-from sampling.lil_ucb import lil_ucb
-from sampling.mh import MHTestResult, mh_accept
-from sampling.racing import RaceResult, race
-from sampling.sgld import log_q, sgld_proposal, sgld_step
+from sampling._cli import lazy_exports
 
-__all__ = [
-    "as_generator",
-    "gumbel_max",
-    "b_normal",
-    "race",
-    "RaceResult",
-    "lil_ucb",
-    "sample_discrete",
-    "mh_accept",
-    "MHTestResult",
-    "sgld_proposal",
-    "sgld_step",
-    "log_q",
-    "ControlVariate",
-    "taylor_control_variate",
-]
+_EXPORTS = {
+    "as_generator": "sampling._rng",
+    "gumbel_max": "sampling.gumbel",
+    "b_normal": "sampling.bounds_normal",
+    "race": "sampling.racing",
+    "RaceResult": "sampling.racing",
+    "lil_ucb": "sampling.lil_ucb",
+    "sample_discrete": "sampling.discrete",
+    "mh_accept": "sampling.mh",
+    "MHTestResult": "sampling.mh",
+    "sgld_proposal": "sampling.sgld",
+    "sgld_step": "sampling.sgld",
+    "log_q": "sampling.sgld",
+    "ControlVariate": "sampling.control_variates",
+    "taylor_control_variate": "sampling.control_variates",
+}
 
-# sub-packages loaded on first use: ``import sampling; sampling.arch.select_order(...)``
-# works like ``import sampling.arch`` without importing them (and scipy.optimize, the
-# compiled chain) at ``import sampling``.
+__all__ = list(_EXPORTS)
+
+# sub-packages, also loaded on first use
 _SUBPACKAGES = ("arch", "bounds")
+
+_get_export, _dir_exports = lazy_exports("sampling", _EXPORTS, globals())
 
 
 def __getattr__(name):
@@ -43,8 +41,8 @@ def __getattr__(name):
         module = importlib.import_module(f"sampling.{name}")
         globals()[name] = module
         return module
-    raise AttributeError(f"module 'sampling' has no attribute {name!r}")
+    return _get_export(name)
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SUBPACKAGES))
+    return sorted(set(_dir_exports()) | set(_SUBPACKAGES))

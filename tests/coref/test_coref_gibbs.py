@@ -67,7 +67,7 @@ def test_anneal_matches_twin(racing, bound):
     n = enc.n
     out = []
     for mod in (_gibbs, _gibbs_py):
-        labels = np.zeros(n, np.int64)
+        labels = np.arange(n, dtype=np.int64)  # singletons: every sampler has merges to make
         state = np.array([1, 2**63 + 5, 12345678901234567, 2**64 - 1], np.uint64)
         used, hist, ev = _anneal(mod, enc, labels, np.arange(n), [0.5, 1.0, 2.0, 2.0, 8.0, 8.0],
                                  racing, state, bound=bound)
