@@ -14,8 +14,8 @@ Parts (``--part a`` / ``b`` / ``all``):
         vs growth encoding on a few, and one worked example.
 (b, c) grouped 5-fold (GroupKFold by block): theta fitted on 4 folds, clustering +
     confidence on the 5th; the calibration maps (isotonic) are fitted on training
-    folds only: by default on 30 training blocks clustered and scored with the fold's
-    theta (``--cal-source train``), or on fold j = k + 1 (mod 5) clustered and scored
+    folds only: by default on every training block, clustered and scored with the
+    fold's theta (``--cal-source train``; ``--cal-blocks`` samples fewer), or on fold j = k + 1 (mod 5) clustered and scored
     by a theta fitted on the three remaining folds (``--cal-source oof``). ECE (10 equal-width bins) and Brier of the pairwise
     probabilities over every pair within a block, against sigmoid(f); coverage and
     accuracy of mentions with confidence >= 0.95 (correct = the mention's gold author is
@@ -39,7 +39,16 @@ and 0.11 wide vs growth 1.00 at 2.5 s (m = 14). Worked example (10 s, Ning_Zhang
 mentions, 23 fixed clusters, A = "row 60 alone"): ln Z in [5.0823, 5.1071], ln Z_A in
 [3.8593, 3.8777], P(A) in [0.2871, 0.2998], exact 0.2937.
 
-``--part b`` (759 s; isotonic maps on 30 training blocks, in-sample theta): 417,713
+``--part b`` (default, 978 s; isotonic maps fitted on every training block with the
+fold's theta): 417,713 labeled pairs, pooled over the 5 held-out folds ECE raw 0.069 /
+calibrated 0.0067 / sigmoid(f) 0.019 (per fold, calibrated: 0.055 0.055 0.067 0.060
+0.021: the folds' errors fall on both sides of the diagonal and cancel when pooled),
+Brier 0.0695 / 0.0656 / 0.0612 (target missed: 0.0044 above sigmoid(f)); confidence
+>= 0.95 covers 80.6% at 96.7% correct raw, 76.0% at 96.95% calibrated (target 98%
+missed by about 1 point); exact sub-model rows (779, the least confident) have mean
+p 0.58 and 91.8% correct. Confidence step 148 s vs 11 s for the Gibbs MAP.
+
+``--cal-blocks 30`` (759 s; isotonic maps on 30 training blocks): 417,713
 labeled pairs, ECE raw 0.069 / calibrated 0.035 / sigmoid(f) 0.019, Brier 0.0695 /
 0.0658 / 0.0612; 7,026 mentions, 95.1% correct overall; confidence >= 0.95 covers
 80.6% at 96.7% correct (calibrated: 78.9% at 96.9%). ``--cal-source oof`` was worse on
@@ -447,7 +456,7 @@ def main(argv=None):
     ap.add_argument("--n-burn", type=int, default=30)
     ap.add_argument("--max-submodel", type=int, default=12)
     ap.add_argument("--conf-budget", type=float, default=1.0)
-    ap.add_argument("--cal-blocks", type=int, default=30, help="at most this many calibration blocks")
+    ap.add_argument("--cal-blocks", type=int, default=1000, help="at most this many calibration blocks")
     ap.add_argument("--cal-source", choices=("train", "oof"), default="train",
                     help="calibration marginals: training blocks with the fold's theta, or one other fold "
                          "with a theta fitted on the remaining three")
