@@ -146,7 +146,7 @@ def test_uai_round_trip(tmp_path):
     sub = subproblem(F, [0, 3, 4, 6], a)
     gm = build_graphical_model(sub, check_constraints(sub, ("same", 0, 6)))
     path = tmp_path / "sub.uai"
-    write_uai(path, gm)
+    write_uai(gm, path)
     back = read_uai(path)
     assert abs(log_partition(back) - log_partition(gm)) < 1e-6  # UAI text keeps ~10 digits
 

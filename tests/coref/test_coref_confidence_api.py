@@ -274,7 +274,7 @@ def test_submodel_public_function(tmp_path):
             vals_same.append(w)
     assert abs(log_partition(gm) - logsumexp(vals)) < 1e-9
     assert abs(log_partition(gm_same) - logsumexp(vals_same)) < 1e-9
-    write_uai(tmp_path / "s.uai", gm)
+    write_uai(gm, tmp_path / "s.uai")
     assert abs(log_partition(read_uai(tmp_path / "s.uai")) - logsumexp(vals)) < 1e-6
     with pytest.raises(ValueError, match="assignment is needed"):
         submodel(m, df, S)
