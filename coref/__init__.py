@@ -25,6 +25,18 @@ _EXPORTS = {
     "load_mentions": "coref.io",
     "MENTION_COLUMNS": "coref.io",
     "LoadReport": "coref.io",
+    "write_mentions": "coref.io",
+    "add_optional_columns": "coref.io",
+    "FORMATS": "coref.io",
+    "OPTIONAL_COLUMNS": "coref.io",
+    "ALL_COLUMNS": "coref.io",
+    "IDENTIFIER_COLUMNS": "coref.io",
+    "assignment_confidence": "coref.confidence",
+    "submodel": "coref.confidence",
+    "calibration_scores": "coref.confidence",
+    "fit_calibration": "coref.confidence",
+    "apply_calibration": "coref.confidence",
+    "write_confidence_report": "coref.confidence",
     "assign_blocks": "coref.blocking",
     "b3": "coref.evaluate",
     "B3Result": "coref.evaluate",
@@ -40,6 +52,9 @@ _EXPORTS = {
     "synthesize_mentions": "coref.synth",
     "MentionFormatError": "coref.exceptions",
     "ModelFormatError": "coref.exceptions",
+    "MixedFormatsError": "coref.exceptions",
+    "SkippedRecordsWarning": "coref.exceptions",
+    "SkippedFilesWarning": "coref.exceptions",
 }
 
 __all__ = sorted(_EXPORTS) + ["datasets"]
