@@ -26,6 +26,10 @@ import pandas as pd
 __all__ = ["Explanation", "explain_pair", "feature_groups", "add_arguments", "main"]
 
 
+_BLOCK_GROUP = "block"  # coref.features.FEATURE_GROUPS' group of the block-constant features
+_BASELINE_LABEL = "block baseline (size, coherence)"
+
+
 def _fallback_group(name):
     base = name.split("*")[0]
     for key, group in (("title", "title"), ("venue", "venue"), ("affil", "affiliation"), ("year", "year"),
@@ -72,7 +76,9 @@ class Explanation:
         feature, label, group, phi, theta, contribution (= theta * phi), nonzero terms
         sorted by |contribution|.
     by_group : pandas.DataFrame
-        group, contribution, cumulative (waterfall order: intercept first, then groups by
+        group, contribution, cumulative (waterfall order: intercept first, then the
+        block baseline: the sum of the block-constant features (block size, coherence),
+        equal for every pair of the block, then the pair's own evidence by group, by
         decreasing |contribution|).
     """
 
@@ -154,14 +160,21 @@ def explain_pair(model, df, mention_a, mention_b):
     from coref import features
 
     labels, groups = feature_groups()
+    # a block-constant feature times same_comp1 is nonzero only when the two mentions are
+    # linked through shared coauthors: it is coauthor evidence, not part of the baseline
+    groups = ["coauthors" if g == _BLOCK_GROUP and n.endswith("*same_comp1") else g
+              for n, g in zip(features.FEATURE_NAMES, groups)]
     feat = pd.DataFrame({"feature": list(features.FEATURE_NAMES), "label": labels, "group": groups,
                          "phi": phi, "theta": theta, "contribution": contrib})
     feat = feat[feat["contribution"] != 0].copy()
     feat = feat.reindex(feat["contribution"].abs().sort_values(ascending=False, kind="stable").index)
     grp = feat.groupby("group", sort=False)["contribution"].sum()
+    # features of the whole block (its size, coherence, ...) are the same for every pair
+    # of the block: they shift the baseline the pair's own evidence is read against
+    block_terms = float(grp.pop(_BLOCK_GROUP)) if _BLOCK_GROUP in grp.index else 0.0
     grp = grp.reindex(grp.abs().sort_values(ascending=False, kind="stable").index)
-    by_group = pd.DataFrame({"group": ["intercept (b)"] + list(grp.index),
-                             "contribution": [bias] + grp.tolist()})
+    by_group = pd.DataFrame({"group": ["intercept (b)", _BASELINE_LABEL] + list(grp.index),
+                             "contribution": [bias, block_terms] + grp.tolist()})
     by_group["cumulative"] = by_group["contribution"].cumsum()
     return Explanation(str(mention_a), str(mention_b), ba, f, bias, feat.reset_index(drop=True), by_group)
 

@@ -23,6 +23,13 @@ def test_terms_sum_to_the_factor(model_and_data):
     assert e.bias + e.by_feature["contribution"].sum() == pytest.approx(e.f, abs=1e-9)
     assert e.by_group["cumulative"].iloc[-1] == pytest.approx(e.f, abs=1e-9)
     assert e.by_group["group"].iloc[0] == "intercept (b)"
+    # the block-constant features form one baseline row, the same for every pair of the block
+    assert e.by_group["group"].iloc[1] == "block baseline (size, coherence)"
+    for x, y in ((0, 1), (1, 4), (3, 6)):
+        other = explain_pair(model, df, blk["mention_id"].iloc[x], blk["mention_id"].iloc[y])
+        assert other.by_group["contribution"].iloc[1] == pytest.approx(e.by_group["contribution"].iloc[1],
+                                                                       abs=1e-12)
+    assert "block" not in set(e.by_group["group"])
     np.testing.assert_allclose(e.by_feature["contribution"], e.by_feature["theta"] * e.by_feature["phi"])
     assert (e.by_feature["contribution"].abs().diff().dropna() <= 0).all()      # largest first
     text = e.text()
