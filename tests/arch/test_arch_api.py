@@ -39,11 +39,18 @@ def test_to_inference_data_labels_q_by_order(result):
     assert list(s.index) == list(ORDERS) and s.sum() == pytest.approx(1.0)
 
 
-def test_sampling_arch_is_a_lazy_attribute():
+def test_sampling_arch_is_a_lazy_attribute(tmp_path):
     code = ("import sys, sampling; assert 'sampling.arch' not in sys.modules; "
             "m = sampling.arch; assert m.select_order is sys.modules['sampling.arch'].select_order; "
             "assert 'arch' in dir(sampling); print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    # the same (built) package the tests import, whether installed or built in place; run
+    # outside the checkout so that an unbuilt repository root cannot shadow it
+    import os
+
+    import sampling as pkg
+
+    env = dict(os.environ, PYTHONPATH=str(Path(pkg.__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     import sampling
 

@@ -164,9 +164,16 @@ def test_feature_layout_and_version_mismatch_are_refused(saved, tmp_path):
 def test_shipped_default_model_loads_with_this_feature_layout(repo_root):
     # if this fails after a change of coref/features.py, regenerate the shipped model:
     #   python -m coref fit --data data/aminer_na --model coref/models/default
+    import coref
     from coref.inputs import DEFAULT_MODEL
 
-    assert DEFAULT_MODEL == repo_root / "coref" / "models" / "default"
+    # the model of the package under test (installed or built in place) ...
+    assert DEFAULT_MODEL == Path(coref.__file__).resolve().parent / "models" / "default"
+    # ... is the repository's, file for file (package data installed whole)
+    source = repo_root / "coref" / "models" / "default"
+    assert sorted(p.name for p in DEFAULT_MODEL.iterdir()) == sorted(p.name for p in source.iterdir())
+    for f in source.iterdir():
+        assert (DEFAULT_MODEL / f.name).read_bytes() == f.read_bytes(), f.name
     model, extra = load_model(DEFAULT_MODEL)
     assert model.theta_.shape == (N_FEATURES,) and list(model.feature_names_) == list(FEATURE_NAMES)
     assert extra["training"]["n_blocks"] == 108 and extra["estimator"] == "AuthorCoref"
