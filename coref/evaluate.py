@@ -208,6 +208,16 @@ class _CliError(Exception):
     pass
 
 
+def _read_parquet_text(path):
+    """The id and label columns of a Parquet table as strings (NA kept), like the CSV reader."""
+    table = pd.read_parquet(path)
+    keep = [c for c in ("mention_id", "sampler", "cluster_id", "gold") if c in table.columns]
+    out = table[keep].copy()
+    for c in keep:
+        out[c] = out[c].astype("string").astype(object).where(out[c].notna(), None)
+    return out
+
+
 def _read_clusters(path, role, columns, sampler=None):
     """Series mention_id -> the first of ``columns`` present, and that column's name.
 
@@ -215,11 +225,16 @@ def _read_clusters(path, role, columns, sampler=None):
     mention) is filtered to ``sampler`` (default: "racing" when present, else the only one).
     """
     try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        if str(path).lower().endswith(".parquet"):  # e.g. a mention table with its gold column
+            table = _read_parquet_text(path)
+        else:
+            table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     except FileNotFoundError:
         raise _CliError(f"{role} file not found: {path}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise _CliError(f"{path}: cannot read {role} CSV: {exc}") from None
+    except (OSError, ValueError) as exc:  # pyarrow: not a Parquet file, truncated, ...
+        raise _CliError(f"{path}: cannot read {role} Parquet file: {exc}") from None
     if "mention_id" not in table.columns:
         raise _CliError(f"{path}: the {role} CSV needs a 'mention_id' column; got {list(table.columns)}")
     used = None

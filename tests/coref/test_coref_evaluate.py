@@ -245,3 +245,18 @@ def test_cli_reads_a_run_clusters_file_by_sampler(tmp_path, capsys):
     assert exact["b3_f1"] == pytest.approx(evaluate_clusters(s(["c0", "c1", "c1"]), s(list("xxy")))["b3_f1"])
     assert coref.cli.main(["evaluate", x, x, "--sampler", "gibbs"]) == 2
     assert "no rows of sampler 'gibbs'" in capsys.readouterr().err
+
+
+def test_cli_reads_gold_from_a_parquet_mention_table(tmp_path, capsys):
+    # `coref predict` reads Parquet mention tables; their gold column scores a prediction directly
+    pred = write(tmp_path / "pred.csv", "mention_id,block,cluster_id\na,b,1\nb,b,1\nc,b,2\nd,b,2\n")
+    gold = pd.DataFrame({"mention_id": list("abcd"), "block": "b", "name": "A Li",
+                         "gold": pd.array(["x", "y", "y", None], dtype="string")})
+    gold.to_parquet(tmp_path / "gold.parquet")
+    assert coref.cli.main(["evaluate", pred, str(tmp_path / "gold.parquet"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ref = evaluate_clusters(s(["1", "1", "2"]), s(["x", "y", "y"]))   # d has no gold: not scored
+    assert out["gold_column"] == "gold" and out["b3_f1"] == pytest.approx(ref["b3_f1"])
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
+    assert coref.cli.main(["evaluate", pred, str(tmp_path / "bad.parquet")]) == 2
+    assert "cannot read gold Parquet file" in capsys.readouterr().err
