@@ -274,7 +274,10 @@ def print_summary(summary, out):
     for name in ("files_skipped", "files_ignored", "repairs"):
         if d.get(f"n_{name}"):
             print(f"{name.replace('_', ' ')}: {d[f'n_{name}']}: " + "; ".join(d.get(name, [])[:5]))
-    print(f"outputs: {out}/ (clusters.csv, report.md, summary.json, manifest.json)")
+    from pathlib import Path
+
+    written = sorted(p.name for p in Path(out).iterdir() if p.is_file() and not p.name.startswith("."))
+    print(f"outputs: {out}/ ({', '.join(written)})")
 
 
 def main(args):

@@ -130,6 +130,9 @@ def test_cli_predict_then_add_then_evaluate(data, model_dir, tmp_path, capsys):
                  "--out", str(tmp_path / "Q"), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "existing ids changed: 0" in text
+    # the console names what was written (the manifest lists the same files)
+    listed = text.split(f"outputs: {tmp_path / 'Q'}/ (")[1].split(")")[0].split(", ")
+    assert listed == sorted(list(read_manifest(tmp_path / "Q")["files"]) + ["manifest.json"])
     q = pd.read_csv(tmp_path / "Q" / "clusters.csv", dtype=str, keep_default_na=False)
     assert len(q) == len(data) and read_manifest(tmp_path / "Q")["command"] == "add"
     assert main(["evaluate", str(tmp_path / "Q" / "clusters.csv"), str(tmp_path / "Q" / "clusters.csv")]) == 0
