@@ -65,6 +65,7 @@ import os
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -75,7 +76,7 @@ from sampling.bounds.trace import BoundTrace, bound_area, plot_traces
 from sampling.bounds.uai import read_uai
 from sampling.bounds.wmb import WeightedMiniBucket
 
-DATA = "/work/shared/data/uai/pedigree"
+DATA = str(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "uai" / "pedigree")  # ../shared beside the repo
 # ln Z from /work/shared/data/uai/SOURCES.md (pedigree51 is disputed: not used for checks)
 LN_Z = {
     "pedigree1": -32.4830, "pedigree7": -149.2639, "pedigree9": -180.8040, "pedigree13": -71.7891,

@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_wmb_bounds.py [--memory-mb 1024] [--n-iters 10] [--time-limit 60]
-        [--data /work/shared/data/uai/pedigree] [NAME ...]
+        [--data ../shared/data/uai/pedigree] [NAME ...]
 
 Prints one line per instance: chosen i-bound, induced width of the order, number
 of mini-buckets, the uniform-weight bound, the tuned bound, the reference ln Z
@@ -32,7 +32,7 @@ LOG10_Z = {
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", default=sorted(LOG10_Z, key=lambda s: int(s[8:])))
-    ap.add_argument("--data", default="/work/shared/data/uai/pedigree")
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "uai" / "pedigree"))
     ap.add_argument("--memory-mb", type=float, default=1024)
     ap.add_argument("--n-iters", type=int, default=10)
     ap.add_argument("--time-limit", type=float, default=60.0)

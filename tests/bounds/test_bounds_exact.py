@@ -12,7 +12,8 @@ from sampling.bounds.ordering import log2_max_table
 from sampling.bounds.model import Factor, GraphicalModel, random_model
 from sampling.bounds.uai import read_uai
 
-SHARED = Path("/work/shared/data/uai")
+# ../shared beside the repository root (never an absolute path)
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "uai"
 
 # (file, evidence or None, log10 Z as printed in SOURCES.md). Values from UAI'14 .PR files carry 4
 # decimals; our tolerance is 1e-6 relative or half a unit of the last printed digit, whichever is larger.

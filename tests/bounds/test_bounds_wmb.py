@@ -248,7 +248,8 @@ _PEDIGREE_LOG10_Z = {
 def test_wmb_bounds_every_shared_pedigree(num):
     from pathlib import Path
 
-    path = Path("/work/shared/data/uai/pedigree") / f"pedigree{num}.uai"
+    # ../shared beside the repository root (never an absolute path)
+    path = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "uai" / "pedigree" / f"pedigree{num}.uai"
     if not path.exists():
         pytest.skip("shared UAI data not present")
     m = read_uai(path)
