@@ -83,7 +83,6 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", default=None, help="also write the table as CSV (atomically)")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = [s for s in names if s not in SETS]
     if unknown:

@@ -10,7 +10,6 @@ runs side by side; wall time on a shared machine is not comparable).
 """
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 import zlib
@@ -22,7 +21,6 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sweeps", type=int, default=None, help="Gibbs sweeps of add (default: its own)")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import pandas as pd
 
     from coref.add import add

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 import warnings
@@ -74,13 +73,12 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 DATA = ROOT / ".." / "shared" / "data" / "coref" / "aminer_na"
 if not DATA.exists():
     DATA = ROOT / ".." / ".." / "shared" / "data" / "coref" / "aminer_na"
 
 from coref import GibbsCoref, PairwiseModel, load_mentions  # noqa: E402
-from coref._submodel import build_graphical_model, check_constraints, exact_log_z, subproblem  # noqa: E402
+from coref._submodel import build_graphical_model, exact_log_z, subproblem  # noqa: E402
 from coref.confidence import (assignment_confidence, calibration_scores, event_probability,  # noqa: E402
                               fit_calibration)
 from coref.pipeline import assign_folds  # noqa: E402

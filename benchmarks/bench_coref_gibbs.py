@@ -17,9 +17,7 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 
@@ -58,18 +56,19 @@ def main(argv=None):
     variants = [parse_variant(v) for v in (args.variant or ["exact:sampler=exact",
                                                            "racing:sampler=racing"])]
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from coref.gibbs import GibbsCoref
-    from coref.pipeline import _fit_fold_model, _load, _scores, _single_thread, assign_folds
+    from coref.inference import single_thread
+    from coref.inputs import load_input
+    from coref.pipeline import _fit_fold_model, _scores, assign_folds
 
-    df, _ = _load(None, None, False)
+    df, _ = load_input(None, format=None, strict=False, command="run", need_gold=True)
     fold_of, labeled = assign_folds(df, args.folds)
     df["_fold"] = df["block"].map(fold_of).astype(int)
     t0 = time.perf_counter()
     models = {f: _fit_fold_model(df, labeled, f)[0] for f in range(args.folds)}
     print(f"fitted {args.folds} fold models in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     res = {name: dict(wall=0.0, evals=0, sweeps=0, clusters=[]) for name, _ in variants}
-    with _single_thread():
+    with single_thread():
         for f in range(args.folds):
             sub = df[df["_fold"] == f].drop(columns="_fold").reset_index(drop=True)
             for rep in range(args.repeat):

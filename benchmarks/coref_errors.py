@@ -27,7 +27,6 @@ Counts are over pairs, so big blocks dominate; the block table shows where.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -126,7 +125,6 @@ def main(argv=None):
     ap.add_argument("--sampler", default="racing")
     ap.add_argument("--top", type=int, default=15, help="worst blocks to list")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     from coref.io import load_mentions
 
     clusters = pd.read_csv(Path(args.run) / "clusters.csv", dtype={"mention_id": str, "cluster_id": str,

@@ -36,14 +36,6 @@ from coref.inference import BlockResult, execute, executor_context, infer_blocks
 __all__ = ["run", "RunResult", "BlockResult", "assign_folds", "infer_blocks", "add_arguments", "main"]
 
 
-_single_thread = single_thread  # used by benchmarks/bench_coref_gibbs.py
-
-
-def _load(data, format=None, strict=False):
-    """(mentions, description) as ``coref run`` loads them (used by benchmarks)."""
-    from coref.inputs import load_input
-
-    return load_input(data, format=format, strict=strict, command="run", need_gold=True)
 
 
 def _model_cls():
