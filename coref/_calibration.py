@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["calibration_scores", "fit_calibration", "CalibrationMap", "write_confidence_report",
-           "ece_score", "reliability_table"]
+__all__ = ["calibration_scores", "fit_calibration", "CalibrationMap", "ConfidenceCalibration",
+           "write_confidence_report", "ece_score", "brier_score", "reliability_table", "mention_correct"]
 
 _EPS = 1e-12
 
@@ -46,12 +47,78 @@ def reliability_table(p, y, n_bins=10):
 
 
 def ece_score(p, y, n_bins=10):
-    """Expected calibration error: sum over bins of (n_b / n) |mean p_b - freq_b|."""
+    """Expected calibration error over equal-width bins.
+
+    ECE = sum_b (n_b / n) |mean_{k in b} p_k - mean_{k in b} y_k| over the bins
+    [0, 1/B), [1/B, 2/B), ..., [(B-1)/B, 1] (p = 1 falls in the last bin; empty bins
+    are skipped).
+
+    Parameters
+    ----------
+    p : array_like of shape (n,)
+        Probabilities in [0, 1].
+    y : array_like of shape (n,)
+        0/1 outcomes.
+    n_bins : int, default 10
+
+    Returns
+    -------
+    float
+        NaN for n = 0.
+    """
     t = reliability_table(p, y, n_bins)
     t = t[t["n"] > 0]
     if t.empty:
         return float("nan")
     return float((t["n"] * (t["mean_p"] - t["freq"]).abs()).sum() / t["n"].sum())
+
+
+def brier_score(p, y):
+    """Brier score (1 / n) sum_k (p_k - y_k)^2 of probabilities ``p`` against 0/1 ``y``.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or there is no value.
+    """
+    p = np.asarray(p, float).ravel()
+    y = np.asarray(y, float).ravel()
+    if p.shape != y.shape or p.size == 0:
+        raise ValueError(f"p and y must be non-empty and of equal length; got {p.shape} and {y.shape}")
+    return float(np.mean((p - y) ** 2))
+
+
+def mention_correct(clusters, gold):
+    """Whether each mention's gold author is the majority gold author of its predicted cluster.
+
+    Parameters
+    ----------
+    clusters : pandas.DataFrame
+        ``mention_id`` and ``cluster_id``.
+    gold : pandas.Series
+        Gold author per mention_id; unlabeled mentions (missing or NA) are left out,
+        also from the majority vote.
+
+    Returns
+    -------
+    pandas.Series of float
+        1.0 / 0.0 indexed by the labeled mention ids (ties in the vote go to the
+        author that sorts first, so the result does not depend on row order).
+    """
+    g = gold.copy()
+    g.index = g.index.astype(str)
+    c = pd.DataFrame({"mention_id": clusters["mention_id"].astype(str).to_numpy(),
+                      "cluster_id": clusters["cluster_id"].astype(str).to_numpy()})
+    c["gold"] = g.reindex(c["mention_id"]).to_numpy(dtype=object)
+    c = c[~pd.isna(c["gold"])]
+    if c.empty:
+        return pd.Series(dtype=float)
+    c["gold"] = c["gold"].astype(str)
+    counts = c.groupby(["cluster_id", "gold"]).size().reset_index(name="k")
+    counts = counts.sort_values(["cluster_id", "k", "gold"], ascending=[True, False, True])
+    maj = counts.drop_duplicates("cluster_id").set_index("cluster_id")["gold"]
+    ok = (c["gold"].to_numpy() == maj.reindex(c["cluster_id"]).to_numpy()).astype(float)
+    return pd.Series(ok, index=c["mention_id"].to_numpy(), name="correct")
 
 
 def _pair_labels(pairs, gold):
@@ -163,30 +230,113 @@ class CalibrationMap:
             return np.where(p <= 0.0, 0.0, np.where(p >= 1.0, 1.0, out))
         return np.interp(p, np.asarray(self.x), np.asarray(self.y))
 
+    def to_dict(self):
+        """JSON-able dict of the map."""
+        return {"method": self.method, "temperature": float(self.temperature),
+                "x": [float(v) for v in self.x], "y": [float(v) for v in self.y]}
+
     def to_json(self):
         """JSON text of the map (no code is ever read back)."""
-        return json.dumps(dataclasses.asdict(self))
+        return json.dumps(self.to_dict())
 
     @classmethod
-    def from_json(cls, text):
-        """Read a map written by :meth:`to_json`, field by field.
+    def from_dict(cls, d, *, where="calibration map"):
+        """Validate a dict written by :meth:`to_dict`, field by field.
 
         Raises
         ------
         ValueError
-            If a field is missing or of the wrong kind.
+            Naming ``where`` and the field: an unknown method, a temperature that is
+            not a finite number > 0, knots that are not equal-length lists of finite
+            numbers, x not non-decreasing in [0, 1], y not non-decreasing in [0, 1], an
+            isotonic map without knots, or an unknown key.
         """
-        d = json.loads(text)
-        if not isinstance(d, dict) or d.get("method") not in ("temperature", "isotonic", "identity"):
-            raise ValueError("calibration map JSON: 'method' must be temperature, isotonic or identity")
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: expected a JSON object; got {type(d).__name__}")
+        extra = set(d) - {"method", "temperature", "x", "y"}
+        if extra:
+            raise ValueError(f"{where}: unknown field(s) {sorted(extra)}")
+        if d.get("method") not in ("temperature", "isotonic", "identity"):
+            raise ValueError(f"{where}: 'method' must be temperature, isotonic or identity; got {d.get('method')!r}")
         t = d.get("temperature", 1.0)
-        if not isinstance(t, (int, float)) or not t > 0:
-            raise ValueError(f"calibration map JSON: 'temperature' must be a number > 0; got {t!r}")
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t > 0):
+            raise ValueError(f"{where}: 'temperature' must be a finite number > 0; got {t!r}")
         x, y = d.get("x", []), d.get("y", [])
         if not (isinstance(x, list) and isinstance(y, list) and len(x) == len(y)
-                and all(isinstance(v, (int, float)) for v in x + y)):
-            raise ValueError("calibration map JSON: 'x' and 'y' must be lists of numbers of equal length")
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                        for v in x + y)):
+            raise ValueError(f"{where}: 'x' and 'y' must be lists of finite numbers of equal length")
+        xa, ya = np.asarray(x, float), np.asarray(y, float)
+        if xa.size and (np.any(np.diff(xa) < 0) or xa.min() < 0 or xa.max() > 1):
+            raise ValueError(f"{where}: 'x' must be non-decreasing in [0, 1]")
+        if ya.size and (np.any(np.diff(ya) < -1e-12) or ya.min() < 0 or ya.max() > 1):
+            raise ValueError(f"{where}: 'y' must be non-decreasing in [0, 1] (a monotone map)")
+        if d["method"] == "isotonic" and xa.size == 0:
+            raise ValueError(f"{where}: an isotonic map needs at least one knot")
         return cls(d["method"], float(t), tuple(float(v) for v in x), tuple(float(v) for v in y))
+
+    @classmethod
+    def from_json(cls, text):
+        """Read a map written by :meth:`to_json` (validated by :meth:`from_dict`).
+
+        Raises
+        ------
+        ValueError
+            If the text is not JSON, or a field is missing or of the wrong kind.
+        """
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"calibration map JSON: not valid JSON ({exc})") from None
+        return cls.from_dict(d, where="calibration map JSON")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfidenceCalibration:
+    """The calibration maps saved with a model (``model.json`` field ``calibration``).
+
+    Attributes
+    ----------
+    pair : CalibrationMap
+        Applied to pair probabilities P(y_a = y_b | x) (``pairs.csv`` column
+        ``p_calibrated``).
+    mention : CalibrationMap
+        Applied to mention confidences (``confidence.csv`` columns ``p_calibrated``,
+        and the interval ends ``p_lower`` / ``p_upper`` are NOT mapped).
+    info : dict
+        JSON scalars describing the fit (method, number of pairs and mentions, source).
+    """
+
+    pair: CalibrationMap
+    mention: CalibrationMap
+    info: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self):
+        """JSON-able dict: ``{"version": 1, "pair": {...}, "mention": {...}, "info": {...}}``."""
+        return {"version": 1, "pair": self.pair.to_dict(), "mention": self.mention.to_dict(), "info": dict(self.info)}
+
+    @classmethod
+    def from_dict(cls, d, *, where="calibration"):
+        """Validate field by field (see :meth:`CalibrationMap.from_dict`).
+
+        Raises
+        ------
+        ValueError
+            Naming ``where`` and the field.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: expected a JSON object; got {type(d).__name__}")
+        if d.get("version") != 1:
+            raise ValueError(f"{where}: 'version' must be 1; got {d.get('version')!r}")
+        extra = set(d) - {"version", "pair", "mention", "info"}
+        if extra:
+            raise ValueError(f"{where}: unknown field(s) {sorted(extra)}")
+        info = d.get("info", {})
+        if not isinstance(info, dict) or not all(
+                isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool))) for k, v in info.items()):
+            raise ValueError(f"{where}: 'info' must map names to JSON scalars")
+        return cls(CalibrationMap.from_dict(d.get("pair"), where=f"{where}.pair"),
+                   CalibrationMap.from_dict(d.get("mention"), where=f"{where}.mention"), dict(info))
 
 
 def fit_calibration(p, y, *, method="temperature"):

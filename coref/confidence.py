@@ -68,15 +68,17 @@ import pandas as pd
 
 from coref._submodel import (MAX_EXACT_SUBSET, build_graphical_model, check_constraints,
                              exact_log_z, log_block_probabilities, subproblem)
-from coref._calibration import (CalibrationMap, calibration_scores, fit_calibration,
-                               write_confidence_report)
+from coref._calibration import (CalibrationMap, ConfidenceCalibration, brier_score, calibration_scores,
+                                ece_score, fit_calibration, mention_correct, reliability_table,
+                                write_confidence_report)
 
 __all__ = ["submodel", "assignment_confidence", "event_probability", "EventProbability", "apply_calibration",
            "calibration_scores", "fit_calibration", "CalibrationMap", "write_confidence_report",
+           "ConfidenceCalibration", "fit_confidence_calibration", "confidence_figures", "gibbs_marginals",
            "CONFIDENCE_COLUMNS", "PAIR_COLUMNS", "DEFAULT_MAX_SUBMODEL", "DEFAULT_MAX_EXACT"]
 
-CONFIDENCE_COLUMNS = ("mention_id", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel")
-PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p")
+CONFIDENCE_COLUMNS = ("mention_id", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel", "p_calibrated")
+PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p", "p_calibrated")
 
 #: default largest sub-model (see benchmarks/bench_coref_confidence.py).  Equal to
 #: DEFAULT_MAX_EXACT, so by default every sub-model is summed exactly and DIS is opt-in:
@@ -88,6 +90,10 @@ PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p")
 DEFAULT_MAX_SUBMODEL = 12
 #: default largest sub-model summed exactly (subset dynamic program, O(K 3^m))
 DEFAULT_MAX_EXACT = 12
+#: default Gibbs sweeps kept / discarded for the sampled marginals (Rao-Blackwellised,
+#: see :func:`gibbs_marginals` and benchmarks/bench_coref_confidence.py)
+DEFAULT_N_SAMPLES = 20
+DEFAULT_N_BURN = 10
 
 
 def _factor_matrix(model, block):
@@ -289,42 +295,124 @@ def event_probability(sub, constraint, *, method="auto", delta=0.05, time_limit=
 
 # ----------------------------------------------------------------------- sampled marginals
 
-def _sampled_marginals(model, block_df, labels, *, n_samples, n_burn, seed):
-    """Pair probabilities and singleton probabilities from Gibbs at temperature 1.
+def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0):
+    """Rao-Blackwellised pair marginals from single-site Gibbs at a fixed temperature.
 
-    Runs :class:`coref.gibbs.GibbsCoref` (exact conditionals) from the predicted
-    clustering: ``n_burn`` sweeps at temperature 1 (``t_start = t_end = 1``), then
-    ``n_samples`` further temperature-1 sweeps whose states estimate the marginals
-    (``pair_probs_``, ``mention_confidence_``).
+    The chain targets p(y | x) proportional to exp(sum_{i < j, y_i = y_j} F[i, j] / T)
+    over the set partitions y of the block (T = ``temperature``; 1 is the model's
+    posterior, Chen & Ghahramani 2016, Sec. 5.3).  It starts at ``labels`` (the
+    predicted clustering), runs ``n_burn`` sweeps, then ``n_samples`` sweeps; after
+    each kept sweep, for every mention i, the exact conditional
+    q_i(c) = P(y_i = c | y_{-i}, x) over the clusters c of the others and one new
+    cluster (weights exp(sum_{j in c} F[i, j] / T) and 1) is averaged instead of
+    the 0/1 indicator 1{y_i = y_j}::
+
+        P(y_i = y_j | x) ~= (1 / n_samples) sum_t (q_i^t(y_j^t) + q_j^t(y_i^t)) / 2,
+        P(i alone | x)   ~= (1 / n_samples) sum_t q_i^t(new).
+
+    Both are Rao-Blackwellised (conditioning on y_{-i}) estimates of the same
+    marginals as the indicator average, with no larger variance; they are smooth in
+    F, so a pair that never shares a cluster in the samples still gets its
+    conditional probability rather than 0.
+
+    Parameters
+    ----------
+    F : ndarray of shape (n, n)
+        Pairwise factors f(x_i, x_j) (natural-log odds; the diagonal is ignored).
+    labels : array_like of int of shape (n,)
+        Start state (any integer labels).
+    n_samples : int >= 1
+        Sweeps averaged.
+    n_burn : int >= 0
+        Sweeps discarded first.
+    rng : numpy.random.Generator
+        Random order of each sweep and the draws.
+    temperature : float > 0, default 1
 
     Returns
     -------
     P : ndarray of shape (n, n)
-        Estimated P(y_i = y_j | x) (diagonal 1), rows in ``block_df`` order; pairs that
-        GibbsCoref leaves out of its sparse output (p < 0.01) are 0.
+        Estimated P(y_i = y_j | x), symmetric, diagonal 1.
     alone : ndarray of shape (n,)
-        Estimated P(i is a cluster of its own | x) for the predicted singletons (their
-        Jaccard confidence: partners empty in the prediction and in the sample), NaN
-        for the others.
-    """
-    from coref.gibbs import GibbsCoref
+        Estimated P(i is a cluster of its own | x).
 
-    g = GibbsCoref(model, sampler="exact", n_sweeps=max(int(n_burn), 1), t_start=1.0, t_end=1.0,
-                   rng=int(seed), record_history=False, n_samples=int(n_samples))
-    g.fit(block_df, initial=labels)
-    ids = block_df["mention_id"].astype(str).to_numpy()
-    pos = pd.Series(np.arange(len(ids)), index=ids)
-    n = len(ids)
-    P = np.eye(n)
-    pp = g.pair_probs_
-    if len(pp):
-        a = pos.loc[pp["mention_a"].astype(str)].to_numpy()
-        b = pos.loc[pp["mention_b"].astype(str)].to_numpy()
-        P[a, b] = pp["p"].to_numpy(float)
-        P[b, a] = P[a, b]
-    single = np.bincount(labels, minlength=labels.max() + 1)[labels] == 1
-    alone = np.where(single, g.mention_confidence_.reindex(ids).to_numpy(float), np.nan)
-    return P, alone
+    Notes
+    -----
+    Pure numpy, O(n) per site update and O(n^2) per kept sweep (the matrix of
+    conditionals of every mention); the cluster sums S[i, c] = sum_{j in c} F[i, j]
+    are updated incrementally.
+    """
+    F = np.array(F, dtype=float) / float(temperature)
+    n = F.shape[0]
+    if F.shape != (n, n):
+        raise ValueError(f"F must be square; got shape {F.shape}")
+    np.fill_diagonal(F, 0.0)
+    lab = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64).ravel()
+    if lab.shape != (n,):
+        raise ValueError(f"labels must have one entry per row of F ({n}); got {np.shape(labels)}")
+    size = np.bincount(lab, minlength=n).astype(np.int64)
+    # S[i, c] = sum_{j in cluster slot c} F[i, j]; n slots (at most n clusters)
+    S = np.zeros((n, n))
+    np.add.at(S.T, lab, F.T)
+    P = np.zeros((n, n))
+    alone = np.zeros(n)
+    rows = np.arange(n)
+    for t in range(int(n_burn) + int(n_samples)):
+        for i in rng.permutation(n):
+            a = lab[i]
+            size[a] -= 1
+            valid = size > 0
+            w = np.zeros(n)
+            si = S[i, valid]
+            # the new-cluster option: slot a if it has just emptied, else the first empty slot
+            e = a if size[a] == 0 else int(np.argmin(valid))
+            m = max(si.max(initial=0.0), 0.0)
+            w[valid] = np.exp(si - m)
+            w[e] = np.exp(-m)
+            c = np.cumsum(w)
+            b = int(np.searchsorted(c, rng.random() * c[-1], side="right"))
+            b = min(b, n - 1)
+            while w[b] == 0.0:  # float edge: step back to a slot with weight
+                b -= 1
+            if b != a:
+                S[:, a] -= F[:, i]
+                S[:, b] += F[:, i]
+                lab[i] = b
+            size[b] += 1
+        if t < int(n_burn):
+            continue
+        sz = np.broadcast_to(size, (n, n)).copy()
+        sz[rows, lab] -= 1  # the clusters as mention i sees them (without i)
+        L = np.where(sz > 0, S, -np.inf)
+        m = np.maximum(L.max(axis=1), 0.0)
+        E = np.exp(L - m[:, None])
+        new = np.exp(-m)
+        Z = E.sum(axis=1) + new
+        Q = E[:, lab] / Z[:, None]  # Q[i, j] = q_i(slot of j), for j != i
+        P += Q
+        P += Q.T
+        alone += new / Z
+    P /= 2.0 * int(n_samples)
+    alone /= int(n_samples)
+    np.fill_diagonal(P, 1.0)
+    return np.clip(P, 0.0, 1.0), np.clip(alone, 0.0, 1.0)
+
+
+def _sampled_marginals(model, block_df, labels, *, n_samples, n_burn, seed):
+    """Pair probabilities and singleton probabilities at temperature 1.
+
+    Rao-Blackwellised single-site Gibbs (:func:`gibbs_marginals`) started from the
+    predicted clustering: ``n_burn`` sweeps, then ``n_samples`` kept sweeps.
+
+    Returns
+    -------
+    P : ndarray of shape (n, n)
+        Estimated P(y_i = y_j | x) (diagonal 1), rows in ``block_df`` order.
+    alone : ndarray of shape (n,)
+        Estimated P(i is a cluster of its own | x).
+    """
+    F = model.factor_matrix(model.encode(block_df))
+    return gibbs_marginals(F, labels, n_samples=n_samples, n_burn=n_burn, rng=np.random.default_rng(seed))
 
 
 def _mention_confidence(P, alone, labels):
@@ -439,9 +527,9 @@ def _conditional_rows(sub, labels, *, method, delta, time_limit, memory_mb, gen,
 
 
 def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAULT_MAX_SUBMODEL,
-                          max_exact=DEFAULT_MAX_EXACT, n_samples=100, n_burn=30, time_limit=10.0,
-                          memory_mb=256, review_threshold=0.95, rng=0, encoding="leader",
-                          pair_min_p=0.01):
+                          max_exact=DEFAULT_MAX_EXACT, n_samples=DEFAULT_N_SAMPLES, n_burn=DEFAULT_N_BURN,
+                          time_limit=10.0, memory_mb=256, review_threshold=0.95, rng=0, encoding="leader",
+                          pair_min_p=0.01, calibration="model", pair_factors=False):
     """Confidence of every mention's predicted cluster, with certified intervals where affordable.
 
     Parameters
@@ -459,8 +547,9 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         Largest sub-model bounded by DIS; larger sets are cut to the least confident.
     max_exact : int, default :data:`DEFAULT_MAX_EXACT`
         Largest sub-model (or whole block) summed exactly.
-    n_samples, n_burn : int, default 100 and 30
-        Gibbs sweeps at temperature 1 kept / discarded, per block above ``max_exact``.
+    n_samples, n_burn : int, default :data:`DEFAULT_N_SAMPLES` and :data:`DEFAULT_N_BURN`
+        Gibbs sweeps at temperature 1 kept / discarded, per block above ``max_exact``
+        (Rao-Blackwellised estimates, :func:`gibbs_marginals`).
     time_limit : float, default 10
         DIS budget per partition function (wall-clock seconds); a DIS sub-model of m
         mentions needs 1 + (number of distinct events, about m) runs, so about
@@ -475,16 +564,25 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     pair_min_p : float, default 0.01
         ``pairs_df`` keeps pairs with p >= pair_min_p and every pair inside a predicted
         cluster (0 keeps every pair).
+    calibration : "model", None or ConfidenceCalibration, default "model"
+        Maps for the ``p_calibrated`` columns: ``"model"`` uses the maps saved with the
+        model (``model.calibration_``, set by ``coref fit`` and :func:`coref.model.load_model`;
+        none there = NaN columns); None = NaN columns.
+    pair_factors : bool, default False
+        Add a column ``f`` (the pairwise factor, natural-log odds) to ``pairs_df``, for
+        the sigmoid(f) baseline of :func:`confidence_figures`.
 
     Returns
     -------
     confidence_df : pandas.DataFrame
         ``mention_id``, ``cluster_id``, ``p`` (conf(i), module docstring), ``p_lower``,
         ``p_upper`` (NaN for ``gibbs`` rows), ``method`` (exact | dis | gibbs),
-        ``n_submodel`` (mentions of the sub-model the row came from; 0 for gibbs).
+        ``n_submodel`` (mentions of the sub-model the row came from; 0 for gibbs),
+        ``p_calibrated`` (the calibration map's image of ``p``; NaN without a map).
     pairs_df : pandas.DataFrame
         ``block``, ``mention_a``, ``mention_b`` (mention_a < mention_b), ``p`` =
-        P(y_a = y_b | x) (exact whole-block marginals or Gibbs estimates).
+        P(y_a = y_b | x) (exact whole-block marginals or Gibbs estimates),
+        ``p_calibrated`` (NaN without a map), and ``f`` with ``pair_factors``.
 
     Raises
     ------
@@ -502,8 +600,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
                            review_threshold)
     conf_rows, pair_frames = [], []
     if len(df) == 0:
-        return _empty_conf(), pd.DataFrame({c: pd.Series(dtype=object if c != "p" else float)
-                                            for c in PAIR_COLUMNS})
+        return _empty_conf(), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
+                                            for c in PAIR_COLUMNS + (("f",) if pair_factors else ())})
     for block, sub_df in df.groupby(df["block"].astype(str), sort=True):
         sub_df = sub_df.iloc[np.argsort(sub_df["mention_id"].astype(str).to_numpy(), kind="stable")]
         ids = sub_df["mention_id"].astype(str).to_numpy()
@@ -552,12 +650,33 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
                                        "p_upper": hi, "method": meth, "n_submodel": nsub}))
         a, b = np.triu_indices(n, 1)
         keep = (P[a, b] >= float(pair_min_p)) | (labels[a] == labels[b])
-        pair_frames.append(pd.DataFrame({"block": block, "mention_a": ids[a[keep]], "mention_b": ids[b[keep]],
-                                         "p": np.clip(P[a[keep], b[keep]], 0.0, 1.0)}))
+        pf = pd.DataFrame({"block": block, "mention_a": ids[a[keep]], "mention_b": ids[b[keep]],
+                           "p": np.clip(P[a[keep], b[keep]], 0.0, 1.0)})
+        if pair_factors:
+            Fb = model.factor_matrix(model.encode(sub_df)) if n > 1 else np.zeros((1, 1))
+            pf["f"] = Fb[a[keep], b[keep]]
+        pair_frames.append(pf)
     conf = pd.concat(conf_rows, ignore_index=True)
     conf["method"] = conf["method"].astype(str)
     pairs = pd.concat(pair_frames, ignore_index=True)
-    return conf[list(CONFIDENCE_COLUMNS)], pairs[list(PAIR_COLUMNS)]
+    cal = _resolve_calibration(model, calibration)
+    conf["p_calibrated"] = np.nan if cal is None else cal.mention.apply(conf["p"].to_numpy(float))
+    pairs["p_calibrated"] = np.nan if cal is None else cal.pair.apply(pairs["p"].to_numpy(float))
+    cols = list(PAIR_COLUMNS) + (["f"] if pair_factors else [])
+    return conf[list(CONFIDENCE_COLUMNS)], pairs[cols]
+
+
+def _resolve_calibration(model, calibration):
+    if calibration is None:
+        return None
+    if isinstance(calibration, str) and calibration == "model":
+        calibration = getattr(model, "calibration_", None)
+        if calibration is None:
+            return None
+    if not isinstance(calibration, ConfidenceCalibration):
+        raise TypeError("calibration must be 'model', None or a ConfidenceCalibration; got "
+                        f"{type(calibration).__name__}")
+    return calibration
 
 
 def apply_calibration(confidence_df, pairs_df, *, mention_map=None, pair_map=None):
@@ -595,4 +714,153 @@ def _empty_conf():
     return pd.DataFrame({"mention_id": pd.Series(dtype=object), "cluster_id": pd.Series(dtype=object),
                          "p": pd.Series(dtype=float), "p_lower": pd.Series(dtype=float),
                          "p_upper": pd.Series(dtype=float), "method": pd.Series(dtype=object),
-                         "n_submodel": pd.Series(dtype=np.int64)})
+                         "n_submodel": pd.Series(dtype=np.int64), "p_calibrated": pd.Series(dtype=float)})
+
+
+# ----------------------------------------------------------------------- calibration on labeled data
+
+def _map_clusters(model, df, *, sampler, rng):
+    """Predicted clustering (annealed Gibbs MAP) of ``df``: mention_id, block, cluster_id."""
+    from coref.gibbs import GibbsCoref
+
+    g = GibbsCoref(model, sampler=sampler, rng=rng, record_history=False).fit(df)
+    cl = g.clusters_.rename("cluster_id").reset_index()
+    cl["cluster_id"] = cl["cluster_id"].astype(str)
+    cl["block"] = df.set_index(df["mention_id"].astype(str)).loc[cl["mention_id"].astype(str), "block"].to_numpy()
+    return cl
+
+
+def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", sampler="exact", rng=0,
+                               **confidence_kw):
+    """Fit the pair and mention calibration maps on labeled (training) mentions.
+
+    The mentions of ``df`` are clustered with ``model`` (annealed Gibbs MAP, unless
+    ``clusters`` is given), their confidences computed with
+    :func:`assignment_confidence` (every pair within a block), and two maps are fitted
+    with :func:`fit_calibration`: pair probabilities against 1{gold_a = gold_b}, and
+    mention confidences against correctness (the mention's gold author is the majority
+    gold author of its predicted cluster, :func:`coref._calibration.mention_correct`).
+    Only the labels of ``df`` are used: pass the training folds only.
+
+    Parameters
+    ----------
+    model : PairwiseModel
+        Fitted (on these or other labeled mentions).
+    df : pandas.DataFrame
+        Labeled mentions (``gold``; unlabeled mentions are clustered but not used).
+    clusters : pandas.DataFrame, optional
+        ``mention_id``, ``block``, ``cluster_id``; default: cluster with ``sampler``.
+    method : {"isotonic", "temperature"}, default "isotonic"
+    sampler : {"exact", "racing"}, default "exact"
+    rng : int, default 0
+    **confidence_kw
+        Passed to :func:`assignment_confidence` (``pair_min_p`` is forced to 0 and no
+        calibration is applied).
+
+    Returns
+    -------
+    ConfidenceCalibration
+
+    Raises
+    ------
+    ValueError
+        If ``df`` has no ``gold`` column, or no labeled pair or mention to fit on.
+    """
+    if "gold" not in df.columns:
+        raise ValueError("fitting a calibration needs labeled mentions: df has no 'gold' column")
+    if clusters is None:
+        clusters = _map_clusters(model, df, sampler=sampler, rng=rng)
+    kw = {**confidence_kw, "pair_min_p": 0.0, "calibration": None, "rng": rng}
+    features = df.drop(columns=["gold"])
+    conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]], **kw)
+    gold = df.set_index(df["mention_id"].astype(str))["gold"]
+    ok, y = _pair_labels_for(pairs, gold)
+    if not ok.any():
+        raise ValueError("no labeled pair within a block to fit the pair calibration on")
+    correct = mention_correct(clusters, gold)
+    cp = conf.set_index(conf["mention_id"].astype(str))["p"].reindex(correct.index).to_numpy(float)
+    if correct.empty:
+        raise ValueError("no labeled mention to fit the mention calibration on")
+    pair_map = fit_calibration(pairs["p"].to_numpy(float)[ok], y, method=method)
+    mention_map = fit_calibration(cp, correct.to_numpy(float), method=method)
+    info = {"method": method, "n_pairs": int(ok.sum()), "n_mentions": int(len(correct)),
+            "n_blocks": int(df["block"].nunique()), "source": "training mentions clustered and scored by the model",
+            "n_samples": int(kw.get("n_samples", DEFAULT_N_SAMPLES)), "n_burn": int(kw.get("n_burn", DEFAULT_N_BURN))}
+    return ConfidenceCalibration(pair_map, mention_map, info)
+
+
+def _pair_labels_for(pairs, gold):
+    from coref._calibration import _pair_labels
+
+    return _pair_labels(pairs, gold)
+
+
+def confidence_figures(confidence_df, pairs_df, gold, clusters=None, *, threshold=0.95, n_bins=10):
+    """Held-out calibration and usefulness figures of :func:`assignment_confidence` outputs.
+
+    Parameters
+    ----------
+    confidence_df, pairs_df : pandas.DataFrame
+        From :func:`assignment_confidence` with ``pair_min_p=0`` (every pair within a
+        block) and ``pair_factors=True`` (for the sigmoid(f) baseline).
+    gold : pandas.Series
+        Gold author per mention_id (NA = unlabeled, left out).
+    clusters : pandas.DataFrame, optional
+        ``mention_id``, ``cluster_id`` of the prediction (default: from
+        ``confidence_df``).
+    threshold : float, default 0.95
+        Confidence level of the coverage / correctness figures.
+    n_bins : int, default 10
+        Equal-width bins of the ECE.
+
+    Returns
+    -------
+    dict
+        ``n_pairs``, ``positive_rate``; ``ece`` / ``brier`` (raw p), ``ece_calibrated``
+        / ``brier_calibrated`` (``p_calibrated``; NaN without a map), ``ece_sigmoid_f``
+        / ``brier_sigmoid_f`` (NaN without ``f``); ``n_mentions``, ``accuracy``,
+        ``coverage`` / ``correct`` (share of labeled mentions with p >= threshold and
+        the share of them that are correct), the same with ``_calibrated``; and
+        ``reliability``: per bin ``n``, ``mean_p``, ``freq`` for raw, calibrated and
+        sigmoid(f).
+    """
+    g = gold.copy()
+    g.index = g.index.astype(str)
+    ok, y = _pair_labels_for(pairs_df, g)
+    out = {"threshold": float(threshold), "n_pairs": int(ok.sum())}
+    nan = float("nan")
+    if ok.any():
+        p = pairs_df["p"].to_numpy(float)[ok]
+        out["positive_rate"] = float(y.mean())
+        out["ece"], out["brier"] = ece_score(p, y, n_bins), brier_score(p, y)
+        pc = pairs_df["p_calibrated"].to_numpy(float)[ok] if "p_calibrated" in pairs_df else np.full(p.shape, nan)
+        has_cal = bool(np.isfinite(pc).all())
+        out["ece_calibrated"] = ece_score(pc, y, n_bins) if has_cal else nan
+        out["brier_calibrated"] = brier_score(pc, y) if has_cal else nan
+        rel = {"raw": reliability_table(p, y, n_bins)}
+        if has_cal:
+            rel["calibrated"] = reliability_table(pc, y, n_bins)
+        if "f" in pairs_df.columns:
+            q = 1.0 / (1.0 + np.exp(-pairs_df["f"].to_numpy(float)[ok]))
+            out["ece_sigmoid_f"], out["brier_sigmoid_f"] = ece_score(q, y, n_bins), brier_score(q, y)
+            rel["sigmoid_f"] = reliability_table(q, y, n_bins)
+        else:
+            out["ece_sigmoid_f"] = out["brier_sigmoid_f"] = nan
+        out["reliability"] = {k: {c: [None if not np.isfinite(v) else float(v) for v in t[c]]
+                                  for c in ("n", "mean_p", "freq")} for k, t in rel.items()}
+    cl = confidence_df[["mention_id", "cluster_id"]] if clusters is None else clusters
+    correct = mention_correct(cl, g)
+    c = confidence_df.set_index(confidence_df["mention_id"].astype(str))
+    out["n_mentions"] = int(len(correct))
+    if len(correct):
+        out["accuracy"] = float(correct.mean())
+        for col, suffix in (("p", ""), ("p_calibrated", "_calibrated")):
+            v = c[col].reindex(correct.index).to_numpy(float) if col in c else np.full(len(correct), nan)
+            if not np.isfinite(v).all():
+                out["coverage" + suffix] = out["correct" + suffix] = nan
+                continue
+            hi = v >= float(threshold)
+            out["coverage" + suffix] = float(hi.mean())
+            out["correct" + suffix] = float(correct.to_numpy()[hi].mean()) if hi.any() else nan
+            out["n_confident" + suffix] = int(hi.sum())
+    return out

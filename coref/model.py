@@ -22,12 +22,23 @@ files, none of them executable::
                     "intercept": float, "shift": float, "bias": float, "n_pairs": int,
                     "shift_scores": {str(shift): float},
                     "vocabulary": {"n_docs": int, "tables": {"title"|"venue"|"affiliation": {word: int}}},
-                    "extra": {...}}                    # e.g. AuthorCoref settings, training data summary
+                    "extra": {...},                    # e.g. AuthorCoref settings, training data summary
+                    "calibration": {...}}              # optional (``coref fit``): the confidence
+                                                       # calibration maps, see below
     theta.npz      float64 array "theta" of shape (len(feature_names),), and the long numeric
                    lists of the vocabulary state (e.g. LSA components) as arrays "state_<k>",
                    referenced from model.json as {"$npz": "state_<k>"}
     manifest.json  {"format": "coref-model-manifest", "version": 1,
                     "files": {"model.json": sha256, "theta.npz": sha256}}
+
+:func:`load_model` checks the manifest's format and version, the SHA-256 of every file,
+The optional ``calibration`` field (written when ``model.calibration_`` is set, e.g.
+by ``coref fit``) is :meth:`coref._calibration.ConfidenceCalibration.to_dict`:
+``{"version": 1, "pair": MAP, "mention": MAP, "info": {str: scalar}}`` with MAP =
+``{"method": "isotonic"|"temperature"|"identity", "temperature": float > 0,
+"x": [float], "y": [float]}`` (isotonic knots, non-decreasing in [0, 1]); it is
+validated field by field on load (a model without it loads with
+``calibration_ = None``: the format version is unchanged).
 
 :func:`load_model` checks the manifest's format and version, the SHA-256 of every file,
 the model version, that ``feature_names`` equals this code's
@@ -384,6 +395,9 @@ def save_model(model, path, *, extra=None):
            "n_pairs": int(model.n_pairs_),
            "shift_scores": {repr(float(k)): float(v) for k, v in model.shift_scores_.items()},
            "vocabulary": vocab, "extra": extra or {}}
+    cal = getattr(model, "calibration_", None)
+    if cal is not None:
+        doc["calibration"] = cal.to_dict()
     (path / "manifest.json").unlink(missing_ok=True)  # an interrupted save is not a model
     atomic_write_text(path / "model.json", json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     with atomic_path(path / "theta.npz") as tmp:
@@ -561,4 +575,12 @@ def load_model(path):
         raise ModelFormatError("shift_scores must map numbers to numbers", path=jpath) from None
     model.vocabulary_ = vocab
     model.feature_names_ = FEATURE_NAMES
+    model.calibration_ = None
+    if "calibration" in doc:
+        from coref._calibration import ConfidenceCalibration
+
+        try:
+            model.calibration_ = ConfidenceCalibration.from_dict(doc["calibration"], where="field 'calibration'")
+        except ValueError as exc:
+            raise ModelFormatError(str(exc), path=jpath) from None
     return model, _field(doc, "extra", "dict", jpath)

@@ -18,7 +18,7 @@ __all__ = ["fit", "add_arguments", "main"]
 
 
 def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="racing",
-        delta=0.05, n_sweeps=None):
+        delta=0.05, n_sweeps=None, calibration="isotonic"):
     """Fit on ``data`` and save to the directory ``model``.
 
     Parameters
@@ -31,11 +31,18 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
         Loader options.
     rng, C, bias_shift, sampler, delta, n_sweeps
         :class:`coref.estimator.AuthorCoref` parameters (saved with the model).
+    calibration : {"isotonic", "temperature", "none"}, default "isotonic"
+        Fit the confidence calibration maps (pair probabilities and mention
+        confidences, :func:`coref.confidence.fit_confidence_calibration`) on the
+        training mentions, clustered and scored by the fitted model, and save them
+        with it (``model.json`` field ``calibration``); ``coref predict --confidence``
+        applies them (``p_calibrated`` columns). ``"none"``: no maps.
 
     Returns
     -------
     dict
-        ``path``, ``n_mentions``, ``n_blocks``, ``n_labeled``, ``n_pairs``, ``shift``, ``fit_s``.
+        ``path``, ``n_mentions``, ``n_blocks``, ``n_labeled``, ``n_pairs``, ``shift``, ``fit_s``,
+        ``calibration`` (the maps' ``info``, or None) and ``calibration_s``.
 
     Raises
     ------
@@ -49,10 +56,22 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     from coref.settings import make_settings
 
     make_settings("fit", format=format, strict=strict)
+    if calibration not in ("isotonic", "temperature", "none"):
+        raise ValueError(f"the calibration parameter must be 'isotonic', 'temperature' or 'none'; got {calibration!r}")
     t0 = time.perf_counter()
     df, desc = load_input(data, format=format, strict=strict, command="fit", need_gold=True)
     est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps).fit(df)
     fit_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    cal_info = None
+    if calibration != "none":
+        from coref.confidence import fit_confidence_calibration
+
+        lab = df[df["gold"].notna()]
+        est.model_.calibration_ = fit_confidence_calibration(est.model_, lab.reset_index(drop=True),
+                                                             method=calibration, rng=int(est.seed_))
+        cal_info = est.model_.calibration_.info
+    cal_s = time.perf_counter() - t1
     training = {"path": desc["path"], "format": desc["format"], "n_mentions": int(len(df)),
                 "n_blocks": int(df["block"].nunique()), "n_labeled": int(df["gold"].notna().sum()),
                 "n_skipped": desc.get("n_skipped", 0), "mentions_sha256": mentions_checksum(df)}
@@ -60,7 +79,7 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
                                                 "seed": est.seed_, "training": training})
     return {"model": str(path), "training": training, **{k: training[k] for k in ("n_mentions", "n_blocks", "n_labeled")},
             "n_pairs": est.model_.n_pairs_, "shift": est.model_.shift_,
-            "fit_s": fit_s}
+            "fit_s": fit_s, "calibration": cal_info, "calibration_s": cal_s}
 
 
 def add_arguments(parser):
@@ -78,6 +97,9 @@ def add_arguments(parser):
     parser.add_argument("--delta", type=float, default=0.05, help="racing error level saved with the model")
     parser.add_argument("--sweeps", dest="n_sweeps", type=int, default=None, metavar="N",
                         help="Gibbs sweeps saved with the model")
+    parser.add_argument("--calibration", choices=("isotonic", "temperature", "none"), default="isotonic",
+                        help="confidence calibration maps fitted on the training mentions and saved with the "
+                             "model, applied by `coref predict --confidence` (default isotonic)")
     parser.add_argument("--strict", action="store_true", help="fail on the first bad record or file")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
@@ -88,10 +110,15 @@ def main(args):
 
     try:
         r = fit(args.data, model=args.model, format=args.format, strict=args.strict, rng=args.seed, C=args.C,
-                sampler=args.sampler, delta=args.delta, n_sweeps=args.n_sweeps)
+                sampler=args.sampler, delta=args.delta, n_sweeps=args.n_sweeps,
+                calibration=getattr(args, "calibration", "isotonic"))
     except ERRORS as exc:
         return report_error("fit", args, exc)
     print(f"fitted theta on {r['n_pairs']:,} labeled pairs from {r['n_labeled']} labeled mentions in "
           f"{r['n_blocks']} blocks (intercept shift {r['shift']:+.2f}) in {r['fit_s']:.1f} s", file=sys.stdout)
+    if r["calibration"] is not None:
+        c = r["calibration"]
+        print(f"calibration ({c['method']}) fitted on {c['n_pairs']:,} pairs and {c['n_mentions']} mentions of the "
+              f"training data in {r['calibration_s']:.1f} s")
     print(f"model: {r['model']}/ (model.json, theta.npz, manifest.json)")
     return 0
