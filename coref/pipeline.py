@@ -33,7 +33,8 @@ import pandas as pd
 
 from coref.inference import BlockResult, execute, executor_context, infer_blocks, pad, single_thread
 
-__all__ = ["run", "RunResult", "BlockResult", "assign_folds", "infer_blocks", "add_arguments", "main"]
+__all__ = ["run", "RunResult", "BlockResult", "assign_folds", "infer_blocks", "heldout_confidence", "add_arguments",
+           "main"]
 
 
 
@@ -265,7 +266,7 @@ def _fit_models(df, labeled, need_folds, store, *, resume, client, progress):
 
 def run(data=None, *, format=None, sampler="both", folds=5, out="results/", executor=None, workers=None,
         scheduler=None, seed=0, delta=0.05, n_sweeps=None, resume=False, strict=False, progress=True,
-        plots=True):
+        plots=True, confidence=True, calibration="isotonic"):
     """Author coreference end to end with grouped k-fold cross-validation by block.
 
     Parameters
@@ -304,6 +305,13 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
         Show tqdm progress bars on stderr.
     plots : bool
         Write the two PNG plots (B3 F1 against factor evaluations and against sweeps).
+    confidence : bool, default True
+        Score the confidence of the held-out assignments (:func:`heldout_confidence`):
+        metrics.json key ``confidence`` (ECE, Brier raw / calibrated / sigmoid(f),
+        coverage and correctness at confidence >= 0.95, per fold and pooled), a report
+        section and ``reliability.png``.
+    calibration : {"isotonic", "temperature", "none"}, default "isotonic"
+        Calibration map fitted on each fold's training folds only.
 
     Returns
     -------
@@ -493,6 +501,17 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
             "n_block_results_computed": n_computed,
             "elapsed_s": time.perf_counter() - t_start,
         }
+        if confidence:
+            t_conf = time.perf_counter()
+            for f in range(folds):
+                if f not in models and hasattr(_model_cls(), "factor_matrix"):  # stand-ins: no confidence
+                    m_f = _load_fold_model(store, f)[0]
+                    models[f] = m_f if m_f is not None else _fit_fold_model(df, labeled, f)[0]
+            metrics["confidence"] = heldout_confidence(
+                df.drop(columns="_fold"), {b: int(f) for b, f in fold_of.items()}, labeled, models, clusters,
+                sampler=samplers[0], calibration=calibration, seed=seed, progress=progress)
+            metrics["confidence"]["seconds"] = time.perf_counter() - t_conf
+            metrics["elapsed_s"] = time.perf_counter() - t_start
         paths = write_report(out, clusters=clusters, metrics=metrics, curves=curves, plots=plots, files=od)
         paths["manifest"] = out / "manifest.json"
         od.finish(settings=settings, input_info={"path": data_desc["path"], "format": data_desc["format"],
@@ -500,6 +519,96 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
                   extra={"checkpoint_key": settings_key})
     return RunResult(metrics=metrics, clusters=clusters, curves=curves, out=out, paths=paths,
                      n_reused=n_reused, n_computed=n_computed, refused=tuple(store.refused))
+
+
+# --------------------------------------------------------------------------- confidence
+
+def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calibration="isotonic", seed=0,
+                       threshold=0.95, progress=False):
+    """Calibration of the confidences on held-out folds (issue 13, items 4-5).
+
+    For each fold k: the calibration maps (pair and mention,
+    :func:`coref.confidence.fit_confidence_calibration`) are fitted on the labeled
+    blocks of the OTHER folds only, clustered and scored by fold k's theta (so no label
+    of fold k enters the map); then the held-out clusters of fold k (``sampler``) get
+    their confidences (:func:`coref.confidence.assignment_confidence`, every pair
+    within a block, Rao-Blackwellised Gibbs marginals at temperature 1) and the maps
+    are applied. Figures per fold and pooled: :func:`coref.confidence.confidence_figures`.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions with ``gold``.
+    fold_of : dict
+        Block -> fold.
+    labeled : collection
+        Blocks with gold labels.
+    models : dict
+        Fold -> fitted model (theta of the other folds).
+    clusters : pandas.DataFrame
+        ``sampler``, ``fold``, ``block``, ``mention_id``, ``cluster_id`` (held-out).
+    sampler : str
+        Which sampler's clusters are scored.
+    calibration : {"isotonic", "temperature", "none"}
+    seed : int
+    threshold : float, default 0.95
+    progress : bool
+
+    Returns
+    -------
+    dict
+        ``sampler``, ``calibration``, ``threshold``, ``folds`` (per-fold figures),
+        ``pooled`` (figures over every held-out pair and mention, with the
+        ``reliability`` tables), or ``skipped`` (why) when the models cannot produce
+        factor matrices (e.g. a stand-in).
+    """
+    import hashlib
+    import json
+
+    from tqdm import tqdm
+
+    from coref.confidence import assignment_confidence, confidence_figures, fit_confidence_calibration
+
+    if calibration not in ("isotonic", "temperature", "none"):
+        raise ValueError(f"the calibration parameter must be 'isotonic', 'temperature' or 'none'; got {calibration!r}")
+    if not all(hasattr(m, "factor_matrix") and hasattr(m, "encode") for m in models.values()):
+        return {"skipped": "the fold models have no factor_matrix / encode", "sampler": sampler,
+                "calibration": calibration}
+    gold = df.set_index(df["mention_id"].astype(str))["gold"]
+    fold = df["block"].map(fold_of)
+    lab = df["block"].isin(labeled)
+    per_fold, confs, pairs_all, cls = [], [], [], []
+    for k in tqdm(sorted(models), desc="confidence", unit="fold", disable=not progress, file=sys.stderr,
+                  leave=False):
+        model = models[k]
+        test = df[(fold == k) & lab].reset_index(drop=True)
+        if test.empty:
+            continue
+        cal = None
+        if calibration != "none":
+            train = df[(fold != k) & lab].reset_index(drop=True)
+            with single_thread():
+                cal = fit_confidence_calibration(model, train, method=calibration, rng=seed)
+        cl = clusters[(clusters["sampler"] == sampler) & (clusters["fold"] == k)
+                      & clusters["block"].isin(test["block"].unique())]
+        cl = cl[["mention_id", "block", "cluster_id"]].astype({"mention_id": str, "cluster_id": str})
+        conf, pairs = assignment_confidence(model, test.drop(columns="gold"), cl, calibration=cal, pair_min_p=0.0,
+                                            pair_factors=True, rng=seed)
+        fig = confidence_figures(conf, pairs, gold, cl, threshold=threshold)
+        fig.pop("reliability", None)
+        per_fold.append({"fold": int(k), **fig,
+                         "calibration_info": None if cal is None else dict(cal.info),
+                         "calibration_sha256": None if cal is None else hashlib.sha256(
+                             json.dumps(cal.to_dict(), sort_keys=True).encode()).hexdigest()})
+        confs.append(conf)
+        pairs_all.append(pairs)
+        cls.append(cl)
+    if not confs:
+        return {"skipped": "no labeled held-out block", "sampler": sampler, "calibration": calibration}
+    pooled = confidence_figures(pd.concat(confs, ignore_index=True), pd.concat(pairs_all, ignore_index=True), gold,
+                                pd.concat(cls, ignore_index=True), threshold=threshold)
+    return {"sampler": sampler, "calibration": calibration, "threshold": float(threshold), "folds": per_fold,
+            "pooled": pooled}
 
 
 # --------------------------------------------------------------------------- command line
@@ -529,6 +638,10 @@ def add_arguments(parser):
     parser.add_argument("--resume", action="store_true",
                         help="reuse per-block results checkpointed in DIR/.checkpoint by an earlier run")
     parser.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping it")
+    parser.add_argument("--no-confidence", dest="confidence", action="store_false",
+                        help="skip the held-out confidence calibration figures")
+    parser.add_argument("--calibration", choices=("isotonic", "temperature", "none"), default="isotonic",
+                        help="confidence calibration map, fitted on each fold's training folds (default isotonic)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
@@ -541,7 +654,8 @@ def main(args):
     try:
         result = run(args.data, format=args.format, sampler=args.sampler, folds=args.folds, out=args.out,
                      workers=args.workers, scheduler=args.scheduler, seed=args.seed, delta=args.delta,
-                     n_sweeps=args.n_sweeps, resume=args.resume, strict=args.strict, progress=not args.quiet)
+                     n_sweeps=args.n_sweeps, resume=args.resume, strict=args.strict, progress=not args.quiet,
+                     confidence=getattr(args, "confidence", True), calibration=getattr(args, "calibration", "isotonic"))
     except (FileNotFoundError, NotADirectoryError, MentionFormatError, ValueError, TypeError, ConnectionError,
             OutputError) as exc:
         if getattr(args, "debug", False):

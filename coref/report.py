@@ -44,6 +44,7 @@ CURVE_COLUMNS = ["sampler", "sweep", "n_factor_evals", "b3_precision", "b3_recal
 FIGURES = {
     "evals": "b3_f1_vs_factor_evals.png",
     "sweeps": "b3_f1_vs_sweeps.png",
+    "reliability": "reliability.png",
 }
 _COLORS = {"racing": "tab:blue", "exact": "tab:orange"}
 _LABELS = {"racing": "Racing-Normal Gibbs (sub)", "exact": "exact Gibbs"}
@@ -288,6 +289,9 @@ def write_report(out, *, clusters, metrics, curves, plots=True, files=None):
     if not (plots and curves is not None and len(curves)):
         names.pop("fig_evals")
         names.pop("fig_sweeps")
+    conf = metrics.get("confidence") if isinstance(metrics, dict) else None
+    if plots and isinstance(conf, dict) and (conf.get("pooled") or {}).get("reliability"):
+        names["fig_reliability"] = FIGURES["reliability"]
     paths = {k: (files.path(v) if files is not None else out / v) for k, v in names.items()}
     write_csv(paths["clusters"], clusters)
     write_csv(paths["curves"], curves)
@@ -295,8 +299,85 @@ def write_report(out, *, clusters, metrics, curves, plots=True, files=None):
     if plots and curves is not None and len(curves):
         plot_curves(curves, paths["fig_evals"], x="n_factor_evals")
         plot_curves(curves, paths["fig_sweeps"], x="sweep")
-    atomic_write_text(paths["report"], render_report_md(metrics, curves))
+    if "fig_reliability" in paths:
+        plot_reliability(conf["pooled"]["reliability"], paths["fig_reliability"])
+    md = render_report_md(metrics, curves)
+    if isinstance(conf, dict):
+        md += render_confidence_md(conf, figure="fig_reliability" in paths)
+    atomic_write_text(paths["report"], md)
     return paths
+
+
+def plot_reliability(reliability, path):
+    """Reliability diagram (observed frequency against mean predicted p per bin).
+
+    Parameters
+    ----------
+    reliability : dict
+        ``{"raw" | "calibrated" | "sigmoid_f": {"n": [...], "mean_p": [...], "freq": [...]}}``
+        as in ``metrics["confidence"]["pooled"]["reliability"]``.
+    path : str or os.PathLike
+        PNG written atomically.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = {"raw": "posterior marginal (T = 1)", "calibrated": "calibrated (map fitted on training folds)",
+              "sigmoid_f": "sigmoid(f) (pairwise logistic)"}
+    fig, ax = plt.subplots(figsize=(4.8, 4.4))
+    ax.plot([0, 1], [0, 1], color="grey", lw=1)
+    for key in ("raw", "calibrated", "sigmoid_f"):
+        t = reliability.get(key)
+        if not t:
+            continue
+        pts = [(m, f) for n, m, f in zip(t["n"], t["mean_p"], t["freq"]) if n and m is not None and f is not None]
+        if pts:
+            ax.plot([a for a, _ in pts], [b for _, b in pts], "o-", ms=4, label=labels[key])
+    ax.set_xlabel("predicted P(same author)")
+    ax.set_ylabel("observed frequency")
+    ax.set_title("held-out pairs, 10 equal-width bins")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+
+
+def render_confidence_md(conf, *, figure=True):
+    """Markdown section of the held-out calibration figures (``metrics["confidence"]``)."""
+    lines = ["", "## Confidence calibration on held-out folds", ""]
+    if conf.get("skipped"):
+        return "\n".join(lines + [f"Not computed: {conf['skipped']}", ""])
+    lines.append(
+        f"Sampler {conf.get('sampler')}'s held-out clusters; pair probabilities P(y_a = y_b | x) for every pair "
+        f"within a block (Rao-Blackwellised Gibbs at temperature 1); calibration map "
+        f"`{conf.get('calibration')}` fitted on each fold's TRAINING folds only (training mentions clustered and "
+        f"scored by that fold's theta). Correct = the mention's gold author is the majority gold author of its "
+        f"predicted cluster. ECE over 10 equal-width bins.")
+    lines.append("")
+    lines.append("| fold | pairs | ECE raw | ECE cal. | ECE sigmoid(f) | Brier raw | Brier cal. | Brier sigmoid(f) "
+                 "| mentions | cover >= 0.95 raw | correct | cover >= 0.95 cal. | correct |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def f4(v):
+        return "n/a" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.4f}"
+
+    rows = [(str(r.get("fold")), r) for r in conf.get("folds", [])] + [("pooled", conf.get("pooled", {}))]
+    for name, r in rows:
+        lines.append(f"| {name} | {r.get('n_pairs', 0):,} | {f4(r.get('ece'))} | {f4(r.get('ece_calibrated'))} | "
+                     f"{f4(r.get('ece_sigmoid_f'))} | {f4(r.get('brier'))} | {f4(r.get('brier_calibrated'))} | "
+                     f"{f4(r.get('brier_sigmoid_f'))} | {r.get('n_mentions', 0)} | {f4(r.get('coverage'))} | "
+                     f"{f4(r.get('correct'))} | {f4(r.get('coverage_calibrated'))} | {f4(r.get('correct_calibrated'))} |")
+    lines.append("")
+    if figure:
+        lines.append(f"![reliability diagram]({FIGURES['reliability']})")
+        lines.append("")
+    if conf.get("seconds") is not None:
+        lines.append(f"Confidence and calibration took {conf['seconds']:.1f} s.")
+        lines.append("")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- predict / add
