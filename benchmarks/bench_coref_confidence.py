@@ -79,8 +79,7 @@ if not DATA.exists():
 
 from coref import GibbsCoref, PairwiseModel, load_mentions  # noqa: E402
 from coref._submodel import build_graphical_model, exact_log_z, subproblem  # noqa: E402
-from coref.confidence import (assignment_confidence, calibration_scores, event_probability,  # noqa: E402
-                              fit_calibration)
+from coref.confidence import event_probability  # noqa: E402
 from coref.pipeline import assign_folds  # noqa: E402
 
 
@@ -133,8 +132,8 @@ def fold_setup(df, k, folds=5):
     return train, test
 
 
-def predict(model, df, seed=0):
-    g = GibbsCoref(model, sampler="exact", rng=seed, record_history=False).fit(df)
+def predict(model, df, seed=0, sampler="exact"):
+    g = GibbsCoref(model, sampler=sampler, rng=seed, record_history=False).fit(df)
     cl = g.clusters_.rename("cluster_id").reset_index()
     cl["block"] = df.set_index(df["mention_id"].astype(str)).loc[cl["mention_id"], "block"].to_numpy()
     return cl
@@ -186,7 +185,7 @@ def random_event(sub, labels, gen):
 
 # ----------------------------------------------------------------------------- part a
 
-def part_a(df, args, res):
+def part_a(df, args, res, only_widths=False):
     gen = np.random.default_rng(2024)
     train, test = fold_setup(df, 0)
     t0 = time.perf_counter()
@@ -197,6 +196,8 @@ def part_a(df, args, res):
     blocks = sorted(test["block"].unique())
     cache = {b: block_arrays(model, test, clusters, b) for b in blocks}
 
+    if only_widths:
+        return part_a3(args, res, gen, blocks, cache)
     # a1: brute force, <= 8 mentions
     worst = 0.0
     n_a1 = 0
@@ -263,7 +264,12 @@ def part_a(df, args, res):
          f"{np.median(widths):.4f}; {n_exact_width} closed by search (width 0); {n_nontrivial} events with "
          "exact P in [0.001, 0.999]")
 
-    # a3: width for 12-20 mentions at each budget (the same sub-models for every budget)
+    part_a3(args, res, gen, blocks, cache)
+
+
+def part_a3(args, res, gen, blocks, cache):
+    """a3: interval width for 12-20 mentions at each budget (the same sub-models for every budget)."""
+    delta = args.delta
     sizes = [12, 14, 16, 18, 20]
     big = [b for b in blocks if cache[b][1].shape[0] >= 30]
     picks = []
@@ -355,110 +361,123 @@ def dense_pairs(model, df, pairs):
 
 
 def part_bc(df, args, res):
-    kw = dict(n_samples=args.n_samples, n_burn=args.n_burn, max_submodel=args.max_submodel,
-              time_limit=args.conf_budget, pair_min_p=0.0)
-    all_pairs, all_conf = [], []
-    t_conf = t_pred = 0.0
+    """Grouped 5-fold must-show table through ``coref.pipeline.heldout_confidence`` (what ``coref run`` runs)."""
+    from coref.inference import single_thread
+    from coref.pipeline import heldout_confidence
+
+    fold_of, labeled = assign_folds(df, 5)
+    fo = df["block"].map(fold_of)
+    models, cls = {}, []
+    t_fit = t_pred = 0.0
     for k in range(5):
-        train, test = fold_setup(df, k)
+        train = df[(fo != k) & df["block"].isin(labeled)].reset_index(drop=True)
         t0 = time.perf_counter()
-        model = PairwiseModel().fit(train)
-        t_fit = time.perf_counter() - t0
-        if args.cal_source == "train":
-            # calibration data: marginals of (a sample of) the training blocks, clustered
-            # and scored with this fold's theta (in-sample; no label of fold k is used)
-            tb = sorted(train["block"].unique())
-            pick = set(np.random.default_rng(k).choice(tb, size=min(args.cal_blocks, len(tb)), replace=False))
-            cal_df = train[train["block"].isin(pick)].reset_index(drop=True)
-            cal_model = model
-        else:
-            # out of fold: the blocks of one other fold j, clustered and scored by a theta
-            # fitted on the three folds that are neither j nor k
-            j = (k + 1) % 5
-            fold_of, labeled = assign_folds(df, 5)
-            fo = df["block"].map(fold_of)
-            cal_train = df[(fo != k) & (fo != j) & df["block"].isin(labeled)].reset_index(drop=True)
-            cal_df = df[fo == j].reset_index(drop=True)
-            if args.cal_blocks < cal_df["block"].nunique():
-                cb = sorted(cal_df["block"].unique())
-                pick = set(np.random.default_rng(k).choice(cb, size=args.cal_blocks, replace=False))
-                cal_df = cal_df[cal_df["block"].isin(pick)].reset_index(drop=True)
-            cal_model = PairwiseModel().fit(cal_train)
-        cal_cl = predict(cal_model, cal_df)
-        cal_conf, cal_pairs = assignment_confidence(cal_model, cal_df, cal_cl, **kw)
-        cal_dense = dense_pairs(cal_model, cal_df, cal_pairs)
-        pair_map = fit_calibration(cal_dense["p"], cal_dense["y"], method=args.cal_method)
-        cc = correct_mentions(cal_conf, cal_df)
-        mention_map = fit_calibration(cc["p"], cc["correct"], method=args.cal_method)
-        # held-out fold
-        t0 = time.perf_counter()
-        clusters = predict(model, test)
+        with single_thread():
+            models[k] = PairwiseModel().fit(train)
         t1 = time.perf_counter()
-        conf, pairs = assignment_confidence(model, test, clusters, **kw)
+        test = df[fo == k].reset_index(drop=True)
+        cl = predict(models[k], test, sampler=args.sampler)
+        t_fit += t1 - t0
+        t_pred += time.perf_counter() - t1
+        cls.append(cl.assign(sampler=args.sampler, fold=k))
+    clusters = pd.concat(cls, ignore_index=True)
+    _log(f"[b] theta fitted on 4 folds x 5 in {t_fit:.0f} s; held-out Gibbs MAP ({args.sampler}) in {t_pred:.0f} s")
+    t0 = time.perf_counter()
+    out = heldout_confidence(df, {b: int(f) for b, f in fold_of.items()}, labeled, models, clusters,
+                             sampler=args.sampler, calibration=args.cal_method, seed=0)
+    t_conf = time.perf_counter() - t0
+    out["seconds"] = t_conf
+    res["b"] = out
+    cols = ("n_pairs", "ece", "ece_calibrated", "ece_sigmoid_f", "brier", "brier_calibrated", "brier_sigmoid_f",
+            "n_mentions", "coverage", "correct", "coverage_calibrated", "correct_calibrated")
+    rows = [{"fold": r["fold"], **{c: r.get(c) for c in cols}} for r in out["folds"]]
+    rows.append({"fold": "pooled", **{c: out["pooled"].get(c) for c in cols}})
+    table = pd.DataFrame(rows).set_index("fold")
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4f}".format):
+        _log(f"[b] held-out calibration, {args.cal_method} maps fitted on the training folds only "
+             f"(targets: ECE <= 0.03, Brier < sigmoid(f), coverage >= 0.70 at >= 98% correct):")
+        _log(table.to_string())
+    _log(f"[time] confidence + calibration for the 5 folds {t_conf:.0f} s (maps fitted on 4 training folds each)")
+
+
+def part_names(df, args, res):
+    """Held-out names: ``coref fit`` on half of the shipped names, ``coref predict --confidence`` on the rest."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from coref.confidence import confidence_figures
+
+    files = sorted(DATA.glob("*.xml"))
+    gen = np.random.default_rng(13)
+    pick = set(gen.choice(len(files), size=len(files) // 2, replace=False).tolist())
+    tmp = Path(tempfile.mkdtemp(prefix="bench_conf_names_"))
+    try:
+        for k, f in enumerate(files):
+            d = tmp / ("train" if k in pick else "test")
+            d.mkdir(exist_ok=True)
+            shutil.copy(f, d / f.name)
+        env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "coref", "fit", "--data", str(tmp / "train"), "--model",
+                        str(tmp / "model")], check=True, env=env, cwd=str(tmp), stdout=subprocess.DEVNULL)
+        t1 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "coref", "predict", "--data", str(tmp / "test"), "--model",
+                        str(tmp / "model"), "--out", str(tmp / "out"), "--confidence", "--quiet"],
+                       check=True, env=env, cwd=str(tmp), stdout=subprocess.DEVNULL)
         t2 = time.perf_counter()
-        t_pred += t1 - t0
-        t_conf += t2 - t1
-        d = dense_pairs(model, test, pairs)
-        d["p_cal"] = pair_map.apply(d["p"])
-        d["fold"] = k
-        all_pairs.append(d)
-        c = correct_mentions(conf, test)
-        c["p_cal"] = mention_map.apply(c["p"])
-        c["fold"] = k
-        all_conf.append(c)
-        s_raw = calibration_scores(d["p"], d["y"], f=d["f"])
-        s_cal = calibration_scores(d["p_cal"], d["y"])
-        _log(f"[b] fold {k}: fit {t_fit:.0f} s, predict {t1 - t0:.1f} s, confidence {t2 - t1:.1f} s; "
-             f"pairs {len(d)}: ECE raw {s_raw['ece']:.4f} cal {s_cal['ece']:.4f} sigmoid(f) {s_raw['ece_raw']:.4f}; "
-             f"Brier raw {s_raw['brier']:.4f} cal {s_cal['brier']:.4f} sigmoid(f) {s_raw['brier_raw']:.4f}")
-    d = pd.concat(all_pairs, ignore_index=True)
-    c = pd.concat(all_conf, ignore_index=True)
-    s_raw = calibration_scores(d["p"], d["y"], f=d["f"])
-    s_cal = calibration_scores(d["p_cal"], d["y"])
-    res["b"] = {"n_pairs": s_raw["n_pairs"], "ece": s_raw["ece"], "brier": s_raw["brier"],
-                "ece_calibrated": s_cal["ece"], "brier_calibrated": s_cal["brier"],
-                "ece_sigmoid_f": s_raw["ece_raw"], "brier_sigmoid_f": s_raw["brier_raw"],
-                "positive_rate": s_raw["positive_rate"], "confidence_seconds": t_conf, "predict_seconds": t_pred}
-    _log(f"[b] 5 folds, {s_raw['n_pairs']} labeled pairs: ECE raw {s_raw['ece']:.4f}, calibrated "
-         f"{s_cal['ece']:.4f}, sigmoid(f) {s_raw['ece_raw']:.4f}; Brier raw {s_raw['brier']:.4f}, calibrated "
-         f"{s_cal['brier']:.4f}, sigmoid(f) {s_raw['brier_raw']:.4f}")
+        conf = pd.read_csv(tmp / "out" / "confidence.csv", dtype={"mention_id": str, "cluster_id": str})
+        pairs = pd.read_csv(tmp / "out" / "pairs.csv", dtype={"mention_a": str, "mention_b": str})
+        ment = pd.read_parquet(tmp / "out" / "mentions.parquet")
+        gold = ment.set_index(ment["mention_id"].astype(str))["gold"]
+        fig = confidence_figures(conf, pairs, gold)
+        fig.pop("reliability", None)
+        fig.update({"n_train_names": len(pick), "n_test_names": len(files) - len(pick), "fit_s": t1 - t0,
+                    "predict_confidence_s": t2 - t1})
+        res["names"] = fig
+        _log(f"[names] fit on {len(pick)} names ({t1 - t0:.0f} s), predict --confidence on the other "
+             f"{len(files) - len(pick)} ({t2 - t1:.0f} s): {fig['n_mentions']} mentions, accuracy "
+             f"{fig['accuracy']:.4f}; confidence >= 0.95 raw: coverage {fig['coverage']:.4f} correct "
+             f"{fig['correct']:.4f}; calibrated: coverage {fig['coverage_calibrated']:.4f} correct "
+             f"{fig['correct_calibrated']:.4f}; pairs.csv rows ({fig['n_pairs']}, p >= 0.01 or within a cluster): "
+             f"ECE {fig['ece']:.4f} / calibrated {fig['ece_calibrated']:.4f}, Brier {fig['brier']:.4f} / "
+             f"{fig['brier_calibrated']:.4f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def part_time(df, args, res):
+    """Wall time that ``--confidence`` adds to ``coref predict`` on the shipped data (shipped model), side by side."""
+    import tempfile
+
+    from coref.predict import predict as coref_predict
+
     out = {}
-    for col in ("p", "p_cal"):
-        hi = c[col] >= 0.95
-        out[col] = {"coverage": float(hi.mean()), "accuracy": float(c.loc[hi, "correct"].mean()),
-                    "n": int(hi.sum())}
-    out["overall_accuracy"] = float(c["correct"].mean())
-    out["n_mentions"] = int(len(c))
-    out["methods"] = c["method"].value_counts().to_dict()
-    out["by_method"] = {m: {"n": int(len(g)), "mean_p": float(g["p"].mean()), "accuracy": float(g["correct"].mean())}
-                        for m, g in c.groupby("method")}
-    res["c"] = out
-    _log(f"[c] {len(c)} labeled mentions (overall accuracy {out['overall_accuracy']:.4f}); confidence >= 0.95: "
-         f"raw coverage {out['p']['coverage']:.4f} accuracy {out['p']['accuracy']:.4f}; calibrated coverage "
-         f"{out['p_cal']['coverage']:.4f} accuracy {out['p_cal']['accuracy']:.4f}; methods {out['methods']}")
-    _log(f"[c] by method: {out['by_method']}")
-    _log(f"[time] predict (Gibbs MAP) {t_pred:.1f} s, confidence {t_conf:.1f} s over the 5 held-out folds")
+    with tempfile.TemporaryDirectory() as tmp:
+        for flag in (False, True):
+            t0 = time.perf_counter()
+            coref_predict(str(DATA), out=Path(tmp) / f"o{int(flag)}", confidence=flag, progress=False)
+            out["with" if flag else "without"] = time.perf_counter() - t0
+    out["added_s"] = out["with"] - out["without"]
+    res["time"] = out
+    _log(f"[time] coref predict on the shipped data: {out['without']:.1f} s, with --confidence "
+         f"{out['with']:.1f} s (adds {out['added_s']:.1f} s)")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("a", "b", "all"), default="all")
+    ap.add_argument("--part", choices=("table", "a", "b", "names", "time", "all"), default="table",
+                    help="table (default): b, names, time and the a3 widths at --budgets; a: a1-a3; all: everything")
     ap.add_argument("--delta", type=float, default=0.05)
     ap.add_argument("--n-brute", type=int, default=30)
     ap.add_argument("--n-coverage", type=int, default=200)
     ap.add_argument("--coverage-budget", type=float, default=0.2)
     ap.add_argument("--n-width", type=int, default=10)
-    ap.add_argument("--budgets", type=str, default="2,10", help="DIS seconds per Z for a3, comma-separated")
+    ap.add_argument("--budgets", type=str, default="10", help="DIS seconds per Z for a3, comma-separated")
     ap.add_argument("--n-encoding", type=int, default=2)
-    ap.add_argument("--n-samples", type=int, default=100)
-    ap.add_argument("--n-burn", type=int, default=30)
-    ap.add_argument("--max-submodel", type=int, default=12)
-    ap.add_argument("--conf-budget", type=float, default=1.0)
-    ap.add_argument("--cal-blocks", type=int, default=1000, help="at most this many calibration blocks")
-    ap.add_argument("--cal-source", choices=("train", "oof"), default="train",
-                    help="calibration marginals: training blocks with the fold's theta, or one other fold "
-                         "with a theta fitted on the remaining three")
-    ap.add_argument("--cal-method", choices=("isotonic", "temperature"), default="isotonic")
+    ap.add_argument("--sampler", choices=("racing", "exact"), default="racing",
+                    help="Gibbs MAP of the held-out folds (coref run scores racing's clusters)")
+    ap.add_argument("--cal-method", choices=("isotonic", "temperature", "none"), default="isotonic")
     ap.add_argument("--out", type=str, default=None)
     args = ap.parse_args(argv)
     if not DATA.exists():
@@ -470,8 +489,14 @@ def main(argv=None):
     t0 = time.perf_counter()
     if args.part in ("a", "all"):
         part_a(df, args, res)
-    if args.part in ("b", "all"):
+    if args.part in ("b", "table", "all"):
         part_bc(df, args, res)
+    if args.part in ("names", "table", "all"):
+        part_names(df, args, res)
+    if args.part in ("time", "table", "all"):
+        part_time(df, args, res)
+    if args.part == "table":
+        part_a(df, args, res, only_widths=True)
     res["seconds"] = time.perf_counter() - t0
     _log(f"total {res['seconds']:.0f} s")
     if args.out:

@@ -524,7 +524,7 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
 # --------------------------------------------------------------------------- confidence
 
 def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calibration="isotonic", seed=0,
-                       threshold=0.95, progress=False):
+                       threshold=0.95, progress=False, confidence_kw=None):
     """Calibration of the confidences on held-out folds (issue 13, items 4-5).
 
     For each fold k: the calibration maps (pair and mention,
@@ -553,6 +553,9 @@ def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calib
     seed : int
     threshold : float, default 0.95
     progress : bool
+    confidence_kw : dict, optional
+        Passed to :func:`coref.confidence.assignment_confidence` (e.g. ``n_samples``,
+        ``max_submodel``), for the training and the held-out mentions alike.
 
     Returns
     -------
@@ -574,6 +577,7 @@ def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calib
     if not all(hasattr(m, "factor_matrix") and hasattr(m, "encode") for m in models.values()):
         return {"skipped": "the fold models have no factor_matrix / encode", "sampler": sampler,
                 "calibration": calibration}
+    kw = dict(confidence_kw or {})
     gold = df.set_index(df["mention_id"].astype(str))["gold"]
     fold = df["block"].map(fold_of)
     lab = df["block"].isin(labeled)
@@ -588,12 +592,12 @@ def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calib
         if calibration != "none":
             train = df[(fold != k) & lab].reset_index(drop=True)
             with single_thread():
-                cal = fit_confidence_calibration(model, train, method=calibration, rng=seed)
+                cal = fit_confidence_calibration(model, train, method=calibration, rng=seed, **kw)
         cl = clusters[(clusters["sampler"] == sampler) & (clusters["fold"] == k)
                       & clusters["block"].isin(test["block"].unique())]
         cl = cl[["mention_id", "block", "cluster_id"]].astype({"mention_id": str, "cluster_id": str})
         conf, pairs = assignment_confidence(model, test.drop(columns="gold"), cl, calibration=cal, pair_min_p=0.0,
-                                            pair_factors=True, rng=seed)
+                                            pair_factors=True, rng=seed, **kw)
         fig = confidence_figures(conf, pairs, gold, cl, threshold=threshold)
         fig.pop("reliability", None)
         per_fold.append({"fold": int(k), **fig,
