@@ -475,11 +475,24 @@ def write_confidence_report(out_dir, confidence_df, pairs_df, *, gold=None, expl
                  + ". Confidence = P(mention belongs with its predicted cluster); `dis` rows carry an "
                  "interval whose ends each hold with probability 1 - delta (both: 1 - 2 delta).")
     lines.append("")
-    lines.append("| confidence >= | mentions | share |")
-    lines.append("|---|---|---|")
+    has_cal = "p_calibrated" in confidence_df.columns and bool(np.isfinite(confidence_df["p_calibrated"]).any())
+    if has_cal:
+        lines.append("`p` is the model's posterior probability (temperature 1); `p_calibrated` is its image "
+                     "under the calibration map saved with the model (fitted on the training data by "
+                     "`coref fit`). Act on `p_calibrated`.")
+        lines.append("")
+        lines.append("| confidence >= | mentions (p) | share | mentions (p_calibrated) | share |")
+        lines.append("|---|---|---|---|---|")
+    else:
+        lines.append("| confidence >= | mentions | share |")
+        lines.append("|---|---|---|")
     for t in thresholds:
         k = int((confidence_df["p"] >= t).sum())
-        lines.append(f"| {t:g} | {k} | {k / max(n, 1):.3f} |")
+        row = f"| {t:g} | {k} | {k / max(n, 1):.3f} |"
+        if has_cal:
+            kc = int((confidence_df["p_calibrated"] >= t).sum())
+            row += f" {kc} | {kc / max(n, 1):.3f} |"
+        lines.append(row)
     lines.append("")
     if gold is not None and pairs_df is not None and len(pairs_df):
         try:

@@ -26,13 +26,23 @@ Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``metho
     probability at least 1 - delta, and the interval [L_A / U, U_A / L] with
     probability at least 1 - 2 delta.
 ``gibbs``
-    Mentions beyond the sub-models: Monte Carlo estimates from ``n_samples`` Gibbs
-    sweeps at temperature 1 (``GibbsCoref(n_samples=...)``, started from the predicted
-    clustering after ``n_burn`` temperature-1 sweeps); no certified interval
-    (``p_lower`` / ``p_upper`` NaN).  For a predicted singleton this is
-    ``GibbsCoref.mention_confidence_``; for the others the mean pairwise probability
-    is used rather than that attribute's Jaccard score, so that every method estimates
-    the same quantity (for the sub-models, a mean of event probabilities Z_A / Z).
+    Mentions beyond the sub-models: Monte Carlo estimates from ``n_samples`` sweeps of
+    single-site Gibbs at temperature 1 started from the predicted clustering after
+    ``n_burn`` sweeps (:func:`gibbs_marginals`, numpy).  They are Rao-Blackwellised:
+    each kept sweep contributes the exact conditional P(y_i = cluster of j | y_{-i})
+    rather than the indicator 1{y_i = y_j}, which has lower variance and gives every
+    pair a non-zero probability.  No certified interval (``p_lower`` / ``p_upper``
+    NaN).
+
+Calibration (column ``p_calibrated`` of both outputs): for pairs, the image of ``p``
+under a monotone map; for mentions, the image of min(p, p_direct) (``p_direct`` = mean
+sigmoid(f) to the other members of the predicted cluster, :func:`acceptance_score`),
+mapped to the frequency with which such an assignment is correct; each a monotone map (isotonic or one temperature, :class:`ConfidenceCalibration`) fitted on
+labeled TRAINING mentions clustered and scored by the same model
+(:func:`fit_confidence_calibration`; ``coref fit`` saves it with the model, ``coref
+predict --confidence`` applies it, ``coref run`` fits one per fold on the training folds
+only and scores it on the held-out fold).  NaN when the model carries no map.  The
+interval ends are not mapped: they certify the model's probability ``p``.
 
 Per-row guarantee of ``dis`` rows: a mention's value is a weighted mean of the
 probabilities of at most n_ev events; Z is bounded with delta/2 and each Z_A with
@@ -75,9 +85,11 @@ from coref._calibration import (CalibrationMap, ConfidenceCalibration, brier_sco
 __all__ = ["submodel", "assignment_confidence", "event_probability", "EventProbability", "apply_calibration",
            "calibration_scores", "fit_calibration", "CalibrationMap", "write_confidence_report",
            "ConfidenceCalibration", "fit_confidence_calibration", "confidence_figures", "gibbs_marginals",
+           "acceptance_score",
            "CONFIDENCE_COLUMNS", "PAIR_COLUMNS", "DEFAULT_MAX_SUBMODEL", "DEFAULT_MAX_EXACT"]
 
-CONFIDENCE_COLUMNS = ("mention_id", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel", "p_calibrated")
+CONFIDENCE_COLUMNS = ("mention_id", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel", "p_direct",
+                      "p_calibrated")
 PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p", "p_calibrated")
 
 #: default largest sub-model (see benchmarks/bench_coref_confidence.py).  Below
@@ -419,6 +431,39 @@ def _sampled_marginals(model, block_df, labels, *, n_samples, n_burn, seed):
     return gibbs_marginals(F, labels, n_samples=n_samples, n_burn=n_burn, rng=np.random.default_rng(seed))
 
 
+def _direct_confidence(F, labels):
+    """p_direct(i) = mean_{j in C(i), j != i} sigmoid(F[i, j]); 1 for a predicted singleton."""
+    same = labels[:, None] == labels[None, :]
+    np.fill_diagonal(same, False)
+    k = same.sum(axis=1)
+    S = 0.5 * (1.0 + np.tanh(0.5 * F))  # sigmoid, overflow-free
+    return np.where(k > 0, (S * same).sum(axis=1) / np.maximum(k, 1), 1.0)
+
+
+def acceptance_score(confidence_df):
+    """The score the mention calibration map is applied to: min(p, p_direct).
+
+    ``p`` is the posterior probability that the mention belongs with its predicted
+    cluster; ``p_direct`` the pairwise model's mean probability sigmoid(f) that it
+    co-refers with each other member.  The posterior sums the factors over a cluster,
+    so a few strong links can carry a mention whose links to most members are weak
+    (or a whole wrongly merged group); requiring both to be high is what separates
+    those.  Measured on the shipped data (grouped 5-fold, racing clusters): mentions
+    with p >= 0.95 were 97.3% correct (79.4% of mentions), with min(p, p_direct) >= 0.9
+    98.9% (72.9%).
+
+    Parameters
+    ----------
+    confidence_df : pandas.DataFrame
+        ``p`` and ``p_direct``.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    return np.minimum(confidence_df["p"].to_numpy(float), confidence_df["p_direct"].to_numpy(float))
+
+
 def _mention_confidence(P, alone, labels):
     """conf(i) from pair probabilities (module docstring)."""
     same = labels[:, None] == labels[None, :]
@@ -581,7 +626,10 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         ``mention_id``, ``cluster_id``, ``p`` (conf(i), module docstring), ``p_lower``,
         ``p_upper`` (NaN for ``gibbs`` rows), ``method`` (exact | dis | gibbs),
         ``n_submodel`` (mentions of the sub-model the row came from; 0 for gibbs),
-        ``p_calibrated`` (the calibration map's image of ``p``; NaN without a map).
+        ``p_direct`` (mean sigmoid(f) to the other members of the predicted cluster; 1
+        for a singleton), ``p_calibrated`` (the calibration map's image of
+        :func:`acceptance_score` = min(p, p_direct): the probability, estimated on
+        training data, that the assignment is correct; NaN without a map).
     pairs_df : pandas.DataFrame
         ``block``, ``mention_a``, ``mention_b`` (mention_a < mention_b), ``p`` =
         P(y_a = y_b | x) (exact whole-block marginals or Gibbs estimates),
@@ -617,10 +665,10 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         hi = np.ones(n)
         meth = np.array(["exact"] * n, dtype=object)
         nsub = np.full(n, n, dtype=np.int64)
+        F = model.factor_matrix(model.encode(sub_df)) if n > 1 else np.zeros((1, 1))
         if n == 1:
             P = np.ones((1, 1))
         elif n <= max_exact:
-            F = model.factor_matrix(model.encode(sub_df))
             lp, _ = log_block_probabilities(subproblem(F, np.arange(n)))
             pv = np.exp(lp)
             X = ((np.arange(1 << n)[:, None] >> np.arange(n)[None, :]) & 1).astype(float)
@@ -629,8 +677,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
             alone = pv[1 << np.arange(n)]
             p = lo = hi = _mention_confidence(P, alone, labels)
         else:
-            P, alone = _sampled_marginals(model, sub_df, labels, n_samples=n_samples, n_burn=n_burn,
-                                          seed=int(gen.integers(2**62)))
+            P, alone = gibbs_marginals(F, labels, n_samples=n_samples, n_burn=n_burn,
+                                       rng=np.random.default_rng(int(gen.integers(2**62))))
             p = _mention_confidence(P, alone, labels)
             lo = np.full(n, np.nan)
             hi = np.full(n, np.nan)
@@ -639,7 +687,6 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
             low = np.argsort(p, kind="stable")
             low = low[p[low] < float(review_threshold)][:int(max_submodel)]
             if low.size:
-                F = model.factor_matrix(model.encode(sub_df))
                 sp = subproblem(F, np.sort(low), labels)
                 how = "exact" if sp.m <= max_exact else "dis"
                 rows = _conditional_rows(sp, labels, method=how, delta=float(delta),
@@ -650,20 +697,20 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
                     meth[i] = how
                     nsub[i] = sp.m
         conf_rows.append(pd.DataFrame({"mention_id": ids, "cluster_id": cid, "p": p, "p_lower": lo,
-                                       "p_upper": hi, "method": meth, "n_submodel": nsub}))
+                                       "p_upper": hi, "method": meth, "n_submodel": nsub,
+                                       "p_direct": _direct_confidence(F, labels)}))
         a, b = np.triu_indices(n, 1)
         keep = (P[a, b] >= float(pair_min_p)) | (labels[a] == labels[b])
         pf = pd.DataFrame({"block": block, "mention_a": ids[a[keep]], "mention_b": ids[b[keep]],
                            "p": np.clip(P[a[keep], b[keep]], 0.0, 1.0)})
         if pair_factors:
-            Fb = model.factor_matrix(model.encode(sub_df)) if n > 1 else np.zeros((1, 1))
-            pf["f"] = Fb[a[keep], b[keep]]
+            pf["f"] = F[a[keep], b[keep]]
         pair_frames.append(pf)
     conf = pd.concat(conf_rows, ignore_index=True)
     conf["method"] = conf["method"].astype(str)
     pairs = pd.concat(pair_frames, ignore_index=True)
     cal = _resolve_calibration(model, calibration)
-    conf["p_calibrated"] = np.nan if cal is None else cal.mention.apply(conf["p"].to_numpy(float))
+    conf["p_calibrated"] = np.nan if cal is None else cal.mention.apply(acceptance_score(conf))
     pairs["p_calibrated"] = np.nan if cal is None else cal.pair.apply(pairs["p"].to_numpy(float))
     cols = list(PAIR_COLUMNS) + (["f"] if pair_factors else [])
     return conf[list(CONFIDENCE_COLUMNS)], pairs[cols]
@@ -717,7 +764,8 @@ def _empty_conf():
     return pd.DataFrame({"mention_id": pd.Series(dtype=object), "cluster_id": pd.Series(dtype=object),
                          "p": pd.Series(dtype=float), "p_lower": pd.Series(dtype=float),
                          "p_upper": pd.Series(dtype=float), "method": pd.Series(dtype=object),
-                         "n_submodel": pd.Series(dtype=np.int64), "p_calibrated": pd.Series(dtype=float)})
+                         "n_submodel": pd.Series(dtype=np.int64), "p_direct": pd.Series(dtype=float),
+                         "p_calibrated": pd.Series(dtype=float)})
 
 
 # ----------------------------------------------------------------------- calibration on labeled data
@@ -741,7 +789,7 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     ``clusters`` is given), their confidences computed with
     :func:`assignment_confidence` (every pair within a block), and two maps are fitted
     with :func:`fit_calibration`: pair probabilities against 1{gold_a = gold_b}, and
-    mention confidences against correctness (the mention's gold author is the majority
+    the mention score :func:`acceptance_score` (min(p, p_direct)) against correctness (the mention's gold author is the majority
     gold author of its predicted cluster, :func:`coref._calibration.mention_correct`).
     Only the labels of ``df`` are used: pass the training folds only.
 
@@ -781,7 +829,8 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     if not ok.any():
         raise ValueError("no labeled pair within a block to fit the pair calibration on")
     correct = mention_correct(clusters, gold)
-    cp = conf.set_index(conf["mention_id"].astype(str))["p"].reindex(correct.index).to_numpy(float)
+    score = pd.Series(acceptance_score(conf), index=conf["mention_id"].astype(str).to_numpy())
+    cp = score.reindex(correct.index).to_numpy(float)
     if correct.empty:
         raise ValueError("no labeled mention to fit the mention calibration on")
     pair_map = fit_calibration(pairs["p"].to_numpy(float)[ok], y, method=method)

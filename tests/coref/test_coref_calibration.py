@@ -97,7 +97,14 @@ def test_model_saves_and_loads_calibration_and_refuses_tampering(tmp_path):
     cl = pd.DataFrame({"mention_id": one["mention_id"], "block": one["block"],
                        "cluster_id": one["mention_id"].str[-1:]})  # any clustering
     conf, pairs = assignment_confidence(m2, one, cl, n_samples=5, n_burn=2, pair_min_p=0.0)
-    np.testing.assert_allclose(conf["p_calibrated"], m.calibration_.mention.apply(conf["p"]))
+    # mention map applied to min(p, p_direct), p_direct = mean sigmoid(f) to the cluster's other members
+    F = m2.factor_matrix(m2.encode(one.sort_values("mention_id")))
+    lab = cl.sort_values("mention_id")["cluster_id"].to_numpy()
+    same = (lab[:, None] == lab[None, :]) & ~np.eye(len(lab), dtype=bool)
+    direct = np.where(same.any(1), (same / (1 + np.exp(-F))).sum(1) / np.maximum(same.sum(1), 1), 1.0)
+    np.testing.assert_allclose(conf["p_direct"], direct, rtol=1e-12)
+    np.testing.assert_allclose(conf["p_calibrated"],
+                               m.calibration_.mention.apply(np.minimum(conf["p"], direct)))
     np.testing.assert_allclose(pairs["p_calibrated"], m.calibration_.pair.apply(pairs["p"]))
     conf0, _ = assignment_confidence(m2, one, cl, n_samples=5, n_burn=2, calibration=None)
     assert conf0["p_calibrated"].isna().all()
