@@ -105,7 +105,9 @@ def test_model_saves_and_loads_calibration_and_refuses_tampering(tmp_path):
     np.testing.assert_allclose(conf["p_direct"], direct, rtol=1e-12)
     np.testing.assert_allclose(conf["p_calibrated"],
                                m.calibration_.mention.apply(np.minimum(conf["p"], direct)))
-    np.testing.assert_allclose(pairs["p_calibrated"], m.calibration_.pair.apply(pairs["p"]))
+    np.testing.assert_allclose(pairs["p_direct"], 1 / (1 + np.exp(-F[np.triu_indices(len(lab), 1)])), rtol=1e-12)
+    np.testing.assert_allclose(pairs["p_calibrated"],
+                               m.calibration_.pair.apply(0.5 * (pairs["p"] + pairs["p_direct"])))
     conf0, _ = assignment_confidence(m2, one, cl, n_samples=5, n_burn=2, calibration=None)
     assert conf0["p_calibrated"].isna().all()
     # tampering without re-signing: checksum refusal
