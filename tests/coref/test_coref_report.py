@@ -131,3 +131,27 @@ def test_cluster_margins_are_within_cluster_factor_sums(mentions_factory):
     finite = np.sort(m[np.isfinite(m)])[:3]
     np.testing.assert_allclose(w["margin"], finite)
     assert (w["mean_factor"] == w["margin"] / (w["n_mentions"] - 1)).all()
+
+
+def test_write_report_confidence_section_and_reliability_diagram(tmp_path):
+    rel = {"n": [5, 0, 3], "mean_p": [0.1, None, 0.9], "freq": [0.2, None, 0.6]}
+    fold = {"fold": 0, "n_pairs": 8, "ece": 0.1234, "ece_calibrated": 0.0456, "ece_sigmoid_f": 0.0789,
+            "brier": 0.2, "brier_calibrated": 0.15, "brier_sigmoid_f": 0.18, "n_mentions": 6,
+            "coverage": 0.5, "correct": 1.0, "coverage_calibrated": float("nan"), "correct_calibrated": None}
+    m = {**_metrics(), "confidence": {"sampler": "racing", "calibration": "isotonic", "folds": [fold],
+                                      "pooled": {**fold, "reliability": {"raw": rel, "sigmoid_f": rel}},
+                                      "seconds": 3.0}}
+    clusters = pd.DataFrame({"sampler": ["racing"], "fold": [0], "block": ["b"], "mention_id": ["m"],
+                             "cluster_id": ["c"], "gold": ["g"], "scored": [True]})
+    paths = report.write_report(tmp_path, clusters=clusters, metrics=m, curves=_curves())
+    assert paths["fig_reliability"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = paths["report"].read_text()
+    assert "## Confidence calibration on held-out folds" in md and report.FIGURES["reliability"] in md
+    assert "| 0 | 8 | 0.1234 | 0.0456 | 0.0789 | 0.2000 | 0.1500 | 0.1800 | 6 | 0.5000 | 1.0000 | n/a | n/a |" in md
+    assert "| pooled | 8 |" in md
+    assert json.loads(paths["metrics"].read_text())["confidence"]["folds"][0]["coverage_calibrated"] is None
+    # skipped (stand-in models): a note, no figure
+    m["confidence"] = {"skipped": "no factor_matrix", "sampler": "racing", "calibration": "isotonic"}
+    (tmp_path / "x").mkdir()
+    paths = report.write_report(tmp_path / "x", clusters=clusters, metrics=m, curves=_curves())
+    assert "fig_reliability" not in paths and "Not computed: no factor_matrix" in paths["report"].read_text()
