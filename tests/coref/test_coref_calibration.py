@@ -299,3 +299,19 @@ def test_gibbs_marginals_bad_input():
         gibbs_marginals(np.zeros((2, 3)), [0, 0], n_samples=1, n_burn=0, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="one entry per row"):
         gibbs_marginals(np.zeros((3, 3)), [0, 0], n_samples=1, n_burn=0, rng=np.random.default_rng(0))
+
+
+def test_coref_fit_saves_calibration_and_none_skips_it(tmp_path):
+    from coref.train import fit
+
+    df = _noisy_df(n_blocks=4, n=10, seed=8)
+    r = fit(df, model=tmp_path / "m", calibration="isotonic")
+    assert r["calibration"]["method"] == "isotonic" and r["calibration"]["n_mentions"] == 40
+    assert r["calibration"]["n_pairs"] == 4 * 45
+    m, _ = load_model(tmp_path / "m")
+    assert m.calibration_.pair.method == "isotonic" and m.calibration_.info["n_pairs"] == 180
+    r = fit(df, model=tmp_path / "n", calibration="none")
+    assert r["calibration"] is None and load_model(tmp_path / "n")[0].calibration_ is None
+    assert "calibration" not in json.loads((tmp_path / "n" / "model.json").read_text())
+    with pytest.raises(ValueError, match="calibration parameter"):
+        fit(df, model=tmp_path / "o", calibration="platt")
