@@ -324,7 +324,7 @@ def plot_reliability(reliability, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = {"raw": "posterior marginal (T = 1)", "calibrated": "calibrated (map fitted on training folds)",
+    labels = {"raw": "posterior marginal (T = 1)", "calibrated": "calibrated: map of (p + sigmoid(f)) / 2, training folds",
               "sigmoid_f": "sigmoid(f) (pairwise logistic)"}
     fig, ax = plt.subplots(figsize=(4.8, 4.4))
     ax.plot([0, 1], [0, 1], color="grey", lw=1)
@@ -351,11 +351,13 @@ def render_confidence_md(conf, *, figure=True):
     if conf.get("skipped"):
         return "\n".join(lines + [f"Not computed: {conf['skipped']}", ""])
     lines.append(
-        f"Sampler {conf.get('sampler')}'s held-out clusters; pair probabilities P(y_a = y_b | x) for every pair "
-        f"within a block (Rao-Blackwellised Gibbs at temperature 1); calibration map "
-        f"`{conf.get('calibration')}` fitted on each fold's TRAINING folds only (training mentions clustered and "
-        f"scored by that fold's theta). Correct = the mention's gold author is the majority gold author of its "
-        f"predicted cluster. ECE over 10 equal-width bins.")
+        f"Sampler {conf.get('sampler')}'s held-out clusters; raw = posterior marginals P(y_a = y_b | x) for every "
+        f"pair within a block (Rao-Blackwellised Gibbs at temperature 1) and per-mention confidence p; calibrated "
+        f"= `{conf.get('calibration')}` maps fitted on each fold's TRAINING folds only (training mentions "
+        f"clustered and scored by that fold's theta), applied to (p + sigmoid(f)) / 2 for pairs and to "
+        f"min(p, p_direct) for mentions (p_direct = mean sigmoid(f) to the other members of the predicted "
+        f"cluster). Correct = the mention's gold author is the majority gold author of its predicted cluster. "
+        f"ECE over 10 equal-width bins.")
     lines.append("")
     lines.append("| fold | pairs | ECE raw | ECE cal. | ECE sigmoid(f) | Brier raw | Brier cal. | Brier sigmoid(f) "
                  "| mentions | cover >= 0.95 raw | correct | cover >= 0.95 cal. | correct |")
