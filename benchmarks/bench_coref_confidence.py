@@ -45,6 +45,15 @@ and 0.11 wide vs growth 1.00 at 2.5 s (m = 14). Worked example (10 s, Ning_Zhang
 mentions, 23 fixed clusters, A = "row 60 alone"): ln Z in [5.0823, 5.1071], ln Z_A in
 [3.8593, 3.8777], P(A) in [0.2871, 0.2998], exact 0.2937.
 
+``--part widths --budgets 10`` (282 s, this build, fold 0 of ``assign_folds``): 10
+sub-models of 12-20 mentions (the least confident of a block, the rest fixed) at 10 s
+per partition function: interval width median 0.000 (5 of 10 closed exactly by the
+search: few fixed clusters), 90th percentile 0.104; the widest, Lei_Wang m = 20 with
+73 fixed clusters, [0.043, 1.000]. Worked example (Robert_Schreiber, m = 12, K = 8
+fixed clusters, A = "row 48 is a cluster of its own", delta = 0.05 each side): P(A) in
+[0.2683, 0.2706], estimate 0.2694, exact (subset DP) 0.2693. Encodings at 2.5 s, m = 14,
+K = 43: width leader 0.58, growth 1.00.
+
 ``--part b`` (195 s; 417,713 labeled pairs, 7,026 mentions)::
 
     fold  ECE raw  ECE cal  ECE sig(f)  Brier raw  Brier cal  Brier sig(f)  cover raw  correct  cover cal  correct
