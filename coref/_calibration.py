@@ -477,9 +477,11 @@ def write_confidence_report(out_dir, confidence_df, pairs_df, *, gold=None, expl
     lines.append("")
     has_cal = "p_calibrated" in confidence_df.columns and bool(np.isfinite(confidence_df["p_calibrated"]).any())
     if has_cal:
-        lines.append("`p` is the model's posterior probability (temperature 1); `p_calibrated` is its image "
-                     "under the calibration map saved with the model (fitted on the training data by "
-                     "`coref fit`). Act on `p_calibrated`.")
+        lines.append("`p` is the model's posterior probability (temperature 1); `p_direct` the mean pairwise "
+                     "probability sigmoid(f) to the other members of the predicted cluster; `p_calibrated` the "
+                     "image of min(p, p_direct) under the calibration map saved with the model (fitted on the "
+                     "training data by `coref fit`): the estimated probability that the assignment is correct. "
+                     "Act on `p_calibrated`; the review queue is ordered by it.")
         lines.append("")
         lines.append("| confidence >= | mentions (p) | share | mentions (p_calibrated) | share |")
         lines.append("|---|---|---|---|---|")
@@ -507,9 +509,14 @@ def write_confidence_report(out_dir, confidence_df, pairs_df, *, gold=None, expl
     lines.append("")
     lines.append(f"### Review queue (the {min(n_review, n)} lowest-confidence assignments)")
     lines.append("")
-    lines.append("| mention | cluster | p | interval | method | strongest link |")
-    lines.append("|---|---|---|---|---|---|")
-    queue = confidence_df.sort_values(["p", "mention_id"]).head(int(n_review))
+    if has_cal:
+        lines.append("| mention | cluster | p_calibrated | p | interval | method | strongest link |")
+        lines.append("|---|---|---|---|---|---|---|")
+    else:
+        lines.append("| mention | cluster | p | interval | method | strongest link |")
+        lines.append("|---|---|---|---|---|---|")
+    key = "p_calibrated" if has_cal else "p"
+    queue = confidence_df.sort_values([key, "p", "mention_id"]).head(int(n_review))
     for _, r in queue.iterrows():
         iv = "" if pd.isna(r["p_lower"]) else f"[{r['p_lower']:.3f}, {r['p_upper']:.3f}]"
         link = ""
@@ -522,6 +529,7 @@ def write_confidence_report(out_dir, confidence_df, pairs_df, *, gold=None, expl
                 link = f"{other} (p={best['p']:.3f})"
                 if explain_fn is not None:
                     link += ": " + str(explain_fn(m, str(other))).replace("|", "/").replace("\n", " ")
-        lines.append(f"| {r['mention_id']} | {r['cluster_id']} | {r['p']:.3f} | {iv} | {r['method']} | {link} |")
+        pc = f"{r['p_calibrated']:.3f} | " if has_cal else ""
+        lines.append(f"| {r['mention_id']} | {r['cluster_id']} | {pc}{r['p']:.3f} | {iv} | {r['method']} | {link} |")
     lines.append("")
     return "\n".join(lines)

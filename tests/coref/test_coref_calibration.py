@@ -315,3 +315,18 @@ def test_coref_fit_saves_calibration_and_none_skips_it(tmp_path):
     assert "calibration" not in json.loads((tmp_path / "n" / "model.json").read_text())
     with pytest.raises(ValueError, match="calibration parameter"):
         fit(df, model=tmp_path / "o", calibration="platt")
+
+
+def test_confidence_report_orders_review_queue_by_calibrated_p(tmp_path):
+    from coref._calibration import write_confidence_report
+
+    conf = pd.DataFrame({"mention_id": ["a", "b", "c"], "cluster_id": ["1", "1", "2"], "p": [0.2, 0.9, 0.5],
+                         "p_lower": [np.nan] * 3, "p_upper": [np.nan] * 3, "method": ["gibbs"] * 3,
+                         "n_submodel": [0] * 3, "p_direct": [0.9, 0.1, 1.0], "p_calibrated": [0.3, 0.05, 0.6]})
+    pairs = pd.DataFrame({"block": ["B"] * 3, "mention_a": ["a", "a", "b"], "mention_b": ["b", "c", "c"],
+                          "p": [0.4, 0.1, 0.2], "p_direct": [0.5, 0.2, 0.1], "p_calibrated": [0.4, 0.1, 0.2]})
+    md = write_confidence_report(tmp_path, conf, pairs, n_review=3)
+    queue = [ln for ln in md.splitlines() if ln.startswith("| ") and ln.split(" | ")[0][2:] in "abc"]
+    assert [ln.split(" | ")[0][2:] for ln in queue] == ["b", "a", "c"]
+    assert queue[0].startswith("| b | 1 | 0.050 | 0.900 |")
+    assert "| 0.95 | 0 | 0.000 | 0 | 0.000 |" in md and "| 0.5 | 2 | 0.667 | 1 | 0.333 |" in md
