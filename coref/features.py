@@ -269,9 +269,14 @@ def _new_vectorizer(field_name, **kw):
     return TfidfVectorizer(analyzer=_Analyzer(field_name), norm=None, smooth_idf=True, **kw)
 
 
-@dataclass(frozen=True, eq=False)
 class Vocabulary:
     """Fitted word statistics of a mention corpus: TF-IDF per text field and an LSA topic model.
+
+    The statistics are kept as plain tables (word -> column, IDF per column, the SVD
+    components); encoding uses them directly, with the arithmetic of scikit-learn's
+    ``TfidfVectorizer.transform`` / ``TruncatedSVD.transform`` / ``normalize`` (same
+    results, bit for bit), so clustering with a saved model does not import
+    scikit-learn. The scikit-learn objects are built on first access.
 
     Attributes
     ----------
@@ -287,10 +292,16 @@ class Vocabulary:
         Its truncated SVD (latent semantic analysis); ``None`` if the corpus is too small.
     """
 
-    n_docs: int = 0
-    vectorizers: dict = field(default_factory=dict)
-    topic_vectorizer: object = None
-    topic_svd: object = None
+    def __init__(self, n_docs=0, words=None, idf=None, topic_words=None, topic_idf=None, topic_components=None):
+        self.n_docs = int(n_docs)
+        #: field -> {word: column} (None: the field had no word)
+        self._words = {k: (None if (words or {}).get(k) is None else dict(words[k])) for k in _FIELDS}
+        self._idf = {k: (None if self._words[k] is None else np.asarray(idf[k], dtype=np.float64)) for k in _FIELDS}
+        self._topic_words = None if topic_components is None else dict(topic_words)
+        self._topic_idf = None if topic_components is None else np.asarray(topic_idf, dtype=np.float64)
+        self._topic_components = (None if topic_components is None
+                                  else np.ascontiguousarray(topic_components, dtype=np.float64))
+        self._sk = {}
 
     @classmethod
     def fit(cls, df: pd.DataFrame, *, n_topics: int = _N_TOPICS) -> "Vocabulary":
@@ -316,43 +327,92 @@ class Vocabulary:
         tvec, svd = None, None
         texts = _topic_texts(df)
         if len(df) > n_topics:
-            from sklearn.decomposition import TruncatedSVD
-            from sklearn.feature_extraction.text import TfidfVectorizer
-
-            tvec = TfidfVectorizer(analyzer=_Analyzer("topic"), min_df=2, max_features=_TOPIC_MAX_WORDS,
-                                   sublinear_tf=True, norm="l2")
+            tvec = _new_topic_vectorizer()
             try:
                 X = tvec.fit_transform(texts)
             except ValueError:
                 X = None
             if X is not None and X.shape[1] > n_topics + 1:
+                from sklearn.decomposition import TruncatedSVD
+
                 svd = TruncatedSVD(n_components=int(n_topics), algorithm="randomized", n_iter=7,
                                    random_state=0).fit(X)
             else:
                 tvec = None
-        return cls(n_docs=int(len(df)), vectorizers=vecs, topic_vectorizer=tvec, topic_svd=svd)
+        voc = cls(n_docs=int(len(df)),
+                  words={k: (None if v is None else v.vocabulary_) for k, v in vecs.items()},
+                  idf={k: (None if v is None else v.idf_) for k, v in vecs.items()},
+                  topic_words=None if svd is None else tvec.vocabulary_,
+                  topic_idf=None if svd is None else tvec.idf_,
+                  topic_components=None if svd is None else svd.components_)
+        voc._sk.update(vectorizers=vecs, topic_vectorizer=tvec if svd is not None else None, topic_svd=svd)
+        return voc
+
+    # scikit-learn objects, built on first access (fit keeps the ones it fitted)
+    @property
+    def vectorizers(self) -> dict:
+        if "vectorizers" not in self._sk:
+            vecs = {}
+            for k in _FIELDS:
+                if self._words[k] is None:
+                    vecs[k] = None
+                    continue
+                vec = _new_vectorizer(k)
+                vec.vocabulary_ = dict(self._words[k])
+                vec.idf_ = self._idf[k].copy()
+                vecs[k] = vec
+            self._sk["vectorizers"] = vecs
+        return self._sk["vectorizers"]
+
+    @property
+    def topic_vectorizer(self):
+        if "topic_vectorizer" not in self._sk:
+            tvec = None
+            if self._topic_components is not None:
+                tvec = _new_topic_vectorizer()
+                tvec.vocabulary_ = dict(self._topic_words)
+                tvec.idf_ = self._topic_idf.copy()
+            self._sk["topic_vectorizer"] = tvec
+        return self._sk["topic_vectorizer"]
+
+    @property
+    def topic_svd(self):
+        if "topic_svd" not in self._sk:
+            svd = None
+            if self._topic_components is not None:
+                from sklearn.decomposition import TruncatedSVD
+
+                svd = TruncatedSVD(n_components=len(self._topic_components))
+                svd.components_ = self._topic_components.copy()
+                svd.n_features_in_ = self._topic_components.shape[1]
+            self._sk["topic_svd"] = svd
+        return self._sk["topic_svd"]
 
     @property
     def n_topics(self) -> int:
-        return 0 if self.topic_svd is None else int(self.topic_svd.components_.shape[0])
+        return 0 if self._topic_components is None else int(self._topic_components.shape[0])
+
+    def n_words(self, field_name: str) -> int:
+        """V, the number of words the vocabulary knows in one field (0 if the field had none)."""
+        w = self._words.get(field_name)
+        return 0 if w is None else len(w)
 
     def to_state(self) -> dict:
         """JSON-able state (plain dicts, lists, ints, floats and strings) for saving a fitted model.
 
         :meth:`from_state` is its inverse; nothing executable is stored.
         """
-        def vec_state(v):
-            if v is None:
+        def vec_state(words, idf):
+            if words is None:
                 return None
-            return {"vocabulary": {str(w): int(c) for w, c in v.vocabulary_.items()},
-                    "idf": [float(x) for x in v.idf_]}
+            return {"vocabulary": {str(w): int(c) for w, c in words.items()}, "idf": [float(x) for x in idf]}
 
         topic = None
-        if self.topic_svd is not None:
-            topic = {**vec_state(self.topic_vectorizer),
-                     "components": [[float(x) for x in row] for row in self.topic_svd.components_]}
+        if self._topic_components is not None:
+            topic = {**vec_state(self._topic_words, self._topic_idf),
+                     "components": [[float(x) for x in row] for row in self._topic_components]}
         return {"version": 2, "n_docs": int(self.n_docs),
-                "fields": {k: vec_state(self.vectorizers.get(k)) for k in _FIELDS}, "topic": topic}
+                "fields": {k: vec_state(self._words[k], self._idf[k]) for k in _FIELDS}, "topic": topic}
 
     @classmethod
     def from_state(cls, state: dict) -> "Vocabulary":
@@ -369,7 +429,7 @@ class Vocabulary:
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"vocabulary field n_docs must be an int >= 0; got {n!r}")
 
-        def check_vec(key, st, field_name, **kw):
+        def check_vec(key, st):
             if not isinstance(st, dict) or not isinstance(st.get("vocabulary"), dict) \
                     or not isinstance(st.get("idf"), list):
                 raise ValueError(f"vocabulary {key!r} must be a dict with 'vocabulary' and 'idf'")
@@ -381,43 +441,72 @@ class Vocabulary:
             if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 1.0
                        for x in idf):
                 raise ValueError(f"vocabulary {key!r}: 'idf' must hold finite numbers >= 1")
-            vec = field_name(**kw) if callable(field_name) else _new_vectorizer(field_name, **kw)
-            vec.vocabulary_ = dict(voc)
-            vec.idf_ = np.asarray(idf, dtype=np.float64)
-            return vec
+            return dict(voc), np.asarray(idf, dtype=np.float64)
 
-        vecs = {}
+        words, idfs = {}, {}
         for key in _FIELDS:
             if key not in state["fields"]:
                 raise ValueError(f"vocabulary state lacks the field {key!r}")
             st = state["fields"][key]
-            vecs[key] = None if st is None else check_vec(key, st, key)
-        tvec = svd = None
+            words[key], idfs[key] = (None, None) if st is None else check_vec(key, st)
         topic = state.get("topic")
+        tw = tidf = comp = None
         if topic is not None:
-            from sklearn.decomposition import TruncatedSVD
-            from sklearn.feature_extraction.text import TfidfVectorizer
-
-            tvec = check_vec("topic", topic, lambda **kw: TfidfVectorizer(
-                analyzer=_Analyzer("topic"), min_df=2, max_features=_TOPIC_MAX_WORDS, sublinear_tf=True,
-                norm="l2"))
+            tw, tidf = check_vec("topic", topic)
             comp = topic.get("components")
-            V = len(topic["idf"])
+            V = len(tidf)
             if not isinstance(comp, list) or not comp or not all(
                     isinstance(r, list) and len(r) == V and all(
                         isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r)
                     for r in comp):
                 raise ValueError(f"vocabulary 'topic': 'components' must be a non-empty list of rows of {V} "
                                  "finite numbers")
-            svd = TruncatedSVD(n_components=len(comp))
-            svd.components_ = np.asarray(comp, dtype=np.float64)
-            svd.n_features_in_ = V
-        return cls(n_docs=n, vectorizers=vecs, topic_vectorizer=tvec, topic_svd=svd)
+            comp = np.asarray(comp, dtype=np.float64)
+        return cls(n_docs=n, words=words, idf=idfs, topic_words=tw, topic_idf=tidf, topic_components=comp)
 
-    def n_words(self, field_name: str) -> int:
-        """V, the number of words the vocabulary knows in one field (0 if the field had none)."""
-        vec = self.vectorizers.get(field_name)
-        return 0 if vec is None else len(vec.vocabulary_)
+    def _count_rows(self, field_name, texts):
+        """Per text: TF-IDF of the known words and counts of the unseen ones, unnormalised.
+
+        Returns
+        -------
+        ptr : ndarray of int64, shape (n + 1,)
+        cols : ndarray of int64
+            Per row, the known words' columns (ascending, < V), then the unseen words as
+            ``V + k`` (k = the word's index in ``unseen``) in order of first occurrence.
+        values : ndarray of float64
+            ``count * idf`` (known; ``TfidfVectorizer`` with ``norm=None``) and
+            ``count * (log(1 + n_docs) + 1)`` (unseen).
+        unseen : list of str
+            The unseen words, sorted.
+        """
+        index = self._words.get(field_name) or {}
+        idf = self._idf.get(field_name)
+        V = len(index)
+        analyzer = _Analyzer(field_name)
+        ptr = [0]
+        cols, counts = [], []
+        unseen_rows = []
+        for text in texts:
+            cnt = {}
+            for w in analyzer(text):
+                cnt[w] = cnt.get(w, 0) + 1
+            known = sorted((index[w], c) for w, c in cnt.items() if w in index)
+            cols.extend(k for k, _ in known)
+            counts.extend(c for _, c in known)
+            new = [(w, c) for w, c in cnt.items() if w not in index]
+            unseen_rows.append(new)
+            cols.extend(new)
+            counts.extend(c for _, c in new)
+            ptr.append(len(cols))
+        unseen = sorted({w for row in unseen_rows for w, _ in row})
+        pos = {w: V + i for i, w in enumerate(unseen)}
+        col = np.fromiter((c if isinstance(c, int) else pos[c[0]] for c in cols), dtype=np.int64, count=len(cols))
+        val = np.asarray(counts, dtype=np.float64)
+        known = col < V
+        if idf is not None:
+            val[known] *= idf[col[known]]
+        val[~known] *= math.log(1.0 + self.n_docs) + 1.0
+        return np.asarray(ptr, dtype=np.int64), col, val, unseen
 
     def tfidf(self, field_name: str, texts) -> "scipy.sparse.csr_matrix":  # noqa: F821
         """L2-normalised TF-IDF rows of ``texts`` (one field), sorted column ids per row.
@@ -426,49 +515,105 @@ class Vocabulary:
         columns ``V, V + 1, ...`` (local to this call, in sorted order of the words) and
         the IDF of document frequency 0, ``log(1 + n_docs) + 1``.
         """
-        return self._tfidf_unseen(field_name, texts)[0]
-
-    def _tfidf_unseen(self, field_name, texts):
-        """(:meth:`tfidf` rows, the unseen words of columns V, V + 1, ... in order)."""
         import scipy.sparse as sp
-        from sklearn.feature_extraction.text import CountVectorizer
-        from sklearn.preprocessing import normalize
 
         texts = list(texts)
-        vec = self.vectorizers.get(field_name)
-        analyzer = _Analyzer(field_name)
-        known = {} if vec is None else vec.vocabulary_
-        V = len(known)
-        parts = []
-        unseen = []
-        if vec is not None:
-            parts.append(vec.transform(texts))
-        new = CountVectorizer(analyzer=lambda t: [w for w in analyzer(t) if w not in known])
-        try:
-            Xn = new.fit_transform(texts).astype(np.float64)
-            Xn = Xn * (math.log(1.0 + self.n_docs) + 1.0)
-            parts.append(sp.csr_matrix(Xn))
-            unseen = sorted(new.vocabulary_, key=new.vocabulary_.get)
-        except ValueError:  # no unseen word
-            if vec is None:
-                parts.append(sp.csr_matrix((len(texts), 0)))
-        if vec is None:
-            parts.insert(0, sp.csr_matrix((len(texts), V)))
-        X = sp.hstack(parts, format="csr") if len(parts) > 1 else parts[0].tocsr()
-        if X.shape[1] == 0:
-            return sp.csr_matrix((len(texts), 0)), unseen
-        X = normalize(X, norm="l2").tocsr()
-        X.sort_indices()
-        return X, unseen
+        ptr, col, val, unseen = self._count_rows(field_name, texts)
+        width = self.n_words(field_name) + len(unseen)
+        if width == 0:
+            return sp.csr_matrix((len(texts), 0))
+        enc = _tfidf_block(ptr, col, val, self.n_words(field_name))
+        return sp.csr_matrix((enc[2][:-1], enc[1][:-1], enc[0]), shape=(len(texts), width))
 
     def topics(self, df: pd.DataFrame) -> np.ndarray:
-        """Unit-norm LSA topic vectors of the mentions, ndarray of shape (n, n_topics) (zeros: no text)."""
-        if self.topic_svd is None:
-            return np.zeros((len(df), 0))
-        from sklearn.preprocessing import normalize
+        """Unit-norm LSA topic vectors of the mentions, ndarray of shape (n, n_topics) (zeros: no text).
 
-        Z = self.topic_svd.transform(self.topic_vectorizer.transform(_topic_texts(df)))
-        return np.ascontiguousarray(normalize(Z), dtype=np.float64)
+        The arithmetic of ``normalize(svd.transform(topic_vectorizer.transform(texts)))``
+        (sublinear TF, IDF, L2 rows; sparse @ dense; L2 rows, norms below 10 eps left).
+        """
+        if self._topic_components is None:
+            return np.zeros((len(df), 0))
+        import scipy.sparse as sp
+
+        index, idf = self._topic_words, self._topic_idf
+        analyzer = _Analyzer("topic")
+        ptr = [0]
+        cols, counts = [], []
+        for text in _topic_texts(df):
+            cnt = {}
+            for w in analyzer(text):
+                k = index.get(w)
+                if k is not None:
+                    cnt[k] = cnt.get(k, 0) + 1
+            for k in sorted(cnt):
+                cols.append(k)
+                counts.append(cnt[k])
+            ptr.append(len(cols))
+        data = np.asarray(counts, dtype=np.float64)
+        col = np.asarray(cols, dtype=np.int32)
+        np.log(data, data)
+        data += 1.0
+        data *= idf[col]
+        ptr = np.asarray(ptr, dtype=np.int64)
+        _normalize_rows(ptr, data)
+        X = sp.csr_matrix((data, col, ptr), shape=(len(ptr) - 1, len(idf)))
+        Z = X @ self._topic_components.T
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+        norms[norms < 10 * np.finfo(norms.dtype).eps] = 1.0
+        Z /= norms[:, None]
+        return np.ascontiguousarray(Z, dtype=np.float64)
+
+
+def _new_topic_vectorizer():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(analyzer=_Analyzer("topic"), min_df=2, max_features=_TOPIC_MAX_WORDS, sublinear_tf=True,
+                           norm="l2")
+
+
+def _normalize_rows(ptr, data):
+    """L2-normalise CSR rows in place, summing squares in stored order (sklearn's
+    ``inplace_csr_row_normalize_l2``); all-zero rows are left."""
+    n = len(ptr) - 1
+    if not len(data):
+        return
+    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    sums = np.bincount(row, weights=data * data, minlength=n)
+    norms = np.sqrt(sums)
+    nz = sums != 0.0
+    data /= np.where(nz, norms, 1.0)[row]
+
+
+def _tfidf_block(ptr, col, val, V):
+    """Final TF-IDF rows of one block from unnormalised per-mention rows (see ``_count_rows``).
+
+    The row norm sums the known words' squares in column order, then the unseen words'
+    in the order the block first meets them (as scikit-learn's ``CountVectorizer`` fitted
+    on the block stores them); unseen words then get the columns ``V, V + 1, ...`` in
+    sorted order. Returns (ptr int64, ids int32 + pad, w float64 + pad).
+    """
+    n = len(ptr) - 1
+    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    un = col >= V
+    if un.any():
+        first, _ = _first_codes(col[un])
+        key = col.copy()
+        key[un] = V + first
+        order = np.lexsort((key, row))           # storage order: known by column, unseen by first meeting
+        data = val[order]
+        _normalize_rows(ptr, data)
+        w = np.empty_like(val)
+        w[order] = data
+        ids = col.copy()
+        ids[un] = V + np.searchsorted(np.unique(col[un]), col[un])
+        order = np.lexsort((ids, row))
+        ids, w = ids[order], w[order]
+    else:
+        w = val.copy()
+        _normalize_rows(ptr, w)
+        ids = col
+    return (ptr.copy(), np.concatenate([ids.astype(np.int32), np.zeros(1, np.int32)]),
+            np.concatenate([w, np.zeros(1)]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -690,9 +835,10 @@ class MentionEncoding:
     arrays : dict of str -> ndarray
         CSR lists ``<p>_ptr`` (int64, shape (n + 1,)) and ``<p>_ids`` (int32) for ``p`` in
         ``co`` (normalised coauthor names, sorted per mention), ``ti``, ``ve``, ``af``,
-        ``ab``, ``kw`` (TF-IDF rows, L2-normalised, with float64 ``<p>_w``; column ids
-        below the vocabulary's size V are its words, ids ``V + k`` the k-th word of the
-        table ``u_<field>`` of words it never saw), ``vw`` (venue words), ``ck`` (coauthors
+        ``ab``, ``kw`` (TF-IDF rows before normalisation, with float64 ``<p>_w``: the
+        vocabulary's words by column id (< V, its size, ascending) with count x IDF, then
+        the words it never saw as ids ``V + k`` (the k-th word of the table ``u_<field>``)
+        in order of occurrence, with count x ``log(1 + n_docs) + 1``), ``vw`` (venue words), ``ck`` (coauthors
         keyed by initial + last name in order of appearance, with ``ck_fn`` their full
         first name or -1) and ``fs`` (full first names of the coauthors in order of
         appearance); int32 arrays of shape (n,) ``year``, ``first_init``, ``init_len``,
@@ -937,13 +1083,12 @@ def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> Ment
     co_lists = [sorted({k for k in (normalize_name(a).replace("-", "") for a in co) if k}) for co in co_raw]
     tables["co"], arrays["co_ptr"], arrays["co_ids"] = _intern_lists(co_lists)
 
-    # TF-IDF rows of the whole batch at once; unseen words numbered in sorted order
+    # TF-IDF of the known words and counts of the unseen ones (normalised per block, see
+    # _tfidf_block: the norm's summation order depends on the block)
     for f, p in _TEXT_PREFIX.items():
-        X, unseen = voc._tfidf_unseen(f, _field_texts(df, f))
+        ptr, col, val, unseen = voc._count_rows(f, _field_texts(df, f))
         n_vocab[f] = voc.n_words(f)
-        arrays[f"{p}_ptr"] = np.asarray(X.indptr, dtype=np.int64)
-        arrays[f"{p}_ids"] = np.asarray(X.indices, dtype=np.int32)
-        arrays[f"{p}_w"] = np.asarray(X.data, dtype=np.float64)
+        arrays[f"{p}_ptr"], arrays[f"{p}_ids"], arrays[f"{p}_w"] = ptr, col.astype(np.int32), val
         tables[f"u_{f}"] = np.array(unseen, dtype=str) if len(unseen) else _EMPTY_TABLE
 
     venue_words = [words(v) for v in df["venue"].tolist()]
@@ -1114,16 +1259,9 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     co_wc = np.array([idf[d] for d in dfreq.tolist()], dtype=np.float64)
     co_ptr, co_ids, co_w = _csr_sorted(n, co_row, co_code, co_wc[co_code], pads=(0.0,))
 
-    # TF-IDF rows: unseen words get block-local columns V, V + 1, ... in sorted order
-    text = {}
-    for f, p in _TEXT_PREFIX.items():
-        V = enc.n_vocab[f]
-        ids = a[f"{p}_ids"].astype(np.int64)
-        un = ids >= V
-        if un.any():
-            ids[un] = V + np.searchsorted(np.unique(ids[un]), ids[un])
-        text[p] = (a[f"{p}_ptr"].copy(), np.concatenate([ids.astype(np.int32), np.zeros(1, np.int32)]),
-                   np.concatenate([a[f"{p}_w"], np.zeros(1)]))
+    # TF-IDF rows: L2-normalised here; unseen words get block-local columns V, V + 1, ... (sorted)
+    text = {p: _tfidf_block(a[f"{p}_ptr"], a[f"{p}_ids"].astype(np.int64), a[f"{p}_w"], enc.n_vocab[f])
+            for f, p in _TEXT_PREFIX.items()}
     ti_ptr, ti_ids, ti_w = text["ti"]
     ve_ptr, ve_ids, ve_w = text["ve"]
     af_ptr, af_ids, af_w = text["af"]

@@ -94,23 +94,34 @@ class _EncodedOnce:
 
 
 def _infer_block(block_df, model, *, sampler, fold, block, settings, record_history, initial=None, fixed=None,
-                 margins=False):
+                 margins=False, parts=None):
     """Run Gibbs on one block with its own generator; assumes validated input.
 
     ``initial`` / ``fixed`` (per row of ``block_df``) start Gibbs from given clusters and
     keep some mentions where they are (``coref add``). ``margins``: also return each
     mention's margin (:func:`coref.report.cluster_margins`) from the same encoding.
+    ``parts``: the per-mention encoding of the rows of ``block_df``
+    (:class:`coref.features.MentionEncoding`); the block is then assembled from it
+    (:func:`coref.features.assemble_block`) instead of encoded from the text.
     """
     Gibbs = _gibbs_cls()
     kwargs = settings.gibbs_kwargs(sampler)
     gibbs_model = model
-    if margins:
+    if margins or parts is not None:
         # rows in mention-id order, the order GibbsCoref encodes them in: one encoding for both
         order = np.argsort(block_df["mention_id"].astype(str).to_numpy(), kind="stable")
         block_df = block_df.iloc[order].reset_index(drop=True)
         initial = None if initial is None else np.asarray(initial, dtype=object)[order]
         fixed = None if fixed is None else np.asarray(fixed, dtype=bool)[order]
-        enc = model.encode(block_df)
+        if parts is None:
+            enc = model.encode(block_df)
+        else:
+            from coref.features import assemble_block
+
+            parts = parts.take(order)
+            if parts.mention_id.tolist() != block_df["mention_id"].astype(str).tolist():
+                raise ValueError(f"block {block!r}: the per-mention encoding covers other mentions than the block")
+            enc = assemble_block(parts)
         gibbs_model = _EncodedOnce(model, enc, block_df["mention_id"].astype(str).tolist())
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
@@ -253,7 +264,8 @@ def _chunks(items, target):
 
 
 def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=True, client=None,
-                 progress=False, on_result=None, skip=None, initial=None, fixed=None, margins=False):
+                 progress=False, on_result=None, skip=None, initial=None, fixed=None, margins=False,
+                 encodings=None):
     """Gibbs over every block of ``df`` with one fitted model, locally or on Dask.
 
     Parameters
@@ -286,6 +298,10 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
     margins : bool
         Also compute each mention's margin in its final cluster (``BlockResult.margin``),
         reusing the block's encoding.
+    encodings : coref.features.MentionEncoding or None
+        Per-mention encoding of the rows of ``df`` (same order, same mention ids), from
+        :func:`coref.features.encode_parts` with this model's vocabulary: each block is
+        assembled from it instead of encoded again (the same arrays, bit for bit).
 
     Returns
     -------
@@ -296,6 +312,9 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
 
     sampler = settings.samplers[0] if sampler is None else sampler
     df = df.reset_index(drop=True)
+    if encodings is not None and (len(encodings) != len(df) or not np.array_equal(
+            encodings.mention_id.astype(str), df["mention_id"].astype(str).to_numpy(dtype=object).astype(str))):
+        raise ValueError("encodings must cover the rows of df in order (same mention ids)")
     blocks = df["block"].astype(str)
     items = []
     for b, idx in pd.Series(np.arange(len(df))).groupby(blocks.to_numpy(), sort=False):
@@ -306,6 +325,10 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
         if initial is not None or fixed is not None:
             extra = {"initial": None if initial is None else np.asarray(initial, dtype=object)[idx],
                      "fixed": None if fixed is None else np.asarray(fixed, dtype=bool)[idx]}
+        if encodings is not None:
+            part = encodings.take(idx)
+            # tables cut to what the block uses before they travel to a Dask worker
+            extra = {**(extra or {}), "parts": part if client is None else part.compact()}
         items.append((sampler, fold, b, df.iloc[idx].reset_index(drop=True), extra))
     results = execute(items, {fold: model}, client, settings, record_history=record_history,
                       progress=progress, on_result=on_result, desc=f"gibbs {sampler}", margins=margins)
