@@ -465,17 +465,18 @@ class Vocabulary:
         return cls(n_docs=n, words=words, idf=idfs, topic_words=tw, topic_idf=tidf, topic_components=comp)
 
     def _count_rows(self, field_name, texts):
-        """Per text: TF-IDF of the known words and counts of the unseen ones, unnormalised.
+        """Per text: L2-normalised TF-IDF of the known and the unseen words.
 
         Returns
         -------
         ptr : ndarray of int64, shape (n + 1,)
         cols : ndarray of int64
             Per row, the known words' columns (ascending, < V), then the unseen words as
-            ``V + k`` (k = the word's index in ``unseen``) in order of first occurrence.
+            ``V + k`` (k = the word's index in ``unseen``), ascending.
         values : ndarray of float64
             ``count * idf`` (known; ``TfidfVectorizer`` with ``norm=None``) and
-            ``count * (log(1 + n_docs) + 1)`` (unseen).
+            ``count * (log(1 + n_docs) + 1)`` (unseen), each row divided by its L2 norm
+            (squares summed in column order, as scikit-learn's ``normalize`` does).
         unseen : list of str
             The unseen words, sorted.
         """
@@ -493,7 +494,7 @@ class Vocabulary:
             known = sorted((index[w], c) for w, c in cnt.items() if w in index)
             cols.extend(k for k, _ in known)
             counts.extend(c for _, c in known)
-            new = [(w, c) for w, c in cnt.items() if w not in index]
+            new = sorted((w, c) for w, c in cnt.items() if w not in index)
             unseen_rows.append(new)
             cols.extend(new)
             counts.extend(c for _, c in new)
@@ -506,7 +507,9 @@ class Vocabulary:
         if idf is not None:
             val[known] *= idf[col[known]]
         val[~known] *= math.log(1.0 + self.n_docs) + 1.0
-        return np.asarray(ptr, dtype=np.int64), col, val, unseen
+        ptr = np.asarray(ptr, dtype=np.int64)
+        _normalize_rows(ptr, val)
+        return ptr, col, val, unseen
 
     def tfidf(self, field_name: str, texts) -> "scipy.sparse.csr_matrix":  # noqa: F821
         """L2-normalised TF-IDF rows of ``texts`` (one field), sorted column ids per row.
@@ -584,34 +587,17 @@ def _normalize_rows(ptr, data):
     data /= np.where(nz, norms, 1.0)[row]
 
 
-def _tfidf_block(ptr, col, val, V):
-    """Final TF-IDF rows of one block from unnormalised per-mention rows (see ``_count_rows``).
+def _tfidf_block(ptr, col, w, V):
+    """Final TF-IDF rows of one block from normalised per-mention rows (see ``_count_rows``).
 
-    The row norm sums the known words' squares in column order, then the unseen words'
-    in the order the block first meets them (as scikit-learn's ``CountVectorizer`` fitted
-    on the block stores them); unseen words then get the columns ``V, V + 1, ...`` in
-    sorted order. Returns (ptr int64, ids int32 + pad, w float64 + pad).
+    Unseen words (ids >= V, sorted by word within a row) get the block-local columns
+    ``V, V + 1, ...`` in sorted order of the words, so rows stay sorted. Returns
+    (ptr int64, ids int32 + pad, w float64 + pad).
     """
-    n = len(ptr) - 1
-    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-    un = col >= V
+    ids = col.astype(np.int64)
+    un = ids >= V
     if un.any():
-        first, _ = _first_codes(col[un])
-        key = col.copy()
-        key[un] = V + first
-        order = np.lexsort((key, row))           # storage order: known by column, unseen by first meeting
-        data = val[order]
-        _normalize_rows(ptr, data)
-        w = np.empty_like(val)
-        w[order] = data
-        ids = col.copy()
-        ids[un] = V + np.searchsorted(np.unique(col[un]), col[un])
-        order = np.lexsort((ids, row))
-        ids, w = ids[order], w[order]
-    else:
-        w = val.copy()
-        _normalize_rows(ptr, w)
-        ids = col
+        ids[un] = V + np.searchsorted(np.unique(ids[un]), ids[un])
     return (ptr.copy(), np.concatenate([ids.astype(np.int32), np.zeros(1, np.int32)]),
             np.concatenate([w, np.zeros(1)]))
 
@@ -835,10 +821,9 @@ class MentionEncoding:
     arrays : dict of str -> ndarray
         CSR lists ``<p>_ptr`` (int64, shape (n + 1,)) and ``<p>_ids`` (int32) for ``p`` in
         ``co`` (normalised coauthor names, sorted per mention), ``ti``, ``ve``, ``af``,
-        ``ab``, ``kw`` (TF-IDF rows before normalisation, with float64 ``<p>_w``: the
-        vocabulary's words by column id (< V, its size, ascending) with count x IDF, then
-        the words it never saw as ids ``V + k`` (the k-th word of the table ``u_<field>``)
-        in order of occurrence, with count x ``log(1 + n_docs) + 1``), ``vw`` (venue words), ``ck`` (coauthors
+        ``ab``, ``kw`` (L2-normalised TF-IDF rows, float64 ``<p>_w``: the vocabulary's
+        words by column id (< V, its size), then the words it never saw as ids ``V + k``
+        (the k-th word of the sorted table ``u_<field>``), ascending), ``vw`` (venue words), ``ck`` (coauthors
         keyed by initial + last name in order of appearance, with ``ck_fn`` their full
         first name or -1) and ``fs`` (full first names of the coauthors in order of
         appearance); int32 arrays of shape (n,) ``year``, ``first_init``, ``init_len``,
@@ -1083,8 +1068,8 @@ def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> Ment
     co_lists = [sorted({k for k in (normalize_name(a).replace("-", "") for a in co) if k}) for co in co_raw]
     tables["co"], arrays["co_ptr"], arrays["co_ids"] = _intern_lists(co_lists)
 
-    # TF-IDF of the known words and counts of the unseen ones (normalised per block, see
-    # _tfidf_block: the norm's summation order depends on the block)
+    # TF-IDF rows of the whole batch at once (a row does not depend on the other rows);
+    # unseen words are numbered per block at assembly
     for f, p in _TEXT_PREFIX.items():
         ptr, col, val, unseen = voc._count_rows(f, _field_texts(df, f))
         n_vocab[f] = voc.n_words(f)
@@ -1259,7 +1244,7 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     co_wc = np.array([idf[d] for d in dfreq.tolist()], dtype=np.float64)
     co_ptr, co_ids, co_w = _csr_sorted(n, co_row, co_code, co_wc[co_code], pads=(0.0,))
 
-    # TF-IDF rows: L2-normalised here; unseen words get block-local columns V, V + 1, ... (sorted)
+    # TF-IDF rows: unseen words get block-local columns V, V + 1, ... (sorted)
     text = {p: _tfidf_block(a[f"{p}_ptr"], a[f"{p}_ids"].astype(np.int64), a[f"{p}_w"], enc.n_vocab[f])
             for f, p in _TEXT_PREFIX.items()}
     ti_ptr, ti_ids, ti_w = text["ti"]
