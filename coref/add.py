@@ -223,8 +223,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         old_enc_of = None
     stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0}
     margin_parts = []
-    final_old = old_cid.copy()
-    new_cid = pd.Series(index=pd.Index(new["mention_id"]), dtype=object)
+    final_old_of = {}   # old mention -> its final id (only where sampled)
+    new_cid_of = {}     # new mention -> its id
 
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
@@ -280,8 +280,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
                 taken.add(choice)
                 name_of[c] = choice
             names = np.array([name_of[c] for c in codes], dtype=object)
-            final_old.loc[mids[is_old]] = names[is_old]
-            new_cid.loc[mids[~is_old]] = names[~is_old]
+            final_old_of.update(zip(mids[is_old].tolist(), names[is_old].tolist()))
+            new_cid_of.update(zip(mids[~is_old].tolist(), names[~is_old].tolist()))
 
     # new blocks: from scratch, ids as coref predict gives them
     if fresh:
@@ -295,8 +295,12 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
             stats["n_factor_evals"] += r.n_factor_evals
             stats["gibbs_wall_s"] += r.wall_s
             ids = canonical_cluster_ids([r.block] * len(r.mention_id), r.mention_id, r.cluster_id)
-            new_cid.loc[r.mention_id.astype(str)] = ids
+            new_cid_of.update(zip(r.mention_id.astype(str).tolist(), list(ids)))
 
+    final_old = pd.Series([final_old_of.get(m, c) for m, c in zip(old_ids, old_cid.to_numpy())], index=old_ids,
+                          dtype=object)
+    new_cid = pd.Series([new_cid_of.get(m) for m in new["mention_id"]], index=pd.Index(new["mention_id"]),
+                        dtype=object)
     changed = int((final_old != old_cid).sum())
     if changed and not settings.revisit:
         raise RuntimeError(f"the sampler moved {changed} fixed old mention(s); it must honour fixed=")

@@ -964,8 +964,7 @@ class MentionEncoding:
                 isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in self.n_vocab.values()):
             bad(f"n_vocab must map {sorted(_TEXT_PREFIX)} to ints >= 0; got {self.n_vocab!r}")
         if vocabulary is not None:
-            want = {f: (0 if vocabulary.vectorizers.get(f) is None else len(vocabulary.vectorizers[f].vocabulary_))
-                    for f in _TEXT_PREFIX}
+            want = {f: vocabulary.n_words(f) for f in _TEXT_PREFIX}
             if want != self.n_vocab or vocabulary.n_topics != self.n_topics:
                 bad(f"made with another vocabulary (sizes {self.n_vocab}, {self.n_topics} topics; the model's "
                     f"{want}, {vocabulary.n_topics} topics)")
@@ -1149,9 +1148,11 @@ def _csr_sorted(n, row, ids, *values, pads=()):
 def _components_csr(ptr, ids, min_shared):
     """Connected components of mentions linked by >= ``min_shared`` shared tokens (CSR token sets).
 
-    Uses :func:`scipy.sparse.csgraph.connected_components` on the mention x mention
-    matrix of shared-token counts. Returns int32 labels in ``[0, n)``, numbered in
-    the order of each component's first mention.
+    Uses :func:`scipy.sparse.csgraph.connected_components`: for ``min_shared == 1`` on the
+    graph linking each mention to the first mention holding each of its tokens (the same
+    components, without forming the mention x mention product), else on the matrix of
+    shared-token counts. Returns int32 labels in ``[0, n)``, numbered in the order of each
+    component's first mention.
     """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
@@ -1160,11 +1161,19 @@ def _components_csr(ptr, ids, min_shared):
     if n == 0:
         return np.zeros(0, dtype=np.int32)
     nnz = int(ptr[-1])
-    cols = np.unique(ids[:nnz], return_inverse=True)[1].reshape(-1) if nnz else np.zeros(0, np.int64)
-    M = sp.csr_matrix((np.ones(nnz), (_row_of(ptr), cols)), shape=(n, max(int(cols.max()) + 1 if nnz else 0, 1)))
-    A = (M @ M.T).tocsr()
-    A.data[A.data < min_shared] = 0.0
-    A.eliminate_zeros()
+    if nnz == 0:
+        return np.arange(n, dtype=np.int32)
+    tok = ids[:nnz]
+    if min_shared <= 1:
+        uniq, first, inv = np.unique(tok, return_index=True, return_inverse=True)
+        first_row = _row_of(ptr)[first]
+        A = sp.csr_matrix((np.ones(nnz), first_row[inv.reshape(-1)].astype(np.int32), ptr), shape=(n, n))
+    else:
+        cols = np.unique(tok, return_inverse=True)[1].reshape(-1)
+        M = sp.csr_matrix((np.ones(nnz), cols.astype(np.int32), ptr), shape=(n, int(cols.max()) + 1))
+        A = (M @ M.T).tocsr()
+        A.data[A.data < min_shared] = 0.0
+        A.eliminate_zeros()
     _, labels = connected_components(A, directed=False)
     return _first_codes(labels)[0].astype(np.int32)
 

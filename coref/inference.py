@@ -109,8 +109,12 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     gibbs_model = model
     if margins or parts is not None:
         # rows in mention-id order, the order GibbsCoref encodes them in: one encoding for both
-        order = np.argsort(block_df["mention_id"].astype(str).to_numpy(), kind="stable")
+        if parts is not None:
+            block_df = block_df[["mention_id", "block"]]     # Gibbs reads ids and block; the rest is in parts
+        mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
+        order = np.argsort(mids, kind="stable")
         block_df = block_df.iloc[order].reset_index(drop=True)
+        mids = mids[order].tolist()
         initial = None if initial is None else np.asarray(initial, dtype=object)[order]
         fixed = None if fixed is None else np.asarray(fixed, dtype=bool)[order]
         if parts is None:
@@ -119,10 +123,10 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
             from coref.features import assemble_block
 
             parts = parts.take(order)
-            if parts.mention_id.tolist() != block_df["mention_id"].astype(str).tolist():
+            if parts.mention_id.tolist() != mids:
                 raise ValueError(f"block {block!r}: the per-mention encoding covers other mentions than the block")
             enc = assemble_block(parts)
-        gibbs_model = _EncodedOnce(model, enc, block_df["mention_id"].astype(str).tolist())
+        gibbs_model = _EncodedOnce(model, enc, mids)
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
     kwargs.update(rng=settings.seed, record_history=record_history)
