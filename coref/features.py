@@ -536,8 +536,6 @@ class Vocabulary:
         """
         if self._topic_components is None:
             return np.zeros((len(df), 0))
-        import scipy.sparse as sp
-
         index, idf = self._topic_words, self._topic_idf
         analyzer = _Analyzer("topic")
         ptr = [0]
@@ -559,8 +557,7 @@ class Vocabulary:
         data *= idf[col]
         ptr = np.asarray(ptr, dtype=np.int64)
         _normalize_rows(ptr, data)
-        X = sp.csr_matrix((data, col, ptr), shape=(len(ptr) - 1, len(idf)))
-        Z = X @ self._topic_components.T
+        Z = _csr_dot(ptr, col, data, np.ascontiguousarray(self._topic_components.T))
         norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
         norms[norms < 10 * np.finfo(norms.dtype).eps] = 1.0
         Z /= norms[:, None]
@@ -572,6 +569,20 @@ def _new_topic_vectorizer():
 
     return TfidfVectorizer(analyzer=_Analyzer("topic"), min_df=2, max_features=_TOPIC_MAX_WORDS, sublinear_tf=True,
                            norm="l2")
+
+
+def _csr_dot(ptr, col, data, B):
+    """CSR rows (ptr, col, data) times a dense C-ordered (V, k) matrix, as scipy's ``csr_matvecs``
+    computes it: each output row starts at 0 and adds ``data * B[col]`` entry by entry in stored
+    order (the same roundings), numpy only."""
+    n = len(ptr) - 1
+    Z = np.zeros((n, B.shape[1]), dtype=np.float64)
+    lens = np.diff(ptr)
+    for p in range(int(lens.max()) if n else 0):
+        rows = np.flatnonzero(lens > p)
+        k = ptr[rows] + p
+        Z[rows] += data[k, None] * B[col[k]]
+    return Z
 
 
 def _normalize_rows(ptr, data):
@@ -1145,18 +1156,36 @@ def _csr_sorted(n, row, ids, *values, pads=()):
     return out
 
 
+def _root_labels(n, u, v):
+    """Connected components of the graph on ``n`` nodes with edges (u[k], v[k]): the smallest
+    node of each node's component (hooking of roots and pointer jumping, numpy only)."""
+    label = np.arange(n, dtype=np.int64)
+    if len(u) == 0:
+        return label
+    while True:
+        lu, lv = label[u], label[v]
+        m = np.minimum(lu, lv)
+        new = label.copy()
+        np.minimum.at(new, lu, m)            # the larger root hooks under the smaller
+        np.minimum.at(new, lv, m)
+        while True:                          # pointer jumping until every node points at a root
+            nxt = new[new]
+            if np.array_equal(nxt, new):
+                break
+            new = nxt
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
 def _components_csr(ptr, ids, min_shared):
     """Connected components of mentions linked by >= ``min_shared`` shared tokens (CSR token sets).
 
-    Uses :func:`scipy.sparse.csgraph.connected_components`: for ``min_shared == 1`` on the
-    graph linking each mention to the first mention holding each of its tokens (the same
-    components, without forming the mention x mention product), else on the matrix of
-    shared-token counts. Returns int32 labels in ``[0, n)``, numbered in the order of each
-    component's first mention.
+    For ``min_shared == 1`` each mention is linked to the first mention holding each of its
+    tokens (the same components as the shared-token graph); otherwise the pairs of
+    mentions sharing a token are counted over the tokens. Returns int32 labels in
+    ``[0, n)``, numbered in the order of each component's first mention.
     """
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
     n = len(ptr) - 1
     if n == 0:
         return np.zeros(0, dtype=np.int32)
@@ -1164,18 +1193,25 @@ def _components_csr(ptr, ids, min_shared):
     if nnz == 0:
         return np.arange(n, dtype=np.int32)
     tok = ids[:nnz]
+    row = _row_of(ptr)
     if min_shared <= 1:
-        uniq, first, inv = np.unique(tok, return_index=True, return_inverse=True)
-        first_row = _row_of(ptr)[first]
-        A = sp.csr_matrix((np.ones(nnz), first_row[inv.reshape(-1)].astype(np.int32), ptr), shape=(n, n))
+        _, first, inv = np.unique(tok, return_index=True, return_inverse=True)
+        u, v = row, row[first][inv.reshape(-1)]
     else:
-        cols = np.unique(tok, return_inverse=True)[1].reshape(-1)
-        M = sp.csr_matrix((np.ones(nnz), cols.astype(np.int32), ptr), shape=(n, int(cols.max()) + 1))
-        A = (M @ M.T).tocsr()
-        A.data[A.data < min_shared] = 0.0
-        A.eliminate_zeros()
-    _, labels = connected_components(A, directed=False)
-    return _first_codes(labels)[0].astype(np.int32)
+        order = np.lexsort((row, tok))
+        t, r = tok[order], row[order]
+        start = np.searchsorted(t, t, side="left")
+        end = np.searchsorted(t, t, side="right")
+        later = end - np.arange(nnz) - 1              # members after this one in its token group
+        a = np.repeat(np.arange(nnz), later)
+        offs = np.arange(len(a)) - np.repeat(np.cumsum(later) - later, later)
+        b = a + 1 + offs
+        del start
+        keys = r[a] * n + r[b]                        # rows ascending within a group: r[a] < r[b]
+        keys, counts = np.unique(keys, return_counts=True)
+        keys = keys[counts >= min_shared]
+        u, v = keys // n, keys % n
+    return _first_codes(_root_labels(n, u, v))[0].astype(np.int32)
 
 
 def _components(token_lists, min_shared):
