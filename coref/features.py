@@ -435,13 +435,14 @@ class Vocabulary:
                 raise ValueError(f"vocabulary {key!r} must be a dict with 'vocabulary' and 'idf'")
             voc, idf = st["vocabulary"], st["idf"]
             V = len(idf)
-            cols = sorted(c for c in voc.values() if isinstance(c, int) and not isinstance(c, bool))
-            if len(cols) != len(voc) or cols != list(range(V)) or not all(isinstance(w, str) for w in voc):
+            # whole-list checks (a saved model has ~10^5 words): exact types, then numpy
+            if len(voc) != V or set(map(type, voc)) - {str} or set(map(type, voc.values())) - {int} or (
+                    V and not np.array_equal(np.sort(np.fromiter(voc.values(), np.int64, V)), np.arange(V))):
                 raise ValueError(f"vocabulary {key!r}: 'vocabulary' must map {V} words to the columns 0..{V - 1}")
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 1.0
-                       for x in idf):
+            arr = _finite_numbers(idf)
+            if arr is None or not np.all(arr >= 1.0):
                 raise ValueError(f"vocabulary {key!r}: 'idf' must hold finite numbers >= 1")
-            return dict(voc), np.asarray(idf, dtype=np.float64)
+            return dict(voc), arr
 
         words, idfs = {}, {}
         for key in _FIELDS:
@@ -455,13 +456,12 @@ class Vocabulary:
             tw, tidf = check_vec("topic", topic)
             comp = topic.get("components")
             V = len(tidf)
-            if not isinstance(comp, list) or not comp or not all(
-                    isinstance(r, list) and len(r) == V and all(
-                        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r)
-                    for r in comp):
+            rows = [_finite_numbers(r) if isinstance(r, list) and len(r) == V else None
+                    for r in (comp if isinstance(comp, list) else [])]
+            if not isinstance(comp, list) or not comp or any(r is None for r in rows):
                 raise ValueError(f"vocabulary 'topic': 'components' must be a non-empty list of rows of {V} "
                                  "finite numbers")
-            comp = np.asarray(comp, dtype=np.float64)
+            comp = np.stack(rows)
         return cls(n_docs=n, words=words, idf=idfs, topic_words=tw, topic_idf=tidf, topic_components=comp)
 
     def _count_rows(self, field_name, texts):
@@ -562,6 +562,14 @@ class Vocabulary:
         norms[norms < 10 * np.finfo(norms.dtype).eps] = 1.0
         Z /= norms[:, None]
         return np.ascontiguousarray(Z, dtype=np.float64)
+
+
+def _finite_numbers(values):
+    """float64 array of a list of ints / floats (no bools, no strings) if all finite, else None."""
+    if set(map(type, values)) - {int, float}:
+        return None
+    arr = np.asarray(values, dtype=np.float64)
+    return arr if arr.ndim == 1 and np.all(np.isfinite(arr)) else None
 
 
 def _new_topic_vectorizer():

@@ -254,6 +254,19 @@ def executor_context(executor, workers, scheduler):
 
 
 
+class _NoBar(contextlib.nullcontext):
+    """Stands in for a disabled tqdm bar."""
+
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+
 def _chunks(items, target):
     """Group items of one model into lists of about ``target`` mentions."""
     chunk, size = [], 0
@@ -342,12 +355,15 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
 
 def execute(items, models, client, settings, *, record_history, progress, on_result, desc, margins=False):
     """Run (sampler, fold, block, df, extra) items; ``models`` maps fold -> fitted model."""
-    from tqdm import tqdm
-
     results = []
     n_mentions = sum(len(it[3]) for it in items)
-    with tqdm(total=n_mentions, desc=desc, unit="mention", disable=not progress, leave=False,
-              file=sys.stderr, dynamic_ncols=True) as bar:
+    if progress:
+        from tqdm import tqdm
+
+        bar_cm = tqdm(total=n_mentions, desc=desc, unit="mention", leave=False, file=sys.stderr, dynamic_ncols=True)
+    else:  # no bar: do not import tqdm at all
+        bar_cm = _NoBar()
+    with bar_cm as bar:
         if client is None:
             with single_thread():
                 for s, f, b, bdf, extra in items:
