@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["BlockResult", "infer_blocks", "executor_context", "single_thread"]
 
@@ -107,14 +108,19 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     Gibbs = _gibbs_cls()
     kwargs = settings.gibbs_kwargs(sampler)
     gibbs_model = model
+    mids = None
     if margins or parts is not None:
         # rows in mention-id order, the order GibbsCoref encodes them in: one encoding for both
-        if parts is not None:
-            block_df = block_df[["mention_id", "block"]]     # Gibbs reads ids and block; the rest is in parts
-        mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
+        if parts is None:
+            mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
+        else:
+            mids = np.asarray(parts.mention_id, dtype=object)    # the ids of block_df's rows (checked)
         order = np.argsort(mids, kind="stable")
-        block_df = block_df.iloc[order].reset_index(drop=True)
-        mids = mids[order].tolist()
+        mids = mids[order]
+        if parts is None:
+            block_df = block_df.iloc[order].reset_index(drop=True)
+        else:   # Gibbs reads only the ids and the block; the rest is in parts
+            block_df = pd.DataFrame({"mention_id": mids, "block": np.full(len(mids), block, dtype=object)})
         initial = None if initial is None else np.asarray(initial, dtype=object)[order]
         fixed = None if fixed is None else np.asarray(fixed, dtype=bool)[order]
         if parts is None:
@@ -122,11 +128,8 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
         else:
             from coref.features import assemble_block
 
-            parts = parts.take(order)
-            if parts.mention_id.tolist() != mids:
-                raise ValueError(f"block {block!r}: the per-mention encoding covers other mentions than the block")
-            enc = assemble_block(parts)
-        gibbs_model = _EncodedOnce(model, enc, mids)
+            enc = assemble_block(parts.take(order))
+        gibbs_model = _EncodedOnce(model, enc, mids.tolist())
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
     kwargs.update(rng=settings.seed, record_history=record_history)
@@ -137,7 +140,8 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     else:
         g = g.fit(block_df, initial=initial, fixed=fixed)
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
-    mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
+    if mids is None:
+        mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
     cluster_id = g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
     n_evals = int(g.n_factor_evals_)
     labels_history = None
@@ -325,8 +329,6 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
     list of BlockResult
         In the order of ``df``'s blocks (whatever order they finished in).
     """
-    import pandas as pd
-
     sampler = settings.samplers[0] if sampler is None else sampler
     df = df.reset_index(drop=True)
     if encodings is not None and (len(encodings) != len(df) or not np.array_equal(
