@@ -116,6 +116,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
         else:
             mids = np.asarray(parts.mention_id, dtype=object)    # the ids of block_df's rows (checked)
         order = np.argsort(mids, kind="stable")
+        in_order = bool(np.array_equal(order, np.arange(len(order))))
         mids = mids[order]
         if parts is None:
             block_df = block_df.iloc[order].reset_index(drop=True)
@@ -128,7 +129,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
         else:
             from coref.features import assemble_block
 
-            enc = assemble_block(parts.take(order))
+            enc = assemble_block(parts if in_order else parts.take(order))
         gibbs_model = _EncodedOnce(model, enc, mids.tolist())
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
@@ -335,11 +336,20 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
             encodings.mention_id.astype(str), df["mention_id"].astype(str).to_numpy(dtype=object).astype(str))):
         raise ValueError("encodings must cover the rows of df in order (same mention ids)")
     blocks = df["block"].astype(str)
+    if encodings is not None:
+        # the block is assembled from the encodings: its rows only need their ids, in
+        # mention-id order (the order Gibbs and the assembly use), so no copy of the text
+        ids = encodings.mention_id
+        rows_df = pd.DataFrame({"mention_id": ids, "block": blocks.to_numpy(dtype=object)})
+    else:
+        rows_df = df
     items = []
     for b, idx in pd.Series(np.arange(len(df))).groupby(blocks.to_numpy(), sort=False):
         if skip and b in skip:
             continue
         idx = idx.to_numpy()
+        if encodings is not None:
+            idx = idx[np.argsort(ids[idx], kind="stable")]
         extra = None
         if initial is not None or fixed is not None:
             extra = {"initial": None if initial is None else np.asarray(initial, dtype=object)[idx],
@@ -348,7 +358,7 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
             part = encodings.take(idx)
             # tables cut to what the block uses before they travel to a Dask worker
             extra = {**(extra or {}), "parts": part if client is None else part.compact()}
-        items.append((sampler, fold, b, df.iloc[idx].reset_index(drop=True), extra))
+        items.append((sampler, fold, b, rows_df.iloc[idx].reset_index(drop=True), extra))
     results = execute(items, {fold: model}, client, settings, record_history=record_history,
                       progress=progress, on_result=on_result, desc=f"gibbs {sampler}", margins=margins)
     order = {it[2]: i for i, it in enumerate(items)}
