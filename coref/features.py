@@ -1202,8 +1202,10 @@ def _components_csr(ptr, ids, min_shared):
         return np.arange(n, dtype=np.int32)
     tok = ids[:nnz]
     row = _row_of(ptr)
+    _, first, inv = np.unique(tok, return_index=True, return_inverse=True)
+    if len(first) == nnz:                                # no token shared: every mention alone
+        return np.arange(n, dtype=np.int32)
     if min_shared <= 1:
-        _, first, inv = np.unique(tok, return_index=True, return_inverse=True)
         u, v = row, row[first][inv.reshape(-1)]
     else:
         order = np.lexsort((row, tok))
@@ -1339,8 +1341,9 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     # distinct full first names per initial letter
     amb = {}
     if ok.any():
-        pairs = np.unique(np.stack([a["first0"][ok].astype(np.int64), first_g[ok].astype(np.int64)]), axis=1)
-        letters, counts = np.unique(pairs[0], return_counts=True)
+        width = len(enc.tables["first"]) + 1
+        pairs = np.unique(a["first0"][ok].astype(np.int64) * width + first_g[ok])   # distinct (letter, name)
+        letters, counts = np.unique(pairs // width, return_counts=True)
         amb = dict(zip(letters.tolist(), counts.tolist()))
     logs = {c: math.log(1.0 + c) for c in set(amb.values()) | {0}}
     init_amb = np.array([logs[amb.get(i, 0)] if i >= 0 else 0.0 for i in first_init.tolist()], dtype=np.float64)
