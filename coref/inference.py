@@ -168,6 +168,92 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
                        margin)
 
 
+class _EncodedMany:
+    """The fitted model, with the encodings of several blocks computed once (keyed by block)."""
+
+    def __init__(self, model, encs):
+        self._model, self._encs = model, encs
+
+    def encode(self, df):
+        block = str(df["block"].iloc[0]) if len(df) else None
+        hit = self._encs.get(block)
+        if hit is not None and df["mention_id"].astype(str).tolist() == hit[1]:
+            return hit[0]
+        return self._model.encode(df)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+#: blocks assembled from encodings are sampled together, in groups of about this many mentions
+TOGETHER_MENTIONS = 2000
+
+
+def _infer_together(items, model, settings, margins):
+    """Gibbs over several blocks in ONE ``GibbsCoref.fit`` (its per-call overhead paid once).
+
+    For items whose blocks are assembled from encodings (``extra["parts"]``, rows already
+    in mention-id order) and no label history. ``GibbsCoref`` samples block b with
+    ``block_rng(seed, b)`` whatever else it fits, so each block's clusters are those of a
+    fit of that block alone. ``wall_s`` of a block is the call's time shared in
+    proportion to the block's factor evaluations.
+    """
+    from coref.features import assemble_block
+
+    Gibbs = _gibbs_cls()
+    sampler = items[0][0]
+    encs, frames, inits, fixeds = {}, [], [], []
+    for s, f, b, bdf, extra in items:
+        parts = extra["parts"]
+        mids = np.asarray(parts.mention_id, dtype=object)
+        encs[str(b)] = (assemble_block(parts), mids.tolist())
+        frames.append(pd.DataFrame({"mention_id": mids, "block": np.full(len(mids), str(b), dtype=object)}))
+        if extra.get("initial") is not None:
+            inits.append(np.asarray(extra["initial"], dtype=object))
+        if extra.get("fixed") is not None:
+            fixeds.append(np.asarray(extra["fixed"], dtype=bool))
+    df = pd.concat(frames, ignore_index=True)
+    initial = np.concatenate(inits) if len(inits) == len(items) else None
+    fixed = np.concatenate(fixeds) if len(fixeds) == len(items) else None
+    kwargs = settings.gibbs_kwargs(sampler)
+    kwargs.update(rng=settings.seed, record_history=False)
+    t0 = time.perf_counter()
+    g = Gibbs(_EncodedMany(model, encs), **kwargs)
+    g = g.fit(df) if initial is None and fixed is None else g.fit(df, initial=initial, fixed=fixed)
+    wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
+    per_block = getattr(g, "n_factor_evals_per_block_", {})
+    total = max(sum(per_block.values()), 1)
+    out = []
+    for (s, f, b, bdf, extra), k in zip(items, range(len(items))):
+        enc, mids_l = encs[str(b)]
+        mids = np.asarray(mids_l, dtype=object)
+        cluster_id = g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
+        n_evals = int(per_block.get(str(b), 0))
+        margin = None
+        if margins:
+            from coref.report import cluster_margins
+
+            fx = extra.get("fixed")
+            margin = cluster_margins(enc, model.theta_, model.bias_, cluster_id, rng=settings.seed,
+                                     rows=None if fx is None else ~np.asarray(fx, dtype=bool))
+        out.append(BlockResult(s, int(f), str(b), mids, cluster_id, n_evals, wall * n_evals / total,
+                               np.array([0, n_evals], dtype=np.int64), None, margin))
+    return out
+
+
+def _together_groups(items, target):
+    """Consecutive groups of about ``target`` mentions (blocks kept whole)."""
+    group, size = [], 0
+    for it in items:
+        group.append(it)
+        size += len(it[3])
+        if size >= target:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
 def _infer_chunk(items, model, settings, record_history, margins=False):
     """Dask task: ``items`` is a list of (sampler, fold, block, block_df, extra) sharing one model."""
     with single_thread():
@@ -376,6 +462,17 @@ def execute(items, models, client, settings, *, record_history, progress, on_res
     else:  # no bar: do not import tqdm at all
         bar_cm = _NoBar()
     with bar_cm as bar:
+        together = (not record_history and items and len({(it[0], it[1]) for it in items}) == 1
+                    and all(it[4] is not None and it[4].get("parts") is not None for it in items))
+        if client is None and together:
+            with single_thread():
+                for group in _together_groups(items, TOGETHER_MENTIONS):
+                    for r in _infer_together(group, models[group[0][1]], settings, margins):
+                        results.append(r)
+                        if on_result is not None:
+                            on_result(r)
+                        bar.update(len(r.mention_id))
+            return results
         if client is None:
             with single_thread():
                 for s, f, b, bdf, extra in items:
