@@ -12,6 +12,15 @@ mentions.parquet, verified against its manifest -- and new mentions:
 * blocks that are new: clustered from scratch, as ``coref predict`` does.
 * blocks without new mentions: copied unchanged (not recomputed).
 
+Only the new mentions are encoded from their text: the old mentions' per-mention
+encodings come from the earlier output's ``encodings.npz`` (:func:`reuse_encodings`:
+listed in its manifest, made with the same model, covering exactly its mentions, every
+array checked), and each touched block is assembled from both
+(:func:`coref.features.assemble_block`, the same arrays as encoding the block anew). A
+missing or refused file is named in a warning and the old mentions are encoded again
+(``strict``: a refused file is an error). The output has its own ``encodings.npz``, so
+adds chain.
+
 New clusters in an existing block get ``"<block>/<k>"`` with k above every id of the
 form ``"<block>/<int>"`` in use. A new mention whose id is already clustered is skipped,
 named and counted (``strict``: an error). ``gold`` is passed through from the old
