@@ -303,8 +303,11 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         for r in results:
             stats["n_factor_evals"] += r.n_factor_evals
             stats["gibbs_wall_s"] += r.wall_s
-            ids = canonical_cluster_ids([r.block] * len(r.mention_id), r.mention_id, r.cluster_id)
-            new_cid_of.update(zip(r.mention_id.astype(str).tolist(), list(ids)))
+        if results:   # ids as coref predict numbers them, all new blocks at once
+            mids = np.concatenate([r.mention_id for r in results])
+            ids = canonical_cluster_ids(np.concatenate([[r.block] * len(r.mention_id) for r in results]), mids,
+                                        np.concatenate([r.cluster_id for r in results]))
+            new_cid_of.update(zip(mids.astype(str).tolist(), list(ids)))
 
     final_old = pd.Series([final_old_of.get(m, c) for m, c in zip(old_ids, old_cid.to_numpy())], index=old_ids,
                           dtype=object)

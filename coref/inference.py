@@ -202,17 +202,19 @@ def _infer_together(items, model, settings, margins):
 
     Gibbs = _gibbs_cls()
     sampler = items[0][0]
-    encs, frames, inits, fixeds = {}, [], [], []
+    encs, ids, names, inits, fixeds = {}, [], [], [], []
     for s, f, b, bdf, extra in items:
         parts = extra["parts"]
         mids = np.asarray(parts.mention_id, dtype=object)
         encs[str(b)] = (assemble_block(parts), mids.tolist())
-        frames.append(pd.DataFrame({"mention_id": mids, "block": np.full(len(mids), str(b), dtype=object)}))
+        ids.append(mids)
+        names.append(np.full(len(mids), str(b), dtype=object))
         if extra.get("initial") is not None:
             inits.append(np.asarray(extra["initial"], dtype=object))
         if extra.get("fixed") is not None:
             fixeds.append(np.asarray(extra["fixed"], dtype=bool))
-    df = pd.concat(frames, ignore_index=True)
+    all_ids = np.concatenate(ids)
+    df = pd.DataFrame({"mention_id": all_ids, "block": np.concatenate(names)})
     initial = np.concatenate(inits) if len(inits) == len(items) else None
     fixed = np.concatenate(fixeds) if len(fixeds) == len(items) else None
     kwargs = settings.gibbs_kwargs(sampler)
@@ -223,11 +225,13 @@ def _infer_together(items, model, settings, margins):
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     per_block = getattr(g, "n_factor_evals_per_block_", {})
     total = max(sum(per_block.values()), 1)
+    found = g.clusters_.reindex(all_ids).astype(str).to_numpy(dtype=object)
+    bounds = np.cumsum([0] + [len(x) for x in ids])
     out = []
-    for (s, f, b, bdf, extra), k in zip(items, range(len(items))):
-        enc, mids_l = encs[str(b)]
-        mids = np.asarray(mids_l, dtype=object)
-        cluster_id = g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
+    for k, (s, f, b, bdf, extra) in enumerate(items):
+        enc, _ = encs[str(b)]
+        mids = ids[k]
+        cluster_id = found[bounds[k]:bounds[k + 1]]
         n_evals = int(per_block.get(str(b), 0))
         margin = None
         if margins:
