@@ -103,7 +103,8 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     mention's margin (:func:`coref.report.cluster_margins`) from the same encoding.
     ``parts``: the per-mention encoding of the rows of ``block_df``
     (:class:`coref.features.MentionEncoding`); the block is then assembled from it
-    (:func:`coref.features.assemble_block`) instead of encoded from the text.
+    (:func:`coref.features.assemble_block`) instead of encoded from the text, and
+    ``block_df`` may be just the rows' mention ids (only its length is used).
     """
     Gibbs = _gibbs_cls()
     kwargs = settings.gibbs_kwargs(sampler)
@@ -427,12 +428,9 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
         raise ValueError("encodings must cover the rows of df in order (same mention ids)")
     blocks = df["block"].astype(str)
     if encodings is not None:
-        # the block is assembled from the encodings: its rows only need their ids, in
-        # mention-id order (the order Gibbs and the assembly use), so no copy of the text
+        # the block is assembled from the encodings (rows in mention-id order, the order
+        # Gibbs and the assembly use): an item carries the block's ids, not a copy of its rows
         ids = encodings.mention_id
-        rows_df = pd.DataFrame({"mention_id": ids, "block": blocks.to_numpy(dtype=object)})
-    else:
-        rows_df = df
     items = []
     for b, idx in pd.Series(np.arange(len(df))).groupby(blocks.to_numpy(), sort=False):
         if skip and b in skip:
@@ -448,7 +446,8 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
             part = encodings.take(idx)
             # tables cut to what the block uses before they travel to a Dask worker
             extra = {**(extra or {}), "parts": part if client is None else part.compact()}
-        items.append((sampler, fold, b, rows_df.iloc[idx].reset_index(drop=True), extra))
+        rows = ids[idx] if encodings is not None else df.iloc[idx].reset_index(drop=True)
+        items.append((sampler, fold, b, rows, extra))
     results = execute(items, {fold: model}, client, settings, record_history=record_history,
                       progress=progress, on_result=on_result, desc=f"gibbs {sampler}", margins=margins)
     order = {it[2]: i for i, it in enumerate(items)}
