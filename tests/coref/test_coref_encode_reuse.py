@@ -123,3 +123,25 @@ def test_infer_blocks_refuses_encodings_of_other_rows(split, model_dir):
     enc = encode_parts(old, model.vocabulary_)
     with pytest.raises(ValueError, match="encodings must cover the rows of df in order"):
         infer_blocks(old.iloc[::-1], model, make_settings("predict"), encodings=enc)
+
+
+def test_blocks_sampled_together_from_encodings_equal_blocks_encoded_one_by_one(split, model_dir):
+    from coref.features import encode_parts
+    from coref.inference import infer_blocks
+
+    old, new = split
+    df = pd.concat([old, new], ignore_index=True).drop(columns=["gold"])
+    model, _ = load_model(model_dir)
+    settings = make_settings("predict", seed=5)
+    fixed = np.r_[np.ones(len(old), bool), np.zeros(len(new), bool)]
+    initial = np.r_[old["block"].to_numpy(dtype=object) + "/x", np.full(len(new), None, object)]
+    for kw in ({}, {"initial": initial, "fixed": fixed}):
+        one = infer_blocks(df, model, settings, record_history=False, margins=True, **kw)
+        together = infer_blocks(df, model, settings, record_history=False, margins=True,
+                                encodings=encode_parts(df, model.vocabulary_), **kw)
+        assert [r.block for r in one] == [r.block for r in together]
+        for a, b in zip(one, together):
+            assert a.mention_id.tolist() == b.mention_id.tolist()
+            assert a.cluster_id.tolist() == b.cluster_id.tolist()
+            assert a.n_factor_evals == b.n_factor_evals > 0
+            np.testing.assert_array_equal(a.margin, b.margin)
