@@ -12,6 +12,15 @@ mentions.parquet, verified against its manifest -- and new mentions:
 * blocks that are new: clustered from scratch, as ``coref predict`` does.
 * blocks without new mentions: copied unchanged (not recomputed).
 
+Only the new mentions are encoded from their text: the old mentions' per-mention
+encodings come from the earlier output's ``encodings.npz`` (:func:`reuse_encodings`:
+listed in its manifest, made with the same model, covering exactly its mentions, every
+array checked), and each touched block is assembled from both
+(:func:`coref.features.assemble_block`, the same arrays as encoding the block anew). A
+missing or refused file is named in a warning and the old mentions are encoded again
+(``strict``: a refused file is an error). The output has its own ``encodings.npz``, so
+adds chain.
+
 New clusters in an existing block get ``"<block>/<k>"`` with k above every id of the
 form ``"<block>/<int>"`` in use. A new mention whose id is already clustered is skipped,
 named and counted (``strict``: an error). ``gold`` is passed through from the old
@@ -26,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["add_clusters", "read_clustered", "add", "add_arguments", "main", "ADD_SWEEPS"]
+__all__ = ["add_clusters", "read_clustered", "reuse_encodings", "add", "add_arguments", "main", "ADD_SWEEPS"]
 
 #: Default Gibbs sweeps of ``coref add``: only the new mentions move, against fixed clusters;
 #: on the shipped data (80% predicted, 20% added) 10 sweeps gave B3 F1 0.8795 and 30 gave
@@ -84,13 +93,62 @@ def read_clustered(directory):
     return mentions, clusters, manifest
 
 
+def reuse_encodings(directory, manifest, clusters, model, model_info, *, strict=False):
+    """The per-mention encodings saved in an earlier output, if they can be trusted.
+
+    The file (``encodings.npz``) must be listed in the directory's manifest (its SHA-256
+    was checked by :func:`coref.outputs.read_manifest`) and pass
+    :func:`coref.outputs.read_encodings`: made with this model (its model.json SHA-256
+    and vocabulary sizes), covering exactly the mentions of ``clusters``, every array of
+    the expected name, dtype, shape and range.
+
+    Returns
+    -------
+    encodings : coref.features.MentionEncoding or None
+        Rows in the order of ``clusters``; ``None`` when they must be recomputed.
+    note : str
+        What happened ("reused <file>" or why not), for the summary.
+
+    Raises
+    ------
+    coref.outputs.EncodingsError
+        With ``strict``, if the file is listed but refused.
+
+    Warns
+    -----
+    RuntimeWarning
+        Naming the file and the reason, when it is missing or refused (then the old
+        mentions are encoded again from their text).
+    """
+    import warnings
+
+    from coref.outputs import ENCODINGS_FILE, EncodingsError, read_encodings
+
+    path = Path(directory) / ENCODINGS_FILE
+    if ENCODINGS_FILE not in manifest.get("files", {}):
+        note = f"{path}: not in {Path(directory) / 'manifest.json'} (an older output); old mentions encoded again"
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
+        return None, note
+    try:
+        enc = read_encodings(path, model_sha256=model_info["model_json_sha256"],
+                             mention_ids=clusters["mention_id"].astype(str).to_numpy(), vocabulary=model.vocabulary_)
+    except EncodingsError as exc:
+        if strict:
+            raise
+        note = f"{exc}; old mentions encoded again"
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
+        return None, note
+    return enc, f"reused {path}"
+
+
 def _next_k(ids, block):
     pat = re.compile(re.escape(f"{block}/") + r"(\d+)$")
     ks = [int(m.group(1)) for m in map(pat.match, ids) if m]
     return max(ks) + 1 if ks else 0
 
 
-def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, client=None, progress=False):
+def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, client=None, progress=False,
+                 old_encodings=None, return_encodings=False):
     """Cluster ``new_mentions`` into an existing clustering.
 
     Parameters
@@ -107,6 +165,14 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         Seed, delta, sweeps, ``revisit`` and ``strict``.
     client, progress
         As in :func:`coref.predict.predict_clusters`.
+    old_encodings : coref.features.MentionEncoding or None
+        Per-mention encodings of (at least) the old mentions, made with ``model``'s
+        vocabulary (``encodings.npz`` of the earlier output, validated); ``None``
+        encodes the old mentions that are needed again. Only the new mentions are
+        encoded from their text; each touched block is assembled from both.
+    return_encodings : bool
+        Also return, under ``info["encodings"]``, the per-mention encoding of every
+        mention of the result (old then new, the rows of ``clusters``).
 
     Returns
     -------
@@ -126,6 +192,7 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     RuntimeError
         If a fixed old mention was moved (a sampler that ignores ``fixed``).
     """
+    from coref.features import MentionEncoding, encode_parts
     from coref.inference import infer_blocks
     from coref.predict import _margins, canonical_cluster_ids
 
@@ -152,10 +219,21 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     om = old_mentions.copy()
     om["mention_id"] = om["mention_id"].astype(str)
     om = om.set_index("mention_id")
+    # per-mention encodings: the new mentions' from their text, in one batch; the old ones'
+    # from old_encodings (or, without them, from the text of the old mentions needed)
+    new_enc = encode_parts(new[feats], model.vocabulary_)
+    if old_encodings is not None:
+        pos = pd.Index(old_encodings.mention_id.astype(str)).get_indexer(old_ids)
+        if (pos < 0).any():
+            raise ValueError(f"old_encodings lack {int((pos < 0).sum())} of the old mentions, e.g. "
+                             f"{old_ids[pos < 0][:3].tolist()}")
+        old_enc_of = pd.Series(pos, index=old_ids)
+    else:
+        old_enc_of = None
     stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0}
     margin_parts = []
-    final_old = old_cid.copy()
-    new_cid = pd.Series(index=pd.Index(new["mention_id"]), dtype=object)
+    final_old_of = {}   # old mention -> its final id (only where sampled)
+    new_cid_of = {}     # new mention -> its id
 
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
@@ -166,11 +244,16 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         cols = [c for c in feats if c in part_old.columns]
         new_in = np.fromiter((b in touched_set for b in new["block"]), bool, len(new))
         part = pd.concat([part_old[cols], new.loc[new_in, cols]], ignore_index=True)
+        if old_enc_of is None:
+            enc_old = encode_parts(part_old[cols], model.vocabulary_)
+        else:
+            enc_old = old_encodings.take(old_enc_of.loc[old_rows].to_numpy())
+        enc_part = MentionEncoding.concat([enc_old, new_enc.take(np.flatnonzero(new_in))])
         is_old = np.r_[np.ones(len(part_old), bool), np.zeros(len(part) - len(part_old), bool)]
         initial = np.r_[old_cid.loc[old_rows].to_numpy(dtype=object), np.full(len(part) - len(part_old), None, object)]
         fixed = is_old & (not settings.revisit)
         results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
-                               initial=initial, fixed=fixed, margins=True)
+                               initial=initial, fixed=fixed, margins=True, encodings=enc_part)
         margin_parts.extend(results)
         used = set(old_cid)
         ids_by_block = {b: g.tolist() for b, g in old_cid.groupby(old_block_of.to_numpy(), sort=False)}
@@ -206,22 +289,30 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
                 taken.add(choice)
                 name_of[c] = choice
             names = np.array([name_of[c] for c in codes], dtype=object)
-            final_old.loc[mids[is_old]] = names[is_old]
-            new_cid.loc[mids[~is_old]] = names[~is_old]
+            final_old_of.update(zip(mids[is_old].tolist(), names[is_old].tolist()))
+            new_cid_of.update(zip(mids[~is_old].tolist(), names[~is_old].tolist()))
 
     # new blocks: from scratch, ids as coref predict gives them
     if fresh:
         fresh_set = set(fresh)
-        part = new.loc[np.fromiter((b in fresh_set for b in new["block"]), bool, len(new)), feats].reset_index(drop=True)
+        in_fresh = np.fromiter((b in fresh_set for b in new["block"]), bool, len(new))
+        part = new.loc[in_fresh, feats].reset_index(drop=True)
         results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
-                               margins=True)
+                               margins=True, encodings=new_enc.take(np.flatnonzero(in_fresh)))
         margin_parts.extend(results)
         for r in results:
             stats["n_factor_evals"] += r.n_factor_evals
             stats["gibbs_wall_s"] += r.wall_s
-            ids = canonical_cluster_ids([r.block] * len(r.mention_id), r.mention_id, r.cluster_id)
-            new_cid.loc[r.mention_id.astype(str)] = ids
+        if results:   # ids as coref predict numbers them, all new blocks at once
+            mids = np.concatenate([r.mention_id for r in results])
+            ids = canonical_cluster_ids(np.concatenate([[r.block] * len(r.mention_id) for r in results]), mids,
+                                        np.concatenate([r.cluster_id for r in results]))
+            new_cid_of.update(zip(mids.astype(str).tolist(), list(ids)))
 
+    final_old = pd.Series([final_old_of.get(m, c) for m, c in zip(old_ids, old_cid.to_numpy())], index=old_ids,
+                          dtype=object)
+    new_cid = pd.Series([new_cid_of.get(m) for m in new["mention_id"]], index=pd.Index(new["mention_id"]),
+                        dtype=object)
     changed = int((final_old != old_cid).sum())
     if changed and not settings.revisit:
         raise RuntimeError(f"the sampler moved {changed} fixed old mention(s); it must honour fixed=")
@@ -242,6 +333,12 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
             "n_joined_existing": int(joined.sum()),
             "n_new_clusters": int(out_new.loc[~joined, "cluster_id"].nunique()),
             "n_old_ids_changed": changed, **stats, "margins": _margins(margin_parts)}
+    if return_encodings:
+        if old_enc_of is None:
+            enc_all_old = encode_parts(om.loc[old_ids].reset_index(), model.vocabulary_)
+        else:
+            enc_all_old = old_encodings.take(old_enc_of.to_numpy())
+        info["encodings"] = MentionEncoding.concat([enc_all_old, new_enc])
     return clusters, info
 
 
@@ -282,7 +379,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
     """
     from coref.inference import executor_context
     from coref.inputs import load_input, resolve_model
-    from coref.outputs import OutputDir, mentions_checksum
+    from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
     from coref.predict import write_outputs
     from coref.settings import make_settings
 
@@ -296,11 +393,15 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
     with OutputDir(out, "add") as od:
         fitted, _, model_info = resolve_model(model)
         old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir)
+        old_encodings, enc_note = reuse_encodings(clusters_dir, old_manifest, old_clusters, fitted, model_info,
+                                                  strict=settings.strict)
         new, desc = load_input(data, format=settings.format, strict=settings.strict, command="add")
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             clusters, info = add_clusters(fitted, old_mentions, old_clusters, new, settings, client=client,
-                                          progress=progress)
+                                          progress=progress, old_encodings=old_encodings, return_encodings=True)
         margins = info.pop("margins")
+        encodings = info.pop("encodings")
+        info["old_encodings"] = enc_note
         old_set = set(old_clusters["mention_id"].astype(str))
         keep_new = new[np.fromiter((m not in old_set for m in new["mention_id"].astype(str)), bool, len(new))]
         cols = list(dict.fromkeys(list(old_mentions.columns) + list(keep_new.columns)))
@@ -319,6 +420,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         summary = write_outputs(od, allm, clusters, fitted, settings, summary=summary,
                                 title="Author coreference: new mentions added", margins=margins,
                                 focus=set(keep_new["mention_id"].astype(str)))
+        write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(new),

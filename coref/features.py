@@ -103,8 +103,11 @@ __all__ = [
     "FEATURE_GROUPS",
     "N_FEATURES",
     "EncodedBlock",
+    "MentionEncoding",
     "Vocabulary",
+    "assemble_block",
     "encode_mentions",
+    "encode_parts",
     "normalize_name",
     "words",
 ]
@@ -266,9 +269,14 @@ def _new_vectorizer(field_name, **kw):
     return TfidfVectorizer(analyzer=_Analyzer(field_name), norm=None, smooth_idf=True, **kw)
 
 
-@dataclass(frozen=True, eq=False)
 class Vocabulary:
     """Fitted word statistics of a mention corpus: TF-IDF per text field and an LSA topic model.
+
+    The statistics are kept as plain tables (word -> column, IDF per column, the SVD
+    components); encoding uses them directly, with the arithmetic of scikit-learn's
+    ``TfidfVectorizer.transform`` / ``TruncatedSVD.transform`` / ``normalize`` (same
+    results, bit for bit), so clustering with a saved model does not import
+    scikit-learn. The scikit-learn objects are built on first access.
 
     Attributes
     ----------
@@ -284,10 +292,16 @@ class Vocabulary:
         Its truncated SVD (latent semantic analysis); ``None`` if the corpus is too small.
     """
 
-    n_docs: int = 0
-    vectorizers: dict = field(default_factory=dict)
-    topic_vectorizer: object = None
-    topic_svd: object = None
+    def __init__(self, n_docs=0, words=None, idf=None, topic_words=None, topic_idf=None, topic_components=None):
+        self.n_docs = int(n_docs)
+        #: field -> {word: column} (None: the field had no word)
+        self._words = {k: (None if (words or {}).get(k) is None else dict(words[k])) for k in _FIELDS}
+        self._idf = {k: (None if self._words[k] is None else np.asarray(idf[k], dtype=np.float64)) for k in _FIELDS}
+        self._topic_words = None if topic_components is None else dict(topic_words)
+        self._topic_idf = None if topic_components is None else np.asarray(topic_idf, dtype=np.float64)
+        self._topic_components = (None if topic_components is None
+                                  else np.ascontiguousarray(topic_components, dtype=np.float64))
+        self._sk = {}
 
     @classmethod
     def fit(cls, df: pd.DataFrame, *, n_topics: int = _N_TOPICS) -> "Vocabulary":
@@ -313,43 +327,92 @@ class Vocabulary:
         tvec, svd = None, None
         texts = _topic_texts(df)
         if len(df) > n_topics:
-            from sklearn.decomposition import TruncatedSVD
-            from sklearn.feature_extraction.text import TfidfVectorizer
-
-            tvec = TfidfVectorizer(analyzer=_Analyzer("topic"), min_df=2, max_features=_TOPIC_MAX_WORDS,
-                                   sublinear_tf=True, norm="l2")
+            tvec = _new_topic_vectorizer()
             try:
                 X = tvec.fit_transform(texts)
             except ValueError:
                 X = None
             if X is not None and X.shape[1] > n_topics + 1:
+                from sklearn.decomposition import TruncatedSVD
+
                 svd = TruncatedSVD(n_components=int(n_topics), algorithm="randomized", n_iter=7,
                                    random_state=0).fit(X)
             else:
                 tvec = None
-        return cls(n_docs=int(len(df)), vectorizers=vecs, topic_vectorizer=tvec, topic_svd=svd)
+        voc = cls(n_docs=int(len(df)),
+                  words={k: (None if v is None else v.vocabulary_) for k, v in vecs.items()},
+                  idf={k: (None if v is None else v.idf_) for k, v in vecs.items()},
+                  topic_words=None if svd is None else tvec.vocabulary_,
+                  topic_idf=None if svd is None else tvec.idf_,
+                  topic_components=None if svd is None else svd.components_)
+        voc._sk.update(vectorizers=vecs, topic_vectorizer=tvec if svd is not None else None, topic_svd=svd)
+        return voc
+
+    # scikit-learn objects, built on first access (fit keeps the ones it fitted)
+    @property
+    def vectorizers(self) -> dict:
+        if "vectorizers" not in self._sk:
+            vecs = {}
+            for k in _FIELDS:
+                if self._words[k] is None:
+                    vecs[k] = None
+                    continue
+                vec = _new_vectorizer(k)
+                vec.vocabulary_ = dict(self._words[k])
+                vec.idf_ = self._idf[k].copy()
+                vecs[k] = vec
+            self._sk["vectorizers"] = vecs
+        return self._sk["vectorizers"]
+
+    @property
+    def topic_vectorizer(self):
+        if "topic_vectorizer" not in self._sk:
+            tvec = None
+            if self._topic_components is not None:
+                tvec = _new_topic_vectorizer()
+                tvec.vocabulary_ = dict(self._topic_words)
+                tvec.idf_ = self._topic_idf.copy()
+            self._sk["topic_vectorizer"] = tvec
+        return self._sk["topic_vectorizer"]
+
+    @property
+    def topic_svd(self):
+        if "topic_svd" not in self._sk:
+            svd = None
+            if self._topic_components is not None:
+                from sklearn.decomposition import TruncatedSVD
+
+                svd = TruncatedSVD(n_components=len(self._topic_components))
+                svd.components_ = self._topic_components.copy()
+                svd.n_features_in_ = self._topic_components.shape[1]
+            self._sk["topic_svd"] = svd
+        return self._sk["topic_svd"]
 
     @property
     def n_topics(self) -> int:
-        return 0 if self.topic_svd is None else int(self.topic_svd.components_.shape[0])
+        return 0 if self._topic_components is None else int(self._topic_components.shape[0])
+
+    def n_words(self, field_name: str) -> int:
+        """V, the number of words the vocabulary knows in one field (0 if the field had none)."""
+        w = self._words.get(field_name)
+        return 0 if w is None else len(w)
 
     def to_state(self) -> dict:
         """JSON-able state (plain dicts, lists, ints, floats and strings) for saving a fitted model.
 
         :meth:`from_state` is its inverse; nothing executable is stored.
         """
-        def vec_state(v):
-            if v is None:
+        def vec_state(words, idf):
+            if words is None:
                 return None
-            return {"vocabulary": {str(w): int(c) for w, c in v.vocabulary_.items()},
-                    "idf": [float(x) for x in v.idf_]}
+            return {"vocabulary": {str(w): int(c) for w, c in words.items()}, "idf": [float(x) for x in idf]}
 
         topic = None
-        if self.topic_svd is not None:
-            topic = {**vec_state(self.topic_vectorizer),
-                     "components": [[float(x) for x in row] for row in self.topic_svd.components_]}
+        if self._topic_components is not None:
+            topic = {**vec_state(self._topic_words, self._topic_idf),
+                     "components": [[float(x) for x in row] for row in self._topic_components]}
         return {"version": 2, "n_docs": int(self.n_docs),
-                "fields": {k: vec_state(self.vectorizers.get(k)) for k in _FIELDS}, "topic": topic}
+                "fields": {k: vec_state(self._words[k], self._idf[k]) for k in _FIELDS}, "topic": topic}
 
     @classmethod
     def from_state(cls, state: dict) -> "Vocabulary":
@@ -366,95 +429,196 @@ class Vocabulary:
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"vocabulary field n_docs must be an int >= 0; got {n!r}")
 
-        def check_vec(key, st, field_name, **kw):
+        def check_vec(key, st):
             if not isinstance(st, dict) or not isinstance(st.get("vocabulary"), dict) \
                     or not isinstance(st.get("idf"), list):
                 raise ValueError(f"vocabulary {key!r} must be a dict with 'vocabulary' and 'idf'")
             voc, idf = st["vocabulary"], st["idf"]
             V = len(idf)
-            cols = sorted(c for c in voc.values() if isinstance(c, int) and not isinstance(c, bool))
-            if len(cols) != len(voc) or cols != list(range(V)) or not all(isinstance(w, str) for w in voc):
+            # whole-list checks (a saved model has ~10^5 words): exact types, then numpy
+            if len(voc) != V or set(map(type, voc)) - {str} or set(map(type, voc.values())) - {int} or (
+                    V and not np.array_equal(np.sort(np.fromiter(voc.values(), np.int64, V)), np.arange(V))):
                 raise ValueError(f"vocabulary {key!r}: 'vocabulary' must map {V} words to the columns 0..{V - 1}")
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 1.0
-                       for x in idf):
+            arr = _finite_numbers(idf)
+            if arr is None or not np.all(arr >= 1.0):
                 raise ValueError(f"vocabulary {key!r}: 'idf' must hold finite numbers >= 1")
-            vec = field_name(**kw) if callable(field_name) else _new_vectorizer(field_name, **kw)
-            vec.vocabulary_ = dict(voc)
-            vec.idf_ = np.asarray(idf, dtype=np.float64)
-            return vec
+            return dict(voc), arr
 
-        vecs = {}
+        words, idfs = {}, {}
         for key in _FIELDS:
             if key not in state["fields"]:
                 raise ValueError(f"vocabulary state lacks the field {key!r}")
             st = state["fields"][key]
-            vecs[key] = None if st is None else check_vec(key, st, key)
-        tvec = svd = None
+            words[key], idfs[key] = (None, None) if st is None else check_vec(key, st)
         topic = state.get("topic")
+        tw = tidf = comp = None
         if topic is not None:
-            from sklearn.decomposition import TruncatedSVD
-            from sklearn.feature_extraction.text import TfidfVectorizer
-
-            tvec = check_vec("topic", topic, lambda **kw: TfidfVectorizer(
-                analyzer=_Analyzer("topic"), min_df=2, max_features=_TOPIC_MAX_WORDS, sublinear_tf=True,
-                norm="l2"))
+            tw, tidf = check_vec("topic", topic)
             comp = topic.get("components")
-            V = len(topic["idf"])
-            if not isinstance(comp, list) or not comp or not all(
-                    isinstance(r, list) and len(r) == V and all(
-                        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r)
-                    for r in comp):
+            V = len(tidf)
+            rows = [_finite_numbers(r) if isinstance(r, list) and len(r) == V else None
+                    for r in (comp if isinstance(comp, list) else [])]
+            if not isinstance(comp, list) or not comp or any(r is None for r in rows):
                 raise ValueError(f"vocabulary 'topic': 'components' must be a non-empty list of rows of {V} "
                                  "finite numbers")
-            svd = TruncatedSVD(n_components=len(comp))
-            svd.components_ = np.asarray(comp, dtype=np.float64)
-            svd.n_features_in_ = V
-        return cls(n_docs=n, vectorizers=vecs, topic_vectorizer=tvec, topic_svd=svd)
+            comp = np.stack(rows)
+        return cls(n_docs=n, words=words, idf=idfs, topic_words=tw, topic_idf=tidf, topic_components=comp)
+
+    def _count_rows(self, field_name, texts):
+        """Per text: L2-normalised TF-IDF of the known and the unseen words.
+
+        Returns
+        -------
+        ptr : ndarray of int64, shape (n + 1,)
+        cols : ndarray of int64
+            Per row, the known words' columns (ascending, < V), then the unseen words as
+            ``V + k`` (k = the word's index in ``unseen``), ascending.
+        values : ndarray of float64
+            ``count * idf`` (known; ``TfidfVectorizer`` with ``norm=None``) and
+            ``count * (log(1 + n_docs) + 1)`` (unseen), each row divided by its L2 norm
+            (squares summed in column order, as scikit-learn's ``normalize`` does).
+        unseen : list of str
+            The unseen words, sorted.
+        """
+        index = self._words.get(field_name) or {}
+        idf = self._idf.get(field_name)
+        V = len(index)
+        analyzer = _Analyzer(field_name)
+        ptr = [0]
+        cols, counts = [], []
+        unseen_rows = []
+        for text in texts:
+            cnt = {}
+            for w in analyzer(text):
+                cnt[w] = cnt.get(w, 0) + 1
+            known = sorted((index[w], c) for w, c in cnt.items() if w in index)
+            cols.extend(k for k, _ in known)
+            counts.extend(c for _, c in known)
+            new = sorted((w, c) for w, c in cnt.items() if w not in index)
+            unseen_rows.append(new)
+            cols.extend(new)
+            counts.extend(c for _, c in new)
+            ptr.append(len(cols))
+        unseen = sorted({w for row in unseen_rows for w, _ in row})
+        pos = {w: V + i for i, w in enumerate(unseen)}
+        col = np.fromiter((c if isinstance(c, int) else pos[c[0]] for c in cols), dtype=np.int64, count=len(cols))
+        val = np.asarray(counts, dtype=np.float64)
+        known = col < V
+        if idf is not None:
+            val[known] *= idf[col[known]]
+        val[~known] *= math.log(1.0 + self.n_docs) + 1.0
+        ptr = np.asarray(ptr, dtype=np.int64)
+        _normalize_rows(ptr, val)
+        return ptr, col, val, unseen
 
     def tfidf(self, field_name: str, texts) -> "scipy.sparse.csr_matrix":  # noqa: F821
         """L2-normalised TF-IDF rows of ``texts`` (one field), sorted column ids per row.
 
         Columns ``0 .. V - 1`` are the fitted words; words the vocabulary never saw get
-        columns ``V, V + 1, ...`` (local to this call) and the IDF of document frequency 0,
-        ``log(1 + n_docs) + 1``.
+        columns ``V, V + 1, ...`` (local to this call, in sorted order of the words) and
+        the IDF of document frequency 0, ``log(1 + n_docs) + 1``.
         """
         import scipy.sparse as sp
-        from sklearn.feature_extraction.text import CountVectorizer
-        from sklearn.preprocessing import normalize
 
         texts = list(texts)
-        vec = self.vectorizers.get(field_name)
-        analyzer = _Analyzer(field_name)
-        known = {} if vec is None else vec.vocabulary_
-        V = len(known)
-        parts = []
-        if vec is not None:
-            parts.append(vec.transform(texts))
-        new = CountVectorizer(analyzer=lambda t: [w for w in analyzer(t) if w not in known])
-        try:
-            Xn = new.fit_transform(texts).astype(np.float64)
-            Xn = Xn * (math.log(1.0 + self.n_docs) + 1.0)
-            parts.append(sp.csr_matrix(Xn))
-        except ValueError:  # no unseen word
-            if vec is None:
-                parts.append(sp.csr_matrix((len(texts), 0)))
-        if vec is None:
-            parts.insert(0, sp.csr_matrix((len(texts), V)))
-        X = sp.hstack(parts, format="csr") if len(parts) > 1 else parts[0].tocsr()
-        if X.shape[1] == 0:
+        ptr, col, val, unseen = self._count_rows(field_name, texts)
+        width = self.n_words(field_name) + len(unseen)
+        if width == 0:
             return sp.csr_matrix((len(texts), 0))
-        X = normalize(X, norm="l2").tocsr()
-        X.sort_indices()
-        return X
+        enc = _tfidf_block(ptr, col, val, self.n_words(field_name))
+        return sp.csr_matrix((enc[2][:-1], enc[1][:-1], enc[0]), shape=(len(texts), width))
 
     def topics(self, df: pd.DataFrame) -> np.ndarray:
-        """Unit-norm LSA topic vectors of the mentions, ndarray of shape (n, n_topics) (zeros: no text)."""
-        if self.topic_svd is None:
-            return np.zeros((len(df), 0))
-        from sklearn.preprocessing import normalize
+        """Unit-norm LSA topic vectors of the mentions, ndarray of shape (n, n_topics) (zeros: no text).
 
-        Z = self.topic_svd.transform(self.topic_vectorizer.transform(_topic_texts(df)))
-        return np.ascontiguousarray(normalize(Z), dtype=np.float64)
+        The arithmetic of ``normalize(svd.transform(topic_vectorizer.transform(texts)))``
+        (sublinear TF, IDF, L2 rows; sparse @ dense; L2 rows, norms below 10 eps left).
+        """
+        if self._topic_components is None:
+            return np.zeros((len(df), 0))
+        index, idf = self._topic_words, self._topic_idf
+        analyzer = _Analyzer("topic")
+        ptr = [0]
+        cols, counts = [], []
+        for text in _topic_texts(df):
+            cnt = {}
+            for w in analyzer(text):
+                k = index.get(w)
+                if k is not None:
+                    cnt[k] = cnt.get(k, 0) + 1
+            for k in sorted(cnt):
+                cols.append(k)
+                counts.append(cnt[k])
+            ptr.append(len(cols))
+        data = np.asarray(counts, dtype=np.float64)
+        col = np.asarray(cols, dtype=np.int32)
+        np.log(data, data)
+        data += 1.0
+        data *= idf[col]
+        ptr = np.asarray(ptr, dtype=np.int64)
+        _normalize_rows(ptr, data)
+        Z = _csr_dot(ptr, col, data, np.ascontiguousarray(self._topic_components.T))
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+        norms[norms < 10 * np.finfo(norms.dtype).eps] = 1.0
+        Z /= norms[:, None]
+        return np.ascontiguousarray(Z, dtype=np.float64)
+
+
+def _finite_numbers(values):
+    """float64 array of a list of ints / floats (no bools, no strings) if all finite, else None."""
+    if set(map(type, values)) - {int, float}:
+        return None
+    arr = np.asarray(values, dtype=np.float64)
+    return arr if arr.ndim == 1 and np.all(np.isfinite(arr)) else None
+
+
+def _new_topic_vectorizer():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(analyzer=_Analyzer("topic"), min_df=2, max_features=_TOPIC_MAX_WORDS, sublinear_tf=True,
+                           norm="l2")
+
+
+def _csr_dot(ptr, col, data, B):
+    """CSR rows (ptr, col, data) times a dense C-ordered (V, k) matrix, as scipy's ``csr_matvecs``
+    computes it: each output row starts at 0 and adds ``data * B[col]`` entry by entry in stored
+    order (the same roundings), numpy only."""
+    n = len(ptr) - 1
+    Z = np.zeros((n, B.shape[1]), dtype=np.float64)
+    lens = np.diff(ptr)
+    for p in range(int(lens.max()) if n else 0):
+        rows = np.flatnonzero(lens > p)
+        k = ptr[rows] + p
+        Z[rows] += data[k, None] * B[col[k]]
+    return Z
+
+
+def _normalize_rows(ptr, data):
+    """L2-normalise CSR rows in place, summing squares in stored order (sklearn's
+    ``inplace_csr_row_normalize_l2``); all-zero rows are left."""
+    n = len(ptr) - 1
+    if not len(data):
+        return
+    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    sums = np.bincount(row, weights=data * data, minlength=n)
+    norms = np.sqrt(sums)
+    nz = sums != 0.0
+    data /= np.where(nz, norms, 1.0)[row]
+
+
+def _tfidf_block(ptr, col, w, V):
+    """Final TF-IDF rows of one block from normalised per-mention rows (see ``_count_rows``).
+
+    Unseen words (ids >= V, sorted by word within a row) get the block-local columns
+    ``V, V + 1, ...`` in sorted order of the words, so rows stay sorted. Returns
+    (ptr int64, ids int32 + pad, w float64 + pad).
+    """
+    ids = col.astype(np.int64)
+    un = ids >= V
+    if un.any():
+        ids[un] = V + np.searchsorted(np.unique(ids[un]), ids[un])
+    return (ptr.copy(), np.concatenate([ids.astype(np.int32), np.zeros(1, np.int32)]),
+            np.concatenate([w, np.zeros(1)]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -544,111 +708,6 @@ class EncodedBlock:
         return self.n
 
 
-def _from_sparse(X):
-    """(ptr int64, ids int32 + padding, w float64 + padding) of a CSR matrix with sorted indices."""
-    return (np.asarray(X.indptr, dtype=np.int64),
-            np.concatenate([np.asarray(X.indices, dtype=np.int32), np.zeros(1, np.int32)]),
-            np.concatenate([np.asarray(X.data, dtype=np.float64), np.zeros(1)]))
-
-
-def _csr(token_lists, weight_fn, *, normalise):
-    """Block-local ids (sorted per row) and weights for a list of token lists."""
-    ids_of = {}
-    ptr = np.zeros(len(token_lists) + 1, dtype=np.int64)
-    all_ids, all_w = [], []
-    for r, toks in enumerate(token_lists):
-        counts = {}
-        for t in toks:
-            counts[t] = counts.get(t, 0) + 1
-        row = []
-        for t, c in counts.items():
-            k = ids_of.setdefault(t, len(ids_of))
-            row.append((k, weight_fn(t, c)))
-        row.sort()
-        if normalise and row:
-            norm = math.sqrt(sum(w * w for _, w in row))
-            if norm > 0:
-                row = [(k, w / norm) for k, w in row]
-        all_ids.extend(k for k, _ in row)
-        all_w.extend(w for _, w in row)
-        ptr[r + 1] = len(all_ids)
-    ids = np.asarray(all_ids + [0], dtype=np.int32)
-    w = np.asarray(all_w + [0.0], dtype=np.float64)
-    return ptr, ids, w
-
-
-def _codes(values):
-    table = {}
-    out = np.full(len(values), -1, dtype=np.int32)
-    for r, v in enumerate(values):
-        if v:
-            out[r] = table.setdefault(v, len(table))
-    return out
-
-
-def _components(token_lists, min_shared):
-    """Connected components of mentions linked by >= ``min_shared`` shared tokens.
-
-    Uses :func:`scipy.sparse.csgraph.connected_components` on the mention x mention
-    matrix of shared-token counts. Returns int32 labels in ``[0, n)``, numbered in
-    the order of each component's first mention.
-    """
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
-    n = len(token_lists)
-    if n == 0:
-        return np.zeros(0, dtype=np.int32)
-    ids_of = {}
-    rows, cols = [], []
-    for r, toks in enumerate(token_lists):
-        for t in set(toks):
-            rows.append(r)
-            cols.append(ids_of.setdefault(t, len(ids_of)))
-    M = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(len(ids_of), 1)))
-    A = (M @ M.T).tocsr()
-    A.data[A.data < min_shared] = 0.0
-    A.eliminate_zeros()
-    _, labels = connected_components(A, directed=False)
-    # number components by their first mention (scipy's order is already that; make it explicit)
-    first = {}
-    out = np.empty(n, dtype=np.int32)
-    for r in range(n):
-        out[r] = first.setdefault(int(labels[r]), len(first))
-    return out
-
-
-def _profiles(comp, ptr, ids, w, *, top):
-    """Per-component profiles: summed member weights, top ``top`` ids, L2-normalised.
-
-    Returns CSR (ptr, ids, w) with one row per mention index; row r is the profile
-    of the component labelled r (empty for unused labels).
-    """
-    n = len(comp)
-    acc = {}
-    for r in range(n):
-        prof = acc.setdefault(int(comp[r]), {})
-        for k in range(int(ptr[r]), int(ptr[r + 1])):
-            prof[int(ids[k])] = prof.get(int(ids[k]), 0.0) + float(w[k])
-    rows = []
-    for r in range(n):
-        prof = acc.get(r)
-        if not prof:
-            rows.append([])
-            continue
-        best = sorted(prof.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-        norm = math.sqrt(sum(v * v for _, v in best))
-        rows.append(sorted((k, v / norm) for k, v in best) if norm > 0 else [])
-    out_ptr = np.zeros(n + 1, dtype=np.int64)
-    out_ids, out_w = [], []
-    for r, row in enumerate(rows):
-        out_ids.extend(k for k, _ in row)
-        out_w.extend(v for _, v in row)
-        out_ptr[r + 1] = len(out_ids)
-    return (out_ptr, np.asarray(out_ids + [0], dtype=np.int32),
-            np.asarray(out_w + [0.0], dtype=np.float64))
-
-
 def _name_parts(name):
     """(full first name or "", initials string, full given string or "") of a person name.
 
@@ -681,8 +740,688 @@ def _acronym(ws):
     return "".join(w[0] for w in ws) if len(ws) >= 2 else ""
 
 
+# --------------------------------------------------------------------------- per-mention encoding
+#
+# Encoding is split in two (``encode_mentions(df) == assemble_block(encode_parts(df))``):
+#
+# * :func:`encode_parts` does the per-mention work, fixed by the vocabulary, for any number
+#   of mentions of any blocks at once (one scikit-learn transform per field for the whole
+#   batch): TF-IDF rows, topic vectors, name parts, normalised coauthor keys. Strings are
+#   interned in sorted tables, so the result is numpy arrays only (it can be saved as npz).
+# * :func:`assemble_block` does the block-level work from those pieces, vectorised: block-
+#   local token ids and codes, coauthor IDF, components, profiles, block statistics.
+
+#: CSR lists of a :class:`MentionEncoding`: prefix -> (aligned value arrays besides ``ids``)
+_ME_CSR = {"co": (), "ti": ("w",), "ve": ("w",), "af": ("w",), "ab": ("w",), "kw": ("w",),
+           "vw": (), "ck": ("fn",), "fs": ()}
+#: per-mention int32 arrays of a :class:`MentionEncoding`
+_ME_INT = ("year", "first_init", "init_len", "init_code", "mid_init", "first0", "middle",
+           "first_g", "given_g", "venue_g", "affil_g", "acr_g")
+#: string tables and the arrays whose entries index them (-1 = none)
+_ME_REFS = {"co": ("co_ids",), "vtok": ("vw_ids", "acr_g"), "ck": ("ck_ids",), "fn": ("ck_fn", "fs_ids"),
+            "first": ("first_g",), "given": ("given_g",), "venue": ("venue_g",), "affil": ("affil_g",)}
+#: TF-IDF field -> CSR prefix; ids >= V (the vocabulary's size) index the table "u_<field>"
+#: of words the vocabulary never saw
+_TEXT_PREFIX = {"title": "ti", "venue": "ve", "affiliation": "af", "abstract": "ab", "keywords": "kw"}
+_EMPTY_TABLE = np.zeros(0, dtype="<U1")
+
+
+def _str_table(values):
+    """Sorted unique strings (code-point order, as Python sorts) as a numpy unicode array."""
+    vals = sorted(set(values))
+    return np.array(vals, dtype=str) if vals else _EMPTY_TABLE
+
+
+def _intern(values):
+    """(table, int32 ids): ``table[ids[r]] == values[r]``; "" -> -1."""
+    table = _str_table(v for v in values if v)
+    pos = {s: i for i, s in enumerate(table.tolist())}
+    ids = np.fromiter((pos[v] if v else -1 for v in values), dtype=np.int32, count=len(values))
+    return table, ids
+
+
+def _intern_lists(lists, table=None):
+    """(table, ptr int64, ids int32) of token lists; the order within each list is kept."""
+    if table is None:
+        table = _str_table(t for row in lists for t in row)
+    pos = {s: i for i, s in enumerate(table.tolist())}
+    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in lists], out=ptr[1:])
+    ids = np.fromiter((pos[t] for row in lists for t in row), dtype=np.int32, count=int(ptr[-1]))
+    return table, ptr, ids
+
+
+def _take_csr(ptr, rows):
+    """(new ptr, gather index) of the rows ``rows`` of a CSR list."""
+    start, stop = ptr[rows], ptr[np.asarray(rows) + 1]
+    lens = stop - start
+    new_ptr = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=new_ptr[1:])
+    idx = np.repeat(start - new_ptr[:-1], lens) + np.arange(new_ptr[-1], dtype=np.int64)
+    return new_ptr, idx
+
+
+def _row_of(ptr):
+    """Row index of each entry of a CSR list."""
+    return np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+
+
+def _first_codes(values):
+    """Codes 0, 1, ... of ``values`` in the order of first appearance; and the values by code."""
+    values = np.asarray(values)
+    if values.size == 0:
+        return np.zeros(0, dtype=np.int64), values[:0]
+    uniq, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(len(uniq), dtype=np.int64)
+    return rank[inv.reshape(-1)], uniq[order]
+
+
+def _codes_of(gids):
+    """int32 codes of interned values by first appearance; -1 stays -1 (``_codes``)."""
+    out = np.full(len(gids), -1, dtype=np.int32)
+    ok = gids >= 0
+    out[ok] = _first_codes(gids[ok])[0]
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class MentionEncoding:
+    """The per-mention part of the encoding of a set of mentions (any blocks), given a vocabulary.
+
+    Everything :func:`assemble_block` needs to build the :class:`EncodedBlock` of any
+    subset of the mentions, as numpy arrays only (strings interned in sorted tables), so
+    it can be saved (``coref.outputs.write_encodings``) and reused (``coref add``).
+
+    Attributes
+    ----------
+    mention_id : ndarray of str, shape (n,)
+    arrays : dict of str -> ndarray
+        CSR lists ``<p>_ptr`` (int64, shape (n + 1,)) and ``<p>_ids`` (int32) for ``p`` in
+        ``co`` (normalised coauthor names, sorted per mention), ``ti``, ``ve``, ``af``,
+        ``ab``, ``kw`` (L2-normalised TF-IDF rows, float64 ``<p>_w``: the vocabulary's
+        words by column id (< V, its size), then the words it never saw as ids ``V + k``
+        (the k-th word of the sorted table ``u_<field>``), ascending), ``vw`` (venue words), ``ck`` (coauthors
+        keyed by initial + last name in order of appearance, with ``ck_fn`` their full
+        first name or -1) and ``fs`` (full first names of the coauthors in order of
+        appearance); int32 arrays of shape (n,) ``year``, ``first_init``, ``init_len``,
+        ``init_code``, ``mid_init``, ``first0`` (code point of the first name's first
+        letter, -1), ``middle`` (1 if the name has 3+ parts), and the table ids
+        ``first_g``, ``given_g``, ``venue_g``, ``affil_g``, ``acr_g`` (venue acronym)
+        (-1 = none); float64 ``topic`` of shape (n, n_topics).
+    tables : dict of str -> ndarray of str
+        Sorted unique strings (``co``, ``vtok``, ``ck``, ``fn``, ``first``, ``given``,
+        ``venue``, ``affil``, ``u_title``, ``u_venue``, ``u_affiliation``,
+        ``u_abstract``, ``u_keywords``).
+    n_vocab : dict of str -> int
+        V, the vocabulary's number of words per TF-IDF field.
+    n_topics : int
+    """
+
+    mention_id: np.ndarray
+    arrays: dict
+    tables: dict
+    n_vocab: dict
+    n_topics: int
+
+    def __len__(self) -> int:
+        return len(self.mention_id)
+
+    def take(self, rows) -> "MentionEncoding":
+        """The encoding of the mentions ``rows`` (int positions, in that order); tables shared."""
+        rows = np.asarray(rows, dtype=np.int64)
+        a = self.arrays
+        out = {}
+        for p, extra in _ME_CSR.items():
+            ptr, idx = _take_csr(a[f"{p}_ptr"], rows)
+            out[f"{p}_ptr"] = ptr
+            for name in ("ids",) + extra:
+                out[f"{p}_{name}"] = a[f"{p}_{name}"][idx]
+        for name in _ME_INT + ("topic",):
+            out[name] = a[name][rows]
+        return MentionEncoding(self.mention_id[rows], out, self.tables, self.n_vocab, self.n_topics)
+
+    def compact(self) -> "MentionEncoding":
+        """The same encoding with every table cut down to the strings it uses (smaller to ship)."""
+        a = dict(self.arrays)
+        tables = dict(self.tables)
+        for t, refs in _ME_REFS.items():
+            used = np.unique(np.concatenate([a[r][a[r] >= 0] for r in refs]).astype(np.int64))
+            tables[t] = self.tables[t][used]
+            for r in refs:
+                v = a[r].copy()
+                v[v >= 0] = np.searchsorted(used, v[v >= 0])
+                a[r] = v
+        for f, p in _TEXT_PREFIX.items():
+            V = self.n_vocab[f]
+            ids = a[f"{p}_ids"]
+            unseen = ids >= V
+            used = np.unique(ids[unseen].astype(np.int64) - V)
+            tables[f"u_{f}"] = self.tables[f"u_{f}"][used]
+            ids = ids.copy()
+            ids[unseen] = V + np.searchsorted(used, ids[unseen].astype(np.int64) - V)
+            a[f"{p}_ids"] = ids
+        return MentionEncoding(self.mention_id, a, tables, self.n_vocab, self.n_topics)
+
+    @classmethod
+    def concat(cls, parts) -> "MentionEncoding":
+        """One encoding of the mentions of ``parts`` in order (tables merged, ids remapped).
+
+        Raises
+        ------
+        ValueError
+            If the parts come from different vocabularies (sizes or topic dimensions differ).
+        """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("concat needs at least one MentionEncoding")
+        first = parts[0]
+        for p in parts[1:]:
+            if p.n_vocab != first.n_vocab or p.n_topics != first.n_topics:
+                raise ValueError("cannot concatenate encodings of different vocabularies "
+                                 f"({p.n_vocab}, {p.n_topics} topics vs {first.n_vocab}, {first.n_topics})")
+        tables, remap = {}, []
+        for t in list(_ME_REFS) + [f"u_{f}" for f in _TEXT_PREFIX]:
+            union = np.unique(np.concatenate([p.tables[t] for p in parts]))
+            tables[t] = union if union.size else _EMPTY_TABLE
+        out = {}
+        for name in [f"{p}_ptr" for p in _ME_CSR]:
+            ptrs = [p.arrays[name] for p in parts]
+            offs = np.cumsum([0] + [int(x[-1]) for x in ptrs[:-1]])
+            out[name] = np.concatenate([ptrs[0][:1]] + [x[1:] + o for x, o in zip(ptrs, offs)])
+        table_of = {r: t for t, refs in _ME_REFS.items() for r in refs}
+        for p_ in parts:
+            remap.append({t: np.searchsorted(tables[t], p_.tables[t]).astype(np.int32) for t in tables})
+        names = [f"{p}_{v}" for p, extra in _ME_CSR.items() for v in ("ids",) + extra] + list(_ME_INT) + ["topic"]
+        text_of = {f"{p}_ids": f for f, p in _TEXT_PREFIX.items()}
+        for name in names:
+            vals = []
+            for p_, rm in zip(parts, remap):
+                v = p_.arrays[name]
+                if name in table_of:
+                    m = rm[table_of[name]]
+                    v = np.where(v >= 0, m[np.maximum(v, 0)] if len(m) else -1, v).astype(v.dtype)
+                elif name in text_of:
+                    f = text_of[name]
+                    V = first.n_vocab[f]
+                    m = rm[f"u_{f}"]
+                    v = v.copy()
+                    un = v >= V
+                    v[un] = V + m[v[un] - V]
+                vals.append(v)
+            out[name] = np.concatenate(vals)
+        mids = np.concatenate([p.mention_id for p in parts])
+        return cls(mids, out, tables, dict(first.n_vocab), first.n_topics)
+
+    def validate(self, vocabulary: "Vocabulary | None" = None, *, where: str = "encoding") -> None:
+        """Check every array and table (names, dtypes, shapes, ranges) against each other.
+
+        Parameters
+        ----------
+        vocabulary : Vocabulary or None
+            When given, ``n_vocab`` and ``n_topics`` must be its sizes.
+        where : str
+            Named in the error messages (e.g. the file read).
+
+        Raises
+        ------
+        ValueError
+            Naming ``where`` and the first field that is missing or inconsistent.
+        """
+        def bad(msg):
+            raise ValueError(f"{where}: {msg}")
+
+        n = len(self.mention_id)
+        if self.mention_id.ndim != 1 or self.mention_id.dtype.kind not in "UO":
+            bad("mention_id must be a 1-D array of strings")
+        if len(set(self.mention_id.tolist())) != n:
+            bad("mention_id values repeat")
+        if not isinstance(self.n_topics, int) or self.n_topics < 0:
+            bad(f"n_topics must be an int >= 0; got {self.n_topics!r}")
+        if set(self.n_vocab) != set(_TEXT_PREFIX) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in self.n_vocab.values()):
+            bad(f"n_vocab must map {sorted(_TEXT_PREFIX)} to ints >= 0; got {self.n_vocab!r}")
+        if vocabulary is not None:
+            want = {f: vocabulary.n_words(f) for f in _TEXT_PREFIX}
+            if want != self.n_vocab or vocabulary.n_topics != self.n_topics:
+                bad(f"made with another vocabulary (sizes {self.n_vocab}, {self.n_topics} topics; the model's "
+                    f"{want}, {vocabulary.n_topics} topics)")
+        want_tables = list(_ME_REFS) + [f"u_{f}" for f in _TEXT_PREFIX]
+        if set(self.tables) != set(want_tables):
+            bad(f"tables must be {sorted(want_tables)}; got {sorted(self.tables)}")
+        for t in want_tables:
+            v = self.tables[t]
+            if not isinstance(v, np.ndarray) or v.ndim != 1 or v.dtype.kind != "U":
+                bad(f"table {t!r} must be a 1-D unicode array")
+            if len(v) > 1 and not bool(np.all(v[1:] > v[:-1])):
+                bad(f"table {t!r} must be sorted without repeats")
+        a = self.arrays
+
+        def arr(name, dtype, shape=None):
+            v = a.get(name)
+            if not isinstance(v, np.ndarray) or v.dtype != np.dtype(dtype):
+                bad(f"array {name!r} must be a {np.dtype(dtype).name} array; got "
+                    f"{getattr(v, 'dtype', type(v).__name__)}")
+            if shape is not None and v.shape != shape:
+                bad(f"array {name!r} has shape {v.shape}, expected {shape}")
+            return v
+
+        want_arrays = ({f"{p}_{x}" for p, extra in _ME_CSR.items() for x in ("ptr", "ids") + extra}
+                       | set(_ME_INT) | {"topic"})
+        if set(a) != want_arrays:
+            bad(f"arrays differ from the layout: missing {sorted(want_arrays - set(a))}, "
+                f"unexpected {sorted(set(a) - want_arrays)}")
+        for p, extra in _ME_CSR.items():
+            ptr = arr(f"{p}_ptr", np.int64, (n + 1,))
+            if ptr[0] != 0 or np.any(np.diff(ptr) < 0):
+                bad(f"array '{p}_ptr' must start at 0 and never decrease")
+            nnz = int(ptr[-1])
+            ids = arr(f"{p}_ids", np.int32, (nnz,))
+            if p == "ck":
+                arr("ck_fn", np.int32, (nnz,))
+            if p in _TEXT_PREFIX.values():
+                w = arr(f"{p}_w", np.float64, (nnz,))
+                if not np.all(np.isfinite(w)) or np.any(w <= 0):
+                    bad(f"array '{p}_w' must hold finite weights > 0")
+        for name in _ME_INT:
+            arr(name, np.int32, (n,))
+        topic = arr("topic", np.float64, (n, self.n_topics))
+        if not np.all(np.isfinite(topic)):
+            bad("array 'topic' must be finite")
+        for t, refs in _ME_REFS.items():
+            size = len(self.tables[t])
+            for r in refs:
+                v = a[r]
+                lo = 0 if r.endswith("_ids") else -1
+                if v.size and (v.min() < lo or v.max() >= size):
+                    bad(f"array {r!r} indexes outside table {t!r} (size {size})")
+        for f, p in _TEXT_PREFIX.items():
+            v = a[f"{p}_ids"]
+            top = self.n_vocab[f] + len(self.tables[f"u_{f}"])
+            if v.size and (v.min() < 0 or v.max() >= top):
+                bad(f"array '{p}_ids' has column ids outside [0, {top})")
+
+
+def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> MentionEncoding:
+    """The per-mention part of the encoding of ``df`` (any number of blocks), in one batch.
+
+    ``assemble_block(encode_parts(df, voc).take(rows))`` equals
+    ``encode_mentions(df.iloc[rows], voc)`` array for array, bit for bit, for the rows
+    of any one block.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame of shape (n_mentions, ...)
+        Mentions (columns as for :func:`encode_mentions`), of one or many blocks.
+    vocabulary : Vocabulary or None
+        Fitted TF-IDF and topic statistics; ``None`` fits one on ``df`` itself.
+
+    Returns
+    -------
+    MentionEncoding
+
+    Raises
+    ------
+    ValueError
+        If a required column is missing.
+    TypeError
+        If ``df`` is not a DataFrame.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__} instead")
+    missing = [c for c in _REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(f"df is missing the mention column(s) {missing}")
+    voc = Vocabulary.fit(df) if vocabulary is None else vocabulary
+    n = len(df)
+    arrays, tables, n_vocab = {}, {}, {}
+
+    # coauthors: normalised names (hyphens dropped), sorted per mention
+    co_raw = []
+    for co in df["coauthors"].tolist():
+        if co is None or (not isinstance(co, (list, tuple, np.ndarray))):
+            co = []
+        co_raw.append([a for a in co if isinstance(a, str)])
+    co_lists = [sorted({k for k in (normalize_name(a).replace("-", "") for a in co) if k}) for co in co_raw]
+    tables["co"], arrays["co_ptr"], arrays["co_ids"] = _intern_lists(co_lists)
+
+    # TF-IDF rows of the whole batch at once (a row does not depend on the other rows);
+    # unseen words are numbered per block at assembly
+    for f, p in _TEXT_PREFIX.items():
+        ptr, col, val, unseen = voc._count_rows(f, _field_texts(df, f))
+        n_vocab[f] = voc.n_words(f)
+        arrays[f"{p}_ptr"], arrays[f"{p}_ids"], arrays[f"{p}_w"] = ptr, col.astype(np.int32), val
+        tables[f"u_{f}"] = np.array(unseen, dtype=str) if len(unseen) else _EMPTY_TABLE
+
+    venue_words = [words(v) for v in df["venue"].tolist()]
+    affil_words = [words(a, stop=_AFFIL_STOP) for a in df["affiliation"].tolist()]
+    tables["venue"], arrays["venue_g"] = _intern([" ".join(w) for w in venue_words])
+    tables["affil"], arrays["affil_g"] = _intern([" ".join(w) for w in affil_words])
+    acr = [_acronym(ws) for ws in venue_words]
+    vsets = [sorted(set(ws)) for ws in venue_words]
+    tables["vtok"] = _str_table([a for a in acr if a] + [w for ws in vsets for w in ws])
+    _, arrays["vw_ptr"], arrays["vw_ids"] = _intern_lists(vsets, tables["vtok"])
+    pos = {s: i for i, s in enumerate(tables["vtok"].tolist())}
+    arrays["acr_g"] = np.fromiter((pos[a] if a else -1 for a in acr), dtype=np.int32, count=n)
+
+    years = pd.array(df["year"], dtype="Int64")
+    year = np.asarray(years.fillna(-1).to_numpy(dtype=np.int64), dtype=np.int32)
+    year[year < 0] = -1
+    arrays["year"] = year
+
+    # names: full first name, initials (packed, 5 bits each), full given names
+    names = df["name"].tolist()
+    parts = [_name_parts(name) for name in names]
+    firsts = [p[0] for p in parts]
+    tables["first"], arrays["first_g"] = _intern(firsts)
+    tables["given"], arrays["given_g"] = _intern([p[2] for p in parts])
+    arrays["first0"] = np.asarray([ord(f[0]) if f else -1 for f in firsts], dtype=np.int32)
+    arrays["first_init"] = np.asarray([ord(p[1][0]) if p[1] else -1 for p in parts], dtype=np.int32)
+    arrays["init_len"] = np.asarray([len(p[1]) for p in parts], dtype=np.int32)
+    arrays["init_code"] = np.asarray(
+        [sum((ord(ch) - 96) << (5 * (len(p[1]) - 1 - k)) for k, ch in enumerate(p[1])) for p in parts],
+        dtype=np.int32)
+    arrays["mid_init"] = np.asarray([ord(p[1][1]) if len(p[1]) >= 2 else -1 for p in parts], dtype=np.int32)
+    arrays["middle"] = np.asarray([len(normalize_name(name).split()) >= 3 for name in names], dtype=np.int32)
+
+    # coauthors keyed by first initial + last name (in order of appearance), with the full
+    # first name when known (None: missing, or two different full names); and every full
+    # first name in order of appearance (the block codes them in that order)
+    ck_rows, fs_rows = [], []
+    for co in co_raw:
+        row, fs = {}, {}
+        for a in co:
+            key, first = _coauthor_key(a)
+            if not key:
+                continue
+            val = first or None
+            if first:
+                fs.setdefault(first, None)
+            row[key] = val if key not in row or row[key] == val else None
+        ck_rows.append(row)
+        fs_rows.append(list(fs))
+    tables["ck"], arrays["ck_ptr"], arrays["ck_ids"] = _intern_lists([list(r) for r in ck_rows])
+    tables["fn"], arrays["fs_ptr"], arrays["fs_ids"] = _intern_lists(fs_rows)
+    fpos = {s: i for i, s in enumerate(tables["fn"].tolist())}
+    arrays["ck_fn"] = np.fromiter((-1 if v is None else fpos[v] for r in ck_rows for v in r.values()),
+                                  dtype=np.int32, count=len(arrays["ck_ids"]))
+
+    T = voc.topics(df)
+    arrays["topic"] = np.ascontiguousarray(T, dtype=np.float64).reshape(n, T.shape[1])
+    mids = np.array([str(m) for m in df["mention_id"].tolist()], dtype=object)
+    return MentionEncoding(mids, arrays, tables, n_vocab, int(T.shape[1]))
+
+
+def _csr_sorted(n, row, ids, *values, pads=()):
+    """CSR (ptr int64, ids int32 + pad 0, values + pads) of entries sorted by (row, id)."""
+    order = np.lexsort((ids, row))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n)[:n], out=ptr[1:])
+    out = [ptr, np.concatenate([ids[order].astype(np.int32), np.zeros(1, np.int32)])]
+    for v, pad in zip(values, pads):
+        out.append(np.concatenate([v[order], np.full(1, pad, dtype=v.dtype)]))
+    return out
+
+
+def _root_labels(n, u, v):
+    """Connected components of the graph on ``n`` nodes with edges (u[k], v[k]): the smallest
+    node of each node's component (hooking of roots and pointer jumping, numpy only)."""
+    label = np.arange(n, dtype=np.int64)
+    if len(u) == 0:
+        return label
+    while True:
+        lu, lv = label[u], label[v]
+        m = np.minimum(lu, lv)
+        new = label.copy()
+        np.minimum.at(new, lu, m)            # the larger root hooks under the smaller
+        np.minimum.at(new, lv, m)
+        while True:                          # pointer jumping until every node points at a root
+            nxt = new[new]
+            if np.array_equal(nxt, new):
+                break
+            new = nxt
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
+def _components_csr(ptr, ids, min_shared):
+    """Connected components of mentions linked by >= ``min_shared`` shared tokens (CSR token sets).
+
+    For ``min_shared == 1`` each mention is linked to the first mention holding each of its
+    tokens (the same components as the shared-token graph); otherwise the pairs of
+    mentions sharing a token are counted over the tokens. Returns int32 labels in
+    ``[0, n)``, numbered in the order of each component's first mention.
+    """
+    n = len(ptr) - 1
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    nnz = int(ptr[-1])
+    if nnz == 0:
+        return np.arange(n, dtype=np.int32)
+    tok = ids[:nnz]
+    row = _row_of(ptr)
+    _, first, inv = np.unique(tok, return_index=True, return_inverse=True)
+    if len(first) == nnz:                                # no token shared: every mention alone
+        return np.arange(n, dtype=np.int32)
+    if min_shared <= 1:
+        u, v = row, row[first][inv.reshape(-1)]
+    else:
+        order = np.lexsort((row, tok))
+        t, r = tok[order], row[order]
+        start = np.searchsorted(t, t, side="left")
+        end = np.searchsorted(t, t, side="right")
+        later = end - np.arange(nnz) - 1              # members after this one in its token group
+        a = np.repeat(np.arange(nnz), later)
+        offs = np.arange(len(a)) - np.repeat(np.cumsum(later) - later, later)
+        b = a + 1 + offs
+        del start
+        keys = r[a] * n + r[b]                        # rows ascending within a group: r[a] < r[b]
+        keys, counts = np.unique(keys, return_counts=True)
+        keys = keys[counts >= min_shared]
+        u, v = keys // n, keys % n
+    return _first_codes(_root_labels(n, u, v))[0].astype(np.int32)
+
+
+def _components(token_lists, min_shared):
+    """Connected components of mentions (token lists) linked by >= ``min_shared`` shared tokens.
+
+    Returns int32 labels in ``[0, n)``, numbered in the order of each component's first
+    mention (see :func:`_components_csr`).
+    """
+    _, ptr, ids = _intern_lists([sorted(set(map(str, t))) for t in token_lists])
+    return _components_csr(ptr, ids, min_shared)
+
+
+def _profiles(comp, ptr, ids, w, *, top):
+    """Per-component profiles: summed member weights, top ``top`` ids, L2-normalised.
+
+    Returns CSR (ptr, ids, w) with one row per mention index; row r is the profile
+    of the component labelled r (empty for unused labels). Sums run in the order of
+    the mentions (and of the words within a mention), the norm in the order of the
+    profile's words, so the result does not depend on how it is computed.
+    """
+    n = len(comp)
+    nnz = int(ptr[-1])
+    if nnz == 0:
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(1, np.int32), np.zeros(1)
+    c = comp[_row_of(ptr)].astype(np.int64)
+    k = ids[:nnz].astype(np.int64)
+    width = int(k.max()) + 1
+    key, inv = np.unique(c * width + k, return_inverse=True)
+    val = np.bincount(inv.reshape(-1), weights=w[:nnz])       # sequential sums, mention order
+    kc, kid = key // width, key % width
+    order = np.lexsort((kid, -val, kc))                        # per component: largest first, then id
+    kc, kid, val = kc[order], kid[order], val[order]
+    starts = np.searchsorted(kc, kc, side="left")
+    keep = (np.arange(len(kc)) - starts) < top
+    kc, kid, val = kc[keep], kid[keep], val[keep]
+    bounds = np.flatnonzero(np.r_[True, kc[1:] != kc[:-1], True])
+    sq = (val * val).tolist()
+    norms = np.array([math.sqrt(sum(sq[s:e])) for s, e in zip(bounds[:-1], bounds[1:])])
+    vnorm = val / np.repeat(norms, np.diff(bounds))
+    return _csr_sorted(n, kc, kid, vnorm, pads=(0.0,))
+
+
+def _coherence(n, ptr, ids, w):
+    """Squared norm of the summed rows over the squared number of non-empty rows (0 if none)."""
+    rows = int(np.count_nonzero(np.diff(ptr[:n + 1])))
+    if not rows:
+        return 0.0
+    nnz = int(ptr[-1])
+    codes, _ = _first_codes(ids[:nnz])
+    acc = np.bincount(codes, weights=w[:nnz])                 # word sums in order of first appearance
+    return float(sum((acc * acc).tolist()) / (rows ** 2))
+
+
+def assemble_block(enc: MentionEncoding) -> EncodedBlock:
+    """The :class:`EncodedBlock` of one block from the per-mention encoding of its mentions.
+
+    Parameters
+    ----------
+    enc : MentionEncoding
+        The mentions of ONE block, in block row order (e.g. ``encode_parts(df).take(rows)``).
+
+    Returns
+    -------
+    EncodedBlock
+        Equal, array for array, to ``encode_mentions`` of the same rows.
+    """
+    a = enc.arrays
+    n = len(enc)
+
+    # coauthors: block-local ids in order of first appearance, block-local IDF
+    co_row = _row_of(a["co_ptr"])
+    co_code, _ = _first_codes(a["co_ids"])
+    dfreq = np.bincount(co_code) if len(co_code) else np.zeros(0, np.int64)
+    idf = {d: math.log((1.0 + n) / (1.0 + d)) + 1.0 for d in set(dfreq.tolist())}
+    co_wc = np.array([idf[d] for d in dfreq.tolist()], dtype=np.float64)
+    co_ptr, co_ids, co_w = _csr_sorted(n, co_row, co_code, co_wc[co_code], pads=(0.0,))
+
+    # TF-IDF rows: unseen words get block-local columns V, V + 1, ... (sorted)
+    text = {p: _tfidf_block(a[f"{p}_ptr"], a[f"{p}_ids"].astype(np.int64), a[f"{p}_w"], enc.n_vocab[f])
+            for f, p in _TEXT_PREFIX.items()}
+    ti_ptr, ti_ids, ti_w = text["ti"]
+    ve_ptr, ve_ids, ve_w = text["ve"]
+    af_ptr, af_ids, af_w = text["af"]
+
+    venue_id = _codes_of(a["venue_g"])
+    affil_id = _codes_of(a["affil_g"])
+    # venue acronyms: codes in order of first appearance; venue words that are acronyms of the
+    # block, numbered (as the reference does) by first appearance among those lists
+    acr_g = a["acr_g"]
+    has = acr_g >= 0
+    acr_code, acr_vals = _first_codes(acr_g[has])
+    va_ptr, va_ids, va_w = _csr_sorted(n, np.flatnonzero(has), acr_code, np.ones(len(acr_code)), pads=(0.0,))
+    vw_row, vw = _row_of(a["vw_ptr"]), a["vw_ids"]
+    sorted_acr = np.sort(acr_vals)
+    code_of_sorted = np.empty(len(acr_vals), dtype=np.int64)
+    code_of_sorted[np.searchsorted(sorted_acr, acr_vals)] = np.arange(len(acr_vals))
+    at = np.searchsorted(sorted_acr, vw)
+    hit = (at < len(sorted_acr)) & (sorted_acr[np.minimum(at, max(len(sorted_acr) - 1, 0))] == vw) \
+        if len(sorted_acr) else np.zeros(len(vw), bool)
+    vrow, vcode = vw_row[hit], code_of_sorted[at[hit]]
+    o = np.lexsort((vcode, vrow))
+    vt_code, _ = _first_codes(vcode[o])
+    vt_ptr, vt_ids, vt_w = _csr_sorted(n, vrow[o], vt_code, np.ones(len(vt_code)), pads=(0.0,))
+
+    year = a["year"].copy()
+
+    first_g = a["first_g"]
+    first_code = _codes_of(first_g)
+    given_code = _codes_of(a["given_g"])
+    first_init = a["first_init"].copy()
+    name_rarity = np.zeros(n, dtype=np.float64)
+    ok = first_g >= 0
+    if ok.any():
+        _, inv, cnt = np.unique(first_g[ok], return_inverse=True, return_counts=True)
+        rar = {c: -math.log(c / n) for c in set(cnt.tolist())}
+        name_rarity[ok] = np.array([rar[c] for c in cnt.tolist()])[inv.reshape(-1)]
+    # distinct full first names per initial letter
+    amb = {}
+    if ok.any():
+        width = len(enc.tables["first"]) + 1
+        pairs = np.unique(a["first0"][ok].astype(np.int64) * width + first_g[ok])   # distinct (letter, name)
+        letters, counts = np.unique(pairs // width, return_counts=True)
+        amb = dict(zip(letters.tolist(), counts.tolist()))
+    logs = {c: math.log(1.0 + c) for c in set(amb.values()) | {0}}
+    init_amb = np.array([logs[amb.get(i, 0)] if i >= 0 else 0.0 for i in first_init.tolist()], dtype=np.float64)
+
+    comp1 = _components_csr(a["co_ptr"], a["co_ids"], 1)
+    comp2 = _components_csr(a["co_ptr"], a["co_ids"], 2)
+    comp3 = _components_csr(a["ck_ptr"], a["ck_ids"], 1)
+    # coauthors keyed by initial + last name: block codes in order of appearance
+    ck_code, _ = _first_codes(a["ck_ids"])
+    fs_code, fs_vals = _first_codes(a["fs_ids"])
+    fn_code = np.full(len(enc.tables["fn"]) + 1, -1, dtype=np.int64)
+    fn_code[fs_vals] = np.arange(len(fs_vals))
+    ck_fn_code = fn_code[a["ck_fn"]]                       # -1 -> the last entry, -1
+    ck_ptr, ck_ids, ck_fn = _csr_sorted(n, _row_of(a["ck_ptr"]), ck_code, ck_fn_code.astype(np.int32), pads=(-1,))
+    ck_w = np.ones(len(ck_ids), dtype=np.float64)
+
+    comp1_logsize = np.log(np.bincount(comp1, minlength=max(n, 1))[comp1].astype(np.float64))
+    pt = _profiles(comp1, ti_ptr, ti_ids, ti_w, top=80)
+    pv = _profiles(comp1, ve_ptr, ve_ids, ve_w, top=25)
+    pa = _profiles(comp1, af_ptr, af_ids, af_w, top=25)
+    comp_ymin = np.full(n, -1, dtype=np.int32)
+    comp_ymax = np.full(n, -1, dtype=np.int32)
+    hasy = year >= 0
+    if hasy.any():
+        big = np.iinfo(np.int32).max
+        lo = np.full(n, big, dtype=np.int32)
+        np.minimum.at(lo, comp1[hasy], year[hasy])
+        hi = np.full(n, -1, dtype=np.int32)
+        np.maximum.at(hi, comp1[hasy], year[hasy])
+        comp_ymin = np.where(lo == big, -1, lo).astype(np.int32)
+        comp_ymax = hi
+
+    # topic vectors of the mentions and of the comp1 components (rows by label)
+    T = a["topic"]
+    k_topics = T.shape[1]
+    CT = np.zeros_like(T)
+    if k_topics and n:
+        np.add.at(CT, comp1, T)
+        norms = np.sqrt((CT * CT).sum(axis=1))
+        CT[norms > 0] /= norms[norms > 0, None]
+    topic = np.concatenate([T.ravel(), [0.0]])
+    comp_topic = np.concatenate([CT.ravel(), [0.0]])
+
+    n_middle = int(a["middle"].sum())
+    block_stats = (
+        float(len(np.unique(comp1)) / n) if n else 0.0,
+        _coherence(n, ti_ptr, ti_ids, ti_w),
+        _coherence(n, ve_ptr, ve_ids, ve_w),
+        _coherence(n, af_ptr, af_ids, af_w),
+        float(n_middle / n) if n else 0.0,
+    )
+    ab_ptr, ab_ids, ab_w = text["ab"]
+    kw_ptr, kw_ids, kw_w = text["kw"]
+    return EncodedBlock(
+        n=n, co_ptr=co_ptr, co_ids=co_ids, co_w=co_w,
+        ti_ptr=ti_ptr, ti_ids=ti_ids, ti_w=ti_w,
+        ve_ptr=ve_ptr, ve_ids=ve_ids, ve_w=ve_w,
+        af_ptr=af_ptr, af_ids=af_ids, af_w=af_w,
+        venue_id=venue_id, affil_id=affil_id, year=year,
+        first_code=first_code, first_init=first_init,
+        comp1=comp1, comp2=comp2, comp1_logsize=comp1_logsize,
+        pt_ptr=pt[0], pt_ids=pt[1], pt_w=pt[2], pv_ptr=pv[0], pv_ids=pv[1], pv_w=pv[2],
+        pa_ptr=pa[0], pa_ids=pa[1], pa_w=pa[2], comp_ymin=comp_ymin, comp_ymax=comp_ymax,
+        comp3=comp3, ck_ptr=ck_ptr, ck_ids=ck_ids, ck_w=ck_w, ck_fn=ck_fn,
+        init_code=a["init_code"].copy(), init_len=a["init_len"].copy(), mid_init=a["mid_init"].copy(),
+        given_code=given_code, name_rarity=name_rarity, init_amb=init_amb,
+        ab_ptr=ab_ptr, ab_ids=ab_ids, ab_w=ab_w, kw_ptr=kw_ptr, kw_ids=kw_ids, kw_w=kw_w,
+        va_ptr=va_ptr, va_ids=va_ids, va_w=va_w, vt_ptr=vt_ptr, vt_ids=vt_ids, vt_w=vt_w,
+        n_topics=int(k_topics), topic=topic, comp_topic=comp_topic,
+        block_stats=block_stats,
+        mention_id=tuple(str(m) for m in enc.mention_id.tolist()),
+    )
+
+
 def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> EncodedBlock:
     """Encode the mentions of one block for the compiled factor kernel.
+
+    Equivalent to ``assemble_block(encode_parts(df, vocabulary))``.
 
     Parameters
     ----------
@@ -705,150 +1444,4 @@ def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> E
     TypeError
         If ``df`` is not a DataFrame.
     """
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__} instead")
-    missing = [c for c in _REQUIRED if c not in df.columns]
-    if missing:
-        raise ValueError(f"df is missing the mention column(s) {missing}")
-    voc = Vocabulary.fit(df) if vocabulary is None else vocabulary
-    n = len(df)
-
-    # coauthors: normalised names (hyphens dropped), block-local IDF
-    co_raw = []
-    for co in df["coauthors"].tolist():
-        if co is None or (not isinstance(co, (list, tuple, np.ndarray))):
-            co = []
-        co_raw.append([a for a in co if isinstance(a, str)])
-    co_lists = [sorted({k for k in (normalize_name(a).replace("-", "") for a in co) if k}) for co in co_raw]
-    dfreq = {}
-    for toks in co_lists:
-        for t in toks:
-            dfreq[t] = dfreq.get(t, 0) + 1
-    co_ptr, co_ids, co_w = _csr(
-        co_lists, lambda t, c: math.log((1.0 + n) / (1.0 + dfreq[t])) + 1.0, normalise=False)
-
-    ti_ptr, ti_ids, ti_w = _from_sparse(voc.tfidf("title", _field_texts(df, "title")))
-    ve_ptr, ve_ids, ve_w = _from_sparse(voc.tfidf("venue", _field_texts(df, "venue")))
-    af_ptr, af_ids, af_w = _from_sparse(voc.tfidf("affiliation", _field_texts(df, "affiliation")))
-    ab_ptr, ab_ids, ab_w = _from_sparse(voc.tfidf("abstract", _field_texts(df, "abstract")))
-    kw_ptr, kw_ids, kw_w = _from_sparse(voc.tfidf("keywords", _field_texts(df, "keywords")))
-    venue_words = [words(v) for v in df["venue"].tolist()]
-    affil_words = [words(a, stop=_AFFIL_STOP) for a in df["affiliation"].tolist()]
-    venue_id = _codes([" ".join(w) for w in venue_words])
-    affil_id = _codes([" ".join(w) for w in affil_words])
-    # venue acronyms ("international conference data engineering" -> "icde") vs venue words
-    acr_codes = {}
-    va = [[acr_codes.setdefault(a, len(acr_codes))] if (a := _acronym(ws)) else [] for ws in venue_words]
-    vt = [sorted({acr_codes[w] for w in ws if w in acr_codes}) for ws in venue_words]
-    va_ptr, va_ids, va_w = _csr(va, lambda t, c: 1.0, normalise=False)
-    vt_ptr, vt_ids, vt_w = _csr(vt, lambda t, c: 1.0, normalise=False)
-
-    years = pd.array(df["year"], dtype="Int64")
-    year = np.asarray(years.fillna(-1).to_numpy(dtype=np.int64), dtype=np.int32)
-    year[year < 0] = -1
-
-    # names: full first name, initials (packed, 5 bits each), full given names
-    parts = [_name_parts(name) for name in df["name"].tolist()]
-    firsts = [p[0] for p in parts]
-    first_code = _codes(firsts)
-    first_init = np.asarray([ord(p[1][0]) if p[1] else -1 for p in parts], dtype=np.int32)
-    init_len = np.asarray([len(p[1]) for p in parts], dtype=np.int32)
-    init_code = np.asarray([sum((ord(ch) - 96) << (5 * (len(p[1]) - 1 - k)) for k, ch in enumerate(p[1]))
-                            for p in parts], dtype=np.int32)
-    mid_init = np.asarray([ord(p[1][1]) if len(p[1]) >= 2 else -1 for p in parts], dtype=np.int32)
-    given_code = _codes([p[2] for p in parts])
-    first_count = pd.Series(firsts).value_counts()
-    name_rarity = np.asarray([-math.log(first_count[f] / n) if f else 0.0 for f in firsts], dtype=np.float64)
-    full_by_init = {}
-    for f in firsts:
-        if f:
-            full_by_init.setdefault(f[0], set()).add(f)
-    init_amb = np.asarray([math.log(1.0 + len(full_by_init.get(p[1][0], ()))) if p[1] else 0.0 for p in parts],
-                          dtype=np.float64)
-
-    comp1 = _components(co_lists, 1)
-    comp2 = _components(co_lists, 2)
-    # coauthors keyed by first initial + last name, with the full first name when known
-    ck_keys, fn_of = {}, {}
-    init_lists = []
-    for co in co_raw:
-        row = {}
-        for a in co:
-            key, first = _coauthor_key(a)
-            if not key:
-                continue
-            fc = fn_of.setdefault(first, len(fn_of)) if first else -1
-            row[key] = fc if key not in row or row[key] == fc else -1  # two full names: unknown
-        init_lists.append(row)
-    comp3 = _components([sorted(r) for r in init_lists], 1)
-    ck_ptr = np.zeros(n + 1, dtype=np.int64)
-    ck_rows = []
-    for r, row in enumerate(init_lists):
-        items = sorted((ck_keys.setdefault(k, len(ck_keys)), fc) for k, fc in row.items())
-        ck_rows.extend(items)
-        ck_ptr[r + 1] = len(ck_rows)
-    ck_ids = np.asarray([k for k, _ in ck_rows] + [0], dtype=np.int32)
-    ck_fn = np.asarray([fc for _, fc in ck_rows] + [-1], dtype=np.int32)
-    ck_w = np.ones(len(ck_rows) + 1, dtype=np.float64)
-
-    comp1_logsize = np.log(np.bincount(comp1, minlength=max(n, 1))[comp1].astype(np.float64))
-    pt = _profiles(comp1, ti_ptr, ti_ids, ti_w, top=80)
-    pv = _profiles(comp1, ve_ptr, ve_ids, ve_w, top=25)
-    pa = _profiles(comp1, af_ptr, af_ids, af_w, top=25)
-    comp_ymin = np.full(n, -1, dtype=np.int32)
-    comp_ymax = np.full(n, -1, dtype=np.int32)
-    for r in range(n):
-        c, y = comp1[r], year[r]
-        if y >= 0:
-            comp_ymin[c] = y if comp_ymin[c] < 0 else min(comp_ymin[c], y)
-            comp_ymax[c] = max(comp_ymax[c], y)
-
-    # topic vectors of the mentions and of the comp1 components (rows by label)
-    T = voc.topics(df)
-    k_topics = T.shape[1]
-    CT = np.zeros_like(T)
-    if k_topics and n:
-        np.add.at(CT, comp1, T)
-        norms = np.sqrt((CT * CT).sum(axis=1))
-        CT[norms > 0] /= norms[norms > 0, None]
-    topic = np.concatenate([T.ravel(), [0.0]])
-    comp_topic = np.concatenate([CT.ravel(), [0.0]])
-
-    def coherence(ptr, ids, w):
-        rows = [r for r in range(n) if ptr[r + 1] > ptr[r]]
-        if not rows:
-            return 0.0
-        acc = {}
-        for r in rows:
-            for k in range(int(ptr[r]), int(ptr[r + 1])):
-                acc[int(ids[k])] = acc.get(int(ids[k]), 0.0) + float(w[k])
-        return float(sum(v * v for v in acc.values()) / (len(rows) ** 2))
-
-    n_middle = sum(1 for name in df["name"].tolist() if len(normalize_name(name).split()) >= 3)
-    block_stats = (
-        float(len(set(comp1.tolist())) / n) if n else 0.0,
-        coherence(ti_ptr, ti_ids, ti_w),
-        coherence(ve_ptr, ve_ids, ve_w),
-        coherence(af_ptr, af_ids, af_w),
-        float(n_middle / n) if n else 0.0,
-    )
-
-    return EncodedBlock(
-        n=n, co_ptr=co_ptr, co_ids=co_ids, co_w=co_w,
-        ti_ptr=ti_ptr, ti_ids=ti_ids, ti_w=ti_w,
-        ve_ptr=ve_ptr, ve_ids=ve_ids, ve_w=ve_w,
-        af_ptr=af_ptr, af_ids=af_ids, af_w=af_w,
-        venue_id=venue_id, affil_id=affil_id, year=year,
-        first_code=first_code, first_init=first_init,
-        comp1=comp1, comp2=comp2, comp1_logsize=comp1_logsize,
-        pt_ptr=pt[0], pt_ids=pt[1], pt_w=pt[2], pv_ptr=pv[0], pv_ids=pv[1], pv_w=pv[2],
-        pa_ptr=pa[0], pa_ids=pa[1], pa_w=pa[2], comp_ymin=comp_ymin, comp_ymax=comp_ymax,
-        comp3=comp3, ck_ptr=ck_ptr, ck_ids=ck_ids, ck_w=ck_w, ck_fn=ck_fn,
-        init_code=init_code, init_len=init_len, mid_init=mid_init, given_code=given_code,
-        name_rarity=name_rarity, init_amb=init_amb,
-        ab_ptr=ab_ptr, ab_ids=ab_ids, ab_w=ab_w, kw_ptr=kw_ptr, kw_ids=kw_ids, kw_w=kw_w,
-        va_ptr=va_ptr, va_ids=va_ids, va_w=va_w, vt_ptr=vt_ptr, vt_ids=vt_ids, vt_w=vt_w,
-        n_topics=int(k_topics), topic=topic, comp_topic=comp_topic,
-        block_stats=block_stats,
-        mention_id=tuple(str(m) for m in df["mention_id"].tolist()),
-    )
+    return assemble_block(encode_parts(df, vocabulary))

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["BlockResult", "infer_blocks", "executor_context", "single_thread"]
 
@@ -94,24 +95,43 @@ class _EncodedOnce:
 
 
 def _infer_block(block_df, model, *, sampler, fold, block, settings, record_history, initial=None, fixed=None,
-                 margins=False):
+                 margins=False, parts=None):
     """Run Gibbs on one block with its own generator; assumes validated input.
 
     ``initial`` / ``fixed`` (per row of ``block_df``) start Gibbs from given clusters and
     keep some mentions where they are (``coref add``). ``margins``: also return each
     mention's margin (:func:`coref.report.cluster_margins`) from the same encoding.
+    ``parts``: the per-mention encoding of the rows of ``block_df``
+    (:class:`coref.features.MentionEncoding`); the block is then assembled from it
+    (:func:`coref.features.assemble_block`) instead of encoded from the text, and
+    ``block_df`` may be just the rows' mention ids (only its length is used).
     """
     Gibbs = _gibbs_cls()
     kwargs = settings.gibbs_kwargs(sampler)
     gibbs_model = model
-    if margins:
+    mids = None
+    if margins or parts is not None:
         # rows in mention-id order, the order GibbsCoref encodes them in: one encoding for both
-        order = np.argsort(block_df["mention_id"].astype(str).to_numpy(), kind="stable")
-        block_df = block_df.iloc[order].reset_index(drop=True)
+        if parts is None:
+            mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
+        else:
+            mids = np.asarray(parts.mention_id, dtype=object)    # the ids of block_df's rows (checked)
+        order = np.argsort(mids, kind="stable")
+        in_order = bool(np.array_equal(order, np.arange(len(order))))
+        mids = mids[order]
+        if parts is None:
+            block_df = block_df.iloc[order].reset_index(drop=True)
+        else:   # Gibbs reads only the ids and the block; the rest is in parts
+            block_df = pd.DataFrame({"mention_id": mids, "block": np.full(len(mids), block, dtype=object)})
         initial = None if initial is None else np.asarray(initial, dtype=object)[order]
         fixed = None if fixed is None else np.asarray(fixed, dtype=bool)[order]
-        enc = model.encode(block_df)
-        gibbs_model = _EncodedOnce(model, enc, block_df["mention_id"].astype(str).tolist())
+        if parts is None:
+            enc = model.encode(block_df)
+        else:
+            from coref.features import assemble_block
+
+            enc = assemble_block(parts if in_order else parts.take(order))
+        gibbs_model = _EncodedOnce(model, enc, mids.tolist())
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
     kwargs.update(rng=settings.seed, record_history=record_history)
@@ -122,7 +142,8 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     else:
         g = g.fit(block_df, initial=initial, fixed=fixed)
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
-    mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
+    if mids is None:
+        mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
     cluster_id = g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
     n_evals = int(g.n_factor_evals_)
     labels_history = None
@@ -146,6 +167,96 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
                                  rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
                        margin)
+
+
+class _EncodedMany:
+    """The fitted model, with the encodings of several blocks computed once (keyed by block)."""
+
+    def __init__(self, model, encs):
+        self._model, self._encs = model, encs
+
+    def encode(self, df):
+        block = str(df["block"].iloc[0]) if len(df) else None
+        hit = self._encs.get(block)
+        if hit is not None and df["mention_id"].astype(str).tolist() == hit[1]:
+            return hit[0]
+        return self._model.encode(df)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+#: blocks assembled from encodings are sampled together, in groups of about this many mentions
+TOGETHER_MENTIONS = 2000
+
+
+def _infer_together(items, model, settings, margins):
+    """Gibbs over several blocks in ONE ``GibbsCoref.fit`` (its per-call overhead paid once).
+
+    For items whose blocks are assembled from encodings (``extra["parts"]``, rows already
+    in mention-id order) and no label history. ``GibbsCoref`` samples block b with
+    ``block_rng(seed, b)`` whatever else it fits, so each block's clusters are those of a
+    fit of that block alone. ``wall_s`` of a block is the call's time shared in
+    proportion to the block's factor evaluations.
+    """
+    from coref.features import assemble_block
+
+    Gibbs = _gibbs_cls()
+    sampler = items[0][0]
+    encs, ids, names, inits, fixeds = {}, [], [], [], []
+    for s, f, b, bdf, extra in items:
+        parts = extra["parts"]
+        mids = np.asarray(parts.mention_id, dtype=object)
+        encs[str(b)] = (assemble_block(parts), mids.tolist())
+        ids.append(mids)
+        names.append(np.full(len(mids), str(b), dtype=object))
+        if extra.get("initial") is not None:
+            inits.append(np.asarray(extra["initial"], dtype=object))
+        if extra.get("fixed") is not None:
+            fixeds.append(np.asarray(extra["fixed"], dtype=bool))
+    all_ids = np.concatenate(ids)
+    df = pd.DataFrame({"mention_id": all_ids, "block": np.concatenate(names)})
+    initial = np.concatenate(inits) if len(inits) == len(items) else None
+    fixed = np.concatenate(fixeds) if len(fixeds) == len(items) else None
+    kwargs = settings.gibbs_kwargs(sampler)
+    kwargs.update(rng=settings.seed, record_history=False)
+    t0 = time.perf_counter()
+    g = Gibbs(_EncodedMany(model, encs), **kwargs)
+    g = g.fit(df) if initial is None and fixed is None else g.fit(df, initial=initial, fixed=fixed)
+    wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
+    per_block = getattr(g, "n_factor_evals_per_block_", {})
+    total = max(sum(per_block.values()), 1)
+    found = g.clusters_.reindex(all_ids).astype(str).to_numpy(dtype=object)
+    bounds = np.cumsum([0] + [len(x) for x in ids])
+    out = []
+    for k, (s, f, b, bdf, extra) in enumerate(items):
+        enc, _ = encs[str(b)]
+        mids = ids[k]
+        cluster_id = found[bounds[k]:bounds[k + 1]]
+        n_evals = int(per_block.get(str(b), 0))
+        margin = None
+        if margins:
+            from coref.report import cluster_margins
+
+            fx = extra.get("fixed")
+            margin = cluster_margins(enc, model.theta_, model.bias_, cluster_id, rng=settings.seed,
+                                     rows=None if fx is None else ~np.asarray(fx, dtype=bool))
+        out.append(BlockResult(s, int(f), str(b), mids, cluster_id, n_evals, wall * n_evals / total,
+                               np.array([0, n_evals], dtype=np.int64), None, margin))
+    return out
+
+
+def _together_groups(items, target):
+    """Consecutive groups of about ``target`` mentions (blocks kept whole)."""
+    group, size = [], 0
+    for it in items:
+        group.append(it)
+        size += len(it[3])
+        if size >= target:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
 
 
 def _infer_chunk(items, model, settings, record_history, margins=False):
@@ -239,6 +350,19 @@ def executor_context(executor, workers, scheduler):
 
 
 
+class _NoBar(contextlib.nullcontext):
+    """Stands in for a disabled tqdm bar."""
+
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+
 def _chunks(items, target):
     """Group items of one model into lists of about ``target`` mentions."""
     chunk, size = [], 0
@@ -253,7 +377,8 @@ def _chunks(items, target):
 
 
 def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=True, client=None,
-                 progress=False, on_result=None, skip=None, initial=None, fixed=None, margins=False):
+                 progress=False, on_result=None, skip=None, initial=None, fixed=None, margins=False,
+                 encodings=None):
     """Gibbs over every block of ``df`` with one fitted model, locally or on Dask.
 
     Parameters
@@ -286,27 +411,43 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
     margins : bool
         Also compute each mention's margin in its final cluster (``BlockResult.margin``),
         reusing the block's encoding.
+    encodings : coref.features.MentionEncoding or None
+        Per-mention encoding of the rows of ``df`` (same order, same mention ids), from
+        :func:`coref.features.encode_parts` with this model's vocabulary: each block is
+        assembled from it instead of encoded again (the same arrays, bit for bit).
 
     Returns
     -------
     list of BlockResult
         In the order of ``df``'s blocks (whatever order they finished in).
     """
-    import pandas as pd
-
     sampler = settings.samplers[0] if sampler is None else sampler
     df = df.reset_index(drop=True)
+    if encodings is not None and (len(encodings) != len(df) or not np.array_equal(
+            encodings.mention_id.astype(str), df["mention_id"].astype(str).to_numpy(dtype=object).astype(str))):
+        raise ValueError("encodings must cover the rows of df in order (same mention ids)")
     blocks = df["block"].astype(str)
+    if encodings is not None:
+        # the block is assembled from the encodings (rows in mention-id order, the order
+        # Gibbs and the assembly use): an item carries the block's ids, not a copy of its rows
+        ids = encodings.mention_id
     items = []
     for b, idx in pd.Series(np.arange(len(df))).groupby(blocks.to_numpy(), sort=False):
         if skip and b in skip:
             continue
         idx = idx.to_numpy()
+        if encodings is not None:
+            idx = idx[np.argsort(ids[idx], kind="stable")]
         extra = None
         if initial is not None or fixed is not None:
             extra = {"initial": None if initial is None else np.asarray(initial, dtype=object)[idx],
                      "fixed": None if fixed is None else np.asarray(fixed, dtype=bool)[idx]}
-        items.append((sampler, fold, b, df.iloc[idx].reset_index(drop=True), extra))
+        if encodings is not None:
+            part = encodings.take(idx)
+            # tables cut to what the block uses before they travel to a Dask worker
+            extra = {**(extra or {}), "parts": part if client is None else part.compact()}
+        rows = ids[idx] if encodings is not None else df.iloc[idx].reset_index(drop=True)
+        items.append((sampler, fold, b, rows, extra))
     results = execute(items, {fold: model}, client, settings, record_history=record_history,
                       progress=progress, on_result=on_result, desc=f"gibbs {sampler}", margins=margins)
     order = {it[2]: i for i, it in enumerate(items)}
@@ -315,12 +456,26 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
 
 def execute(items, models, client, settings, *, record_history, progress, on_result, desc, margins=False):
     """Run (sampler, fold, block, df, extra) items; ``models`` maps fold -> fitted model."""
-    from tqdm import tqdm
-
     results = []
     n_mentions = sum(len(it[3]) for it in items)
-    with tqdm(total=n_mentions, desc=desc, unit="mention", disable=not progress, leave=False,
-              file=sys.stderr, dynamic_ncols=True) as bar:
+    if progress:
+        from tqdm import tqdm
+
+        bar_cm = tqdm(total=n_mentions, desc=desc, unit="mention", leave=False, file=sys.stderr, dynamic_ncols=True)
+    else:  # no bar: do not import tqdm at all
+        bar_cm = _NoBar()
+    with bar_cm as bar:
+        together = (not record_history and items and len({(it[0], it[1]) for it in items}) == 1
+                    and all(it[4] is not None and it[4].get("parts") is not None for it in items))
+        if client is None and together:
+            with single_thread():
+                for group in _together_groups(items, TOGETHER_MENTIONS):
+                    for r in _infer_together(group, models[group[0][1]], settings, margins):
+                        results.append(r)
+                        if on_result is not None:
+                            on_result(r)
+                        bar.update(len(r.mention_id))
+            return results
         if client is None:
             with single_thread():
                 for s, f, b, bdf, extra in items:

@@ -6,6 +6,8 @@ Layout of an output directory ``OUT``::
     OUT/.coref.lock        exists only while a command writes OUT (JSON: pid, host, command, start)
     OUT/manifest.json      written LAST: a finished run has it, an interrupted one does not
     OUT/...                the command's files, each listed in the manifest with its SHA-256
+    OUT/encodings.npz      ``coref predict`` / ``add``: the per-mention encodings of the mentions
+                           (:func:`write_encodings`), reused by a later ``coref add``
     OUT/.checkpoint/KEY/   ``coref run`` per-block results (npz) and fold models, KEY = settings hash
 
 manifest.json (``"format": "coref-output"``, ``"version": 1``) holds ``command``,
@@ -38,7 +40,8 @@ import pandas as pd
 from sampling._atomic import atomic_path, atomic_write_text
 
 __all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest",
-           "CheckpointStore", "MANIFEST", "LOCK"]
+           "CheckpointStore", "MANIFEST", "LOCK", "ENCODINGS_FILE", "EncodingsError", "write_encodings",
+           "read_encodings"]
 
 MANIFEST = "manifest.json"
 LOCK = ".coref.lock"
@@ -374,3 +377,115 @@ class CheckpointStore:
         return BlockResult(sampler, int(fold), str(block), ids.astype(object), cid.astype(object),
                            int(header["n_factor_evals"]), float(header["wall_s"]), ev.astype(np.int64),
                            lh.astype(np.int32) if lh.shape[0] else None)
+
+
+# --------------------------------------------------------------------------- per-mention encodings
+
+ENCODINGS_FILE = "encodings.npz"
+_ENCODINGS_FORMAT = "coref-mention-encodings"
+_ENCODINGS_VERSION = 1
+
+
+class EncodingsError(ValueError):
+    """A saved per-mention encoding cannot be reused (unreadable, foreign, tampered or stale)."""
+
+
+def write_encodings(path, enc, *, model_sha256):
+    """Save a :class:`coref.features.MentionEncoding` as an npz file (no pickle), atomically.
+
+    Layout: ``header`` (JSON string: format ``coref-mention-encodings``, version 1, the
+    SHA-256 of the model.json whose vocabulary made it, ``n_mentions``, ``n_vocab``,
+    ``n_topics``), ``mention_id`` (unicode), ``array__<name>`` for each array and
+    ``table__<name>`` for each string table of the encoding.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    enc : coref.features.MentionEncoding
+    model_sha256 : str
+        Hex SHA-256 of the model's model.json (``coref.inputs.resolve_model`` info).
+    """
+    header = {"format": _ENCODINGS_FORMAT, "version": _ENCODINGS_VERSION, "model_json_sha256": str(model_sha256),
+              "n_mentions": int(len(enc)), "n_vocab": {k: int(v) for k, v in enc.n_vocab.items()},
+              "n_topics": int(enc.n_topics)}
+    arrays = {"header": np.array(json.dumps(header, sort_keys=True)),
+              "mention_id": np.asarray(enc.mention_id, dtype=str)}
+    arrays.update({f"array__{k}": v for k, v in enc.arrays.items()})
+    arrays.update({f"table__{k}": v for k, v in enc.tables.items()})
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
+    """A saved per-mention encoding, validated field by field, rows in the order of ``mention_ids``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    model_sha256 : str
+        The model now in use: the file must have been made with it.
+    mention_ids : array-like of str
+        The mentions the file must cover, exactly (no more, no fewer).
+    vocabulary : coref.features.Vocabulary or None
+        When given, the file's vocabulary sizes must be its.
+
+    Returns
+    -------
+    coref.features.MentionEncoding
+
+    Raises
+    ------
+    EncodingsError
+        Naming the file and the field: unreadable, another format or version, another
+        model, other mentions, or an array of the wrong name, dtype, shape or range.
+    """
+    from coref.features import MentionEncoding
+
+    path = Path(path)
+
+    def bad(msg):
+        raise EncodingsError(f"{path}: {msg}")
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+        bad(f"unreadable ({type(exc).__name__}: {exc})")
+    try:
+        header = json.loads(str(data.pop("header")[()]))
+    except (KeyError, ValueError, TypeError) as exc:
+        bad(f"no valid JSON header ({type(exc).__name__}: {exc})")
+    if not isinstance(header, dict):
+        bad("the header is not a JSON object")
+    for k, v in (("format", _ENCODINGS_FORMAT), ("version", _ENCODINGS_VERSION), ("model_json_sha256", model_sha256)):
+        if header.get(k) != v:
+            bad(f"header field {k!r} is {header.get(k)!r}, expected {v!r}"
+                + (" (made with another model)" if k == "model_json_sha256" else ""))
+    if "mention_id" not in data:
+        bad("no array 'mention_id'")
+    mids = data.pop("mention_id")
+    if mids.ndim != 1 or mids.dtype.kind != "U":
+        bad("'mention_id' must be a 1-D unicode array")
+    if header.get("n_mentions") != len(mids):
+        bad(f"header n_mentions {header.get('n_mentions')!r} differs from the {len(mids)} mention ids")
+    arrays = {k[len("array__"):]: v for k, v in data.items() if k.startswith("array__")}
+    tables = {k[len("table__"):]: v for k, v in data.items() if k.startswith("table__")}
+    other = [k for k in data if not k.startswith(("array__", "table__"))]
+    if other:
+        bad(f"unexpected member(s) {other}")
+    n_vocab, n_topics = header.get("n_vocab"), header.get("n_topics")
+    if not isinstance(n_vocab, dict) or isinstance(n_topics, bool) or not isinstance(n_topics, int):
+        bad("header fields 'n_vocab' (object) and 'n_topics' (int) are required")
+    enc = MentionEncoding(mids.astype(object), arrays, tables, n_vocab, n_topics)
+    try:
+        enc.validate(vocabulary, where=str(path))
+    except ValueError as exc:
+        raise EncodingsError(str(exc)) from None
+    want = np.asarray(mention_ids, dtype=object).astype(str)
+    index = pd.Index(mids)
+    pos = index.get_indexer(want)
+    if len(want) != len(mids) or (pos < 0).any():
+        missing = int((pos < 0).sum())
+        bad(f"covers {len(mids)} mentions; the clustering has {len(want)} ({missing} of them not in the file)")
+    return enc.take(pos)

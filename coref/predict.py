@@ -11,6 +11,8 @@ Outputs in ``--out`` (locked while written; manifest.json last, see :mod:`coref.
   Cluster ids are ``"<block>/<k>"``, k = 0, 1, ... in the order of each cluster's
   smallest mention id: stable strings, unique across blocks.
 * ``mentions.parquet``: the mentions clustered (what ``coref add`` builds on).
+* ``encodings.npz``: their per-mention encodings for the model used
+  (:func:`coref.outputs.write_encodings`), so ``coref add`` encodes only the new mentions.
 * ``summary.json`` and ``report.md``: counts, the largest clusters and the weakest
   merges (the mentions whose cluster gains least over being alone).
 * with ``--confidence``: ``confidence.csv`` and ``pairs.csv`` from
@@ -56,7 +58,7 @@ def canonical_cluster_ids(blocks, mention_ids, keys):
     return (frame["b"] + "/" + pd.Series(n).astype(str)).to_numpy(dtype=object)
 
 
-def predict_clusters(df, model, settings, *, client=None, progress=False):
+def predict_clusters(df, model, settings, *, client=None, progress=False, return_encodings=False):
     """Cluster every block of ``df`` with a fitted model.
 
     Parameters
@@ -71,6 +73,9 @@ def predict_clusters(df, model, settings, *, client=None, progress=False):
         Dask client; ``None`` runs here.
     progress : bool
         Show a progress bar.
+    return_encodings : bool
+        Also return, under ``stats["encodings"]``, the per-mention encoding of ``df``
+        (:class:`coref.features.MentionEncoding`, rows of ``df``), for ``encodings.npz``.
 
     Returns
     -------
@@ -82,11 +87,14 @@ def predict_clusters(df, model, settings, *, client=None, progress=False):
         mention_id -> the sum of f_theta to the other members of its cluster (NaN for
         singletons; :func:`coref.report.cluster_margins`).
     """
+    from coref.features import encode_parts
     from coref.inference import infer_blocks
 
-    features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
+    features = df.drop(columns=[c for c in ("gold",) if c in df.columns]).reset_index(drop=True)
+    # the per-mention work once for all blocks (batched); each block is assembled from it
+    encodings = encode_parts(features, model.vocabulary_)
     results = infer_blocks(features, model, settings, record_history=False, client=client, progress=progress,
-                           margins=True)
+                           margins=True, encodings=encodings)
     mids = np.concatenate([r.mention_id for r in results]) if results else np.array([], object)
     keys = np.concatenate([r.cluster_id for r in results]) if results else np.array([], object)
     blocks = np.concatenate([[r.block] * len(r.mention_id) for r in results]) if results else np.array([], object)
@@ -99,6 +107,8 @@ def predict_clusters(df, model, settings, *, client=None, progress=False):
     stats = {"n_factor_evals": int(sum(r.n_factor_evals for r in results)),
              "gibbs_wall_s": float(sum(r.wall_s for r in results)),
              "margins": _margins(results)}
+    if return_encodings:
+        stats["encodings"] = encodings
     return clusters, stats
 
 
@@ -190,7 +200,7 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
     """
     from coref.inference import executor_context
     from coref.inputs import load_input, resolve_model
-    from coref.outputs import OutputDir, mentions_checksum
+    from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
     from coref.settings import make_settings
 
     t0 = time.perf_counter()
@@ -200,8 +210,10 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
         fitted, _, model_info = resolve_model(model)
         df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
-            clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress)
+            clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress,
+                                               return_encodings=True)
         margins = stats.pop("margins")
+        encodings = stats.pop("encodings")
         conf_md = _confidence(od, fitted, df, clusters, settings) if confidence else None
         summary = {
             "command": "predict", "n_mentions": int(len(df)), "n_blocks": int(df["block"].nunique()),
@@ -213,6 +225,7 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
         }
         summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
                                 title="Author coreference: predicted clusters", confidence=conf_md)
+        write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(df)})

@@ -1,0 +1,147 @@
+"""``coref predict`` saves the per-mention encodings; ``coref add`` reuses them (validated) and
+encodes only the new mentions, with the same clusters as encoding everything again."""
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coref.add import add, add_clusters
+from coref.io import write_mentions
+from coref.model import PairwiseModel, load_model, save_model
+from coref.outputs import ENCODINGS_FILE, EncodingsError, read_encodings, read_manifest, sha256_file, write_encodings
+from coref.predict import predict
+from coref.settings import make_settings
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, mentions_factory):
+    d = tmp_path_factory.mktemp("m") / "model"
+    save_model(PairwiseModel(bias_shift=0.0).fit(mentions_factory(n_blocks=6, per=12, n_authors=3, seed=9)), d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def split(mentions_factory):
+    df = mentions_factory(n_blocks=5, per=12, n_authors=3, seed=4)
+    is_new = (np.arange(len(df)) % 4 == 0) | (df["block"] == "Name_4").to_numpy()   # touched and new blocks
+    return df[~is_new].reset_index(drop=True), df[is_new].reset_index(drop=True)
+
+
+def _clusters(d):
+    return pd.read_csv(d / "clusters.csv", dtype=str, keep_default_na=False)
+
+
+def test_add_reuses_saved_encodings_with_the_same_clusters(split, model_dir, tmp_path, monkeypatch):
+    import coref.features as features
+
+    old, new = split
+    predict(old, model=model_dir, out=tmp_path / "P", progress=False)
+    m = read_manifest(tmp_path / "P")
+    assert ENCODINGS_FILE in m["files"]
+    # the saved file covers the clustered mentions, made with this model
+    enc = read_encodings(tmp_path / "P" / ENCODINGS_FILE, model_sha256=m["model"]["model_json_sha256"],
+                         mention_ids=_clusters(tmp_path / "P")["mention_id"])
+    assert len(enc) == len(old)
+    # count the mentions encoded from text during add: only the new ones
+    seen = []
+    real = features.encode_parts
+
+    def counting(df, vocabulary=None):
+        seen.append(len(df))
+        return real(df, vocabulary)
+
+    monkeypatch.setattr(features, "encode_parts", counting)
+    s = add(tmp_path / "P", new, model=model_dir, out=tmp_path / "Q", progress=False)
+    assert seen == [len(new)] and s["old_encodings"].startswith("reused ")
+    monkeypatch.setattr(features, "encode_parts", real)
+    # the same clusters as encoding every old mention again from its text
+    model, _ = load_model(model_dir)
+    cl, info = add_clusters(model, old, _clusters(tmp_path / "P"), new, make_settings("add"))
+    q = _clusters(tmp_path / "Q")
+    assert q["cluster_id"].tolist() == cl["cluster_id"].tolist() and info["n_old_ids_changed"] == 0
+    # add writes the encodings of its whole output, so a later add can chain
+    mq = read_manifest(tmp_path / "Q")
+    enc_q = read_encodings(tmp_path / "Q" / ENCODINGS_FILE, model_sha256=mq["model"]["model_json_sha256"],
+                           mention_ids=q["mention_id"], vocabulary=model.vocabulary_)
+    assert sorted(enc_q.mention_id.tolist()) == sorted(q["mention_id"].tolist())
+    more = new.assign(mention_id=new["mention_id"] + "b")
+    s2 = add(tmp_path / "Q", more, model=model_dir, out=tmp_path / "Q2", progress=False)
+    assert s2["old_encodings"].startswith("reused ") and s2["n_old_ids_changed"] == 0
+    assert len(_clusters(tmp_path / "Q2")) == len(old) + 2 * len(new)
+
+
+def _replace_encodings(d, enc, sha):
+    """Put other (internally valid) encodings into output ``d`` and re-sign its manifest."""
+    path = d / ENCODINGS_FILE
+    write_encodings(path, enc, model_sha256=sha)
+    m = json.loads((d / "manifest.json").read_text())
+    m["files"][ENCODINGS_FILE] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    (d / "manifest.json").write_text(json.dumps(m))
+
+
+def test_stale_or_foreign_encodings_are_recomputed_with_a_warning_or_refused_under_strict(
+        split, model_dir, tmp_path):
+    from coref.features import encode_parts
+
+    old, new = split
+    predict(old, model=model_dir, out=tmp_path / "P", progress=False)
+    base = add(tmp_path / "P", new, model=model_dir, out=tmp_path / "Q0", progress=False)
+    model, _ = load_model(model_dir)
+    sha = read_manifest(tmp_path / "P")["model"]["model_json_sha256"]
+    cases = [
+        (encode_parts(old, model.vocabulary_), "0" * 64, "made with another model"),
+        (encode_parts(old.iloc[:-3], model.vocabulary_), sha,
+         f"covers {len(old) - 3} mentions; the clustering has {len(old)} .3 of them not in the file."),
+    ]
+    for k, (enc, s, msg) in enumerate(cases):
+        _replace_encodings(tmp_path / "P", enc, s)
+        with pytest.warns(RuntimeWarning, match=f"P/{ENCODINGS_FILE}: .*{msg}.*encoded again"):
+            got = add(tmp_path / "P", new, model=model_dir, out=tmp_path / f"Q{k + 1}", progress=False)
+        assert re.search(msg, got["old_encodings"])
+        assert _clusters(tmp_path / f"Q{k + 1}").equals(_clusters(tmp_path / "Q0"))
+        with pytest.raises(EncodingsError, match=f"P/{ENCODINGS_FILE}: .*{msg}"):
+            add(tmp_path / "P", new, model=model_dir, out=tmp_path / "S", strict=True, progress=False)
+    # an output without the file (an older version) is recomputed, named
+    (tmp_path / "P" / ENCODINGS_FILE).unlink()
+    m = json.loads((tmp_path / "P" / "manifest.json").read_text())
+    del m["files"][ENCODINGS_FILE]
+    (tmp_path / "P" / "manifest.json").write_text(json.dumps(m))
+    with pytest.warns(RuntimeWarning, match="encodings.npz: not in .*manifest.json"):
+        add(tmp_path / "P", new, model=model_dir, out=tmp_path / "Q9", progress=False)
+    assert _clusters(tmp_path / "Q9").equals(_clusters(tmp_path / "Q0"))
+    assert base["old_encodings"].startswith("reused ")
+
+
+def test_infer_blocks_refuses_encodings_of_other_rows(split, model_dir):
+    from coref.features import encode_parts
+    from coref.inference import infer_blocks
+
+    old, _ = split
+    model, _ = load_model(model_dir)
+    enc = encode_parts(old, model.vocabulary_)
+    with pytest.raises(ValueError, match="encodings must cover the rows of df in order"):
+        infer_blocks(old.iloc[::-1], model, make_settings("predict"), encodings=enc)
+
+
+def test_blocks_sampled_together_from_encodings_equal_blocks_encoded_one_by_one(split, model_dir):
+    from coref.features import encode_parts
+    from coref.inference import infer_blocks
+
+    old, new = split
+    df = pd.concat([old, new], ignore_index=True).drop(columns=["gold"])
+    model, _ = load_model(model_dir)
+    settings = make_settings("predict", seed=5)
+    fixed = np.r_[np.ones(len(old), bool), np.zeros(len(new), bool)]
+    initial = np.r_[old["block"].to_numpy(dtype=object) + "/x", np.full(len(new), None, object)]
+    for kw in ({}, {"initial": initial, "fixed": fixed}):
+        one = infer_blocks(df, model, settings, record_history=False, margins=True, **kw)
+        together = infer_blocks(df, model, settings, record_history=False, margins=True,
+                                encodings=encode_parts(df, model.vocabulary_), **kw)
+        assert [r.block for r in one] == [r.block for r in together]
+        for a, b in zip(one, together):
+            assert a.mention_id.tolist() == b.mention_id.tolist()
+            assert a.cluster_id.tolist() == b.cluster_id.tolist()
+            assert a.n_factor_evals == b.n_factor_evals > 0
+            np.testing.assert_array_equal(a.margin, b.margin)
