@@ -1309,7 +1309,8 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     venue_id = _codes_of(a["venue_g"])
     affil_id = _codes_of(a["affil_g"])
     # venue acronyms: codes in order of first appearance; venue words that are acronyms of the
-    # block, numbered (as the reference does) by first appearance among those lists
+    # block carry the SAME codes (vt ids = va ids), so the kernel's sorted merge of va (one
+    # mention) with vt (the other) finds "one venue is the acronym of the other"
     acr_g = a["acr_g"]
     has = acr_g >= 0
     acr_code, acr_vals = _first_codes(acr_g[has])
@@ -1323,8 +1324,7 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
         if len(sorted_acr) else np.zeros(len(vw), bool)
     vrow, vcode = vw_row[hit], code_of_sorted[at[hit]]
     o = np.lexsort((vcode, vrow))
-    vt_code, _ = _first_codes(vcode[o])
-    vt_ptr, vt_ids, vt_w = _csr_sorted(n, vrow[o], vt_code, np.ones(len(vt_code)), pads=(0.0,))
+    vt_ptr, vt_ids, vt_w = _csr_sorted(n, vrow[o], vcode[o], np.ones(len(o)), pads=(0.0,))
 
     year = a["year"].copy()
 

@@ -254,7 +254,13 @@ def legacy_encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = Non
     va = [[acr_codes.setdefault(a, len(acr_codes))] if (a := _acronym(ws)) else [] for ws in venue_words]
     vt = [sorted({acr_codes[w] for w in ws if w in acr_codes}) for ws in venue_words]
     va_ptr, va_ids, va_w = _csr(va, lambda t, c: 1.0, normalise=False)
-    vt_ptr, vt_ids, vt_w = _csr(vt, lambda t, c: 1.0, normalise=False)
+    # vt ids ARE the acronym codes of va (so the kernel's sorted merge compares like with like);
+    # the original encoder renumbered them by first appearance in vt, a bug fixed in 0.3
+    vt_ptr = np.zeros(len(vt) + 1, dtype=np.int64)
+    vt_ptr[1:] = np.cumsum([len(r) for r in vt])
+    vt_ids = np.asarray([k for r in vt for k in r] + [0], dtype=np.int32)
+    vt_w = np.ones(len(vt_ids), dtype=np.float64)
+    vt_w[-1] = 0.0
 
     years = pd.array(df["year"], dtype="Int64")
     year = np.asarray(years.fillna(-1).to_numpy(dtype=np.int64), dtype=np.int32)

@@ -333,3 +333,27 @@ def test_components_match_brute_force(seed):
             for j in range(25):
                 assert (lab[i] == lab[j]) == (find(i) == find(j))
         assert lab[0] == 0 and lab.max() < 25
+
+
+def test_venue_acronym_matches_its_own_expansion_only():
+    """vt ids are va's acronym codes: "ICDE" links to the ICDE expansion, not to the first acronym.
+
+    Before 0.3 the vt ids were renumbered by first appearance in vt, so with VLDB's acronym coded
+    first, "ICDE" (vt = [icde code 1] -> renumbered 0) matched the VLDB expansion instead.
+    """
+    df = pd.DataFrame({
+        "mention_id": ["v", "i", "x"], "block": ["B"] * 3, "name": ["Wei Wang"] * 3,
+        "coauthors": [[], [], []], "title": ["", "", ""],
+        "venue": ["Very Large Data Bases", "International Conference Data Engineering", "ICDE"],
+        "year": pd.array([None] * 3, dtype="Int64"), "affiliation": ["", "", ""],
+    })
+    enc = encode_mentions(df)
+    k = FEATURE_NAMES.index("venue_acronym")
+    I = np.array([2, 2, 0], np.int64)
+    J = np.array([1, 0, 1], np.int64)
+    phi = np.empty((3, N_FEATURES))
+    _factors.pair_features(enc, I, J, phi)
+    assert phi[:, k].tolist() == [1.0, 0.0, 0.0]
+    twin = np.empty_like(phi)
+    _factors_py.pair_features(enc, I, J, twin)
+    assert np.array_equal(phi, twin)
