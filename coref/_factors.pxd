@@ -7,12 +7,26 @@ memoryviews) and ``block_phi`` / ``block_factor`` are inline, so no Python objec
 is touched while a factor is evaluated.  The feature list must match
 ``coref.features.FEATURE_NAMES`` and the pure-Python twin ``coref._factors_py``.
 """
-from libc.math cimport log, log1p, sqrt, fabs
+from libc.math cimport log, log1p, sqrt, fabs, NAN
+from libc.stdint cimport uint64_t
 
 # number of pairwise features phi(x_i, x_j)
 cdef enum:
     N_BASE = 53
     N_FEATURES = 106
+    # signature words per mention: 2 (128 bits) for each of SIG_FIELDS id lists
+    SIG_FIELDS = 9
+    N_SIG = 18
+    SIG_CO = 0
+    SIG_TI = 2
+    SIG_VE = 4
+    SIG_AF = 6
+    SIG_CK = 8
+    SIG_AB = 10
+    SIG_KW = 12
+    SIG_VA = 14
+    SIG_VT = 16
+    MEMO_CC = 5
 
 cdef struct BlockData:
     Py_ssize_t n
@@ -92,12 +106,43 @@ cdef struct BlockData:
     # model
     const double* theta      # (N_FEATURES,)
     double bias
+    # --- acceleration structures built by make_block (they never change a value)
+    # per-mention signatures of the sorted id lists, N_SIG words per mention:
+    # bit h(id) is set for every id of the list (h: multiplicative hash, 128 buckets),
+    # so lists whose signatures share no bit share no id and their merge is skipped
+    const uint64_t* sig
+    # memo of the terms that depend on the two comp1 components only (phi[20..23],
+    # phi[47]; MEMO_CC doubles per ordered component pair, NaN = not yet computed) and
+    # of the title-vs-profile dot of a mention and a component (phi[24]); NULL = off
+    Py_ssize_t n_comp        # number of distinct comp1 labels
+    const int* comp_idx      # (n,) dense index of comp1[i] in [0, n_comp)
+    double* cc_memo          # (n_comp * n_comp * MEMO_CC) or NULL
+    double* mc_memo          # (n * n_comp) or NULL
+
+
+cdef inline bint _sig_meet(const BlockData* d, Py_ssize_t i, Py_ssize_t j, int f) noexcept nogil:
+    """True unless the id lists of field f of mentions i and j certainly share no id."""
+    cdef const uint64_t* a = d.sig + i * N_SIG + f
+    cdef const uint64_t* b = d.sig + j * N_SIG + f
+    return ((a[0] & b[0]) | (a[1] & b[1])) != 0
+
+
+cdef inline bint _sig_meet2(const BlockData* d, Py_ssize_t i, int fi, Py_ssize_t j,
+                            int fj) noexcept nogil:
+    """Same, field fi of mention i against field fj of mention j (one id space)."""
+    cdef const uint64_t* a = d.sig + i * N_SIG + fi
+    cdef const uint64_t* b = d.sig + j * N_SIG + fj
+    return ((a[0] & b[0]) | (a[1] & b[1])) != 0
 
 
 cdef inline double _dot_sorted(const long long* ptr, const int* ids, const double* w,
                                Py_ssize_t i, Py_ssize_t j, int* n_common,
                                double* w_common) noexcept nogil:
-    """Merge two sorted id lists; return sum of w_i * w_j over shared ids."""
+    """Merge two sorted id lists; return sum of w_i * w_j over shared ids.
+
+    Branch-free advance (a += ia <= ib; b += ib <= ia): the shared ids are visited in
+    the same increasing order as by the textbook merge, so the sums are identical.
+    """
     cdef long long a = ptr[i], ae = ptr[i + 1], b = ptr[j], be = ptr[j + 1]
     cdef double s = 0.0, sw = 0.0
     cdef int c = 0
@@ -109,12 +154,8 @@ cdef inline double _dot_sorted(const long long* ptr, const int* ids, const doubl
             s += w[a] * w[b]
             sw += w[a]
             c += 1
-            a += 1
-            b += 1
-        elif ia < ib:
-            a += 1
-        else:
-            b += 1
+        a += ia <= ib
+        b += ib <= ia
     n_common[0] = c
     w_common[0] = sw
     return s
@@ -132,12 +173,8 @@ cdef inline double _dot_sorted2(const long long* ptr_a, const int* ids_a, const 
         ib = ids_b[b]
         if ia == ib:
             s += w_a[a] * w_b[b]
-            a += 1
-            b += 1
-        elif ia < ib:
-            a += 1
-        else:
-            b += 1
+        a += ia <= ib
+        b += ib <= ia
     return s
 
 
@@ -155,12 +192,8 @@ cdef inline void _match_names(const long long* ptr, const int* ids, const int* f
                 ok += 1
             else:
                 bad += 1
-            a += 1
-            b += 1
-        elif ia < ib:
-            a += 1
-        else:
-            b += 1
+        a += ia <= ib
+        b += ib <= ia
     n_ok[0] = ok
     n_bad[0] = bad
 
@@ -173,20 +206,83 @@ cdef inline double _dense_dot(const double* x, const double* y, Py_ssize_t k) no
     return s
 
 
+cdef inline void _comp_terms(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                             double* out) noexcept nogil:
+    """phi[20], phi[21], phi[22], phi[23], phi[47] of mentions in different comp1 components.
+
+    They depend on the two components only: read from (or computed into) the memo.
+    """
+    cdef int ci = d.comp1[i], cj = d.comp1[j]
+    cdef int c = 0
+    cdef double sw = 0.0, gap
+    cdef double* m = NULL
+    cdef int k
+    if d.cc_memo != NULL:
+        m = d.cc_memo + (<Py_ssize_t>d.comp_idx[i] * d.n_comp + d.comp_idx[j]) * MEMO_CC
+        if m[0] == m[0]:          # not NaN: computed before
+            for k in range(MEMO_CC):
+                out[k] = m[k]
+            return
+    out[0] = _dot_sorted(d.pt_ptr, d.pt_ids, d.pt_w, ci, cj, &c, &sw)
+    out[1] = _dot_sorted(d.pv_ptr, d.pv_ids, d.pv_w, ci, cj, &c, &sw)
+    out[2] = _dot_sorted(d.pa_ptr, d.pa_ids, d.pa_w, ci, cj, &c, &sw)
+    out[3] = 0.0
+    if d.comp_ymin[ci] >= 0 and d.comp_ymin[cj] >= 0:
+        if d.comp_ymin[ci] > d.comp_ymax[cj]:
+            gap = <double>(d.comp_ymin[ci] - d.comp_ymax[cj])
+        elif d.comp_ymin[cj] > d.comp_ymax[ci]:
+            gap = <double>(d.comp_ymin[cj] - d.comp_ymax[ci])
+        else:
+            gap = 0.0
+        if gap > 30.0:
+            gap = 30.0
+        out[3] = gap / 10.0
+    if d.n_topics > 0:
+        out[4] = _dense_dot(d.comp_topic + ci * d.n_topics, d.comp_topic + cj * d.n_topics,
+                            d.n_topics)
+    else:
+        out[4] = 0.0
+    if m != NULL:
+        for k in range(MEMO_CC):
+            m[k] = out[k]
+
+
+cdef inline double _title_profile(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    """Title of mention i against the title profile of the comp1 component of j."""
+    cdef double* m = NULL
+    cdef double v
+    if d.mc_memo != NULL:
+        m = d.mc_memo + i * d.n_comp + d.comp_idx[j]
+        if m[0] == m[0]:
+            return m[0]
+    v = _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, i, d.pt_ptr, d.pt_ids, d.pt_w, d.comp1[j])
+    if m != NULL:
+        m[0] = v
+    return v
+
+
 cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
                                 double* phi) noexcept nogil:
-    """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE]."""
+    """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE].
+
+    Same values, bit for bit, as the textbook merges of ``coref._factors_py``: a merge
+    is skipped only when the signatures prove that the lists share no id (its sums are
+    then exactly 0.0 and its counts 0), and memoised terms are the values computed the
+    first time.
+    """
     cdef int c = 0
     cdef double sw = 0.0, dot
     cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
     cdef long long nj = d.co_ptr[j + 1] - d.co_ptr[j]
     cdef double gap
+    cdef double ct[MEMO_CC]
     cdef int ci, cj, k, li, lj, fi, fj, n_ok = 0, n_bad = 0
     cdef long long nvi, nvj
     cdef bint compat
     # --- coauthors
-    _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
-    phi[0] = log1p(<double>c)
+    if _sig_meet(d, i, j, SIG_CO):
+        _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
+    phi[0] = log1p(<double>c) if c > 0 else 0.0
     if ni + nj - c > 0:
         phi[1] = <double>c / <double>(ni + nj - c)
     else:
@@ -196,9 +292,14 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[4] = 1.0 if (ni == 0 or nj == 0) else 0.0
     phi[5] = 1.0 if c >= 2 else 0.0
     # --- title
-    phi[6] = _dot_sorted(d.ti_ptr, d.ti_ids, d.ti_w, i, j, &c, &sw)
+    phi[6] = 0.0
+    if _sig_meet(d, i, j, SIG_TI):
+        phi[6] = _dot_sorted(d.ti_ptr, d.ti_ids, d.ti_w, i, j, &c, &sw)
     # --- venue
-    phi[7] = _dot_sorted(d.ve_ptr, d.ve_ids, d.ve_w, i, j, &c, &sw)
+    c = 0
+    phi[7] = 0.0
+    if _sig_meet(d, i, j, SIG_VE):
+        phi[7] = _dot_sorted(d.ve_ptr, d.ve_ids, d.ve_w, i, j, &c, &sw)
     phi[8] = 1.0 if (d.venue_id[i] >= 0 and d.venue_id[i] == d.venue_id[j]) else 0.0
     nvi = d.ve_ptr[i + 1] - d.ve_ptr[i]
     nvj = d.ve_ptr[j + 1] - d.ve_ptr[j]
@@ -208,7 +309,9 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[49] = 0.0
     # --- affiliation
     if d.affil_id[i] >= 0 and d.affil_id[j] >= 0:
-        phi[9] = _dot_sorted(d.af_ptr, d.af_ids, d.af_w, i, j, &c, &sw)
+        phi[9] = 0.0
+        if _sig_meet(d, i, j, SIG_AF):
+            phi[9] = _dot_sorted(d.af_ptr, d.af_ids, d.af_w, i, j, &c, &sw)
         phi[10] = 0.0
         phi[11] = 1.0 if d.affil_id[i] == d.affil_id[j] else 0.0
     else:
@@ -240,34 +343,24 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[17] = 1.0 if d.comp1[i] == d.comp1[j] else 0.0
     phi[18] = 1.0 if d.comp2[i] == d.comp2[j] else 0.0
     phi[19] = phi[17] * d.comp1_logsize[i]
-    # --- similarity of the two components' profiles (1 inside one component)
+    # --- components: profiles (1 inside one component), year-range gap (0 if they
+    #     overlap), mention-to-profile titles, topic of the components
     if phi[17] > 0.0:
         phi[20] = 1.0
         phi[21] = 1.0
         phi[22] = 1.0
+        phi[23] = 0.0
+        phi[24] = 1.0
+        phi[25] = 0.0
+        ct[4] = 1.0
     else:
-        phi[20] = _dot_sorted(d.pt_ptr, d.pt_ids, d.pt_w, d.comp1[i], d.comp1[j], &c, &sw)
-        phi[21] = _dot_sorted(d.pv_ptr, d.pv_ids, d.pv_w, d.comp1[i], d.comp1[j], &c, &sw)
-        phi[22] = _dot_sorted(d.pa_ptr, d.pa_ids, d.pa_w, d.comp1[i], d.comp1[j], &c, &sw)
-    # --- component year ranges: gap between them (0 if they overlap), mention-to-profile titles
-    phi[23] = 0.0
-    phi[24] = 1.0
-    phi[25] = 0.0
-    if phi[17] == 0.0:
-        ci = d.comp1[i]
-        cj = d.comp1[j]
-        if d.comp_ymin[ci] >= 0 and d.comp_ymin[cj] >= 0:
-            if d.comp_ymin[ci] > d.comp_ymax[cj]:
-                gap = <double>(d.comp_ymin[ci] - d.comp_ymax[cj])
-            elif d.comp_ymin[cj] > d.comp_ymax[ci]:
-                gap = <double>(d.comp_ymin[cj] - d.comp_ymax[ci])
-            else:
-                gap = 0.0
-            if gap > 30.0:
-                gap = 30.0
-            phi[23] = gap / 10.0
-        dot = _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, i, d.pt_ptr, d.pt_ids, d.pt_w, cj)
-        dot += _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, j, d.pt_ptr, d.pt_ids, d.pt_w, ci)
+        _comp_terms(d, i, j, ct)
+        phi[20] = ct[0]
+        phi[21] = ct[1]
+        phi[22] = ct[2]
+        phi[23] = ct[3]
+        dot = _title_profile(d, i, j)
+        dot += _title_profile(d, j, i)
         phi[24] = 0.5 * dot
         phi[25] = d.comp1_logsize[i] + d.comp1_logsize[j]
     phi[26] = 1.0 if d.comp3[i] == d.comp3[j] else 0.0
@@ -278,11 +371,12 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[31] = d.affil_coh
     phi[32] = d.name_middle
     # --- coauthors keyed by initials: shared count, and shared only through initials
-    _match_names(d.ck_ptr, d.ck_ids, d.ck_fn, i, j, &n_ok, &n_bad)
-    phi[33] = log1p(<double>(n_ok + n_bad))
+    if _sig_meet(d, i, j, SIG_CK):
+        _match_names(d.ck_ptr, d.ck_ids, d.ck_fn, i, j, &n_ok, &n_bad)
+    phi[33] = log1p(<double>(n_ok + n_bad)) if n_ok + n_bad > 0 else 0.0
     phi[34] = phi[33] - phi[0] if phi[33] > phi[0] else 0.0
-    phi[51] = log1p(<double>n_ok)
-    phi[52] = log1p(<double>n_bad)
+    phi[51] = log1p(<double>n_ok) if n_ok > 0 else 0.0
+    phi[52] = log1p(<double>n_bad) if n_bad > 0 else 0.0
     # --- name variants: full first names, initials (prefix-compatible), middle initials
     fi = d.first_code[i]
     fj = d.first_code[j]
@@ -309,13 +403,17 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[41] = d.init_amb[i] if phi[37] > 0.0 else 0.0
     # --- abstract and keywords (missing is never a match)
     if d.ab_ptr[i + 1] > d.ab_ptr[i] and d.ab_ptr[j + 1] > d.ab_ptr[j]:
-        phi[42] = _dot_sorted(d.ab_ptr, d.ab_ids, d.ab_w, i, j, &c, &sw)
+        phi[42] = 0.0
+        if _sig_meet(d, i, j, SIG_AB):
+            phi[42] = _dot_sorted(d.ab_ptr, d.ab_ids, d.ab_w, i, j, &c, &sw)
         phi[43] = 0.0
     else:
         phi[42] = 0.0
         phi[43] = 1.0
     if d.kw_ptr[i + 1] > d.kw_ptr[i] and d.kw_ptr[j + 1] > d.kw_ptr[j]:
-        phi[44] = _dot_sorted(d.kw_ptr, d.kw_ids, d.kw_w, i, j, &c, &sw)
+        phi[44] = 0.0
+        if _sig_meet(d, i, j, SIG_KW):
+            phi[44] = _dot_sorted(d.kw_ptr, d.kw_ids, d.kw_w, i, j, &c, &sw)
         phi[45] = 0.0
     else:
         phi[44] = 0.0
@@ -323,17 +421,16 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     # --- topics (LSA) of the mentions and of their coauthor components
     if d.n_topics > 0:
         phi[46] = _dense_dot(d.topic + i * d.n_topics, d.topic + j * d.n_topics, d.n_topics)
-        if phi[17] > 0.0:
-            phi[47] = 1.0
-        else:
-            phi[47] = _dense_dot(d.comp_topic + d.comp1[i] * d.n_topics,
-                                 d.comp_topic + d.comp1[j] * d.n_topics, d.n_topics)
+        phi[47] = ct[4]
     else:
         phi[46] = 0.0
         phi[47] = 0.0
     # --- venue acronym against the other venue's words
-    dot = _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, i, d.vt_ptr, d.vt_ids, d.vt_w, j)
-    dot += _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, j, d.vt_ptr, d.vt_ids, d.vt_w, i)
+    dot = 0.0
+    if _sig_meet2(d, i, SIG_VA, j, SIG_VT):
+        dot = _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, i, d.vt_ptr, d.vt_ids, d.vt_w, j)
+    if _sig_meet2(d, j, SIG_VA, i, SIG_VT):
+        dot += _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, j, d.vt_ptr, d.vt_ids, d.vt_w, i)
     phi[48] = 1.0 if dot > 0.0 else 0.0
     phi[50] = phi[46] * phi[12]
 
@@ -367,9 +464,31 @@ cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) 
     return s
 
 
-cdef inline BlockData make_block(object enc, const double[::1] theta, double bias) except *:
-    """Point a BlockData at the arrays of an EncodedBlock (which must outlive it)."""
+cdef inline void _fill_sig(uint64_t* sig, Py_ssize_t n, int f, const long long* ptr,
+                           const int* ids) noexcept nogil:
+    """Signature words f, f + 1 of every mention for one CSR id list."""
+    cdef Py_ssize_t r
+    cdef long long a
+    cdef uint64_t h
+    for r in range(n):
+        for a in range(ptr[r], ptr[r + 1]):
+            h = (<uint64_t>(<unsigned int>ids[a]) * <uint64_t>0x9E3779B97F4A7C15) >> 57
+            sig[r * N_SIG + f + <int>(h >> 6)] |= (<uint64_t>1) << (h & 63)
+
+
+cdef inline BlockData make_block(object enc, const double[::1] theta, double bias,
+                                 list keep, Py_ssize_t memo_max_bytes) except *:
+    """Point a BlockData at the arrays of an EncodedBlock (which must outlive it).
+
+    Also builds the per-mention id-list signatures and, when each table fits in
+    ``memo_max_bytes`` (0 = no memo), the component memo tables; these arrays are
+    appended to ``keep``, which the caller must hold while the BlockData is used.
+    """
     cdef BlockData d
+    cdef uint64_t[::1] sig
+    cdef int[::1] comp_idx
+    cdef double[::1] cc_memo, mc_memo
+    cdef Py_ssize_t n_comp
     cdef const long long[::1] co_ptr = enc.co_ptr, ti_ptr = enc.ti_ptr
     cdef const long long[::1] ve_ptr = enc.ve_ptr, af_ptr = enc.af_ptr
     cdef const int[::1] co_ids = enc.co_ids, ti_ids = enc.ti_ids
@@ -469,4 +588,43 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.comp_topic = &comp_topic[0]
     d.theta = &theta[0]
     d.bias = bias
+    # signatures
+    import numpy as np
+    sig_arr = np.zeros(d.n * N_SIG, dtype=np.uint64)
+    keep.append(sig_arr)
+    sig = sig_arr
+    with nogil:
+        _fill_sig(&sig[0], d.n, SIG_CO, d.co_ptr, d.co_ids)
+        _fill_sig(&sig[0], d.n, SIG_TI, d.ti_ptr, d.ti_ids)
+        _fill_sig(&sig[0], d.n, SIG_VE, d.ve_ptr, d.ve_ids)
+        _fill_sig(&sig[0], d.n, SIG_AF, d.af_ptr, d.af_ids)
+        _fill_sig(&sig[0], d.n, SIG_CK, d.ck_ptr, d.ck_ids)
+        _fill_sig(&sig[0], d.n, SIG_AB, d.ab_ptr, d.ab_ids)
+        _fill_sig(&sig[0], d.n, SIG_KW, d.kw_ptr, d.kw_ids)
+        _fill_sig(&sig[0], d.n, SIG_VA, d.va_ptr, d.va_ids)
+        _fill_sig(&sig[0], d.n, SIG_VT, d.vt_ptr, d.vt_ids)
+    d.sig = &sig[0]
+    # component memo tables (NaN = not computed yet)
+    d.n_comp = 0
+    d.comp_idx = NULL
+    d.cc_memo = NULL
+    d.mc_memo = NULL
+    if memo_max_bytes > 0:
+        uniq, inv = np.unique(np.asarray(comp1), return_inverse=True)
+        n_comp = len(uniq)
+        comp_idx_arr = np.ascontiguousarray(inv.reshape(-1), dtype=np.int32)
+        keep.append(comp_idx_arr)
+        comp_idx = comp_idx_arr
+        d.n_comp = n_comp
+        d.comp_idx = &comp_idx[0]
+        if n_comp * n_comp * MEMO_CC * 8 <= memo_max_bytes:
+            cc_arr = np.full(n_comp * n_comp * MEMO_CC, np.nan)
+            keep.append(cc_arr)
+            cc_memo = cc_arr
+            d.cc_memo = &cc_memo[0]
+        if d.n * n_comp * 8 <= memo_max_bytes:
+            mc_arr = np.full(d.n * n_comp, np.nan)
+            keep.append(mc_arr)
+            mc_memo = mc_arr
+            d.mc_memo = &mc_memo[0]
     return d

@@ -360,7 +360,8 @@ def anneal(object enc,                      # IN  EncodedBlock
     by more than B se_leader after the first mini-batch round (0 when the leader is
     exact); otherwise it is eliminated without evaluating a factor.
     """
-    cdef BlockData d = make_block(enc, theta, bias)
+    cdef list keep = []
+    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024)
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
     cdef _Work w = _Work(n)
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
