@@ -100,14 +100,14 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* members, long long* fill,
                       double* acc, double* acc2, long long* T, long long* N,
                       double* est, double* se2, char* alive,
-                      const double* fmax, double* ub) noexcept nogil:
+                      const double* fmax, double* ub, long long* act) noexcept nogil:
     """Resample labels[i]; return the chosen label."""
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
     cdef Py_ssize_t n_open, best
     cdef double f, g_best, v, B, mean, var, diff, tmp, fi, margin
-    cdef Py_ssize_t n_lazy
+    cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
 
@@ -201,11 +201,17 @@ cdef Py_ssize_t _step(BlockData* d,
         if tstar > b_cols - 1:
             tstar = b_cols - 1
         B = b_table[D * b_cols + tstar]
+    # act[0:na]: the arms c < C still alive, in increasing c (compacted after each
+    # elimination, so later rounds touch only them; same order, same decisions)
+    na = C
+    for c in range(C):
+        act[c] = c
     r = 0
     while True:
         r += 1
         # draw the next mini-batch of every alive, unfinished arm
-        for c in range(C):
+        for a in range(na):
+            c = act[a]
             if alive[c] and 0 <= T[c] < N[c]:
                 tr = _sched(r, T[c], N[c], fb)
                 for k in range(T[c], tr):
@@ -228,7 +234,8 @@ cdef Py_ssize_t _step(BlockData* d,
         if alive[C]:
             leader = C
             n_alive = 1
-        for c in range(C):
+        for a in range(na):
+            c = act[a]
             if not alive[c] or T[c] < 0:
                 continue
             n_alive += 1
@@ -249,7 +256,8 @@ cdef Py_ssize_t _step(BlockData* d,
             # small arms: dropped unevaluated when their upper bound is clearly behind
             # the leader, otherwise summed exactly (label order; the leader is updated)
             n_lazy = 0
-            for c in range(C):
+            for a in range(na):
+                c = act[a]
                 if T[c] >= 0:
                     continue
                 margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
@@ -268,32 +276,49 @@ cdef Py_ssize_t _step(BlockData* d,
                     leader = c
         if n_open == 0 or n_alive == 1:
             break
-        # eliminate arms clearly behind the leader
-        for c in range(D):
-            if c == leader or not alive[c]:
+        # eliminate arms clearly behind the leader (each test reads only the leader
+        # and the arm, so the order of the tests does not matter)
+        m = 0
+        for a in range(na):
+            c = act[a]
+            if not alive[c]:
                 continue
-            diff = est[leader] - est[c]
-            if diff > B * sqrt(se2[leader] + se2[c]):
-                alive[c] = 0
+            if c != leader:
+                diff = est[leader] - est[c]
+                if diff > B * sqrt(se2[leader] + se2[c]):
+                    alive[c] = 0
+                    n_alive -= 1
+                    continue
+            act[m] = c
+            m += 1
+        na = m
+        if C != leader and alive[C]:
+            diff = est[leader] - est[C]
+            if diff > B * sqrt(se2[leader] + se2[C]):
+                alive[C] = 0
                 n_alive -= 1
         if n_alive == 1:
             break
         # an arm still open?
         n_open = 0
-        for c in range(C):
+        for a in range(na):
+            c = act[a]
             if alive[c] and T[c] < N[c]:
                 n_open += 1
         if n_open == 0:
             break
     # final choice: the best alive arm (estimates recomputed for exhausted arms)
     best = -1
-    for c in range(D):
+    for a in range(na):
+        c = act[a]
         if not alive[c]:
             continue
-        if c < C and T[c] == N[c]:
+        if T[c] == N[c]:
             est[c] = acc[c] + gumbels[c]
         if best < 0 or est[c] > est[best]:
             best = c
+    if alive[C] and (best < 0 or est[C] > est[best]):
+        best = C
     n_evals[0] += evals
     if best == C:
         l = new_label
@@ -306,7 +331,7 @@ cdef Py_ssize_t _step(BlockData* d,
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, ub
+    cdef public object gumbels, order, ub, act
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -326,6 +351,7 @@ cdef class _Work:
         self.gumbels = np.zeros(m)
         self.order = np.zeros(m, np.int64)
         self.ub = np.zeros(m)
+        self.act = np.zeros(m, np.int64)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -368,6 +394,7 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
     cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
     cdef double[::1] ub = w.ub
+    cdef long long[::1] act = w.act
     cdef const double* fmx = NULL
     cdef double fv
     cdef long long ev0 = 0
@@ -419,7 +446,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                 if _step(&d, &labels[0], &size[0], i, inv_temps[s], racing, first_batch,
                          &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
-                         &est[0], &se2[0], &alive[0], fmx, &ub[0]) != tmp:
+                         &est[0], &se2[0], &alive[0], fmx, &ub[0], &act[0]) != tmp:
                     moved = True
             evals[s] = ev
             if record:
