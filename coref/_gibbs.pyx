@@ -256,11 +256,12 @@ cdef Py_ssize_t _step(BlockData* d,
             # small arms: dropped unevaluated when their upper bound is clearly behind
             # the leader, otherwise summed exactly (label order; the leader is updated)
             n_lazy = 0
+            # the margin changes only with the leader (to 0: a new leader is exact)
+            margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
             for a in range(na):
                 c = act[a]
                 if T[c] >= 0:
                     continue
-                margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
                 if est[leader] - ub[c] > margin:
                     alive[c] = 0
                     T[c] = 0
@@ -274,6 +275,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 n_alive += 1
                 if est[c] > est[leader]:
                     leader = c
+                    margin = 0.0
         if n_open == 0 or n_alive == 1:
             break
         # eliminate arms clearly behind the leader (each test reads only the leader
