@@ -28,6 +28,17 @@ cdef enum:
     SIG_VT = 16
     MEMO_CC = 5
 
+cdef struct Mention:
+    # one mention's scalars and id-list locations, packed so that a factor touches a
+    # few cache lines of each mention (make_block copies them from the EncodedBlock)
+    uint64_t sig[N_SIG]      # id-list signatures (see BlockData.sig)
+    long long co, ti, ve, af, ck, ab, kw, va, vt    # start of each list in its *_ids / *_w
+    int n_co, n_ti, n_ve, n_af, n_ck, n_ab, n_kw, n_va, n_vt   # list lengths
+    int venue_id, affil_id, year, first_code, first_init, comp1, comp2, comp3
+    int init_code, init_len, mid_init, given_code, comp_idx
+    double comp1_logsize, name_rarity, init_amb
+
+
 cdef struct BlockData:
     Py_ssize_t n
     double log_n
@@ -107,10 +118,9 @@ cdef struct BlockData:
     const double* theta      # (N_FEATURES,)
     double bias
     # --- acceleration structures built by make_block (they never change a value)
-    # per-mention signatures of the sorted id lists, N_SIG words per mention:
+    # per-mention signatures of the sorted id lists (in Mention.sig, 2 words per list):
     # bit h(id) is set for every id of the list (h: multiplicative hash, 128 buckets),
     # so lists whose signatures share no bit share no id and their merge is skipped
-    const uint64_t* sig
     # memo of the terms that depend on the two comp1 components only (phi[20..23],
     # phi[47]; MEMO_CC doubles per ordered component pair, NaN = not yet computed) and
     # of the title-vs-profile dot of a mention and a component (phi[24]); NULL = off
@@ -118,21 +128,38 @@ cdef struct BlockData:
     const int* comp_idx      # (n,) dense index of comp1[i] in [0, n_comp)
     double* cc_memo          # (n_comp * n_comp * MEMO_CC) or NULL
     double* mc_memo          # (n * n_comp) or NULL
+    const Mention* men       # (n,) packed per-mention records
 
 
-cdef inline bint _sig_meet(const BlockData* d, Py_ssize_t i, Py_ssize_t j, int f) noexcept nogil:
-    """True unless the id lists of field f of mentions i and j certainly share no id."""
-    cdef const uint64_t* a = d.sig + i * N_SIG + f
-    cdef const uint64_t* b = d.sig + j * N_SIG + f
+cdef inline bint _meet(const uint64_t* a, const uint64_t* b) noexcept nogil:
+    """False when two id lists certainly share no id (their 128-bit signatures share no bit)."""
     return ((a[0] & b[0]) | (a[1] & b[1])) != 0
 
 
-cdef inline bint _sig_meet2(const BlockData* d, Py_ssize_t i, int fi, Py_ssize_t j,
-                            int fj) noexcept nogil:
-    """Same, field fi of mention i against field fj of mention j (one id space)."""
-    cdef const uint64_t* a = d.sig + i * N_SIG + fi
-    cdef const uint64_t* b = d.sig + j * N_SIG + fj
-    return ((a[0] & b[0]) | (a[1] & b[1])) != 0
+cdef inline double _merge(const int* ids_a, const double* w_a, long long na,
+                          const int* ids_b, const double* w_b, long long nb,
+                          int* n_common, double* w_common) noexcept nogil:
+    """sum of w_a * w_b over the ids two sorted lists share (count and sum of w_a too).
+
+    Branch-free advance (a += ia <= ib; b += ib <= ia): the shared ids are visited in
+    the same increasing order as by the textbook merge, so the sums are identical.
+    """
+    cdef long long a = 0, b = 0
+    cdef double s = 0.0, sw = 0.0
+    cdef int c = 0
+    cdef int ia, ib
+    while a < na and b < nb:
+        ia = ids_a[a]
+        ib = ids_b[b]
+        if ia == ib:
+            s += w_a[a] * w_b[b]
+            sw += w_a[a]
+            c += 1
+        a += ia <= ib
+        b += ib <= ia
+    n_common[0] = c
+    w_common[0] = sw
+    return s
 
 
 cdef inline double _dot_sorted(const long long* ptr, const int* ids, const double* w,
@@ -247,15 +274,21 @@ cdef inline void _comp_terms(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
             m[k] = out[k]
 
 
-cdef inline double _title_profile(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+cdef inline double _title_profile(const BlockData* d, const Mention* mi,
+                                  Py_ssize_t i, const Mention* mj) noexcept nogil:
     """Title of mention i against the title profile of the comp1 component of j."""
     cdef double* m = NULL
     cdef double v
+    cdef int c = 0
+    cdef double sw = 0.0
+    cdef long long p0
     if d.mc_memo != NULL:
-        m = d.mc_memo + i * d.n_comp + d.comp_idx[j]
+        m = d.mc_memo + i * d.n_comp + mj.comp_idx
         if m[0] == m[0]:
             return m[0]
-    v = _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, i, d.pt_ptr, d.pt_ids, d.pt_w, d.comp1[j])
+    p0 = d.pt_ptr[mj.comp1]
+    v = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti, d.pt_ids + p0, d.pt_w + p0,
+               d.pt_ptr[mj.comp1 + 1] - p0, &c, &sw)
     if m != NULL:
         m[0] = v
     return v
@@ -268,20 +301,25 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     Same values, bit for bit, as the textbook merges of ``coref._factors_py``: a merge
     is skipped only when the signatures prove that the lists share no id (its sums are
     then exactly 0.0 and its counts 0), and memoised terms are the values computed the
-    first time.
+    first time.  Per-mention data come from the packed records ``d.men``.
     """
-    cdef int c = 0
+    cdef const Mention* mi = d.men + i
+    cdef const Mention* mj = d.men + j
+    cdef int c = 0, c2 = 0
     cdef double sw = 0.0, dot
-    cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
-    cdef long long nj = d.co_ptr[j + 1] - d.co_ptr[j]
+    cdef long long ni = mi.n_co
+    cdef long long nj = mj.n_co
     cdef double gap
     cdef double ct[MEMO_CC]
-    cdef int ci, cj, k, li, lj, fi, fj, n_ok = 0, n_bad = 0
+    cdef int li, lj, fi, fj, n_ok = 0, n_bad = 0
+    cdef long long a, ae, b, be
+    cdef int ia, ib
     cdef long long nvi, nvj
     cdef bint compat
     # --- coauthors
-    if _sig_meet(d, i, j, SIG_CO):
-        _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
+    if _meet(mi.sig + SIG_CO, mj.sig + SIG_CO):
+        _merge(d.co_ids + mi.co, d.co_w + mi.co, ni, d.co_ids + mj.co, d.co_w + mj.co, nj,
+               &c, &sw)
     phi[0] = log1p(<double>c) if c > 0 else 0.0
     if ni + nj - c > 0:
         phi[1] = <double>c / <double>(ni + nj - c)
@@ -293,34 +331,37 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[5] = 1.0 if c >= 2 else 0.0
     # --- title
     phi[6] = 0.0
-    if _sig_meet(d, i, j, SIG_TI):
-        phi[6] = _dot_sorted(d.ti_ptr, d.ti_ids, d.ti_w, i, j, &c, &sw)
+    if _meet(mi.sig + SIG_TI, mj.sig + SIG_TI):
+        phi[6] = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti,
+                        d.ti_ids + mj.ti, d.ti_w + mj.ti, mj.n_ti, &c2, &sw)
     # --- venue
     c = 0
     phi[7] = 0.0
-    if _sig_meet(d, i, j, SIG_VE):
-        phi[7] = _dot_sorted(d.ve_ptr, d.ve_ids, d.ve_w, i, j, &c, &sw)
-    phi[8] = 1.0 if (d.venue_id[i] >= 0 and d.venue_id[i] == d.venue_id[j]) else 0.0
-    nvi = d.ve_ptr[i + 1] - d.ve_ptr[i]
-    nvj = d.ve_ptr[j + 1] - d.ve_ptr[j]
+    if _meet(mi.sig + SIG_VE, mj.sig + SIG_VE):
+        phi[7] = _merge(d.ve_ids + mi.ve, d.ve_w + mi.ve, mi.n_ve,
+                        d.ve_ids + mj.ve, d.ve_w + mj.ve, mj.n_ve, &c, &sw)
+    phi[8] = 1.0 if (mi.venue_id >= 0 and mi.venue_id == mj.venue_id) else 0.0
+    nvi = mi.n_ve
+    nvj = mj.n_ve
     if nvi > 0 and nvj > 0 and phi[8] == 0.0 and (c == nvi or c == nvj):
         phi[49] = 1.0
     else:
         phi[49] = 0.0
     # --- affiliation
-    if d.affil_id[i] >= 0 and d.affil_id[j] >= 0:
+    if mi.affil_id >= 0 and mj.affil_id >= 0:
         phi[9] = 0.0
-        if _sig_meet(d, i, j, SIG_AF):
-            phi[9] = _dot_sorted(d.af_ptr, d.af_ids, d.af_w, i, j, &c, &sw)
+        if _meet(mi.sig + SIG_AF, mj.sig + SIG_AF):
+            phi[9] = _merge(d.af_ids + mi.af, d.af_w + mi.af, mi.n_af,
+                            d.af_ids + mj.af, d.af_w + mj.af, mj.n_af, &c2, &sw)
         phi[10] = 0.0
-        phi[11] = 1.0 if d.affil_id[i] == d.affil_id[j] else 0.0
+        phi[11] = 1.0 if mi.affil_id == mj.affil_id else 0.0
     else:
         phi[9] = 0.0
         phi[10] = 1.0
         phi[11] = 0.0
     # --- year gap
-    if d.year[i] >= 0 and d.year[j] >= 0:
-        gap = fabs(<double>(d.year[i] - d.year[j]))
+    if mi.year >= 0 and mj.year >= 0:
+        gap = fabs(<double>(mi.year - mj.year))
         if gap > 30.0:
             gap = 30.0
         phi[12] = gap / 10.0
@@ -331,18 +372,18 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[13] = 0.0
         phi[14] = 1.0
     # --- name compatibility: 1 same full first name, 0.5 compatible initials (or missing), 0 otherwise
-    if d.first_code[i] >= 0 and d.first_code[i] == d.first_code[j]:
+    if mi.first_code >= 0 and mi.first_code == mj.first_code:
         phi[15] = 1.0
-    elif d.first_init[i] < 0 or d.first_init[j] < 0 or d.first_init[i] == d.first_init[j]:
+    elif mi.first_init < 0 or mj.first_init < 0 or mi.first_init == mj.first_init:
         phi[15] = 0.5
     else:
         phi[15] = 0.0
     # --- block size (prior of co-reference falls with the number of mentions)
     phi[16] = d.log_n * phi[0]
     # --- coauthor-graph components (transitive coauthor evidence inside the block)
-    phi[17] = 1.0 if d.comp1[i] == d.comp1[j] else 0.0
-    phi[18] = 1.0 if d.comp2[i] == d.comp2[j] else 0.0
-    phi[19] = phi[17] * d.comp1_logsize[i]
+    phi[17] = 1.0 if mi.comp1 == mj.comp1 else 0.0
+    phi[18] = 1.0 if mi.comp2 == mj.comp2 else 0.0
+    phi[19] = phi[17] * mi.comp1_logsize
     # --- components: profiles (1 inside one component), year-range gap (0 if they
     #     overlap), mention-to-profile titles, topic of the components
     if phi[17] > 0.0:
@@ -359,11 +400,11 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[21] = ct[1]
         phi[22] = ct[2]
         phi[23] = ct[3]
-        dot = _title_profile(d, i, j)
-        dot += _title_profile(d, j, i)
+        dot = _title_profile(d, mi, i, mj)
+        dot += _title_profile(d, mj, j, mi)
         phi[24] = 0.5 * dot
-        phi[25] = d.comp1_logsize[i] + d.comp1_logsize[j]
-    phi[26] = 1.0 if d.comp3[i] == d.comp3[j] else 0.0
+        phi[25] = mi.comp1_logsize + mj.comp1_logsize
+    phi[26] = 1.0 if mi.comp3 == mj.comp3 else 0.0
     phi[27] = d.log_n
     phi[28] = d.comp_frac
     phi[29] = d.title_coh
@@ -371,49 +412,64 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[31] = d.affil_coh
     phi[32] = d.name_middle
     # --- coauthors keyed by initials: shared count, and shared only through initials
-    if _sig_meet(d, i, j, SIG_CK):
-        _match_names(d.ck_ptr, d.ck_ids, d.ck_fn, i, j, &n_ok, &n_bad)
+    if _meet(mi.sig + SIG_CK, mj.sig + SIG_CK):
+        a = mi.ck
+        ae = a + mi.n_ck
+        b = mj.ck
+        be = b + mj.n_ck
+        while a < ae and b < be:
+            ia = d.ck_ids[a]
+            ib = d.ck_ids[b]
+            if ia == ib:
+                if d.ck_fn[a] < 0 or d.ck_fn[b] < 0 or d.ck_fn[a] == d.ck_fn[b]:
+                    n_ok += 1
+                else:
+                    n_bad += 1
+            a += ia <= ib
+            b += ib <= ia
     phi[33] = log1p(<double>(n_ok + n_bad)) if n_ok + n_bad > 0 else 0.0
     phi[34] = phi[33] - phi[0] if phi[33] > phi[0] else 0.0
     phi[51] = log1p(<double>n_ok) if n_ok > 0 else 0.0
     phi[52] = log1p(<double>n_bad) if n_bad > 0 else 0.0
     # --- name variants: full first names, initials (prefix-compatible), middle initials
-    fi = d.first_code[i]
-    fj = d.first_code[j]
-    li = d.init_len[i]
-    lj = d.init_len[j]
+    fi = mi.first_code
+    fj = mj.first_code
+    li = mi.init_len
+    lj = mj.init_len
     if li > 0 and lj > 0:
         if li <= lj:
-            compat = (d.init_code[j] >> (5 * (lj - li))) == d.init_code[i]
+            compat = (mj.init_code >> (5 * (lj - li))) == mi.init_code
         else:
-            compat = (d.init_code[i] >> (5 * (li - lj))) == d.init_code[j]
+            compat = (mi.init_code >> (5 * (li - lj))) == mj.init_code
     else:
         compat = False
-    phi[39] = 1.0 if (d.given_code[i] >= 0 and d.given_code[i] == d.given_code[j]) else 0.0
+    phi[39] = 1.0 if (mi.given_code >= 0 and mi.given_code == mj.given_code) else 0.0
     # "Jian Xin" / "Jianxin": first names differ, whole given names agree -> same first name
     phi[35] = 1.0 if ((fi >= 0 and fi == fj) or phi[39] > 0.0) else 0.0
     phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj and phi[39] == 0.0)
-                      or (li > 0 and lj > 0 and d.first_init[i] != d.first_init[j])) else 0.0
+                      or (li > 0 and lj > 0 and mi.first_init != mj.first_init)) else 0.0
     phi[37] = 1.0 if (phi[35] == 0.0 and phi[36] == 0.0 and compat and (fi < 0 or fj < 0)) else 0.0
-    phi[38] = 1.0 if (d.mid_init[i] >= 0 and d.mid_init[j] >= 0 and d.mid_init[i] != d.mid_init[j]) else 0.0
+    phi[38] = 1.0 if (mi.mid_init >= 0 and mj.mid_init >= 0 and mi.mid_init != mj.mid_init) else 0.0
     if phi[35] > 0.0:  # the rarer reading of the two first names (symmetric in i, j)
-        phi[40] = d.name_rarity[i] if d.name_rarity[i] < d.name_rarity[j] else d.name_rarity[j]
+        phi[40] = mi.name_rarity if mi.name_rarity < mj.name_rarity else mj.name_rarity
     else:
         phi[40] = 0.0
-    phi[41] = d.init_amb[i] if phi[37] > 0.0 else 0.0
+    phi[41] = mi.init_amb if phi[37] > 0.0 else 0.0
     # --- abstract and keywords (missing is never a match)
-    if d.ab_ptr[i + 1] > d.ab_ptr[i] and d.ab_ptr[j + 1] > d.ab_ptr[j]:
+    if mi.n_ab > 0 and mj.n_ab > 0:
         phi[42] = 0.0
-        if _sig_meet(d, i, j, SIG_AB):
-            phi[42] = _dot_sorted(d.ab_ptr, d.ab_ids, d.ab_w, i, j, &c, &sw)
+        if _meet(mi.sig + SIG_AB, mj.sig + SIG_AB):
+            phi[42] = _merge(d.ab_ids + mi.ab, d.ab_w + mi.ab, mi.n_ab,
+                             d.ab_ids + mj.ab, d.ab_w + mj.ab, mj.n_ab, &c2, &sw)
         phi[43] = 0.0
     else:
         phi[42] = 0.0
         phi[43] = 1.0
-    if d.kw_ptr[i + 1] > d.kw_ptr[i] and d.kw_ptr[j + 1] > d.kw_ptr[j]:
+    if mi.n_kw > 0 and mj.n_kw > 0:
         phi[44] = 0.0
-        if _sig_meet(d, i, j, SIG_KW):
-            phi[44] = _dot_sorted(d.kw_ptr, d.kw_ids, d.kw_w, i, j, &c, &sw)
+        if _meet(mi.sig + SIG_KW, mj.sig + SIG_KW):
+            phi[44] = _merge(d.kw_ids + mi.kw, d.kw_w + mi.kw, mi.n_kw,
+                             d.kw_ids + mj.kw, d.kw_w + mj.kw, mj.n_kw, &c2, &sw)
         phi[45] = 0.0
     else:
         phi[44] = 0.0
@@ -427,10 +483,12 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[47] = 0.0
     # --- venue acronym against the other venue's words
     dot = 0.0
-    if _sig_meet2(d, i, SIG_VA, j, SIG_VT):
-        dot = _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, i, d.vt_ptr, d.vt_ids, d.vt_w, j)
-    if _sig_meet2(d, j, SIG_VA, i, SIG_VT):
-        dot += _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, j, d.vt_ptr, d.vt_ids, d.vt_w, i)
+    if _meet(mi.sig + SIG_VA, mj.sig + SIG_VT):
+        dot = _merge(d.va_ids + mi.va, d.va_w + mi.va, mi.n_va,
+                     d.vt_ids + mj.vt, d.vt_w + mj.vt, mj.n_vt, &c2, &sw)
+    if _meet(mj.sig + SIG_VA, mi.sig + SIG_VT):
+        dot += _merge(d.va_ids + mj.va, d.va_w + mj.va, mj.n_va,
+                      d.vt_ids + mi.vt, d.vt_w + mi.vt, mi.n_vt, &c2, &sw)
     phi[48] = 1.0 if dot > 0.0 else 0.0
     phi[50] = phi[46] * phi[12]
 
@@ -464,16 +522,67 @@ cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) 
     return s
 
 
-cdef inline void _fill_sig(uint64_t* sig, Py_ssize_t n, int f, const long long* ptr,
-                           const int* ids) noexcept nogil:
-    """Signature words f, f + 1 of every mention for one CSR id list."""
-    cdef Py_ssize_t r
+cdef inline void _fill_sig(uint64_t* sig, const long long* ptr, const int* ids,
+                           Py_ssize_t r) noexcept nogil:
+    """128-bit signature (2 words) of row r of a CSR id list."""
     cdef long long a
     cdef uint64_t h
-    for r in range(n):
-        for a in range(ptr[r], ptr[r + 1]):
-            h = (<uint64_t>(<unsigned int>ids[a]) * <uint64_t>0x9E3779B97F4A7C15) >> 57
-            sig[r * N_SIG + f + <int>(h >> 6)] |= (<uint64_t>1) << (h & 63)
+    sig[0] = 0
+    sig[1] = 0
+    for a in range(ptr[r], ptr[r + 1]):
+        h = (<uint64_t>(<unsigned int>ids[a]) * <uint64_t>0x9E3779B97F4A7C15) >> 57
+        sig[<int>(h >> 6)] |= (<uint64_t>1) << (h & 63)
+
+
+cdef inline void _fill_records(BlockData* d, Mention* men) noexcept nogil:
+    """Copy every mention's scalars, list locations and signatures into its record."""
+    cdef Py_ssize_t r
+    cdef Mention* m
+    for r in range(d.n):
+        m = men + r
+        _fill_sig(m.sig + SIG_CO, d.co_ptr, d.co_ids, r)
+        _fill_sig(m.sig + SIG_TI, d.ti_ptr, d.ti_ids, r)
+        _fill_sig(m.sig + SIG_VE, d.ve_ptr, d.ve_ids, r)
+        _fill_sig(m.sig + SIG_AF, d.af_ptr, d.af_ids, r)
+        _fill_sig(m.sig + SIG_CK, d.ck_ptr, d.ck_ids, r)
+        _fill_sig(m.sig + SIG_AB, d.ab_ptr, d.ab_ids, r)
+        _fill_sig(m.sig + SIG_KW, d.kw_ptr, d.kw_ids, r)
+        _fill_sig(m.sig + SIG_VA, d.va_ptr, d.va_ids, r)
+        _fill_sig(m.sig + SIG_VT, d.vt_ptr, d.vt_ids, r)
+        m.co = d.co_ptr[r]
+        m.n_co = <int>(d.co_ptr[r + 1] - d.co_ptr[r])
+        m.ti = d.ti_ptr[r]
+        m.n_ti = <int>(d.ti_ptr[r + 1] - d.ti_ptr[r])
+        m.ve = d.ve_ptr[r]
+        m.n_ve = <int>(d.ve_ptr[r + 1] - d.ve_ptr[r])
+        m.af = d.af_ptr[r]
+        m.n_af = <int>(d.af_ptr[r + 1] - d.af_ptr[r])
+        m.ck = d.ck_ptr[r]
+        m.n_ck = <int>(d.ck_ptr[r + 1] - d.ck_ptr[r])
+        m.ab = d.ab_ptr[r]
+        m.n_ab = <int>(d.ab_ptr[r + 1] - d.ab_ptr[r])
+        m.kw = d.kw_ptr[r]
+        m.n_kw = <int>(d.kw_ptr[r + 1] - d.kw_ptr[r])
+        m.va = d.va_ptr[r]
+        m.n_va = <int>(d.va_ptr[r + 1] - d.va_ptr[r])
+        m.vt = d.vt_ptr[r]
+        m.n_vt = <int>(d.vt_ptr[r + 1] - d.vt_ptr[r])
+        m.venue_id = d.venue_id[r]
+        m.affil_id = d.affil_id[r]
+        m.year = d.year[r]
+        m.first_code = d.first_code[r]
+        m.first_init = d.first_init[r]
+        m.comp1 = d.comp1[r]
+        m.comp2 = d.comp2[r]
+        m.comp3 = d.comp3[r]
+        m.init_code = d.init_code[r]
+        m.init_len = d.init_len[r]
+        m.mid_init = d.mid_init[r]
+        m.given_code = d.given_code[r]
+        m.comp_idx = d.comp_idx[r] if d.comp_idx != NULL else 0
+        m.comp1_logsize = d.comp1_logsize[r]
+        m.name_rarity = d.name_rarity[r]
+        m.init_amb = d.init_amb[r]
 
 
 cdef inline BlockData make_block(object enc, const double[::1] theta, double bias,
@@ -485,7 +594,7 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     appended to ``keep``, which the caller must hold while the BlockData is used.
     """
     cdef BlockData d
-    cdef uint64_t[::1] sig
+    cdef unsigned char[::1] men_buf
     cdef int[::1] comp_idx
     cdef double[::1] cc_memo, mc_memo
     cdef Py_ssize_t n_comp
@@ -588,22 +697,7 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.comp_topic = &comp_topic[0]
     d.theta = &theta[0]
     d.bias = bias
-    # signatures
     import numpy as np
-    sig_arr = np.zeros(d.n * N_SIG, dtype=np.uint64)
-    keep.append(sig_arr)
-    sig = sig_arr
-    with nogil:
-        _fill_sig(&sig[0], d.n, SIG_CO, d.co_ptr, d.co_ids)
-        _fill_sig(&sig[0], d.n, SIG_TI, d.ti_ptr, d.ti_ids)
-        _fill_sig(&sig[0], d.n, SIG_VE, d.ve_ptr, d.ve_ids)
-        _fill_sig(&sig[0], d.n, SIG_AF, d.af_ptr, d.af_ids)
-        _fill_sig(&sig[0], d.n, SIG_CK, d.ck_ptr, d.ck_ids)
-        _fill_sig(&sig[0], d.n, SIG_AB, d.ab_ptr, d.ab_ids)
-        _fill_sig(&sig[0], d.n, SIG_KW, d.kw_ptr, d.kw_ids)
-        _fill_sig(&sig[0], d.n, SIG_VA, d.va_ptr, d.va_ids)
-        _fill_sig(&sig[0], d.n, SIG_VT, d.vt_ptr, d.vt_ids)
-    d.sig = &sig[0]
     # component memo tables (NaN = not computed yet)
     d.n_comp = 0
     d.comp_idx = NULL
@@ -627,4 +721,11 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
             keep.append(mc_arr)
             mc_memo = mc_arr
             d.mc_memo = &mc_memo[0]
+    # packed per-mention records (after comp_idx, which they copy)
+    men_arr = np.zeros(d.n * sizeof(Mention) + 64, dtype=np.uint8)
+    keep.append(men_arr)
+    men_buf = men_arr
+    with nogil:
+        _fill_records(&d, <Mention*>&men_buf[0])
+    d.men = <const Mention*>&men_buf[0]
     return d
