@@ -19,6 +19,7 @@ executor.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import time
 import zlib
@@ -67,6 +68,14 @@ def bound_table(delta: float, n_arms_max: int, n_rounds_max: int = 64) -> np.nda
     B[(D < 2).ravel(), :] = np.inf
     B[:, (t < 2).ravel()] = np.inf
     return np.ascontiguousarray(B)
+
+
+@functools.lru_cache(maxsize=32)
+def _bound_table_ro(delta: float, n_arms_max: int) -> np.ndarray:
+    """:func:`bound_table`, computed once per (delta, n_arms_max) and read-only."""
+    B = bound_table(delta, n_arms_max)
+    B.flags.writeable = False
+    return B
 
 
 def temperature_schedule(n_sweeps: int, t_start: float, t_end: float) -> np.ndarray:
@@ -463,7 +472,7 @@ class GibbsCoref:
         size = np.bincount(labels, minlength=n).astype(np.int64)
         theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
         bias = float(model.bias_)
-        b_table = bound_table(float(self.delta), n + 1)
+        b_table = _bound_table_ro(float(self.delta), n + 1)
         ev = np.zeros(len(temps) + 1, np.int64)
         lab_hist = np.zeros((len(temps) + 1, n), np.int64) if self.record_history else None
         if lab_hist is not None:
