@@ -2,17 +2,51 @@
 """Shared C-level declarations of the pairwise factor kernel.
 
 Both ``_factors.pyx`` and ``_gibbs.pyx`` cimport this file: the struct holds raw
-pointers into the arrays of one encoded block (filled by ``fill_block`` from typed
+pointers into the arrays of one encoded block (filled by ``make_block`` from typed
 memoryviews) and ``block_phi`` / ``block_factor`` are inline, so no Python object
 is touched while a factor is evaluated.  The feature list must match
 ``coref.features.FEATURE_NAMES`` and the pure-Python twin ``coref._factors_py``.
+
+Speed without changing a value (the twin tests compare bit for bit):
+``make_block`` packs each mention's scalars, list offsets / lengths and 128-bit
+signatures of its id lists into one record (``Mention``); a sorted-list merge runs
+only when the two signatures share a bit (otherwise its sums are exactly 0.0), with
+a branch-free advance that visits the shared ids in the same order; the terms that
+depend on the two comp1 components only (profile cosines, year-range gap, topic
+cosine) and the title-vs-profile dots are memoised per block (tables of at most
+``memo_max_bytes`` each, filled on first use).  Summation orders are unchanged.
 """
-from libc.math cimport log, log1p, sqrt, fabs
+from libc.math cimport log, log1p, sqrt, fabs, NAN
+from libc.stdint cimport uint64_t
 
 # number of pairwise features phi(x_i, x_j)
 cdef enum:
     N_BASE = 53
     N_FEATURES = 106
+    # signature words per mention: 2 (128 bits) for each of SIG_FIELDS id lists
+    SIG_FIELDS = 9
+    N_SIG = 18
+    SIG_CO = 0
+    SIG_TI = 2
+    SIG_VE = 4
+    SIG_AF = 6
+    SIG_CK = 8
+    SIG_AB = 10
+    SIG_KW = 12
+    SIG_VA = 14
+    SIG_VT = 16
+    MEMO_CC = 5
+
+cdef struct Mention:
+    # one mention's scalars and id-list locations, packed so that a factor touches a
+    # few cache lines of each mention (make_block copies them from the EncodedBlock)
+    uint64_t sig[N_SIG]      # id-list signatures (see BlockData.sig)
+    long long co, ti, ve, af, ck, ab, kw, va, vt    # start of each list in its *_ids / *_w
+    int n_co, n_ti, n_ve, n_af, n_ck, n_ab, n_kw, n_va, n_vt   # list lengths
+    int venue_id, affil_id, year, first_code, first_init, comp1, comp2, comp3
+    int init_code, init_len, mid_init, given_code, comp_idx
+    double comp1_logsize, name_rarity, init_amb
+
 
 cdef struct BlockData:
     Py_ssize_t n
@@ -92,12 +126,59 @@ cdef struct BlockData:
     # model
     const double* theta      # (N_FEATURES,)
     double bias
+    # --- acceleration structures built by make_block (they never change a value)
+    # per-mention signatures of the sorted id lists (in Mention.sig, 2 words per list):
+    # bit h(id) is set for every id of the list (h: multiplicative hash, 128 buckets),
+    # so lists whose signatures share no bit share no id and their merge is skipped
+    # memo of the terms that depend on the two comp1 components only (phi[20..23],
+    # phi[47]; MEMO_CC doubles per ordered component pair, NaN = not yet computed) and
+    # of the title-vs-profile dot of a mention and a component (phi[24]); NULL = off
+    Py_ssize_t n_comp        # number of distinct comp1 labels
+    const int* comp_idx      # (n,) dense index of comp1[i] in [0, n_comp)
+    double* cc_memo          # (n_comp * n_comp * MEMO_CC) or NULL
+    double* mc_memo          # (n * n_comp) or NULL
+    const Mention* men       # (n,) packed per-mention records
+
+
+cdef inline bint _meet(const uint64_t* a, const uint64_t* b) noexcept nogil:
+    """False when two id lists certainly share no id (their 128-bit signatures share no bit)."""
+    return ((a[0] & b[0]) | (a[1] & b[1])) != 0
+
+
+cdef inline double _merge(const int* ids_a, const double* w_a, long long na,
+                          const int* ids_b, const double* w_b, long long nb,
+                          int* n_common, double* w_common) noexcept nogil:
+    """sum of w_a * w_b over the ids two sorted lists share (count and sum of w_a too).
+
+    Branch-free advance (a += ia <= ib; b += ib <= ia): the shared ids are visited in
+    the same increasing order as by the textbook merge, so the sums are identical.
+    """
+    cdef long long a = 0, b = 0
+    cdef double s = 0.0, sw = 0.0
+    cdef int c = 0
+    cdef int ia, ib
+    while a < na and b < nb:
+        ia = ids_a[a]
+        ib = ids_b[b]
+        if ia == ib:
+            s += w_a[a] * w_b[b]
+            sw += w_a[a]
+            c += 1
+        a += ia <= ib
+        b += ib <= ia
+    n_common[0] = c
+    w_common[0] = sw
+    return s
 
 
 cdef inline double _dot_sorted(const long long* ptr, const int* ids, const double* w,
                                Py_ssize_t i, Py_ssize_t j, int* n_common,
                                double* w_common) noexcept nogil:
-    """Merge two sorted id lists; return sum of w_i * w_j over shared ids."""
+    """Merge two sorted id lists; return sum of w_i * w_j over shared ids.
+
+    Branch-free advance (a += ia <= ib; b += ib <= ia): the shared ids are visited in
+    the same increasing order as by the textbook merge, so the sums are identical.
+    """
     cdef long long a = ptr[i], ae = ptr[i + 1], b = ptr[j], be = ptr[j + 1]
     cdef double s = 0.0, sw = 0.0
     cdef int c = 0
@@ -109,12 +190,8 @@ cdef inline double _dot_sorted(const long long* ptr, const int* ids, const doubl
             s += w[a] * w[b]
             sw += w[a]
             c += 1
-            a += 1
-            b += 1
-        elif ia < ib:
-            a += 1
-        else:
-            b += 1
+        a += ia <= ib
+        b += ib <= ia
     n_common[0] = c
     w_common[0] = sw
     return s
@@ -132,12 +209,8 @@ cdef inline double _dot_sorted2(const long long* ptr_a, const int* ids_a, const 
         ib = ids_b[b]
         if ia == ib:
             s += w_a[a] * w_b[b]
-            a += 1
-            b += 1
-        elif ia < ib:
-            a += 1
-        else:
-            b += 1
+        a += ia <= ib
+        b += ib <= ia
     return s
 
 
@@ -155,12 +228,8 @@ cdef inline void _match_names(const long long* ptr, const int* ids, const int* f
                 ok += 1
             else:
                 bad += 1
-            a += 1
-            b += 1
-        elif ia < ib:
-            a += 1
-        else:
-            b += 1
+        a += ia <= ib
+        b += ib <= ia
     n_ok[0] = ok
     n_bad[0] = bad
 
@@ -173,20 +242,94 @@ cdef inline double _dense_dot(const double* x, const double* y, Py_ssize_t k) no
     return s
 
 
+cdef inline void _comp_terms(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
+                             double* out) noexcept nogil:
+    """phi[20], phi[21], phi[22], phi[23], phi[47] of mentions in different comp1 components.
+
+    They depend on the two components only: read from (or computed into) the memo.
+    """
+    cdef int ci = d.comp1[i], cj = d.comp1[j]
+    cdef int c = 0
+    cdef double sw = 0.0, gap
+    cdef double* m = NULL
+    cdef int k
+    if d.cc_memo != NULL:
+        m = d.cc_memo + (<Py_ssize_t>d.comp_idx[i] * d.n_comp + d.comp_idx[j]) * MEMO_CC
+        if m[0] == m[0]:          # not NaN: computed before
+            for k in range(MEMO_CC):
+                out[k] = m[k]
+            return
+    out[0] = _dot_sorted(d.pt_ptr, d.pt_ids, d.pt_w, ci, cj, &c, &sw)
+    out[1] = _dot_sorted(d.pv_ptr, d.pv_ids, d.pv_w, ci, cj, &c, &sw)
+    out[2] = _dot_sorted(d.pa_ptr, d.pa_ids, d.pa_w, ci, cj, &c, &sw)
+    out[3] = 0.0
+    if d.comp_ymin[ci] >= 0 and d.comp_ymin[cj] >= 0:
+        if d.comp_ymin[ci] > d.comp_ymax[cj]:
+            gap = <double>(d.comp_ymin[ci] - d.comp_ymax[cj])
+        elif d.comp_ymin[cj] > d.comp_ymax[ci]:
+            gap = <double>(d.comp_ymin[cj] - d.comp_ymax[ci])
+        else:
+            gap = 0.0
+        if gap > 30.0:
+            gap = 30.0
+        out[3] = gap / 10.0
+    if d.n_topics > 0:
+        out[4] = _dense_dot(d.comp_topic + ci * d.n_topics, d.comp_topic + cj * d.n_topics,
+                            d.n_topics)
+    else:
+        out[4] = 0.0
+    if m != NULL:
+        for k in range(MEMO_CC):
+            m[k] = out[k]
+
+
+cdef inline double _title_profile(const BlockData* d, const Mention* mi,
+                                  Py_ssize_t i, const Mention* mj) noexcept nogil:
+    """Title of mention i against the title profile of the comp1 component of j."""
+    cdef double* m = NULL
+    cdef double v
+    cdef int c = 0
+    cdef double sw = 0.0
+    cdef long long p0
+    if d.mc_memo != NULL:
+        m = d.mc_memo + i * d.n_comp + mj.comp_idx
+        if m[0] == m[0]:
+            return m[0]
+    p0 = d.pt_ptr[mj.comp1]
+    v = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti, d.pt_ids + p0, d.pt_w + p0,
+               d.pt_ptr[mj.comp1 + 1] - p0, &c, &sw)
+    if m != NULL:
+        m[0] = v
+    return v
+
+
 cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
                                 double* phi) noexcept nogil:
-    """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE]."""
-    cdef int c = 0
+    """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE].
+
+    Same values, bit for bit, as the textbook merges of ``coref._factors_py``: a merge
+    is skipped only when the signatures prove that the lists share no id (its sums are
+    then exactly 0.0 and its counts 0), and memoised terms are the values computed the
+    first time.  Per-mention data come from the packed records ``d.men``.
+    """
+    cdef const Mention* mi = d.men + i
+    cdef const Mention* mj = d.men + j
+    cdef int c = 0, c2 = 0
     cdef double sw = 0.0, dot
-    cdef long long ni = d.co_ptr[i + 1] - d.co_ptr[i]
-    cdef long long nj = d.co_ptr[j + 1] - d.co_ptr[j]
+    cdef long long ni = mi.n_co
+    cdef long long nj = mj.n_co
     cdef double gap
-    cdef int ci, cj, k, li, lj, fi, fj, n_ok = 0, n_bad = 0
+    cdef double ct[MEMO_CC]
+    cdef int li, lj, fi, fj, n_ok = 0, n_bad = 0
+    cdef long long a, ae, b, be
+    cdef int ia, ib
     cdef long long nvi, nvj
     cdef bint compat
     # --- coauthors
-    _dot_sorted(d.co_ptr, d.co_ids, d.co_w, i, j, &c, &sw)
-    phi[0] = log1p(<double>c)
+    if _meet(mi.sig + SIG_CO, mj.sig + SIG_CO):
+        _merge(d.co_ids + mi.co, d.co_w + mi.co, ni, d.co_ids + mj.co, d.co_w + mj.co, nj,
+               &c, &sw)
+    phi[0] = log1p(<double>c) if c > 0 else 0.0
     if ni + nj - c > 0:
         phi[1] = <double>c / <double>(ni + nj - c)
     else:
@@ -196,28 +339,38 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[4] = 1.0 if (ni == 0 or nj == 0) else 0.0
     phi[5] = 1.0 if c >= 2 else 0.0
     # --- title
-    phi[6] = _dot_sorted(d.ti_ptr, d.ti_ids, d.ti_w, i, j, &c, &sw)
+    phi[6] = 0.0
+    if _meet(mi.sig + SIG_TI, mj.sig + SIG_TI):
+        phi[6] = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti,
+                        d.ti_ids + mj.ti, d.ti_w + mj.ti, mj.n_ti, &c2, &sw)
     # --- venue
-    phi[7] = _dot_sorted(d.ve_ptr, d.ve_ids, d.ve_w, i, j, &c, &sw)
-    phi[8] = 1.0 if (d.venue_id[i] >= 0 and d.venue_id[i] == d.venue_id[j]) else 0.0
-    nvi = d.ve_ptr[i + 1] - d.ve_ptr[i]
-    nvj = d.ve_ptr[j + 1] - d.ve_ptr[j]
+    c = 0
+    phi[7] = 0.0
+    if _meet(mi.sig + SIG_VE, mj.sig + SIG_VE):
+        phi[7] = _merge(d.ve_ids + mi.ve, d.ve_w + mi.ve, mi.n_ve,
+                        d.ve_ids + mj.ve, d.ve_w + mj.ve, mj.n_ve, &c, &sw)
+    phi[8] = 1.0 if (mi.venue_id >= 0 and mi.venue_id == mj.venue_id) else 0.0
+    nvi = mi.n_ve
+    nvj = mj.n_ve
     if nvi > 0 and nvj > 0 and phi[8] == 0.0 and (c == nvi or c == nvj):
         phi[49] = 1.0
     else:
         phi[49] = 0.0
     # --- affiliation
-    if d.affil_id[i] >= 0 and d.affil_id[j] >= 0:
-        phi[9] = _dot_sorted(d.af_ptr, d.af_ids, d.af_w, i, j, &c, &sw)
+    if mi.affil_id >= 0 and mj.affil_id >= 0:
+        phi[9] = 0.0
+        if _meet(mi.sig + SIG_AF, mj.sig + SIG_AF):
+            phi[9] = _merge(d.af_ids + mi.af, d.af_w + mi.af, mi.n_af,
+                            d.af_ids + mj.af, d.af_w + mj.af, mj.n_af, &c2, &sw)
         phi[10] = 0.0
-        phi[11] = 1.0 if d.affil_id[i] == d.affil_id[j] else 0.0
+        phi[11] = 1.0 if mi.affil_id == mj.affil_id else 0.0
     else:
         phi[9] = 0.0
         phi[10] = 1.0
         phi[11] = 0.0
     # --- year gap
-    if d.year[i] >= 0 and d.year[j] >= 0:
-        gap = fabs(<double>(d.year[i] - d.year[j]))
+    if mi.year >= 0 and mj.year >= 0:
+        gap = fabs(<double>(mi.year - mj.year))
         if gap > 30.0:
             gap = 30.0
         phi[12] = gap / 10.0
@@ -228,49 +381,39 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[13] = 0.0
         phi[14] = 1.0
     # --- name compatibility: 1 same full first name, 0.5 compatible initials (or missing), 0 otherwise
-    if d.first_code[i] >= 0 and d.first_code[i] == d.first_code[j]:
+    if mi.first_code >= 0 and mi.first_code == mj.first_code:
         phi[15] = 1.0
-    elif d.first_init[i] < 0 or d.first_init[j] < 0 or d.first_init[i] == d.first_init[j]:
+    elif mi.first_init < 0 or mj.first_init < 0 or mi.first_init == mj.first_init:
         phi[15] = 0.5
     else:
         phi[15] = 0.0
     # --- block size (prior of co-reference falls with the number of mentions)
     phi[16] = d.log_n * phi[0]
     # --- coauthor-graph components (transitive coauthor evidence inside the block)
-    phi[17] = 1.0 if d.comp1[i] == d.comp1[j] else 0.0
-    phi[18] = 1.0 if d.comp2[i] == d.comp2[j] else 0.0
-    phi[19] = phi[17] * d.comp1_logsize[i]
-    # --- similarity of the two components' profiles (1 inside one component)
+    phi[17] = 1.0 if mi.comp1 == mj.comp1 else 0.0
+    phi[18] = 1.0 if mi.comp2 == mj.comp2 else 0.0
+    phi[19] = phi[17] * mi.comp1_logsize
+    # --- components: profiles (1 inside one component), year-range gap (0 if they
+    #     overlap), mention-to-profile titles, topic of the components
     if phi[17] > 0.0:
         phi[20] = 1.0
         phi[21] = 1.0
         phi[22] = 1.0
+        phi[23] = 0.0
+        phi[24] = 1.0
+        phi[25] = 0.0
+        ct[4] = 1.0
     else:
-        phi[20] = _dot_sorted(d.pt_ptr, d.pt_ids, d.pt_w, d.comp1[i], d.comp1[j], &c, &sw)
-        phi[21] = _dot_sorted(d.pv_ptr, d.pv_ids, d.pv_w, d.comp1[i], d.comp1[j], &c, &sw)
-        phi[22] = _dot_sorted(d.pa_ptr, d.pa_ids, d.pa_w, d.comp1[i], d.comp1[j], &c, &sw)
-    # --- component year ranges: gap between them (0 if they overlap), mention-to-profile titles
-    phi[23] = 0.0
-    phi[24] = 1.0
-    phi[25] = 0.0
-    if phi[17] == 0.0:
-        ci = d.comp1[i]
-        cj = d.comp1[j]
-        if d.comp_ymin[ci] >= 0 and d.comp_ymin[cj] >= 0:
-            if d.comp_ymin[ci] > d.comp_ymax[cj]:
-                gap = <double>(d.comp_ymin[ci] - d.comp_ymax[cj])
-            elif d.comp_ymin[cj] > d.comp_ymax[ci]:
-                gap = <double>(d.comp_ymin[cj] - d.comp_ymax[ci])
-            else:
-                gap = 0.0
-            if gap > 30.0:
-                gap = 30.0
-            phi[23] = gap / 10.0
-        dot = _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, i, d.pt_ptr, d.pt_ids, d.pt_w, cj)
-        dot += _dot_sorted2(d.ti_ptr, d.ti_ids, d.ti_w, j, d.pt_ptr, d.pt_ids, d.pt_w, ci)
+        _comp_terms(d, i, j, ct)
+        phi[20] = ct[0]
+        phi[21] = ct[1]
+        phi[22] = ct[2]
+        phi[23] = ct[3]
+        dot = _title_profile(d, mi, i, mj)
+        dot += _title_profile(d, mj, j, mi)
         phi[24] = 0.5 * dot
-        phi[25] = d.comp1_logsize[i] + d.comp1_logsize[j]
-    phi[26] = 1.0 if d.comp3[i] == d.comp3[j] else 0.0
+        phi[25] = mi.comp1_logsize + mj.comp1_logsize
+    phi[26] = 1.0 if mi.comp3 == mj.comp3 else 0.0
     phi[27] = d.log_n
     phi[28] = d.comp_frac
     phi[29] = d.title_coh
@@ -278,44 +421,64 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[31] = d.affil_coh
     phi[32] = d.name_middle
     # --- coauthors keyed by initials: shared count, and shared only through initials
-    _match_names(d.ck_ptr, d.ck_ids, d.ck_fn, i, j, &n_ok, &n_bad)
-    phi[33] = log1p(<double>(n_ok + n_bad))
+    if _meet(mi.sig + SIG_CK, mj.sig + SIG_CK):
+        a = mi.ck
+        ae = a + mi.n_ck
+        b = mj.ck
+        be = b + mj.n_ck
+        while a < ae and b < be:
+            ia = d.ck_ids[a]
+            ib = d.ck_ids[b]
+            if ia == ib:
+                if d.ck_fn[a] < 0 or d.ck_fn[b] < 0 or d.ck_fn[a] == d.ck_fn[b]:
+                    n_ok += 1
+                else:
+                    n_bad += 1
+            a += ia <= ib
+            b += ib <= ia
+    phi[33] = log1p(<double>(n_ok + n_bad)) if n_ok + n_bad > 0 else 0.0
     phi[34] = phi[33] - phi[0] if phi[33] > phi[0] else 0.0
-    phi[51] = log1p(<double>n_ok)
-    phi[52] = log1p(<double>n_bad)
+    phi[51] = log1p(<double>n_ok) if n_ok > 0 else 0.0
+    phi[52] = log1p(<double>n_bad) if n_bad > 0 else 0.0
     # --- name variants: full first names, initials (prefix-compatible), middle initials
-    fi = d.first_code[i]
-    fj = d.first_code[j]
-    li = d.init_len[i]
-    lj = d.init_len[j]
+    fi = mi.first_code
+    fj = mj.first_code
+    li = mi.init_len
+    lj = mj.init_len
     if li > 0 and lj > 0:
         if li <= lj:
-            compat = (d.init_code[j] >> (5 * (lj - li))) == d.init_code[i]
+            compat = (mj.init_code >> (5 * (lj - li))) == mi.init_code
         else:
-            compat = (d.init_code[i] >> (5 * (li - lj))) == d.init_code[j]
+            compat = (mi.init_code >> (5 * (li - lj))) == mj.init_code
     else:
         compat = False
-    phi[39] = 1.0 if (d.given_code[i] >= 0 and d.given_code[i] == d.given_code[j]) else 0.0
+    phi[39] = 1.0 if (mi.given_code >= 0 and mi.given_code == mj.given_code) else 0.0
     # "Jian Xin" / "Jianxin": first names differ, whole given names agree -> same first name
     phi[35] = 1.0 if ((fi >= 0 and fi == fj) or phi[39] > 0.0) else 0.0
     phi[36] = 1.0 if ((fi >= 0 and fj >= 0 and fi != fj and phi[39] == 0.0)
-                      or (li > 0 and lj > 0 and d.first_init[i] != d.first_init[j])) else 0.0
+                      or (li > 0 and lj > 0 and mi.first_init != mj.first_init)) else 0.0
     phi[37] = 1.0 if (phi[35] == 0.0 and phi[36] == 0.0 and compat and (fi < 0 or fj < 0)) else 0.0
-    phi[38] = 1.0 if (d.mid_init[i] >= 0 and d.mid_init[j] >= 0 and d.mid_init[i] != d.mid_init[j]) else 0.0
+    phi[38] = 1.0 if (mi.mid_init >= 0 and mj.mid_init >= 0 and mi.mid_init != mj.mid_init) else 0.0
     if phi[35] > 0.0:  # the rarer reading of the two first names (symmetric in i, j)
-        phi[40] = d.name_rarity[i] if d.name_rarity[i] < d.name_rarity[j] else d.name_rarity[j]
+        phi[40] = mi.name_rarity if mi.name_rarity < mj.name_rarity else mj.name_rarity
     else:
         phi[40] = 0.0
-    phi[41] = d.init_amb[i] if phi[37] > 0.0 else 0.0
+    phi[41] = mi.init_amb if phi[37] > 0.0 else 0.0
     # --- abstract and keywords (missing is never a match)
-    if d.ab_ptr[i + 1] > d.ab_ptr[i] and d.ab_ptr[j + 1] > d.ab_ptr[j]:
-        phi[42] = _dot_sorted(d.ab_ptr, d.ab_ids, d.ab_w, i, j, &c, &sw)
+    if mi.n_ab > 0 and mj.n_ab > 0:
+        phi[42] = 0.0
+        if _meet(mi.sig + SIG_AB, mj.sig + SIG_AB):
+            phi[42] = _merge(d.ab_ids + mi.ab, d.ab_w + mi.ab, mi.n_ab,
+                             d.ab_ids + mj.ab, d.ab_w + mj.ab, mj.n_ab, &c2, &sw)
         phi[43] = 0.0
     else:
         phi[42] = 0.0
         phi[43] = 1.0
-    if d.kw_ptr[i + 1] > d.kw_ptr[i] and d.kw_ptr[j + 1] > d.kw_ptr[j]:
-        phi[44] = _dot_sorted(d.kw_ptr, d.kw_ids, d.kw_w, i, j, &c, &sw)
+    if mi.n_kw > 0 and mj.n_kw > 0:
+        phi[44] = 0.0
+        if _meet(mi.sig + SIG_KW, mj.sig + SIG_KW):
+            phi[44] = _merge(d.kw_ids + mi.kw, d.kw_w + mi.kw, mi.n_kw,
+                             d.kw_ids + mj.kw, d.kw_w + mj.kw, mj.n_kw, &c2, &sw)
         phi[45] = 0.0
     else:
         phi[44] = 0.0
@@ -323,17 +486,18 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     # --- topics (LSA) of the mentions and of their coauthor components
     if d.n_topics > 0:
         phi[46] = _dense_dot(d.topic + i * d.n_topics, d.topic + j * d.n_topics, d.n_topics)
-        if phi[17] > 0.0:
-            phi[47] = 1.0
-        else:
-            phi[47] = _dense_dot(d.comp_topic + d.comp1[i] * d.n_topics,
-                                 d.comp_topic + d.comp1[j] * d.n_topics, d.n_topics)
+        phi[47] = ct[4]
     else:
         phi[46] = 0.0
         phi[47] = 0.0
     # --- venue acronym against the other venue's words
-    dot = _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, i, d.vt_ptr, d.vt_ids, d.vt_w, j)
-    dot += _dot_sorted2(d.va_ptr, d.va_ids, d.va_w, j, d.vt_ptr, d.vt_ids, d.vt_w, i)
+    dot = 0.0
+    if _meet(mi.sig + SIG_VA, mj.sig + SIG_VT):
+        dot = _merge(d.va_ids + mi.va, d.va_w + mi.va, mi.n_va,
+                     d.vt_ids + mj.vt, d.vt_w + mj.vt, mj.n_vt, &c2, &sw)
+    if _meet(mj.sig + SIG_VA, mi.sig + SIG_VT):
+        dot += _merge(d.va_ids + mj.va, d.va_w + mj.va, mj.n_va,
+                      d.vt_ids + mi.vt, d.vt_w + mi.vt, mi.n_vt, &c2, &sw)
     phi[48] = 1.0 if dot > 0.0 else 0.0
     phi[50] = phi[46] * phi[12]
 
@@ -367,9 +531,82 @@ cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) 
     return s
 
 
-cdef inline BlockData make_block(object enc, const double[::1] theta, double bias) except *:
-    """Point a BlockData at the arrays of an EncodedBlock (which must outlive it)."""
+cdef inline void _fill_sig(uint64_t* sig, const long long* ptr, const int* ids,
+                           Py_ssize_t r) noexcept nogil:
+    """128-bit signature (2 words) of row r of a CSR id list."""
+    cdef long long a
+    cdef uint64_t h
+    sig[0] = 0
+    sig[1] = 0
+    for a in range(ptr[r], ptr[r + 1]):
+        h = (<uint64_t>(<unsigned int>ids[a]) * <uint64_t>0x9E3779B97F4A7C15) >> 57
+        sig[<int>(h >> 6)] |= (<uint64_t>1) << (h & 63)
+
+
+cdef inline void _fill_records(BlockData* d, Mention* men) noexcept nogil:
+    """Copy every mention's scalars, list locations and signatures into its record."""
+    cdef Py_ssize_t r
+    cdef Mention* m
+    for r in range(d.n):
+        m = men + r
+        _fill_sig(m.sig + SIG_CO, d.co_ptr, d.co_ids, r)
+        _fill_sig(m.sig + SIG_TI, d.ti_ptr, d.ti_ids, r)
+        _fill_sig(m.sig + SIG_VE, d.ve_ptr, d.ve_ids, r)
+        _fill_sig(m.sig + SIG_AF, d.af_ptr, d.af_ids, r)
+        _fill_sig(m.sig + SIG_CK, d.ck_ptr, d.ck_ids, r)
+        _fill_sig(m.sig + SIG_AB, d.ab_ptr, d.ab_ids, r)
+        _fill_sig(m.sig + SIG_KW, d.kw_ptr, d.kw_ids, r)
+        _fill_sig(m.sig + SIG_VA, d.va_ptr, d.va_ids, r)
+        _fill_sig(m.sig + SIG_VT, d.vt_ptr, d.vt_ids, r)
+        m.co = d.co_ptr[r]
+        m.n_co = <int>(d.co_ptr[r + 1] - d.co_ptr[r])
+        m.ti = d.ti_ptr[r]
+        m.n_ti = <int>(d.ti_ptr[r + 1] - d.ti_ptr[r])
+        m.ve = d.ve_ptr[r]
+        m.n_ve = <int>(d.ve_ptr[r + 1] - d.ve_ptr[r])
+        m.af = d.af_ptr[r]
+        m.n_af = <int>(d.af_ptr[r + 1] - d.af_ptr[r])
+        m.ck = d.ck_ptr[r]
+        m.n_ck = <int>(d.ck_ptr[r + 1] - d.ck_ptr[r])
+        m.ab = d.ab_ptr[r]
+        m.n_ab = <int>(d.ab_ptr[r + 1] - d.ab_ptr[r])
+        m.kw = d.kw_ptr[r]
+        m.n_kw = <int>(d.kw_ptr[r + 1] - d.kw_ptr[r])
+        m.va = d.va_ptr[r]
+        m.n_va = <int>(d.va_ptr[r + 1] - d.va_ptr[r])
+        m.vt = d.vt_ptr[r]
+        m.n_vt = <int>(d.vt_ptr[r + 1] - d.vt_ptr[r])
+        m.venue_id = d.venue_id[r]
+        m.affil_id = d.affil_id[r]
+        m.year = d.year[r]
+        m.first_code = d.first_code[r]
+        m.first_init = d.first_init[r]
+        m.comp1 = d.comp1[r]
+        m.comp2 = d.comp2[r]
+        m.comp3 = d.comp3[r]
+        m.init_code = d.init_code[r]
+        m.init_len = d.init_len[r]
+        m.mid_init = d.mid_init[r]
+        m.given_code = d.given_code[r]
+        m.comp_idx = d.comp_idx[r] if d.comp_idx != NULL else 0
+        m.comp1_logsize = d.comp1_logsize[r]
+        m.name_rarity = d.name_rarity[r]
+        m.init_amb = d.init_amb[r]
+
+
+cdef inline BlockData make_block(object enc, const double[::1] theta, double bias,
+                                 list keep, Py_ssize_t memo_max_bytes) except *:
+    """Point a BlockData at the arrays of an EncodedBlock (which must outlive it).
+
+    Also builds the per-mention id-list signatures and, when each table fits in
+    ``memo_max_bytes`` (0 = no memo), the component memo tables; these arrays are
+    appended to ``keep``, which the caller must hold while the BlockData is used.
+    """
     cdef BlockData d
+    cdef unsigned char[::1] men_buf
+    cdef int[::1] comp_idx
+    cdef double[::1] cc_memo, mc_memo
+    cdef Py_ssize_t n_comp
     cdef const long long[::1] co_ptr = enc.co_ptr, ti_ptr = enc.ti_ptr
     cdef const long long[::1] ve_ptr = enc.ve_ptr, af_ptr = enc.af_ptr
     cdef const int[::1] co_ids = enc.co_ids, ti_ids = enc.ti_ids
@@ -469,4 +706,35 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.comp_topic = &comp_topic[0]
     d.theta = &theta[0]
     d.bias = bias
+    import numpy as np
+    # component memo tables (NaN = not computed yet)
+    d.n_comp = 0
+    d.comp_idx = NULL
+    d.cc_memo = NULL
+    d.mc_memo = NULL
+    if memo_max_bytes > 0:
+        uniq, inv = np.unique(np.asarray(comp1), return_inverse=True)
+        n_comp = len(uniq)
+        comp_idx_arr = np.ascontiguousarray(inv.reshape(-1), dtype=np.int32)
+        keep.append(comp_idx_arr)
+        comp_idx = comp_idx_arr
+        d.n_comp = n_comp
+        d.comp_idx = &comp_idx[0]
+        if n_comp * n_comp * MEMO_CC * 8 <= memo_max_bytes:
+            cc_arr = np.full(n_comp * n_comp * MEMO_CC, np.nan)
+            keep.append(cc_arr)
+            cc_memo = cc_arr
+            d.cc_memo = &cc_memo[0]
+        if d.n * n_comp * 8 <= memo_max_bytes:
+            mc_arr = np.full(d.n * n_comp, np.nan)
+            keep.append(mc_arr)
+            mc_memo = mc_arr
+            d.mc_memo = &mc_memo[0]
+    # packed per-mention records (after comp_idx, which they copy)
+    men_arr = np.zeros(d.n * sizeof(Mention) + 64, dtype=np.uint8)
+    keep.append(men_arr)
+    men_buf = men_arr
+    with nogil:
+        _fill_records(&d, <Mention*>&men_buf[0])
+    d.men = <const Mention*>&men_buf[0]
     return d

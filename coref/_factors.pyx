@@ -5,20 +5,37 @@ The C-level feature code lives in ``_factors.pxd`` (shared with ``_gibbs.pyx``);
 this module exposes vectorised Python entry points.  Inputs are validated by
 ``coref.features`` / ``coref.model``; nothing is re-checked here.  Reference twin:
 ``coref._factors_py``.
+
+``memo``: the terms that depend only on the two mentions' coauthor components
+(profile cosines, component year gap, component topic cosine) and on one mention
+and the other's component (title against profile) are kept in per-call memo tables
+(at most ``MEMO_MAX_BYTES`` each); they hold the values computed the first time, so
+results are the same with or without them.  ``None`` = on when the call evaluates
+at least n^2 / 8 pairs (the tables cost about n^2 entries to set up).
 """
 from coref._factors cimport BlockData, make_block, block_phi, block_factor, N_FEATURES
 
 n_features = N_FEATURES
+MEMO_MAX_BYTES = 64 * 1024 * 1024
+
+
+cdef Py_ssize_t _memo_bytes(object memo, object enc, Py_ssize_t m):
+    cdef Py_ssize_t n = enc.n
+    if memo is None:
+        memo = m * 8 >= n * n
+    return MEMO_MAX_BYTES if memo else 0
 
 
 def pair_features(object enc,                 # IN  EncodedBlock
                   const long long[::1] I,      # IN  (m,)
                   const long long[::1] J,      # IN  (m,)
-                  double[:, ::1] out):         # OUT (m, N_FEATURES)
+                  double[:, ::1] out,          # OUT (m, N_FEATURES)
+                  memo=None):
     """phi(x_I[k], x_J[k]) for every k into ``out``."""
     cdef double[::1] theta = _zeros()
-    cdef BlockData d = make_block(enc, theta, 0.0)
+    cdef list keep = []
     cdef Py_ssize_t k, m = I.shape[0]
+    cdef BlockData d = make_block(enc, theta, 0.0, keep, _memo_bytes(memo, enc, m))
     with nogil:
         for k in range(m):
             block_phi(&d, I[k], J[k], &out[k, 0])
@@ -29,10 +46,12 @@ def pair_factors(object enc,                   # IN  EncodedBlock
                  double bias,
                  const long long[::1] I,       # IN  (m,)
                  const long long[::1] J,       # IN  (m,)
-                 double[::1] out):             # OUT (m,)
+                 double[::1] out,              # OUT (m,)
+                 memo=None):
     """f_theta(x_I[k], x_J[k]) for every k into ``out``."""
-    cdef BlockData d = make_block(enc, theta, bias)
+    cdef list keep = []
     cdef Py_ssize_t k, m = I.shape[0]
+    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, m))
     with nogil:
         for k in range(m):
             out[k] = block_factor(&d, I[k], J[k])
@@ -41,9 +60,11 @@ def pair_factors(object enc,                   # IN  EncodedBlock
 def factor_matrix(object enc,                  # IN  EncodedBlock
                   const double[::1] theta,     # IN  (N_FEATURES,)
                   double bias,
-                  double[:, ::1] out):         # OUT (n, n), symmetric, zero diagonal
+                  double[:, ::1] out,          # OUT (n, n), symmetric, zero diagonal
+                  memo=True):
     """All pairwise factors of a block (n (n - 1) / 2 evaluations)."""
-    cdef BlockData d = make_block(enc, theta, bias)
+    cdef list keep = []
+    cdef BlockData d = make_block(enc, theta, bias, keep, MEMO_MAX_BYTES if memo else 0)
     cdef Py_ssize_t i, j, n = d.n
     cdef double f
     with nogil:
@@ -55,9 +76,11 @@ def factor_matrix(object enc,                  # IN  EncodedBlock
                 out[j, i] = f
 
 
-def factor_rate(object enc, const double[::1] theta, double bias, long long n_evals):
+def factor_rate(object enc, const double[::1] theta, double bias, long long n_evals,
+                memo=True):
     """Evaluate ``n_evals`` factors cycling over pairs; returns their sum (benchmark)."""
-    cdef BlockData d = make_block(enc, theta, bias)
+    cdef list keep = []
+    cdef BlockData d = make_block(enc, theta, bias, keep, MEMO_MAX_BYTES if memo else 0)
     cdef Py_ssize_t n = d.n
     cdef long long k
     cdef Py_ssize_t i = 0, j = 1

@@ -31,6 +31,7 @@ are validated by ``coref.gibbs``.
 """
 from libc.math cimport sqrt, log, INFINITY
 from libc.stdint cimport uint64_t
+from libc.string cimport memmove, memcpy
 from coref._factors cimport BlockData, make_block, block_factor
 
 
@@ -88,6 +89,83 @@ cdef inline Py_ssize_t _n_rounds(Py_ssize_t N, Py_ssize_t fb) noexcept nogil:
     return r
 
 
+cdef void _pool_init(Py_ssize_t n, const long long* labels, const long long* size,
+                     long long* cand, long long* cidx, long long* cstart, long long* pool,
+                     long long* tmp, long long* nC) noexcept nogil:
+    """Candidate clusters (labels with members, increasing) and their members.
+
+    ``pool`` holds every mention sorted by (label, index); the members of candidate c
+    are pool[cstart[c]:cstart[c + 1]], in increasing index -- the order in which the
+    step used to bucket them -- and ``cidx[label]`` is the candidate position (-1 =
+    empty).  A step keeps this up to date by moving one mention (``_pool_remove`` /
+    ``_pool_insert``) instead of rebuilding it from all n labels.
+    """
+    cdef Py_ssize_t l, c, C = 0, pos = 0, j
+    for l in range(n):
+        if size[l] > 0:
+            cand[C] = l
+            cidx[l] = C
+            C += 1
+        else:
+            cidx[l] = -1
+    for c in range(C):
+        cstart[c] = pos
+        tmp[c] = pos
+        pos += size[cand[c]]
+    cstart[C] = pos
+    for j in range(n):
+        c = cidx[labels[j]]
+        pool[tmp[c]] = j
+        tmp[c] += 1
+    nC[0] = C
+
+
+cdef inline void _pool_remove(Py_ssize_t i, Py_ssize_t old, const long long* size,
+                              long long* cand, long long* cidx, long long* cstart,
+                              long long* pool, long long* nC) noexcept nogil:
+    """Take mention i out of cluster ``old`` (size[old] already decremented)."""
+    cdef Py_ssize_t C = nC[0], c = cidx[old], p, c2
+    p = cstart[c]
+    while pool[p] != i:
+        p += 1
+    memmove(&pool[p], &pool[p + 1], (cstart[C] - p - 1) * sizeof(long long))
+    for c2 in range(c + 1, C + 1):
+        cstart[c2] -= 1
+    if size[old] == 0:
+        memmove(&cand[c], &cand[c + 1], (C - 1 - c) * sizeof(long long))
+        memmove(&cstart[c], &cstart[c + 1], (C - c) * sizeof(long long))
+        C -= 1
+        for c2 in range(c, C):
+            cidx[cand[c2]] = c2
+        cidx[old] = -1
+        nC[0] = C
+
+
+cdef inline void _pool_insert(Py_ssize_t i, Py_ssize_t l, long long* cand, long long* cidx,
+                              long long* cstart, long long* pool, long long* nC) noexcept nogil:
+    """Put mention i into cluster l (a candidate or a new label)."""
+    cdef Py_ssize_t C = nC[0], c = cidx[l], c2, q, e
+    if c < 0:
+        c = 0
+        while c < C and cand[c] < l:
+            c += 1
+        memmove(&cand[c + 1], &cand[c], (C - c) * sizeof(long long))
+        memmove(&cstart[c + 1], &cstart[c], (C + 1 - c) * sizeof(long long))
+        cand[c] = l
+        C += 1
+        for c2 in range(c, C):
+            cidx[cand[c2]] = c2
+        nC[0] = C
+    q = cstart[c]
+    e = cstart[c + 1]
+    while q < e and pool[q] < i:
+        q += 1
+    memmove(&pool[q + 1], &pool[q], (cstart[C] - q) * sizeof(long long))
+    pool[q] = i
+    for c2 in range(c + 1, C + 1):
+        cstart[c2] += 1
+
+
 cdef Py_ssize_t _step(BlockData* d,
                       long long* labels,          # INOUT (n,)
                       long long* size,            # INOUT (n,) cluster sizes
@@ -100,26 +178,22 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* members, long long* fill,
                       double* acc, double* acc2, long long* T, long long* N,
                       double* est, double* se2, char* alive,
-                      const double* fmax, double* ub) noexcept nogil:
+                      const double* fmax, double* ub, long long* act,
+                      long long* pool, long long* nC) noexcept nogil:
     """Resample labels[i]; return the chosen label."""
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
     cdef Py_ssize_t n_open, best
     cdef double f, g_best, v, B, mean, var, diff, tmp, fi, margin
-    cdef Py_ssize_t n_lazy
+    cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
 
     size[old] -= 1
-    # candidate clusters, by increasing label
-    for l in range(n):
-        if size[l] > 0:
-            cand[C] = l
-            cidx[l] = C
-            C += 1
-        else:
-            cidx[l] = -1
+    # candidate clusters, by increasing label, and their members (fill = their starts)
+    _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
+    C = nC[0]
     if size[old] == 0:
         new_label = old
     else:
@@ -154,19 +228,15 @@ cdef Py_ssize_t _step(BlockData* d,
             l = cand[best]
         labels[i] = l
         size[l] += 1
+        _pool_insert(i, l, cand, cidx, fill, pool, nC)
         return l
 
-    # ---- racing: bucket the members of each candidate cluster
-    pos = 0
+    # ---- racing: the members of each candidate cluster, bucketed by cluster in
+    # increasing index (a copy: the subsampling shuffles it)
     for c in range(C):
-        start[c] = pos
-        fill[c] = pos
-        pos += N[c]
-    for j in range(n):
-        if j != i:
-            c = cidx[labels[j]]
-            members[fill[c]] = j
-            fill[c] += 1
+        start[c] = fill[c]
+    if n > 1:
+        memcpy(members, pool, (n - 1) * sizeof(long long))
     # arms with N <= first batch: exact (lazily, after an upper-bound test, if fmax
     # is given); others: subsampled
     tstar = 1
@@ -201,11 +271,17 @@ cdef Py_ssize_t _step(BlockData* d,
         if tstar > b_cols - 1:
             tstar = b_cols - 1
         B = b_table[D * b_cols + tstar]
+    # act[0:na]: the arms c < C still alive, in increasing c (compacted after each
+    # elimination, so later rounds touch only them; same order, same decisions)
+    na = C
+    for c in range(C):
+        act[c] = c
     r = 0
     while True:
         r += 1
         # draw the next mini-batch of every alive, unfinished arm
-        for c in range(C):
+        for a in range(na):
+            c = act[a]
             if alive[c] and 0 <= T[c] < N[c]:
                 tr = _sched(r, T[c], N[c], fb)
                 for k in range(T[c], tr):
@@ -228,7 +304,8 @@ cdef Py_ssize_t _step(BlockData* d,
         if alive[C]:
             leader = C
             n_alive = 1
-        for c in range(C):
+        for a in range(na):
+            c = act[a]
             if not alive[c] or T[c] < 0:
                 continue
             n_alive += 1
@@ -249,10 +326,12 @@ cdef Py_ssize_t _step(BlockData* d,
             # small arms: dropped unevaluated when their upper bound is clearly behind
             # the leader, otherwise summed exactly (label order; the leader is updated)
             n_lazy = 0
-            for c in range(C):
+            # the margin changes only with the leader (to 0: a new leader is exact)
+            margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
+            for a in range(na):
+                c = act[a]
                 if T[c] >= 0:
                     continue
-                margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
                 if est[leader] - ub[c] > margin:
                     alive[c] = 0
                     T[c] = 0
@@ -266,34 +345,52 @@ cdef Py_ssize_t _step(BlockData* d,
                 n_alive += 1
                 if est[c] > est[leader]:
                     leader = c
+                    margin = 0.0
         if n_open == 0 or n_alive == 1:
             break
-        # eliminate arms clearly behind the leader
-        for c in range(D):
-            if c == leader or not alive[c]:
+        # eliminate arms clearly behind the leader (each test reads only the leader
+        # and the arm, so the order of the tests does not matter)
+        m = 0
+        for a in range(na):
+            c = act[a]
+            if not alive[c]:
                 continue
-            diff = est[leader] - est[c]
-            if diff > B * sqrt(se2[leader] + se2[c]):
-                alive[c] = 0
+            if c != leader:
+                diff = est[leader] - est[c]
+                if diff > B * sqrt(se2[leader] + se2[c]):
+                    alive[c] = 0
+                    n_alive -= 1
+                    continue
+            act[m] = c
+            m += 1
+        na = m
+        if C != leader and alive[C]:
+            diff = est[leader] - est[C]
+            if diff > B * sqrt(se2[leader] + se2[C]):
+                alive[C] = 0
                 n_alive -= 1
         if n_alive == 1:
             break
         # an arm still open?
         n_open = 0
-        for c in range(C):
+        for a in range(na):
+            c = act[a]
             if alive[c] and T[c] < N[c]:
                 n_open += 1
         if n_open == 0:
             break
     # final choice: the best alive arm (estimates recomputed for exhausted arms)
     best = -1
-    for c in range(D):
+    for a in range(na):
+        c = act[a]
         if not alive[c]:
             continue
-        if c < C and T[c] == N[c]:
+        if T[c] == N[c]:
             est[c] = acc[c] + gumbels[c]
         if best < 0 or est[c] > est[best]:
             best = c
+    if alive[C] and (best < 0 or est[C] > est[best]):
+        best = C
     n_evals[0] += evals
     if best == C:
         l = new_label
@@ -301,12 +398,13 @@ cdef Py_ssize_t _step(BlockData* d,
         l = cand[best]
     labels[i] = l
     size[l] += 1
+    _pool_insert(i, l, cand, cidx, fill, pool, nC)
     return l
 
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, ub
+    cdef public object gumbels, order, ub, act, pool, nc
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -326,6 +424,9 @@ cdef class _Work:
         self.gumbels = np.zeros(m)
         self.order = np.zeros(m, np.int64)
         self.ub = np.zeros(m)
+        self.act = np.zeros(m, np.int64)
+        self.pool = np.zeros(m, np.int64)
+        self.nc = np.zeros(1, np.int64)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -360,13 +461,15 @@ def anneal(object enc,                      # IN  EncodedBlock
     by more than B se_leader after the first mini-batch round (0 when the leader is
     exact); otherwise it is eliminated without evaluating a factor.
     """
-    cdef BlockData d = make_block(enc, theta, bias)
+    cdef list keep = []
+    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024)
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
     cdef _Work w = _Work(n)
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
     cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
     cdef double[::1] ub = w.ub
+    cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc
     cdef const double* fmx = NULL
     cdef double fv
     cdef long long ev0 = 0
@@ -400,6 +503,9 @@ def anneal(object enc,                      # IN  EncodedBlock
             ev0 = n * (n - 1) // 2
         if racing and small_arm_bound and n > 0:
             fmx = &fmax[0]
+        if n > 0:
+            _pool_init(n, &labels[0], &size[0], &cand[0], &cidx[0], &fill[0], &pool[0],
+                       &act[0], &nc[0])
         for s in range(n_sw):
             for k in range(n_mov):
                 order[k] = movable[k]
@@ -418,7 +524,8 @@ def anneal(object enc,                      # IN  EncodedBlock
                 if _step(&d, &labels[0], &size[0], i, inv_temps[s], racing, first_batch,
                          &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
-                         &est[0], &se2[0], &alive[0], fmx, &ub[0]) != tmp:
+                         &est[0], &se2[0], &alive[0], fmx, &ub[0], &act[0],
+                         &pool[0], &nc[0]) != tmp:
                     moved = True
             evals[s] = ev
             if record:
