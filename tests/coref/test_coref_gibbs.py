@@ -217,3 +217,18 @@ def test_errors():
         GibbsCoref(m).fit(pd.concat([df, df]))
     with pytest.raises(RuntimeError, match="not fitted"):
         GibbsCoref(object()).fit(df)
+
+
+def test_bound_table_is_the_normal_quantile_of_eq27():
+    """B[D, t] = Phi^-1(1 - delta / ((D - 1)(t - 1))), inf where no test is needed (D < 2 or t < 2)."""
+    from scipy.special import ndtri
+
+    B = bound_table(0.05, 40, 32)
+    D = np.arange(41.0)[:, None]
+    t = np.arange(32.0)[None, :]
+    assert B.shape == (41, 32)
+    assert np.all(np.isinf(B[:2, :])) and np.all(np.isinf(B[:, :2]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = ndtri(1.0 - 0.05 / ((D - 1.0) * (t - 1.0)))
+    np.testing.assert_allclose(B[2:, 2:], ref[2:, 2:], rtol=0, atol=1e-12)
+    assert B[2, 2] == pytest.approx(1.6448536269514722, abs=1e-12)  # Phi^-1(0.95)
