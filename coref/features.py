@@ -1043,8 +1043,9 @@ class MentionEncoding:
                 bad(f"array '{p}_ids' has column ids outside [0, {top})")
 
 
-def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> MentionEncoding:
-    """The per-mention part of the encoding of ``df`` (any number of blocks), in one batch.
+def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None, *,
+                 chunk_size: int = 100_000) -> MentionEncoding:
+    """The per-mention part of the encoding of ``df`` (any number of blocks), in batches.
 
     ``assemble_block(encode_parts(df, voc).take(rows))`` equals
     ``encode_mentions(df.iloc[rows], voc)`` array for array, bit for bit, for the rows
@@ -1056,6 +1057,10 @@ def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> Ment
         Mentions (columns as for :func:`encode_mentions`), of one or many blocks.
     vocabulary : Vocabulary or None
         Fitted TF-IDF and topic statistics; ``None`` fits one on ``df`` itself.
+    chunk_size : int, default 100000
+        Mentions encoded per batch; batches are joined with :meth:`MentionEncoding.concat`
+        (string tables merged, so the assembled blocks are the same). Bounds the transient
+        memory of the batch (about 2 kB per mention) on millions of mentions.
 
     Returns
     -------
@@ -1064,7 +1069,7 @@ def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> Ment
     Raises
     ------
     ValueError
-        If a required column is missing.
+        If a required column is missing, or ``chunk_size`` < 1.
     TypeError
         If ``df`` is not a DataFrame.
     """
@@ -1073,7 +1078,17 @@ def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> Ment
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
         raise ValueError(f"df is missing the mention column(s) {missing}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an int >= 1; got {chunk_size!r}")
     voc = Vocabulary.fit(df) if vocabulary is None else vocabulary
+    if len(df) > chunk_size:
+        return MentionEncoding.concat(
+            _encode_batch(df.iloc[k:k + chunk_size], voc) for k in range(0, len(df), int(chunk_size)))
+    return _encode_batch(df, voc)
+
+
+def _encode_batch(df: pd.DataFrame, voc: Vocabulary) -> MentionEncoding:
+    """:func:`encode_parts` of one batch (arguments checked by the caller)."""
     n = len(df)
     arrays, tables, n_vocab = {}, {}, {}
 

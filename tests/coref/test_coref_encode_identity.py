@@ -223,3 +223,20 @@ def test_encodings_file_round_trip_and_refusals(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(EncodingsError, match="junk.npz: unreadable"):
         read_encodings(tmp_path / "junk.npz", model_sha256="ab" * 32, mention_ids=order)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 5])
+def test_encoding_in_batches_assembles_the_same_blocks(chunk_size):
+    """encode_parts(..., chunk_size=k) (batches joined by MentionEncoding.concat) gives the reference blocks."""
+    voc = Vocabulary.fit(_corpus(), n_topics=4)
+    df = _edge_blocks()
+    enc = encode_parts(df, voc, chunk_size=chunk_size)
+    assert len(enc) == len(df) and list(enc.mention_id) == df["mention_id"].astype(str).tolist()
+    for _, idx in df.groupby("block", sort=False).indices.items():
+        assert_same_block(assemble_block(enc.take(idx)), legacy_encode_mentions(df.iloc[idx], voc))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_encoding_batch_size_is_checked(bad):
+    with pytest.raises(ValueError, match="chunk_size must be an int >= 1"):
+        encode_parts(_edge_blocks(), None, chunk_size=bad)
