@@ -26,12 +26,14 @@ class AndOrTree:
     cap_or: int
     full: bool
     memory_limited: bool
+    reset_collapsed: bool
     stuck: bool
     n_collapses: int
     log_Z_upper_min: float
     def __init__(self, ch_ptr: np.ndarray, ch_idx: np.ndarray, is_leaf: np.ndarray, cards: np.ndarray,
                  arc: LookupSum, heur: LookupSum, log_const: float, max_nodes: int,
-                 capacity: int = ..., memory_limited: bool = ...) -> None: ...
+                 capacity: int = ..., memory_limited: bool = ...,
+                 reset_collapsed: bool = ...) -> None: ...
     @property
     def log_Z_upper(self) -> float: ...
     @property

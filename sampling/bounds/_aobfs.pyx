@@ -312,6 +312,7 @@ cdef class AndOrTree:
     cdef OrNode* O
     cdef public long long n_and, n_or, n_nodes, n_expansions, max_nodes, cap_and, cap_or
     cdef public bint full, memory_limited, stuck
+    cdef public bint reset_collapsed  # memory-limited, q_S kept valid (collapse -> heuristic)
     cdef public long long n_collapses
     cdef public double log_Z_upper_min
     cdef long long[::1] exp_size
@@ -321,7 +322,7 @@ cdef class AndOrTree:
 
     def __cinit__(self, ch_ptr, ch_idx, is_leaf, cards, LookupSum arc, LookupSum heur,
                   double log_const, long long max_nodes, long long capacity=1024,
-                  bint memory_limited=False):
+                  bint memory_limited=False, bint reset_collapsed=False):
         self.ch_ptr = ch_ptr
         self.ch_idx = ch_idx
         self.is_leaf = is_leaf
@@ -331,7 +332,8 @@ cdef class AndOrTree:
         self.n_vars = cards.shape[0]
         self.max_nodes = max_nodes
         self.full = False
-        self.memory_limited = memory_limited
+        self.memory_limited = memory_limited or reset_collapsed
+        self.reset_collapsed = reset_collapsed
         self.stuck = False
         self.n_collapses = 0
         self.free_and = {}
@@ -367,7 +369,7 @@ cdef class AndOrTree:
         self.A[0].blkn = 1
         self.A[0].logw = log_const
         # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
-        self.A[0].logu = INFINITY if memory_limited else 0.0
+        self.A[0].logu = INFINITY if (memory_limited and not reset_collapsed) else 0.0
         self.A[0].logl = NEG_INF
         self.A[0].logb = 0.0
         self.A[0].solved = 0
@@ -550,7 +552,9 @@ cdef class AndOrTree:
 
     cdef long long _collapse(self, long long n):
         """Free the OR children of AND node n and everything below; n becomes an open
-        frontier node that keeps its (tightened) u_n, l_n and best subtree priority b_n.
+        frontier node that keeps its (tightened) u_n, l_n and best subtree priority b_n
+        (``reset_collapsed``: u_n goes back to the WMB heuristic h_n, so that Eq. 3
+        holds with equality and q_S stays a proposal whose weights are <= U_S).
         Updates the ancestors."""
         cdef long long k = self.A[n].nchild, o0 = self.A[n].child0, s, freed = k, cur
         for s in range(o0, o0 + k):
@@ -558,6 +562,14 @@ cdef class AndOrTree:
         self._free_or_block(o0, k)
         self.A[n].nchild = -1
         self.A[n].child0 = -1
+        if self.reset_collapsed:
+            cur = self.O[self.A[n].parent].parent  # the AND parent: h_n depends on x above n
+            while cur >= 0 and self.A[cur].var >= 0:
+                self.assign[self.A[cur].var] = self.A[cur].val
+                cur = self.O[self.A[cur].parent].parent
+            self.heur._rows(self.A[n].var, &self.assign[0], &self.row_h[0])
+            self.A[n].logu = self.row_h[self.A[n].val]
+            self.A[n].best = -1  # b_n keeps the best priority of the forgotten subtree
         self.n_nodes -= freed
         self.n_collapses += 1
         cur = n
@@ -678,7 +690,7 @@ cdef class AndOrTree:
                         self.O[s].solved = 1
             log_l = NEG_INF
             solved = True
-        if self.memory_limited:  # min / max of valid bounds (a collapsed node's are tighter)
+        if self.memory_limited and not self.reset_collapsed:  # min / max of valid bounds
             if self.A[n].logu < log_u:
                 log_u = self.A[n].logu
             if self.A[n].logl > log_l:

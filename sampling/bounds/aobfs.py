@@ -176,8 +176,17 @@ class AOBFS:
         stored ``u_n``; the min of two valid bounds is valid, so ``U_S`` never increases
         and stays >= Z. Eq. 3 at an AND node, ``u_n = prod_s u_s``, then holds only as
         ``<=``, so the tree must not be sampled from (the two-step sampler needs the
-        equalities; DIS and two-stage use the default ``False`` and stop at the cap, as
-        Alg. 1 of [1]_ does).
+        equalities; see ``reset_collapsed``).
+    reset_collapsed : bool, default False
+        Memory-limited search (as ``memory_limited=True``, which it implies) whose tree
+        stays a valid DIS proposal: a collapsed node's ``u_n`` goes back to its WMB
+        heuristic ``h_n`` (the proposal below it is again the WMB's, whose weights are
+        bounded by ``h_n``; its priority stays the backed-up best priority of the forgotten
+        subtree) and every node holds Eq. 3 with equality, so the two-step
+        sampler of Sec. 3 of [1]_ keeps ``f(x)/q_S(x) <= U_S``. ``U_S`` may then rise
+        after a collapse; ``log_Z_upper_min_`` (the running minimum) is the deterministic
+        bound. DIS uses it to keep searching past the node cap (``run(...,
+        past_memory="search")``).
 
     Attributes
     ----------
@@ -207,7 +216,7 @@ class AOBFS:
     """
 
     def __init__(self, model, *, wmb=None, i_bound=None, memory_mb=1024.0, max_nodes=None,
-                 backend="auto", memory_limited=False, search_memory_mb=None):
+                 backend="auto", memory_limited=False, search_memory_mb=None, reset_collapsed=False):
         self.search_memory_mb = search_memory_mb
         self.model = model
         self.wmb = wmb
@@ -216,6 +225,7 @@ class AOBFS:
         self.max_nodes = max_nodes
         self.backend = backend
         self.memory_limited = memory_limited
+        self.reset_collapsed = reset_collapsed
 
     # ------------------------------------------------------------------ setup
     def _setup(self):
@@ -259,7 +269,8 @@ class AOBFS:
         self.full_ = False
         self._stuck = False
         self.n_collapses_ = 0
-        self._limited = bool(self.memory_limited)
+        self._reset = bool(self.reset_collapsed)
+        self._limited = bool(self.memory_limited) or self._reset
         self._assign = np.zeros(self.n_vars_, dtype=np.int64)
         self._arc_fn, self._heur_fn = _query_functions(wmb)
         # the WMB may have squeezed cardinality-1 variables out of the scopes; constants
@@ -280,7 +291,7 @@ class AOBFS:
                                     LookupSum(*lookup_arrays(cards, tables.arc)),
                                     LookupSum(*lookup_arrays(cards, tables.heuristic)),
                                     log_const, self.max_nodes_, self.max_nodes_ + 1024,
-                                    self._limited)
+                                    self._limited, self._reset)
             self.n_nodes_ = self._ctree.n_nodes
             self.full_ = self._ctree.full
         else:
@@ -290,7 +301,7 @@ class AOBFS:
             self._exp_size = [sum(1 + (0 if self.is_leaf_[y] else int(cards[y])) for y in k.tolist())
                               for k in kids]
             # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
-            self.root_ = _AndNode(-1, -1, log_const, math.inf if self._limited else 0.0, None)
+            self.root_ = _AndNode(-1, -1, log_const, math.inf if self._limited and not self._reset else 0.0, None)
             self._expand(self.root_)
         self.log_Z_upper_min_ = self.log_Z_upper_
 
@@ -466,6 +477,10 @@ class AOBFS:
         ors = node.children
         self.n_nodes_ -= len(ors) + sum(_subtree_size(s) for s in ors)
         node.children = None
+        if self._reset:  # back to the WMB heuristic: Eq. 3 holds with equality, q_S stays valid
+            p = node.parent.parent
+            a = self.assignment(p) if p.var >= 0 else self._assign
+            node.log_u = float(self._heur_fn(node.var, a)[node.val])  # log_b: SMA*-style backed-up priority
         self.n_collapses_ += 1
         cur = node
         while cur.parent is not None:
@@ -546,7 +561,7 @@ class AOBFS:
             if not solved:  # a zero factor below: drop the unsolved siblings' subtrees too
                 self.n_nodes_ -= sum(_subtree_size(s) for s in ors if not s.solved)
             log_l, solved = _NEG_INF, True
-        if self._limited:  # min / max of valid bounds (a collapsed node's are tighter)
+        if self._limited and not self._reset:  # min / max of valid bounds (a collapsed node's are tighter)
             if n.log_u < log_u:
                 log_u = n.log_u
             if n.log_l > log_l:
