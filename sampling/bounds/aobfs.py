@@ -185,8 +185,8 @@ class AOBFS:
         subtree) and every node holds Eq. 3 with equality, so the two-step
         sampler of Sec. 3 of [1]_ keeps ``f(x)/q_S(x) <= U_S``. ``U_S`` may then rise
         after a collapse; ``log_Z_upper_min_`` (the running minimum) is the deterministic
-        bound. DIS uses it to keep searching past the node cap (``run(...,
-        past_memory="search")``).
+        bound. DIS uses it to keep searching past the node cap with ``run(...,
+        past_memory="search")``.
 
     Attributes
     ----------
