@@ -53,6 +53,28 @@ by the WMB), and in 60 s DIS(1,1) draws a median 0.83 as many samples (0.52-1.06
 (pedigrees 19, 37, 38: gap 0.50-0.62 of WMB-IS's; 41: 0.87-0.89). AOBFS and two-stage have
 no lower bound but the floor while they search, which dominates their area at 60 s.
 
+Anytime protocol (issue 15): every run builds its own WMB ladder inside the budget
+(``benchmarks/bench_bounds_anytime.py --traces``, one run per process), then
+``--anytime-summary DIR --time T`` scores the saved traces: final gaps, Table 1 (area over
+[0, T], normalised by WMB-IS) and the anytime area over ln t in ``--window`` (default
+[1, 60] s), every method of an instance given the same initial lower bound from the WMB
+(the lower of the two runs' first WMB-IS lower bounds)::
+
+    python benchmarks/bench_bounds_anytime.py pedigree19 --method dis --time 300 --clock cpu \
+        --traces benchmarks/measured/bounds_traces_300s_dis \
+        --out benchmarks/measured/bounds_runs/300s_dis_pedigree19.csv   # and --method wmb-is
+    python benchmarks/bench_bounds_table1.py --anytime-summary benchmarks/measured --time 300
+
+Measured (code of 0f8e0dd, i.e. DIS sampling from the fixed tree once it is full; 300 CPU-s,
+1 GB, delta 0.025, seed 1, two runs at a time on the shared 2-core machine;
+``benchmarks/measured/bounds_table1_300s.{csv,txt}``): DIS(1,10)'s final gap below
+WMB-IS's on 6/6 instances (pedigree19 0.031 vs 0.054, pedigree37 0.0025 vs 0.0052,
+pedigree38 0.012 vs 0.020, pedigree41 0.016 vs 0.019, Grids_16 0.0003 vs 0.0010,
+Promedus_38 0.000005 vs 0.0005; geometric mean ratio 0.29); Table 1 area ratio 0.866
+(paper, 1 h: 0.585), anytime area over ln t in [1, 60] s 0.875; all 12 runs bracket ln Z
+at every trace point, no deterministic upper bound below it. The search tree was full after
+14-30 s on Grids_16 / Promedus_38 (DIS then sampled from the fixed tree).
+
 Short run used in the session::
 
     python benchmarks/bench_bounds_table1.py --instances pedigree1,pedigree20 --time 20
