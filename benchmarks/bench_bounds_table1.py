@@ -68,10 +68,11 @@ Anytime protocol (issue 15): every run builds its own WMB ladder inside the budg
 Measured (code of 0f8e0dd, i.e. DIS sampling from the fixed tree once it is full; 300 CPU-s,
 1 GB, delta 0.025, seed 1, two runs at a time on the shared 2-core machine;
 ``benchmarks/measured/bounds_table1_300s.{csv,txt}``): DIS(1,10)'s final gap below
-WMB-IS's on 6/6 instances (pedigree19 0.031 vs 0.054, pedigree37 0.0025 vs 0.0052,
-pedigree38 0.012 vs 0.020, pedigree41 0.016 vs 0.019, Grids_16 0.0003 vs 0.0010,
-Promedus_38 0.000005 vs 0.0005; geometric mean ratio 0.29); Table 1 area ratio 0.866
-(paper, 1 h: 0.585), anytime area over ln t in [1, 60] s 0.875; all 12 runs bracket ln Z
+WMB-IS's on 7/7 instances (pedigree19 0.031 vs 0.054, pedigree33 0.0036 vs 0.0040,
+pedigree37 0.0025 vs 0.0052, pedigree38 0.012 vs 0.020, pedigree41 0.016 vs 0.019,
+Grids_16 0.0003 vs 0.0010, Promedus_38 0.000005 vs 0.0005; geometric mean ratio 0.34);
+Table 1 area ratio 0.880 (paper, 1 h: 0.585), anytime area over ln t in [1, 60] s 0.898;
+all 14 runs bracket ln Z
 at every trace point, no deterministic upper bound below it. In every DIS run the search
 tree stopped growing (node budget full) 18-50 s into the run; DIS then sampled from that
 fixed tree for the remaining 250-280 s. The first lower bound came 6-48 s into the runs
