@@ -53,6 +53,32 @@ by the WMB), and in 60 s DIS(1,1) draws a median 0.83 as many samples (0.52-1.06
 (pedigrees 19, 37, 38: gap 0.50-0.62 of WMB-IS's; 41: 0.87-0.89). AOBFS and two-stage have
 no lower bound but the floor while they search, which dominates their area at 60 s.
 
+Anytime protocol (issue 15): every run builds its own WMB ladder inside the budget
+(``benchmarks/bench_bounds_anytime.py --traces``, one run per process), then
+``--anytime-summary DIR --time T`` scores the saved traces: final gaps, Table 1 (area over
+[0, T], normalised by WMB-IS) and the anytime area over ln t in ``--window`` (default
+[1, 60] s), every method of an instance given the same initial lower bound from the WMB
+(the lower of the two runs' first WMB-IS lower bounds)::
+
+    python benchmarks/bench_bounds_anytime.py pedigree19 --method dis --time 300 --clock cpu \
+        --traces benchmarks/measured/bounds_traces_300s_dis \
+        --out benchmarks/measured/bounds_runs/300s_dis_pedigree19.csv   # and --method wmb-is
+    python benchmarks/bench_bounds_table1.py --anytime-summary benchmarks/measured --time 300
+
+Measured (code of 0f8e0dd, i.e. DIS sampling from the fixed tree once it is full; 300 CPU-s,
+1 GB, delta 0.025, seed 1, two runs at a time on the shared 2-core machine;
+``benchmarks/measured/bounds_table1_300s.{csv,txt}``): DIS(1,10)'s final gap below
+WMB-IS's on 7/7 instances (pedigree19 0.031 vs 0.054, pedigree33 0.0036 vs 0.0040,
+pedigree37 0.0025 vs 0.0052, pedigree38 0.012 vs 0.020, pedigree41 0.016 vs 0.019,
+Grids_16 0.0003 vs 0.0010, Promedus_38 0.000005 vs 0.0005; geometric mean ratio 0.34);
+Table 1 area ratio 0.880 (paper, 1 h: 0.585), anytime area over ln t in [1, 60] s 0.898;
+all 14 runs bracket ln Z
+at every trace point, no deterministic upper bound below it. In every DIS run the search
+tree stopped growing (node budget full) 18-50 s into the run; DIS then sampled from that
+fixed tree for the remaining 250-280 s. The first lower bound came 6-48 s into the runs
+(one big WMB rung at this budget; the capped first-bound share of schedule.py, added
+after these runs, brings it to 1.6-2.1 s on pedigrees 37 and 19).
+
 Short run used in the session::
 
     python benchmarks/bench_bounds_table1.py --instances pedigree1,pedigree20 --time 20
@@ -199,6 +225,126 @@ def rescore(args, settings):
     return 0
 
 
+def _gap_area(df, t0, t1, floor, log_time):
+    """Area of max(up - max(lo, floor), 0) over [t0, t1] (t or ln t) of a trace frame whose
+    bounds are step functions; before the first record the gap is the first finite upper
+    bound minus the floor (the run has no bound yet: the floor and the first bound)."""
+    t = df["time_s"].to_numpy(dtype=float)
+    up = df["log_Z_upper"].to_numpy(dtype=float)
+    lo = np.maximum(df["log_Z_lower"].to_numpy(dtype=float), floor)
+    gap = np.where(np.isfinite(up), np.maximum(up - lo, 0.0), np.nan)
+    fin = np.isfinite(gap)
+    if not fin.any():
+        return math.inf
+    first_up = up[np.flatnonzero(np.isfinite(up))[0]]
+    gap = np.where(fin, gap, max(first_up - floor, 0.0))  # rows before the first finite bound
+    f = np.log if log_time else (lambda v: v)
+    ends = np.append(t[1:], max(t1, t[-1]))
+    a = f(np.clip(t, t0, t1))
+    b = f(np.clip(ends, t0, t1))
+    total = float(np.sum(np.where(b > a, (b - a) * gap, 0.0)))
+    if t[0] > t0:
+        total += (f(min(t[0], t1)) - f(t0)) * max(first_up - floor, 0.0)
+    return total
+
+
+def anytime_summary(root, t_final, t_window, out_prefix, settings=("wmb-is", "dis")):
+    """Table 1 and the anytime area from the traces of ``bench_bounds_anytime.py --traces``
+    runs saved as ``ROOT/bounds_traces_{T}s_{method}/NAME.csv`` (+ ``NAME.json``) and their
+    one-row CSVs ``ROOT/bounds_runs/{T}s_{method}_NAME.csv`` (every run built its own WMB
+    ladder inside the budget: the anytime protocol of issue 15).
+
+    Per instance the initial lower bound given to both methods (Sec. 5 of the paper: "an
+    initial lower bound on logZ from WMB") is the lower of the two runs' first finite lower
+    bounds, which are Markov / empirical-Bernstein bounds of WMB-IS draws from the first
+    WMB of the ladder (a (1 - delta) WMB lower bound, available about 1 s into a run).
+    Prints per instance the final gaps, the area over [0, T] (Table 1, normalised by
+    WMB-IS) and over ln t in ``t_window`` (the anytime area), and their geometric means
+    beside the paper's; writes ``OUT_PREFIX.csv`` and ``OUT_PREFIX.txt``."""
+    import json
+
+    T = int(t_final)
+    # every run of this budget (any method, with or without a partner run): first bound,
+    # return time, bracketing (the must-show of issue 15)
+    runs = sorted((Path(root) / "bounds_runs").glob(f"{T}s_*.csv"))
+    lines = []
+    if runs:
+        allr = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True)
+        with atomic_path(out_prefix + "_runs.csv") as tmp:
+            allr.to_csv(tmp, index=False)
+        for m, sub in allr.groupby("method"):
+            known = sub[sub.log_Z_ref.notna()]
+            lines.append(f"{m} {T} s runs: {len(sub)} ({', '.join(sub.instance)}); first finite upper bound "
+                         f"max {sub.first_upper_s.max():.2f} s (median {sub.first_upper_s.median():.2f}); first lower "
+                         f"max {sub.first_lower_s.max():.2f} s; returned max {sub.returned_s.max():.1f} s; "
+                         f"bracketed ln Z at every trace point {int(known.bracketed.astype(bool).sum())}/{len(known)}; "
+                         f"deterministic upper >= ln Z {int(known.det_upper_ok.astype(bool).sum())}/{len(known)}")
+    dirs = {m: Path(root) / f"bounds_traces_{T}s_{m}" for m in settings}
+    names = sorted(set.intersection(*[{p.stem for p in d.glob("*.csv")} for d in dirs.values()]))
+    rows = []
+    for name in names:
+        dfs = {m: pd.read_csv(dirs[m] / f"{name}.csv") for m in settings}
+        metas = {m: json.loads((dirs[m] / f"{name}.json").read_text()) for m in settings}
+        firsts = [float(d["log_Z_lower"][np.isfinite(d["log_Z_lower"])].iloc[0]) for d in dfs.values()
+                  if np.isfinite(d["log_Z_lower"]).any()]
+        floor = min(firsts) if firsts else float(metas[settings[0]].get("log_Z_floor") or -np.inf)
+        ref = metas[settings[0]].get("log_Z_ref")
+        for m in settings:
+            d = dfs[m]
+            run_csv = Path(root) / "bounds_runs" / f"{T}s_{m}_{name}.csv"
+            r = pd.read_csv(run_csv).iloc[0].to_dict() if run_csv.exists() else {}
+            rows.append(dict(instance=name, method=m, time_limit=T, log_Z_ref=ref, floor=floor,
+                             final_upper=float(d["log_Z_upper"].iloc[-1]),
+                             final_lower=float(d["log_Z_lower"].iloc[-1]),
+                             gap=float(d["log_Z_upper"].iloc[-1] - d["log_Z_lower"].iloc[-1]),
+                             area=_gap_area(d, 0.0, T, floor, False),
+                             area_logt=_gap_area(d, t_window[0], t_window[1], floor, True),
+                             area_logt_full=_gap_area(d, t_window[0], T, floor, True),
+                             first_upper_s=r.get("first_upper_s"), first_lower_s=r.get("first_lower_s"),
+                             returned_s=r.get("returned_s"), bracketed=r.get("bracketed"),
+                             det_upper_ok=r.get("det_upper_ok"), n_samples=int(d["n_samples"].iloc[-1]),
+                             n_expansions=int(d["n_expansions"].iloc[-1]), i_bound=r.get("i_bound"),
+                             max_nodes_reached_s=(float(d["time_s"][d["n_nodes"] == d["n_nodes"].max()].iloc[0])
+                                                  if d["n_nodes"].max() > 0 else None)))
+    df = pd.DataFrame(rows)
+    if df.empty:
+        lines.append(f"no instance has {T} s traces of every setting {settings}")
+        print("\n".join(lines))
+        with atomic_path(out_prefix + ".txt") as tmp:
+            Path(tmp).write_text("\n".join(lines) + "\n")
+        return df
+    base = df[df.method == settings[0]].set_index("instance")
+    df["area_norm"] = df.apply(lambda r: r["area"] / base.loc[r["instance"], "area"], axis=1)
+    df["area_logt_norm"] = df.apply(lambda r: r["area_logt"] / base.loc[r["instance"], "area_logt"], axis=1)
+    df["area_logt_full_norm"] = df.apply(lambda r: r["area_logt_full"] / base.loc[r["instance"], "area_logt_full"],
+                                         axis=1)
+    df["gap_norm"] = df.apply(lambda r: r["gap"] / base.loc[r["instance"], "gap"], axis=1)
+    paper = {"wmb-is": PAPER["WMB-IS"], "dis": PAPER["DIS(1,10)"]}
+    lines.append(f"Anytime protocol, {T} CPU-s per run (WMB ladder inside the budget), delta 0.025, "
+                 f"1 GB, DIS = DIS(1,10); {len(names)} instances: {', '.join(names)}")
+    lines.append(f"{'instance':20s} {'gap WMB-IS':>11s} {'gap DIS':>9s} {'DIS/WIS':>8s} {'area/WIS':>9s} "
+                 f"{'lnt[1,60]/WIS':>13s} {'lnt[1,T]/WIS':>12s} {'bracketed':>10s}")
+    for name in names:
+        a, b = base.loc[name], df[(df.instance == name) & (df.method == settings[1])].iloc[0]
+        lines.append(f"{name:20s} {a['gap']:11.4f} {b['gap']:9.4f} {b['gap_norm']:8.3f} {b['area_norm']:9.3f} "
+                     f"{b['area_logt_norm']:13.3f} {b['area_logt_full_norm']:12.3f} {str(a['bracketed']) + '/' + str(b['bracketed']):>10s}")
+    dis = df[df.method == settings[1]]
+    gm = lambda x: float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))  # noqa: E731
+    lines.append(f"final gap DIS(1,10) < WMB-IS on {int((dis.gap_norm < 1).sum())}/{len(dis)}; "
+                 f"geometric mean gap ratio {gm(dis.gap_norm):.3f}")
+    lines.append(f"Table 1 (area over [0, {T}] s / WMB-IS, geometric mean): DIS(1,10) {gm(dis.area_norm):.3f} "
+                 f"(paper, 1 h: {paper['dis']}), WMB-IS 1 (paper 1)")
+    lines.append(f"anytime area over ln t in [{t_window[0]:g}, {t_window[1]:g}] s / WMB-IS, geometric mean: "
+                 f"DIS(1,10) {gm(dis.area_logt_norm):.3f}; over ln t in [{t_window[0]:g}, {T}] s: "
+                 f"{gm(dis.area_logt_full_norm):.3f}")
+    print("\n".join(lines))
+    with atomic_path(out_prefix + ".csv") as tmp:
+        df.to_csv(tmp, index=False)
+    with atomic_path(out_prefix + ".txt") as tmp:
+        Path(tmp).write_text("\n".join(lines) + "\n")
+    return df
+
+
 def _trace_name(name, s):
     return f"{name}_{s.replace('(', '_').replace(')', '').replace(',', '_')}.csv"
 
@@ -227,7 +373,17 @@ def main(argv=None):
     p.add_argument("--rescore", default=None,
                    help="recompute the tables from the traces saved in these folders (comma-separated; "
                         "e.g. one run of WMB-IS and DIS and one of AOBFS and two-stage)")
+    p.add_argument("--anytime-summary", default=None, metavar="DIR",
+                   help="no runs: Table 1 and the anytime area from the bench_bounds_anytime.py traces "
+                        "saved under DIR (bounds_traces_{T}s_{wmb-is,dis}/, bounds_runs/), T = --time; "
+                        "writes DIR/bounds_table1_{T}s.csv/.txt")
+    p.add_argument("--window", default="1,60", help="ln-t window (s) of the anytime area, e.g. 1,60")
     args = p.parse_args(argv)
+    if args.anytime_summary:
+        t0, t1 = (float(v) for v in args.window.split(","))
+        anytime_summary(args.anytime_summary, args.time, (t0, t1),
+                        os.path.join(args.anytime_summary, f"bounds_table1_{int(args.time)}s"))
+        return 0
     if args.rescore:
         return rescore(args, args.settings.split(";"))
     names = list(LN_Z) if args.all else args.instances.split(",")

@@ -1,183 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Compiled kernel: one draw from the WMB mixture proposal below a set of pseudo-tree
-nodes, plus the conditional cost g of what was drawn (Lou et al. 2017, Eq. 7 and 10).
+"""Compiled kernels of the AND/OR search (Lou et al. 2017, Eq. 3-5): ``LookupSum`` (WMB
+arc weights / heuristics at an assignment) and ``AndOrTree`` (the flat-array search tree,
+its memory-limited mode and the DIS rounds, which draw below the frontier with the
+``_proposal.ProposalKernel``).
 
-Reference twin: ``_aobfs_py.py`` (same class, pure Python), tested against this one.
-The caller validates every array once (see ``importance.FastProposal``).
+Reference twins: ``_aobfs_py.py`` (``LookupSum``) and the Python backend of
+``aobfs.AOBFS`` (the tree), tested against these.
 """
 from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 
-
-cdef class ProposalKernel:
-    """Mixture-proposal sampler over flattened WMB tables.
-
-    Parameters (all int64 / float64 contiguous arrays; see the Python twin for meaning)
-    ----------
-    cards, pre, pos, size : pseudo-tree preorder (``pre``), position of each variable in
-        it (``pos``) and subtree sizes (``size``): the subtree of v is
-        ``pre[pos[v] : pos[v] + size[v]]``, parents first.
-    comp_ptr, comp_lw, comp_kstride, comp_vptr, comp_vars, comp_strides, tables :
-        mixture components of each variable's conditional (Eq. 7): component c of var k
-        (``comp_ptr[k] <= c < comp_ptr[k+1]``) has log weight ``comp_lw[c]`` and table
-        ``tables[c]`` read at ``sum x[comp_vars[j]] * comp_strides[j] + kstride * x_k``.
-    bucket_ptr, bucket_fac, f_off, f_vptr, f_vars, f_strides, f_flat : the original log
-        factors of each variable's bucket (arc weights), in one flat table.
-    """
-
-    cdef const double** tab
-    cdef object _keep
-    cdef const long long[::1] cards, pre, pos, size
-    cdef const long long[::1] comp_ptr, comp_kstride, comp_vptr, comp_vars, comp_strides
-    cdef const double[::1] comp_lw
-    cdef const long long[::1] bucket_ptr, bucket_fac, f_off, f_vptr, f_vars, f_strides
-    cdef const double[::1] f_flat
-    cdef double[::1] row
-    cdef int max_card
-
-    def __cinit__(self, cards, pre, pos, size, comp_ptr, comp_lw, comp_kstride, comp_vptr,
-                  comp_vars, comp_strides, tables, bucket_ptr, bucket_fac, f_off, f_vptr,
-                  f_vars, f_strides, f_flat, row):
-        cdef Py_ssize_t i, n = len(tables)
-        cdef const double[::1] mv
-        self.tab = <const double**> malloc((n + 1) * sizeof(double*))
-        if self.tab == NULL:
-            raise MemoryError()
-        self._keep = list(tables)
-        for i in range(n):
-            mv = self._keep[i]
-            self.tab[i] = &mv[0]
-        self.cards = cards
-        self.pre = pre
-        self.pos = pos
-        self.size = size
-        self.comp_ptr = comp_ptr
-        self.comp_lw = comp_lw
-        self.comp_kstride = comp_kstride
-        self.comp_vptr = comp_vptr
-        self.comp_vars = comp_vars
-        self.comp_strides = comp_strides
-        self.bucket_ptr = bucket_ptr
-        self.bucket_fac = bucket_fac
-        self.f_off = f_off
-        self.f_vptr = f_vptr
-        self.f_vars = f_vars
-        self.f_strides = f_strides
-        self.f_flat = f_flat
-        self.row = row  # work space of length max card
-
-    def __dealloc__(self):
-        if self.tab != NULL:
-            free(self.tab)
-
-    def sample(self, const long long[::1] starts,   # IN  variables whose subtrees are drawn
-               long long[::1] x,                    # INOUT assignment (ancestors set)
-               const double[::1] uniforms):         # IN  >= total subtree size uniforms
-        """Draw the subtrees of ``starts`` in place; return (ln q, ln g) of the draw."""
-        cdef double log_q = 0.0, log_g = 0.0
-        if starts.shape[0] > 0:
-            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[0], &log_q, &log_g, False)
-        return log_q, log_g
-
-    def sample_batch(self, const long long[::1] starts,    # IN  variables whose subtrees are drawn
-                     const double[:, ::1] uniforms,         # IN  (n, >= total subtree size)
-                     long long[::1] x,                      # WORK (n_vars,) assignment
-                     double log_const,                      # IN  constant added to every weight
-                     double[::1] out):                      # OUT (n,) ln f(x_i) - ln q(x_i)
-        """``n`` independent draws from the all-zero assignment (WMB-IS, Eq. 7-9): the same
-        as ``n`` calls of :meth:`sample` with ``x`` zeroed and row ``i`` of ``uniforms``.
-        A draw stops at the first zero factor (its weight is 0 whatever follows), so ``x``
-        is not the full draw afterwards."""
-        cdef Py_ssize_t i, v, n = uniforms.shape[0]
-        cdef double log_q, log_g
-        if starts.shape[0] == 0:
-            for i in range(n):
-                out[i] = log_const
-            return
-        for i in range(n):
-            for v in range(x.shape[0]):
-                x[v] = 0
-            log_q = 0.0
-            log_g = 0.0
-            self._draw(&starts[0], starts.shape[0], &x[0], &uniforms[i, 0], &log_q, &log_g, True)
-            out[i] = -INFINITY if log_g == -INFINITY else log_const + log_g - log_q
-
-    cdef void _draw(self, const long long* starts, Py_ssize_t n_starts, long long* x,
-                    const double* uniforms, double* out_q, double* out_g,
-                    bint stop_at_zero) noexcept:
-        """Draw the subtrees of ``starts`` in preorder; ``out_g`` = ln g of the draw and
-        ``out_q`` = its ln q. With ``stop_at_zero`` the draw ends at the first variable whose
-        arc weight is 0: then ``out_g`` is -inf and ``out_q`` covers the variables drawn so
-        far (the weight g/q is 0 either way; on pedigrees over half the WMB-IS draws end so).
-        """
-        cdef Py_ssize_t s, i, k, v, c, j, f, xv, card, used = 0
-        cdef long long base, idx
-        cdef double log_q = 0.0, log_g = 0.0, m, tot, u, acc, val, lv
-        cdef double* row = &self.row[0]
-        for s in range(n_starts):
-            v = starts[s]
-            for i in range(self.pos[v], self.pos[v] + self.size[v]):
-                k = self.pre[i]
-                card = self.cards[k]
-                if card > 1:
-                    # row[x] = log sum_c exp(lw_c + T_c[base_c + kstride_c x])
-                    for xv in range(card):
-                        row[xv] = -INFINITY
-                    for c in range(self.comp_ptr[k], self.comp_ptr[k + 1]):
-                        base = 0
-                        for j in range(self.comp_vptr[c], self.comp_vptr[c + 1]):
-                            base += x[self.comp_vars[j]] * self.comp_strides[j]
-                        for xv in range(card):
-                            val = self.comp_lw[c] + self.tab[c][base + self.comp_kstride[c] * xv]
-                            if val > row[xv]:
-                                if row[xv] == -INFINITY:
-                                    row[xv] = val
-                                else:
-                                    row[xv] = val + log(1.0 + exp(row[xv] - val))
-                            elif val > -INFINITY:
-                                row[xv] = row[xv] + log(1.0 + exp(val - row[xv]))
-                    m = -INFINITY
-                    for xv in range(card):
-                        if row[xv] > m:
-                            m = row[xv]
-                    if m == -INFINITY:  # all-zero conditional: fall back to uniform
-                        for xv in range(card):
-                            row[xv] = 0.0
-                        m = 0.0
-                    tot = 0.0
-                    for xv in range(card):
-                        tot += exp(row[xv] - m)
-                    u = uniforms[used] * tot
-                    used += 1
-                    acc = 0.0
-                    idx = card - 1
-                    for xv in range(card):
-                        acc += exp(row[xv] - m)
-                        if u < acc:
-                            idx = xv
-                            break
-                    while idx > 0 and row[idx] == -INFINITY:  # rounding at the top end
-                        idx -= 1
-                    x[k] = idx
-                    log_q += row[idx] - m - log(tot)
-                else:
-                    x[k] = 0
-                # arc weight of k at the drawn value: sum of its bucket's log factors
-                for j in range(self.bucket_ptr[k], self.bucket_ptr[k + 1]):
-                    f = self.bucket_fac[j]
-                    base = self.f_off[f]
-                    for c in range(self.f_vptr[f], self.f_vptr[f + 1]):
-                        base += x[self.f_vars[c]] * self.f_strides[c]
-                    lv = self.f_flat[base]
-                    log_g += lv
-                if stop_at_zero and log_g == -INFINITY:
-                    out_q[0] = log_q
-                    out_g[0] = log_g
-                    return
-        out_q[0] = log_q
-        out_g[0] = log_g
+from sampling.bounds._proposal cimport ProposalKernel
 
 
 cdef class LookupSum:
@@ -312,6 +147,7 @@ cdef class AndOrTree:
     cdef OrNode* O
     cdef public long long n_and, n_or, n_nodes, n_expansions, max_nodes, cap_and, cap_or
     cdef public bint full, memory_limited, stuck
+    cdef public bint reset_collapsed  # memory-limited, q_S kept valid (collapse -> heuristic)
     cdef public long long n_collapses
     cdef public double log_Z_upper_min
     cdef long long[::1] exp_size
@@ -321,7 +157,7 @@ cdef class AndOrTree:
 
     def __cinit__(self, ch_ptr, ch_idx, is_leaf, cards, LookupSum arc, LookupSum heur,
                   double log_const, long long max_nodes, long long capacity=1024,
-                  bint memory_limited=False):
+                  bint memory_limited=False, bint reset_collapsed=False):
         self.ch_ptr = ch_ptr
         self.ch_idx = ch_idx
         self.is_leaf = is_leaf
@@ -331,7 +167,8 @@ cdef class AndOrTree:
         self.n_vars = cards.shape[0]
         self.max_nodes = max_nodes
         self.full = False
-        self.memory_limited = memory_limited
+        self.memory_limited = memory_limited or reset_collapsed
+        self.reset_collapsed = reset_collapsed
         self.stuck = False
         self.n_collapses = 0
         self.free_and = {}
@@ -367,7 +204,7 @@ cdef class AndOrTree:
         self.A[0].blkn = 1
         self.A[0].logw = log_const
         # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
-        self.A[0].logu = INFINITY if memory_limited else 0.0
+        self.A[0].logu = INFINITY if (memory_limited and not reset_collapsed) else 0.0
         self.A[0].logl = NEG_INF
         self.A[0].logb = 0.0
         self.A[0].solved = 0
@@ -550,7 +387,9 @@ cdef class AndOrTree:
 
     cdef long long _collapse(self, long long n):
         """Free the OR children of AND node n and everything below; n becomes an open
-        frontier node that keeps its (tightened) u_n, l_n and best subtree priority b_n.
+        frontier node that keeps its (tightened) u_n, l_n and best subtree priority b_n
+        (``reset_collapsed``: u_n goes back to the WMB heuristic h_n, so that Eq. 3
+        holds with equality and q_S stays a proposal whose weights are <= U_S).
         Updates the ancestors."""
         cdef long long k = self.A[n].nchild, o0 = self.A[n].child0, s, freed = k, cur
         for s in range(o0, o0 + k):
@@ -558,6 +397,14 @@ cdef class AndOrTree:
         self._free_or_block(o0, k)
         self.A[n].nchild = -1
         self.A[n].child0 = -1
+        if self.reset_collapsed:
+            cur = self.O[self.A[n].parent].parent  # the AND parent: h_n depends on x above n
+            while cur >= 0 and self.A[cur].var >= 0:
+                self.assign[self.A[cur].var] = self.A[cur].val
+                cur = self.O[self.A[cur].parent].parent
+            self.heur._rows(self.A[n].var, &self.assign[0], &self.row_h[0])
+            self.A[n].logu = self.row_h[self.A[n].val]
+            self.A[n].best = -1  # b_n keeps the best priority of the forgotten subtree
         self.n_nodes -= freed
         self.n_collapses += 1
         cur = n
@@ -678,7 +525,7 @@ cdef class AndOrTree:
                         self.O[s].solved = 1
             log_l = NEG_INF
             solved = True
-        if self.memory_limited:  # min / max of valid bounds (a collapsed node's are tighter)
+        if self.memory_limited and not self.reset_collapsed:  # min / max of valid bounds
             if self.A[n].logu < log_u:
                 log_u = self.A[n].logu
             if self.A[n].logl > log_l:

@@ -19,9 +19,10 @@ of DIS needs Eq. 3 to hold with equality at every node, which it gives up.
 A deterministic lower bound is kept as well: ``l_n = v_n`` at solved nodes, ``0`` at
 open frontier nodes, propagated with Eq. 3.
 
-Two implementations make identical choices: the flat-array ``_aobfs.AndOrTree`` (Cython,
-about 20 us per expansion on the pedigrees; used when the WMB exposes its lookup tables)
-and the slotted-object tree in this module, its reference twin (``backend="python"``).
+Two implementations of the tree make identical choices behind this one interface: the
+flat-array ``_aobfs.AndOrTree`` (Cython, about 20 us per expansion on the pedigrees; used
+when the WMB exposes its lookup tables) and its slotted-object reference twin
+``_aobfs_py.AndOrTree`` (``backend="python"``).
 
 References
 ----------
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import math
 import time
-from math import exp as _exp, log as _log
 
 import numpy as np
 
@@ -49,54 +49,6 @@ NODE_BYTES = 224
 # 64-byte cache line, an OR node 5 x int32 + 3 x float64 + 1 byte = 45 bytes padded to 48.
 NODE_BYTES_COMPILED = 64
 _MAX_COMPILED_NODES = 2**31 - 2**21  # int32 node indices
-
-
-def _lse(values):
-    """log(sum(exp(values))) of a short Python sequence; -inf when empty or all -inf."""
-    m = max(values, default=_NEG_INF)
-    if m == _NEG_INF:
-        return _NEG_INF
-    t = 0.0
-    for v in values:  # plain left-to-right sum: the compiled tree adds in the same order
-        t += math.exp(v - m)
-    return m + math.log(t)
-
-
-class _AndNode:
-    """AND node: variable ``var`` set to ``val`` (``var = -1`` for the dummy root).
-
-    ``log_w``: log arc weight w_c; ``log_u``/``log_l``: log upper/lower bound on v_c;
-    ``log_b``: log of the best upper priority in the subtree relative to this node (-inf
-    if nothing below is expandable); ``children``: list of ``_OrNode`` or None (frontier).
-    """
-
-    __slots__ = ("var", "val", "log_w", "log_u", "log_l", "log_b", "parent", "children", "solved")
-
-    def __init__(self, var, val, log_w, log_u, parent):
-        self.var = var
-        self.val = val
-        self.log_w = log_w
-        self.log_u = log_u
-        self.log_l = _NEG_INF
-        self.log_b = log_u
-        self.parent = parent
-        self.children = None
-        self.solved = False
-
-
-class _OrNode:
-    """OR node for variable ``var``; ``children`` are ``_AndNode`` (None once solved)."""
-
-    __slots__ = ("var", "log_u", "log_l", "log_b", "parent", "children", "solved")
-
-    def __init__(self, var, parent):
-        self.var = var
-        self.log_u = _NEG_INF
-        self.log_l = _NEG_INF
-        self.log_b = _NEG_INF
-        self.parent = parent
-        self.children = None
-        self.solved = False
 
 
 def tree_structure(pseudo_tree, n_vars):
@@ -152,8 +104,8 @@ class AOBFS:
         overrides the split of ``memory_mb`` done here otherwise.
     backend : {"auto", "compiled", "python"}, default "auto"
         "compiled" keeps the tree in flat arrays (``_aobfs.AndOrTree``, needs the WMB's
-        lookup tables); "python" uses the slotted-object reference implementation in
-        this module (the twin the compiled one is tested against). "auto" picks
+        lookup tables); "python" uses the slotted-object reference twin
+        ``_aobfs_py.AndOrTree`` (the one the compiled tree is tested against). "auto" picks
         "compiled" when possible.
     memory_limited : bool, default False
         Keep improving the bound once the node cap is reached (Sec. 5 of [1]_ uses the
@@ -176,8 +128,17 @@ class AOBFS:
         stored ``u_n``; the min of two valid bounds is valid, so ``U_S`` never increases
         and stays >= Z. Eq. 3 at an AND node, ``u_n = prod_s u_s``, then holds only as
         ``<=``, so the tree must not be sampled from (the two-step sampler needs the
-        equalities; DIS and two-stage use the default ``False`` and stop at the cap, as
-        Alg. 1 of [1]_ does).
+        equalities; see ``reset_collapsed``).
+    reset_collapsed : bool, default False
+        Memory-limited search (as ``memory_limited=True``, which it implies) whose tree
+        stays a valid DIS proposal: a collapsed node's ``u_n`` goes back to its WMB
+        heuristic ``h_n`` (the proposal below it is again the WMB's, whose weights are
+        bounded by ``h_n``; its priority stays the backed-up best priority of the forgotten
+        subtree) and every node holds Eq. 3 with equality, so the two-step
+        sampler of Sec. 3 of [1]_ keeps ``f(x)/q_S(x) <= U_S``. ``U_S`` may then rise
+        after a collapse; ``log_Z_upper_min_`` (the running minimum) is the deterministic
+        bound. DIS uses it to keep searching past the node cap with ``run(...,
+        past_memory="search")``.
 
     Attributes
     ----------
@@ -207,7 +168,7 @@ class AOBFS:
     """
 
     def __init__(self, model, *, wmb=None, i_bound=None, memory_mb=1024.0, max_nodes=None,
-                 backend="auto", memory_limited=False, search_memory_mb=None):
+                 backend="auto", memory_limited=False, search_memory_mb=None, reset_collapsed=False):
         self.search_memory_mb = search_memory_mb
         self.model = model
         self.wmb = wmb
@@ -216,6 +177,7 @@ class AOBFS:
         self.max_nodes = max_nodes
         self.backend = backend
         self.memory_limited = memory_limited
+        self.reset_collapsed = reset_collapsed
 
     # ------------------------------------------------------------------ setup
     def _setup(self):
@@ -259,9 +221,8 @@ class AOBFS:
         self.full_ = False
         self._stuck = False
         self.n_collapses_ = 0
-        self._limited = bool(self.memory_limited)
-        self._assign = np.zeros(self.n_vars_, dtype=np.int64)
-        self._arc_fn, self._heur_fn = _query_functions(wmb)
+        self._reset = bool(self.reset_collapsed)
+        self._limited = bool(self.memory_limited) or self._reset
         # the WMB may have squeezed cardinality-1 variables out of the scopes; constants
         # (empty scopes) then belong to no bucket and sit on the root's arc
         self.model_ = getattr(wmb, "model", None) or self.model
@@ -280,18 +241,16 @@ class AOBFS:
                                     LookupSum(*lookup_arrays(cards, tables.arc)),
                                     LookupSum(*lookup_arrays(cards, tables.heuristic)),
                                     log_const, self.max_nodes_, self.max_nodes_ + 1024,
-                                    self._limited)
-            self.n_nodes_ = self._ctree.n_nodes
-            self.full_ = self._ctree.full
+                                    self._limited, self._reset)
+            self._tree = self._ctree
         else:
-            cards = np.asarray(self.model_.cards, dtype=np.int64)
-            kids = list(self.children_) + [self.roots_]
-            # most nodes an expansion of variable v's AND node creates (index n_vars: root)
-            self._exp_size = [sum(1 + (0 if self.is_leaf_[y] else int(cards[y])) for y in k.tolist())
-                              for k in kids]
-            # memory-limited mode keeps min(stored, Eq. 3): the root starts with no bound
-            self.root_ = _AndNode(-1, -1, log_const, math.inf if self._limited else 0.0, None)
-            self._expand(self.root_)
+            from ._aobfs_py import AndOrTree as PyTree
+
+            arc_fn, heur_fn = _query_functions(wmb)
+            self._tree = PyTree(self.children_, self.roots_, self.is_leaf_, self.model_.cards, arc_fn,
+                                heur_fn, log_const, self.max_nodes_, self._limited, self._reset)
+        self.n_nodes_ = self._tree.n_nodes
+        self.full_ = self._tree.full
         self.log_Z_upper_min_ = self.log_Z_upper_
 
     def fit(self, *, max_expansions=None, time_limit=None):
@@ -316,31 +275,32 @@ class AOBFS:
     # ------------------------------------------------------------- properties
     @property
     def log_Z_upper_(self):
-        if self._ctree is not None:
-            return self._ctree.log_Z_upper
-        r = self.root_
-        return r.log_w + r.log_u
+        return self._tree.log_Z_upper
 
     @property
     def log_Z_lower_(self):
-        if self._ctree is not None:
-            return self._ctree.log_Z_lower
-        r = self.root_
-        return r.log_w + r.log_l
+        return self._tree.log_Z_lower
 
     @property
     def solved_(self):
-        if self._ctree is not None:
-            return self._ctree.solved
-        return self.root_.solved
+        return self._tree.solved
 
     @property
     def can_expand(self):
         """True while an expansion is possible (not solved, memory cap not reached)."""
+        return self._tree.can_expand
+
+    @property
+    def root_(self):
+        """Root AND node of the Python backend's tree (``_aobfs_py.AndOrTree``); the
+        object sampler of :func:`sampling.bounds.importance.sample_search_tree` walks it."""
         if self._ctree is not None:
-            return self._ctree.can_expand
-        return not (self.root_.solved or self.root_.log_b == _NEG_INF or self._stuck
-                    or (self.full_ and not self._limited))
+            raise AttributeError("the compiled tree has no node objects (backend='python' has)")
+        return self._tree.root_
+
+    def _select(self):
+        """The open frontier node the next expansion takes (Python backend; for tests)."""
+        return self._tree._select()
 
     @property
     def compiled_(self):
@@ -375,241 +335,26 @@ class AOBFS:
         """
         t0 = time.perf_counter()
         done = 0
-        ct = self._ctree
-        if ct is not None:
-            while (n is None or done < n) and ct.can_expand:
-                if time_limit is not None and time.perf_counter() - t0 >= time_limit:
-                    break
-                k = ct.expand(64 if n is None else min(64, n - done))
-                done += k
-                self._sync(k)
-            self._sync(0)
-            return done
-        while (n is None or done < n) and self.can_expand:
+        ct = self._tree
+        while (n is None or done < n) and ct.can_expand:
             if time_limit is not None and time.perf_counter() - t0 >= time_limit:
                 break
-            node = self._select()
-            if self._limited:
-                node = self._make_room(node)
-                if node is None:
-                    break
-            self._expand(node)
-            done += 1
-            self.n_expansions_ += 1
-            if self.log_Z_upper_ < self.log_Z_upper_min_:
-                self.log_Z_upper_min_ = self.log_Z_upper_
+            k = ct.expand(64 if n is None else min(64, n - done))
+            done += k
+            self._sync(k)
+            if k == 0:
+                break
+        self._sync(0)
         return done
 
     def _sync(self, n_expanded):
-        """Update the counters after the compiled tree expanded ``n_expanded`` nodes."""
-        ct = self._ctree
+        """Update the counters after the tree expanded ``n_expanded`` nodes."""
+        ct = self._tree
         self.n_expansions_ += int(n_expanded)
         self.log_Z_upper_min_ = min(self.log_Z_upper_min_, ct.log_Z_upper_min)
         self.n_nodes_ = ct.n_nodes
         self.full_ = ct.full
         self.n_collapses_ = ct.n_collapses
-
-    def _select(self):
-        """Top-down descent to the open frontier node of largest upper priority."""
-        node = self.root_
-        while node.children is not None:
-            best, best_s = _NEG_INF, None
-            for s in node.children:
-                if not s.solved:
-                    val = s.log_b - s.log_u
-                    if val > best or best_s is None:
-                        best, best_s = val, s
-            best, best_c = _NEG_INF, None
-            for c in best_s.children:
-                if not c.solved:
-                    val = c.log_w + c.log_b
-                    if val > best or best_c is None:
-                        best, best_c = val, c
-            node = best_c
-        return node
-
-    def _make_room(self, node):
-        """Collapse nodes until expanding ``node`` (re-selected after each collapse) fits
-        the node cap; None when only the root could be collapsed (the search stops)."""
-        while self.n_nodes_ + self._exp_size[node.var if node.var >= 0 else self.n_vars_] > self.max_nodes_:
-            c = self._worst()
-            if c is self.root_:
-                self._stuck = True
-                self.full_ = True
-                return None
-            self._collapse(c)
-            self.full_ = True
-            node = self._select()
-        return node
-
-    def _worst(self):
-        """Top-down descent by the smallest relative best priority w_c b_c / u_s over internal
-        AND grandchildren; the first node whose unsolved grandchildren are all frontier."""
-        node = self.root_
-        while True:
-            best, best_c = math.inf, None
-            for s in node.children:
-                if s.solved:
-                    continue
-                for c in s.children:
-                    if c.children is not None:
-                        val = c.log_w + c.log_b - s.log_u
-                        if val < best or best_c is None:
-                            best, best_c = val, c
-            if best_c is None:
-                return node
-            node = best_c
-
-    def _collapse(self, node):
-        """Free the OR children of AND ``node`` and all below; ``node`` becomes an open
-        frontier node keeping its tightened ``u_n`` / ``l_n``. Updates the ancestors."""
-        ors = node.children
-        self.n_nodes_ -= len(ors) + sum(_subtree_size(s) for s in ors)
-        node.children = None
-        self.n_collapses_ += 1
-        cur = node
-        while cur.parent is not None:
-            s = cur.parent
-            self._update_or(s)
-            cur = s.parent
-            self._update_and(cur)
-
-    def assignment(self, node, out=None):
-        """Values of ``node``'s variable and its ancestors written into ``out`` (n_vars,)."""
-        a = self._assign if out is None else out
-        while node is not None and node.var >= 0:
-            a[node.var] = node.val
-            node = node.parent.parent
-        return a
-
-    def _expand(self, node):
-        """Generate the OR children of AND ``node`` and their AND children, then update."""
-        a = self.assignment(node)
-        child_vars = self.roots_ if node.var < 0 else self.children_[node.var]
-        arc_fn, heur_fn = self._arc_fn, self._heur_fn
-        ors = []
-        created = 0
-        for y in child_vars.tolist():
-            s = _OrNode(y, node)
-            created += 1
-            arc = arc_fn(y, a).tolist()
-            if self.is_leaf_[y]:
-                # leaf of the pseudo tree: every AND child is solved with v = 1
-                s.solved = True
-                s.log_u = s.log_l = _lse(arc)
-            else:
-                heur = heur_fn(y, a).tolist()
-                kids = []
-                for x in range(len(arc)):
-                    w, h = arc[x], heur[x]
-                    if w > _NEG_INF and h > _NEG_INF:
-                        kids.append(_AndNode(y, x, w, h, s))
-                created += len(kids)
-                if kids:
-                    s.children = kids
-                    self._update_or(s, count=False)
-                else:
-                    s.solved = True
-                    s.log_u = s.log_l = _NEG_INF
-            ors.append(s)
-        self.n_nodes_ += created
-        node.children = ors
-        # update the expanded node and its ancestors (Eq. 3 and the priority bookkeeping)
-        cur = node
-        while cur is not None:
-            self._update_and(cur)
-            s = cur.parent
-            if s is None:
-                break
-            self._update_or(s)
-            cur = s.parent
-        if self.n_nodes_ >= self.max_nodes_:
-            self.full_ = True
-
-    def _update_and(self, n):
-        ors = n.children
-        if ors is None:
-            return
-        log_u = 0.0
-        log_l = 0.0
-        best = _NEG_INF
-        solved = True
-        for s in ors:
-            log_u += s.log_u
-            log_l += s.log_l
-            if not s.solved:
-                solved = False
-                r = s.log_b - s.log_u
-                if r > best:
-                    best = r
-        if log_u == _NEG_INF:
-            if not solved:  # a zero factor below: drop the unsolved siblings' subtrees too
-                self.n_nodes_ -= sum(_subtree_size(s) for s in ors if not s.solved)
-            log_l, solved = _NEG_INF, True
-        if self._limited:  # min / max of valid bounds (a collapsed node's are tighter)
-            if n.log_u < log_u:
-                log_u = n.log_u
-            if n.log_l > log_l:
-                log_l = n.log_l
-            if log_l > log_u:
-                log_l = log_u
-        n.log_u = log_u
-        if solved:
-            n.log_l = log_u
-            self.n_nodes_ -= len(ors)  # free the solved OR children (their subtrees are gone)
-            n.children = None
-            n.solved = True
-            n.log_b = _NEG_INF
-        else:
-            n.log_l = log_l
-            n.log_b = log_u + best
-
-    def _update_or(self, s, count=True):
-        kids = s.children
-        if kids is None:
-            return
-        m = _NEG_INF
-        ml = _NEG_INF
-        bm = _NEG_INF
-        solved = True
-        for c in kids:
-            v = c.log_w + c.log_u
-            if v > m:
-                m = v
-            v = c.log_w + c.log_l
-            if v > ml:
-                ml = v
-            if not c.solved:
-                solved = False
-                v = c.log_w + c.log_b
-                if v > bm:
-                    bm = v
-        if m == _NEG_INF:
-            log_u = _NEG_INF
-        else:
-            t = 0.0
-            for c in kids:
-                t += _exp(c.log_w + c.log_u - m)
-            log_u = m + _log(t)
-        s.log_u = log_u
-        if solved:
-            s.log_l = log_u
-            if count:
-                self.n_nodes_ -= len(kids)
-            else:  # solved at creation: the children were never counted as stored
-                pass
-            s.children = None
-            s.solved = True
-            s.log_b = _NEG_INF
-        else:
-            if ml == _NEG_INF:
-                s.log_l = _NEG_INF
-            else:
-                t = 0.0
-                for c in kids:
-                    t += _exp(c.log_w + c.log_l - ml)
-                s.log_l = ml + _log(t)
-            s.log_b = bm
 
 
 def _query_functions(wmb):
@@ -651,18 +396,6 @@ def _lookup_fn(cls, cards, per_var):
         rows(y, a, out)
         return out
     return fn
-
-
-def _subtree_size(node):
-    """Number of stored nodes strictly below ``node``."""
-    total = 0
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        if cur.children:
-            total += len(cur.children)
-            stack.extend(cur.children)
-    return total
 
 
 def _constant_log_factor(model):

@@ -34,6 +34,10 @@ def add_arguments(parser):
     parser.add_argument("--i-bound", type=int, default=None, help="WMB i-bound (default: largest that fits)")
     parser.add_argument("--n-samples", type=int, default=1, help="samples per DIS round, N_l (default 1)")
     parser.add_argument("--n-expansions", type=int, default=10, help="expansions per DIS round, N_d (default 10)")
+    parser.add_argument("--past-memory", choices=("sample", "search"), default="sample",
+                        help="dis once the search tree fills its memory: only sample from the fixed "
+                             "tree (sample, default, Alg. 1) or keep searching with the memory-limited "
+                             "AOBFS as well (search)")
     parser.add_argument("--max-samples", type=_positive_int, default=None,
                         help="stop after this many samples (>= 1)")
     parser.add_argument("--seed", type=int, default=None,
@@ -118,7 +122,7 @@ def main(args) -> int:
                     delta=args.delta, n_samples=args.n_samples, n_expansions=args.n_expansions,
                     i_bound=args.i_bound, rng=seed, max_samples=args.max_samples,
                     progress=progress, checkpoint=args.checkpoint,
-                    checkpoint_every=args.checkpoint_every)
+                    checkpoint_every=args.checkpoint_every, past_memory=args.past_memory)
     except (ValueError, TypeError) as exc:
         print(f"sampling bounds: {exc}", file=sys.stderr)
         return 2

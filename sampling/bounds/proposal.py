@@ -2,8 +2,8 @@
 index it and the samplers evaluate f(x) with.
 
 * :class:`FactorEvaluator`: vectorised log factor values and bucket sums (Sec. 2.1 of [1]_).
-* :class:`FastProposal`: the compiled proposal kernel (``_aobfs.ProposalKernel``; twin
-  ``_aobfs_py``) over the WMB's :class:`~sampling.bounds.wmb.LookupTables`.
+* :class:`FastProposal`: the compiled proposal kernel (``_proposal.ProposalKernel``; twin
+  ``_proposal_py``) over the WMB's :class:`~sampling.bounds.wmb.LookupTables`.
 
 References
 ----------
@@ -192,11 +192,11 @@ def constant_bucket(wmb, model, parent):
 # --------------------------------------------------------------------------- fast proposal
 def _load_kernel(pure_python=False):
     if pure_python:
-        from . import _aobfs_py as mod
+        from . import _proposal_py as mod
     else:
         from .._build import load_kernel
 
-        mod = load_kernel("sampling.bounds._aobfs")
+        mod = load_kernel("sampling.bounds._proposal")
     return mod.ProposalKernel
 
 
@@ -215,7 +215,7 @@ class FastProposal:
     evaluator : FactorEvaluator
         Built on ``wmb.model`` with the WMB pseudo tree.
     pure_python : bool, default False
-        Use the reference twin ``_aobfs_py`` (slow; for tests).
+        Use the reference twin ``_proposal_py`` (slow; for tests).
 
     Raises
     ------

@@ -34,6 +34,10 @@ SAMPLES_PER_MIB = 5.0
 PASS_S_PER_VAR = 7e-5
 #: Share of the time budget the first bound may take (nominal seconds).
 FIRST_BOUND_SHARE = 0.03
+#: ... and at most this many nominal seconds, however long the budget: at 300 s the share
+#: alone (9 s) let pedigree37 start with its top WMB, i-bound 13 with 10 passes, whose first
+#: WMB-IS lower bound came at 47.6 CPU-s (its first upper bound at 1.3 s).
+FIRST_BOUND_MAX_S = 2.0
 #: Share of the time budget all WMB work may take (nominal seconds); the method keeps the rest.
 #: Measured (30 CPU-s DIS, pedigrees 23/30/33/37, final gap at 0.5 -> 0.35): 0.0045 -> 0.0048,
 #: 0.0137 -> 0.0138, 0.0288 -> 0.0261, 0.0282 -> 0.0203 (DIS starts 4-9 s earlier).
@@ -146,8 +150,10 @@ def plan_wmb(probe, *, memory_mb, time_limit, i_bound=None, n_iters=10):
     exact_top = min(top, w) >= w
     rungs = []
     if finite:
-        first = FIRST_BOUND_SHARE * time_limit
-        if sec(mem(top)) > first:
+        first = min(FIRST_BOUND_SHARE * time_limit, FIRST_BOUND_MAX_S)
+        # a cheap first rung when the top WMB (first pass and the passes it would get)
+        # takes longer than the first-bound share: WMB-IS samples only from finished WMBs
+        if sec(mem(top)) * (1 + (0 if exact_top else passes(mem(top), allot))) > first:
             # a cheap first rung: its first pass in a quarter of the first-bound share
             r0 = _largest(mem, lo, top - 1, lambda m: sec(m) <= first / 4)
             if r0 is None:

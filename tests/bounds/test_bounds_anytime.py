@@ -159,3 +159,24 @@ def test_ladder_runs_bracket_ln_z_over_seeds(monkeypatch):
         assert np.all(tr.log_Z_upper_det >= lz - 1e-9)
         bad += not (np.all(tr.log_Z_upper >= lz - 1e-9) and np.all(tr.log_Z_lower <= lz + 1e-9))
     assert bad <= 5
+
+
+def test_long_budget_still_starts_with_a_cheap_rung(monkeypatch):
+    """At a long budget the first-bound share is capped (FIRST_BOUND_MAX_S nominal seconds)
+    and compared with the top WMB's whole build (first pass + passes), not one pass: at
+    300 s pedigree37 used to start with its top WMB alone (i-bound 13, 10 passes) and got
+    its first lower bound after 47.6 CPU-s."""
+    import sampling.bounds.schedule as sch
+
+    m = grid(7, seed=2)
+    probe = WeightedMiniBucket(m).prepare()
+    # make one pass of the top WMB take 1 nominal second (< 3% of 300 s = 9 s)
+    monkeypatch.setattr(sch, "PASS_S_PER_VAR", 0.0)
+    monkeypatch.setattr(sch, "WMB_MIB_PER_S", probe.memory_for(5))
+    top = plan_wmb(probe, memory_mb=1024, time_limit=300.0, i_bound=5)[-1]
+    assert sch.pass_seconds(top.memory_mb, m.n_vars) < 0.03 * 300.0
+    assert top.work_s > sch.FIRST_BOUND_MAX_S
+    rungs = plan_wmb(probe, memory_mb=1024, time_limit=300.0, i_bound=5)
+    assert len(rungs) >= 2 and rungs[0].i_bound < 5
+    assert sch.pass_seconds(rungs[0].memory_mb, m.n_vars) <= sch.FIRST_BOUND_MAX_S / 4 + 1e-12
+    assert rungs[0].work_s <= sch.FIRST_BOUND_MAX_S + 1e-12

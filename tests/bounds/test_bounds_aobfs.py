@@ -288,3 +288,66 @@ def test_run_aobfs_is_memory_limited_but_two_stage_is_not():
     assert tr.log_Z_upper[-1] < base.log_Z_upper_ - 1e-6
     tr2 = run(m, "two-stage", time_limit=math.inf, max_samples=10, wmb=w, max_nodes=80, rng=0)
     assert tr2.n_expansions[-1] == base.n_expansions_
+
+
+# ------------- memory-limited search whose tree stays a DIS proposal (reset_collapsed)
+@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (37, 40), (33, 80), (45, 120)])
+def test_reset_collapsed_compiled_matches_python_twin(seed, max_nodes):
+    m = random_model(n=11, seed=seed)
+    w = _wmb(m, 1)
+    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
+    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
+    assert b.compiled_ and not a.compiled_
+    for _ in range(800):
+        assert a.expand(1) == b.expand(1)
+        assert a.log_Z_upper_ == b.log_Z_upper_
+        assert a.log_Z_upper_min_ == b.log_Z_upper_min_
+        assert a.log_Z_lower_ == b.log_Z_lower_
+        assert (a.n_nodes_, a.n_collapses_, a.full_, a.can_expand) == (b.n_nodes_, b.n_collapses_, b.full_, b.can_expand)
+        if not a.can_expand:
+            break
+    assert a.n_collapses_ > 0
+
+
+@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (29, 40), (33, 80)])
+def test_reset_collapsed_bound_valid_and_improves_past_the_cap(seed, max_nodes):
+    """U_S may rise after a collapse (the node goes back to its heuristic) but stays >= Z;
+    its running minimum goes below where the plain search stopped at the cap."""
+    m = random_model(n=11, seed=seed)
+    w = _wmb(m, 1)
+    lz = brute_log_z(m)
+    base = AOBFS(m, wmb=w, max_nodes=max_nodes).fit()
+    s = AOBFS(m, wmb=w, max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
+    assert base.full_ and not base.solved_
+    for _ in range(3000):
+        if not s.can_expand:
+            break
+        s.expand(1)
+        assert s.log_Z_upper_ >= lz - 1e-9 and s.log_Z_upper_min_ >= lz - 1e-9
+        assert s.log_Z_lower_ <= lz + 1e-9
+        assert s.n_nodes_ <= max_nodes
+    assert s.n_collapses_ > 0
+    assert s.log_Z_upper_min_ < base.log_Z_upper_ - 1e-6
+
+
+@pytest.mark.parametrize("seed", [21, 26, 33])
+def test_reset_collapsed_tree_is_a_valid_proposal(seed):
+    """After collapses, q_S of the tree (both backends) has weights f/q <= U_S and mean Z
+    (Prop. 2 of Lou et al. 2017 needs Eq. 3 with equality, which this mode keeps)."""
+    from sampling.bounds.importance import FactorEvaluator, FastProposal, sample_search_tree
+
+    m = random_model(n=11, seed=seed)
+    w = _wmb(m, 1)
+    lz = brute_log_z(m)
+    ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
+    fast = FastProposal(w, ev)
+    for backend in ("python", "compiled"):
+        s = AOBFS(m, wmb=w, backend=backend, max_nodes=40, reset_collapsed=True).fit(max_expansions=0)
+        while s.n_collapses_ < 3 and s.can_expand:
+            s.expand(1)
+        assert s.n_collapses_ >= 3 and not s.solved_
+        log_w, log_U = sample_search_tree(s, ev, 4000, np.random.default_rng(seed), fast=fast)
+        assert np.all(log_U == s.log_Z_upper_)
+        assert np.all(log_w <= log_U + 1e-9)
+        r = np.exp(log_w - lz)
+        assert abs(r.mean() - 1.0) < 5 * r.std(ddof=1) / math.sqrt(r.size) + 1e-9

@@ -107,3 +107,16 @@ def test_cli_plot_title_is_the_file_name(tiny_uai, tmp_path, monkeypatch):
     assert main(["bounds", str(path), "--i-bound", "1", "--max-samples", "50", "--quiet",
                  "--plot", str(tmp_path / "p.png")]) == 0
     assert seen["title"] == "tiny.uai"  # before: the whole path given on the command line
+
+
+def test_cli_past_memory_option(tiny_uai, tmp_path, capsys):
+    path, lz = tiny_uai
+    out = tmp_path / "trace.csv"
+    code = main(["bounds", str(path), "--time", "0.5", "--i-bound", "1", "--past-memory", "search",
+                 "--out", str(out), "--max-samples", "200", "--seed", "1"])
+    assert code == 0
+    tr = BoundTrace.from_csv(out)
+    assert np.all(tr.log_Z_upper >= lz - 1e-8) and np.all(tr.log_Z_lower <= lz + 1e-8)
+    with pytest.raises(SystemExit):
+        main(["bounds", str(path), "--past-memory", "drop"])
+    assert "--past-memory" in capsys.readouterr().err

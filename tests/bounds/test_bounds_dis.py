@@ -416,3 +416,55 @@ def test_run_splits_the_memory_budget_once():
     split = tr.meta["memory_split_mb"]
     assert split["wmb"] > 0 and split["search"] == pytest.approx(2.0 - split["wmb"])
     assert tr.meta["max_nodes"] == max(int(split["search"] * 2**20 / NODE_BYTES_COMPILED), 16)
+
+
+# ------------------------------------------------ past the memory limit (issue 15, item 2)
+@pytest.mark.parametrize("seed", [5, 6])
+def test_dis_keeps_improving_past_the_node_budget(seed):
+    """A 60-node tree: with ``past_memory="search"`` DIS goes on searching (memory-limited,
+    Alg. 2 of Lou et al. AAAI 2017) and sampling after the tree is full; its deterministic
+    bound keeps falling below where the fixed tree ("sample") stops, every trace point
+    brackets ln Z and the deterministic bound never goes below it."""
+    m = random_model(n=12, seed=seed, max_card=3)
+    lz = brute_log_z(m)
+    kw = dict(method="dis", time_limit=None, max_samples=20000, max_nodes=60, i_bound=2, rng=3, record_every=1)
+    fixed = run(m, past_memory="sample", **kw).to_frame()
+    lim = run(m, past_memory="search", **kw)
+    df = lim.to_frame()
+    for d in (fixed, df):
+        assert (d.log_Z_upper >= lz - 1e-9).all() and (d.log_Z_lower <= lz + 1e-9).all()
+        assert (d.log_Z_upper_det >= lz - 1e-9).all()
+        assert np.all(np.diff(d.log_Z_upper_det) <= 0)
+    assert (df.n_nodes <= 60).all()  # the plain tree stops at the first expansion past 60
+    # the fixed tree: full after a few expansions, then only sampling (bounds still tighten)
+    full = fixed[fixed.n_expansions == fixed.n_expansions.iloc[-1]]
+    assert fixed.n_expansions.iloc[-1] < 30 and full.log_Z_upper_det.nunique() == 1
+    assert full.n_samples.iloc[-1] > 100 * max(full.n_samples.iloc[0], 1)
+    assert full.log_Z_lower.iloc[-1] > full.log_Z_lower.iloc[0]
+    assert full.log_Z_upper.iloc[-1] < full.log_Z_upper.iloc[0]
+    # memory-limited: collapses, many more expansions, a deterministic bound below the
+    # fixed tree's (here it reaches ln Z: the run ends solved)
+    assert lim.meta["n_collapses"] > 0 and df.n_expansions.iloc[-1] > 10 * fixed.n_expansions.iloc[-1]
+    assert df.log_Z_upper_det.iloc[-1] < fixed.log_Z_upper_det.iloc[-1] - 1e-3
+    assert df.log_Z_upper_det.iloc[-1] == pytest.approx(lz, abs=1e-6)
+
+
+def test_two_stage_samples_from_the_full_tree():
+    """Two-stage searches to the node budget, then samples from that tree: the
+    probabilistic bounds keep tightening while the tree (and U_S) stays fixed."""
+    m = random_model(n=12, seed=6, max_card=3)
+    lz = brute_log_z(m)
+    df = run(m, "two-stage", time_limit=None, max_samples=20000, max_nodes=60, i_bound=2, rng=3,
+             record_every=1).to_frame()
+    assert (df.log_Z_upper >= lz - 1e-9).all() and (df.log_Z_lower <= lz + 1e-9).all()
+    assert (df.log_Z_upper_det >= lz - 1e-9).all()
+    samp = df[df.n_samples > 0]
+    assert samp.n_expansions.nunique() == 1 and samp.log_Z_upper_det.nunique() == 1
+    assert samp.n_samples.iloc[-1] == 20000
+    assert samp.log_Z_upper.iloc[-1] - samp.log_Z_lower.iloc[-1] < 0.1 * (samp.log_Z_upper.iloc[0] - samp.log_Z_lower.iloc[0])
+
+
+def test_run_rejects_bad_past_memory():
+    m = random_model(n=4, seed=1)
+    with pytest.raises(ValueError, match="past_memory"):
+        run(m, "dis", time_limit=None, max_samples=5, past_memory="drop")
