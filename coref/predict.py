@@ -213,7 +213,9 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
             clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress,
                                                return_encodings=True)
         margins = stats.pop("margins")
-        encodings = stats.pop("encodings")
+        # written (and released) first: the encodings are the largest object of a big run
+        write_encodings(od.path(ENCODINGS_FILE), stats.pop("encodings"),
+                        model_sha256=model_info["model_json_sha256"])
         conf_md = _confidence(od, fitted, df, clusters, settings) if confidence else None
         summary = {
             "command": "predict", "n_mentions": int(len(df)), "n_blocks": int(df["block"].nunique()),
@@ -225,7 +227,6 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
         }
         summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
                                 title="Author coreference: predicted clusters", confidence=conf_md)
-        write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(df)})
