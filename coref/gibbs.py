@@ -68,18 +68,29 @@ def bound_table(delta: float, n_arms_max: int, n_rounds_max: int = 64) -> np.nda
         q = delta / ((D - 1.0) * (t - 1.0))
     B = np.full(q.shape, np.inf)
     ok = (q > 0.0) & (q < 1.0)
-    B[ok] = [inv_cdf(1.0 - x) for x in q[ok]]
+    # q depends on (D - 1)(t* - 1) only: one quantile per distinct product
+    uq, inverse = np.unique(q[ok], return_inverse=True)
+    B[ok] = np.array([inv_cdf(1.0 - x) for x in uq.tolist()], dtype=float)[inverse.ravel()]
     B[(D < 2).ravel(), :] = np.inf
     B[:, (t < 2).ravel()] = np.inf
     return np.ascontiguousarray(B)
 
 
 @functools.lru_cache(maxsize=32)
-def _bound_table_ro(delta: float, n_arms_max: int) -> np.ndarray:
-    """:func:`bound_table`, computed once per (delta, n_arms_max) and read-only."""
-    B = bound_table(delta, n_arms_max)
+def _bound_table_pow2(delta: float, size: int) -> np.ndarray:
+    B = bound_table(delta, size)
     B.flags.writeable = False
     return B
+
+
+def _bound_table_ro(delta: float, n_arms_max: int) -> np.ndarray:
+    """:func:`bound_table` rows ``0 .. n_arms_max``, read-only.
+
+    Row D does not depend on ``n_arms_max``, so one table per delta and power of two (at least
+    64) serves every block: a C-contiguous row slice of it.
+    """
+    size = max(64, 1 << int(max(n_arms_max, 1) - 1).bit_length())
+    return _bound_table_pow2(delta, size)[: n_arms_max + 1]
 
 
 def temperature_schedule(n_sweeps: int, t_start: float, t_end: float) -> np.ndarray:

@@ -232,3 +232,12 @@ def test_bound_table_is_the_normal_quantile_of_eq27():
         ref = ndtri(1.0 - 0.05 / ((D - 1.0) * (t - 1.0)))
     np.testing.assert_allclose(B[2:, 2:], ref[2:, 2:], rtol=0, atol=1e-12)
     assert B[2, 2] == pytest.approx(1.6448536269514722, abs=1e-12)  # Phi^-1(0.95)
+
+
+@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 300])
+def test_cached_bound_table_is_a_contiguous_slice_of_the_same_values(n):
+    from coref.gibbs import _bound_table_ro
+
+    B = _bound_table_ro(0.05, n)
+    assert B.shape == (n + 1, 64) and B.flags.c_contiguous and not B.flags.writeable
+    assert np.array_equal(B, bound_table(0.05, n))
