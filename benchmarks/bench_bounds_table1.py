@@ -84,6 +84,20 @@ fixed tree for the remaining 250-280 s. The first lower bound came 6-48 s into t
 (one big WMB rung at this budget; the capped first-bound share of schedule.py, added
 after these runs, brings it to 1.6-2.1 s on pedigrees 37 and 19).
 
+Measured at 60 CPU-s (code of 0d95606, with the capped first-bound share; seed 1, 1 GB, delta
+0.025, one run at a time, 1-min load 0.9-4.4; ``benchmarks/measured/bounds_table1_60s.{csv,txt}``,
+same 8 instances)::
+
+    python benchmarks/bench_bounds_table1.py --anytime-summary benchmarks/measured --time 60 \
+        --only Grids_16,Promedus_25,Promedus_38,pedigree19,pedigree33,pedigree37,pedigree38,pedigree41
+
+DIS(1,10)'s final gap below WMB-IS's on 8/8 (geometric mean ratio 0.320; 300 s: 0.239);
+Table 1 area over [0, T] / WMB-IS 0.936 at 60 s, 0.878 at 300 s (paper, 1 h: 0.585); anytime
+area over ln t in [1, 60] s 0.899 (300 s runs: 0.896); first finite upper bound <= 0.63 s,
+first lower bound <= 2.16 s, every run bracketed ln Z at every trace point (16/16). The same
+60 s runs plus pedigrees 23 and 30, absolute areas per pedigree for a side-by-side comparison:
+``benchmarks/measured/bounds_pedigree_area_60s.txt`` (``--prefix bounds_pedigree_area_60s``).
+
 Short run used in the session::
 
     python benchmarks/bench_bounds_table1.py --instances pedigree1,pedigree20 --time 20
@@ -246,7 +260,7 @@ def _gap_area(df, t0, t1, floor, log_time):
     return total
 
 
-def anytime_summary(root, t_final, t_window, out_prefix, settings=("wmb-is", "dis"), only=None):
+def anytime_summary(root, t_final, t_window, out_prefix, settings=("wmb-is", "dis"), only=None, note=None):
     """Table 1 and the anytime area from the traces of ``bench_bounds_anytime.py --traces``
     runs saved as ``ROOT/bounds_traces_{T}s_{method}/NAME.csv`` (+ ``NAME.json``) and their
     one-row CSVs ``ROOT/bounds_runs/{T}s_{method}_NAME.csv`` (every run built its own WMB
@@ -259,7 +273,8 @@ def anytime_summary(root, t_final, t_window, out_prefix, settings=("wmb-is", "di
     Prints per instance the final gaps, the area over [0, T] (Table 1, normalised by
     WMB-IS) and over ln t in ``t_window`` (the anytime area), and their geometric means
     beside the paper's, then the absolute anytime areas with each run's first-bound times;
-    writes ``OUT_PREFIX.csv`` and ``OUT_PREFIX.txt``. ``only``: restrict to these instances.
+    writes ``OUT_PREFIX.csv`` and ``OUT_PREFIX.txt``. ``only``: restrict to these instances;
+    ``note``: a first line for the text (how the runs were made, the machine's load).
 
     Bracketing is recomputed from each saved trace against the reference ln Z and its rounding
     tolerance (:func:`bounds_refs.reference`: half a unit of the last printed digit of log10 Z),
@@ -270,7 +285,7 @@ def anytime_summary(root, t_final, t_window, out_prefix, settings=("wmb-is", "di
     # every run of this budget (any method, with or without a partner run): first bound,
     # return time, bracketing (the must-show of issue 15)
     runs = sorted((Path(root) / "bounds_runs").glob(f"{T}s_*.csv"))
-    lines = []
+    lines = [note] if note else []
     if runs:
         allr = pd.concat([pd.read_csv(f) for f in runs], ignore_index=True)
         if only is not None:
@@ -404,17 +419,20 @@ def main(argv=None):
     p.add_argument("--anytime-summary", default=None, metavar="DIR",
                    help="no runs: Table 1 and the anytime area from the bench_bounds_anytime.py traces "
                         "saved under DIR (bounds_traces_{T}s_{wmb-is,dis}/, bounds_runs/), T = --time; "
-                        "writes DIR/bounds_table1_{T}s.csv/.txt")
+                        "writes DIR/bounds_table1_{T}s.csv/.txt (see --only, --prefix)")
     p.add_argument("--window", default="1,60", help="ln-t window (s) of the anytime area, e.g. 1,60")
     p.add_argument("--only", default=None,
                    help="--anytime-summary: score only these instances (comma-separated; default: every "
                         "instance with traces of both settings)")
+    p.add_argument("--note", default=None, help="--anytime-summary: first line of the text (how the runs were made)")
+    p.add_argument("--prefix", default=None,
+                   help="--anytime-summary: output file name without extension (default bounds_table1_{T}s)")
     args = p.parse_args(argv)
     if args.anytime_summary:
         t0, t1 = (float(v) for v in args.window.split(","))
         anytime_summary(args.anytime_summary, args.time, (t0, t1),
-                        os.path.join(args.anytime_summary, f"bounds_table1_{int(args.time)}s"),
-                        only=args.only.split(",") if args.only else None)
+                        os.path.join(args.anytime_summary, args.prefix or f"bounds_table1_{int(args.time)}s"),
+                        only=args.only.split(",") if args.only else None, note=args.note)
         return 0
     if args.rescore:
         return rescore(args, args.settings.split(";"))
