@@ -31,8 +31,8 @@ be bit-identical (checked). ::
 
 Measured (``benchmarks/measured/bounds_profile_pedigree37.txt``): about 40 % of a 30 s DIS run's
 CPU is ``_sample`` and ``_select`` waiting on node loads; a draw from a 1 GB tree costs 2.8x one
-from a 4 MB tree; software prefetch in the draw (A/B 0.970) and huge pages (1.044) did not pay
-and were not kept.
+from a 4 MB tree; software prefetch in the draw (A/B 0.970), huge pages (1.044) and OR nodes
+beside their AND children in one pool (0.995-1.101) did not pay and were not kept.
 """
 from __future__ import annotations
 
