@@ -10,6 +10,8 @@ this source tree, over any instances::
 
 A name is looked up in ``../shared/data/uai/pedigree`` (reference ln Z from its SOURCES.md) and in
 ``../shared/data/uai/uai2014_dev`` (with its ``.evid``; reference from the ``.PR`` file, log10).
+"Bracketed" allows the rounding of the printed reference (``bounds_refs.py``, shared with
+``bench_bounds_table1.py``).
 One process, instances one after the other (the machine is shared: never run two at once).
 
 Measured on the shared 2-core machine (load 4-7), CPU clock:
@@ -43,54 +45,26 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if "--installed" not in sys.argv and str(ROOT) not in sys.path:  # measure this tree, not an installed copy
     sys.path.insert(0, str(ROOT))
-# the shared data beside the repository (a worktree one level deeper also finds it)
-DATA = next((d for d in (ROOT / ".." / "shared" / "data" / "uai", ROOT / ".." / ".." / "shared" / "data" / "uai")
-             if d.is_dir()), ROOT / ".." / "shared" / "data" / "uai")
 
-# ln Z of the pedigrees from ../shared/data/uai/SOURCES.md (pedigree51 disputed: none)
-PEDIGREE_LNZ = {
-    "pedigree1": -32.4830, "pedigree7": -149.2639, "pedigree9": -180.8040, "pedigree13": -71.7891,
-    "pedigree18": -179.9323, "pedigree19": -135.9099, "pedigree20": -68.2265, "pedigree23": -88.7775,
-    "pedigree25": -266.5749, "pedigree30": -192.8027, "pedigree31": -160.4941, "pedigree33": -124.9790,
-    "pedigree34": -147.8932, "pedigree37": -268.4354, "pedigree38": -124.9152, "pedigree39": -235.3221,
-    "pedigree40": -202.3622, "pedigree41": -175.0860, "pedigree42": -70.8307, "pedigree44": -146.1531,
-    "pedigree50": -52.6831, "pedigree51": None,
-}
-
-
-def _pr_ref(path):
-    """ln Z from a UAI 2014 ``.PR`` file (last number: log10 Z)."""
-    toks = Path(path).read_text().split()
-    return float(toks[-1]) * math.log(10.0)
-
-
-_PEDIGREE_TOL = 5e-4 * math.log(10)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helper beside this script
+from bounds_refs import PEDIGREE_LNZ, brackets, reference  # noqa: E402,F401  (PEDIGREE_LNZ: for importers)
+from bounds_refs import UAI_DATA as DATA  # noqa: E402  (the shared data beside the repository)
 
 
 def ref_tol(name):
-    """Rounding tolerance (nats) of the reference ln Z of ``name``.
-
-    A ``.PR`` file prints log10 Z with few decimals (Grids_18: ``1962.98``), so its ln Z is only
-    known to half a unit of the last printed digit times ln 10 (0.0115 nats for two decimals);
-    the pedigree references are known to ``5e-4 * ln 10``.
-    """
-    pr = DATA / "uai2014_dev" / f"{name}.uai.PR"
-    if not pr.exists():
-        return _PEDIGREE_TOL
-    tok = pr.read_text().split()[-1]
-    dec = len(tok.split(".")[1]) if "." in tok else 0
-    return max(_PEDIGREE_TOL, 0.5 * 10.0 ** (-dec) * math.log(10.0) + 1e-6)
+    """Rounding tolerance (nats) of the reference ln Z of ``name`` (:func:`bounds_refs.reference`:
+    half a unit of the last printed digit of log10 Z, times ln 10), or None if none is known."""
+    return reference(name, DATA)[1]
 
 
 def find(name):
     """(model path, evidence path or None, reference ln Z or None)."""
     p = DATA / "pedigree" / f"{name}.uai"
     if p.exists():
-        return p, None, PEDIGREE_LNZ.get(name)
+        return p, None, reference(name, DATA)[0]
     p = DATA / "uai2014_dev" / f"{name}.uai"
     if p.exists():
-        pr = Path(str(p) + ".PR")
-        return p, Path(str(p) + ".evid"), (_pr_ref(pr) if pr.exists() else None)
+        return p, Path(str(p) + ".evid"), reference(name, DATA)[0]
     raise FileNotFoundError(f"no instance {name!r} under {DATA}")
 
 
@@ -139,8 +113,9 @@ def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=No
     from sampling.bounds import read_uai, run
 
     path, evid, ref = find(name)
-    tol = ref_tol(name) if tol is None else tol
     lz = ref if log_Z is None else log_Z
+    if tol is None:  # the reference's printed precision; a log_Z given without a tol is taken as exact
+        tol = ref_tol(name) if log_Z is None else 1e-6
     m = read_uai(path, evidence=evid) if evid is not None else read_uai(path)
     now = time.perf_counter if clock == "wall" else time.process_time
     t0 = now()
@@ -167,7 +142,7 @@ def measure(name, time_limit, method, memory_mb, delta, seed, log_Z=None, tol=No
         bracket = None
         det_ok = None
     else:
-        bracket = not ((up < lz - tol).any() or (lo > lz + tol).any())
+        bracket = brackets(up, lo, lz, tol)
         det_ok = not (df["log_Z_upper_det"].to_numpy() < lz - tol).any()
     ladder = ";".join(f"i{r['i_bound']}x{r['n_iters']}@{r['time_s']:.1f}s" + ("" if r["finished"] else "(cut)")
                       for r in tr.meta.get("wmb_ladder", []))
