@@ -32,7 +32,8 @@ are validated by ``coref.gibbs``.
 from libc.math cimport sqrt, log, INFINITY
 from libc.stdint cimport uint64_t
 from libc.string cimport memmove, memcpy
-from coref._factors cimport BlockData, make_block, block_factor
+from coref._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
+                             prefetch_pair)
 
 
 cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
@@ -57,9 +58,73 @@ cdef inline Py_ssize_t _below(uint64_t* s, Py_ssize_t m) noexcept nogil:
     return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>m) >> 32)
 
 
+cdef inline double _uniform(uint64_t* s) noexcept nogil:
+    """u = ((x >> 11) + 0.5) 2^-53 in (0, 1): the uniform of one Gumbel draw."""
+    return (<double>(_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
 cdef inline double _gumbel(uint64_t* s) noexcept nogil:
-    cdef double u = (<double>(_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
-    return -log(-log(u))
+    return -log(-log(_uniform(s)))
+
+
+# G_UP[k] >= -log(-log(u)) for every u < (k + 1) / N_GUP: the Gumbel at the bin's upper
+# end, raised by a relative 1e-9 (far above the few-ulp error of two logs), +inf for
+# the last bin.  A test "score with G_UP in place of the Gumbel is out of the race"
+# then implies the same test with the Gumbel (float sums and differences are
+# monotone), so the Gumbel's two logs are computed only for arms still in the race.
+DEF N_GUP = 4096
+cdef double G_UP[N_GUP]
+
+
+cdef void _init_gup():
+    cdef int k
+    cdef double x, g
+    for k in range(N_GUP - 1):
+        x = (k + 1.0) / N_GUP
+        g = -log(-log(x))
+        G_UP[k] = g + 1e-9 * (1.0 + (g if g > 0.0 else -g))
+    G_UP[N_GUP - 1] = INFINITY
+
+
+_init_gup()
+
+
+cdef inline double _gum_up(double u) noexcept nogil:
+    """An upper bound of -log(-log(u)) (table G_UP)."""
+    return G_UP[<int>(u * N_GUP)]
+
+
+def gumbel_upper(const double[::1] u, double[::1] out):
+    """The table bound G_UP(u) >= -log(-log(u)) for each u in (0, 1) (tests)."""
+    cdef Py_ssize_t k
+    for k in range(u.shape[0]):
+        if not 0.0 < u[k] < 1.0:
+            raise ValueError(f"u[{k}] = {u[k]!r} is not in (0, 1)")
+        out[k] = _gum_up(u[k])
+
+
+cdef inline double _gum(const double* us, double* gumbels, char* gok, Py_ssize_t c) noexcept nogil:
+    """The Gumbel -log(-log(us[c])) of arm c, computed on first use."""
+    if not gok[c]:
+        gumbels[c] = -log(-log(us[c]))
+        gok[c] = 1
+    return gumbels[c]
+
+
+cdef inline Py_ssize_t _merge_act(long long* act, Py_ssize_t na, const long long* add,
+                                  Py_ssize_t m, long long* tmp) noexcept nogil:
+    """Merge the increasing arm lists act[0:na] and add[0:m] into act; return the length."""
+    cdef Py_ssize_t a = 0, b = 0, k = 0
+    while a < na or b < m:
+        if b >= m or (a < na and act[a] < add[b]):
+            tmp[k] = act[a]
+            a += 1
+        else:
+            tmp[k] = add[b]
+            b += 1
+        k += 1
+    memcpy(act, tmp, k * sizeof(long long))
+    return k
 
 
 cdef inline Py_ssize_t _sched(Py_ssize_t r, Py_ssize_t prev, Py_ssize_t N,
@@ -179,7 +244,9 @@ cdef Py_ssize_t _step(BlockData* d,
                       double* acc, double* acc2, long long* T, long long* N,
                       double* est, double* se2, char* alive,
                       const double* fmax, double* ub, long long* act,
-                      long long* pool, long long* nC) noexcept nogil:
+                      long long* pool, long long* nC,
+                      long long* bj, long long* bc,
+                      double* us, char* gok, long long* lz) noexcept nogil:
     """Resample labels[i]; return the chosen label."""
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
@@ -189,8 +256,11 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
+    cdef Py_ssize_t nb, q
 
     size[old] -= 1
+    # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
+    row_set(d, i)
     # candidate clusters, by increasing label, and their members (fill = their starts)
     _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
     C = nC[0]
@@ -201,8 +271,12 @@ cdef Py_ssize_t _step(BlockData* d,
         while size[new_label] > 0:
             new_label += 1
     D = C + 1
+    # one uniform per arm (the Gumbel draws' stream); the Gumbel -log(-log(u)) itself
+    # is computed only for the arms that need it (``_gum``): an arm whose score is
+    # already out of the race with the table bound G_UP >= its Gumbel needs none
     for c in range(D):
-        gumbels[c] = _gumbel(rs)
+        us[c] = _uniform(rs)
+        gok[c] = 0
     for c in range(C):
         acc[c] = 0.0
         acc2[c] = 0.0
@@ -215,9 +289,12 @@ cdef Py_ssize_t _step(BlockData* d,
                 acc[cidx[labels[j]]] += block_factor(d, i, j)
         evals = n - 1 if n > 1 else 0
         best = C
-        g_best = gumbels[C]
+        g_best = _gum(us, gumbels, gok, C)
         for c in range(C):
-            v = acc[c] * inv_temp + gumbels[c]
+            # acc * tau^-1 + G_UP(u) >= the arm's score: at most g_best, it cannot win
+            if acc[c] * inv_temp + _gum_up(us[c]) <= g_best:
+                continue
+            v = acc[c] * inv_temp + _gum(us, gumbels, gok, c)
             if v > g_best:
                 g_best = v
                 best = c
@@ -229,6 +306,7 @@ cdef Py_ssize_t _step(BlockData* d,
         labels[i] = l
         size[l] += 1
         _pool_insert(i, l, cand, cidx, fill, pool, nC)
+        row_clear(d)
         return l
 
     # ---- racing: the members of each candidate cluster, bucketed by cluster in
@@ -238,21 +316,22 @@ cdef Py_ssize_t _step(BlockData* d,
     if n > 1:
         memcpy(members, pool, (n - 1) * sizeof(long long))
     # arms with N <= first batch: exact (lazily, after an upper-bound test, if fmax
-    # is given); others: subsampled
+    # is given; listed in lz[0:n_lazy], increasing c); others: subsampled.  act[0:na]
+    # lists the arms that are not lazy, in increasing c.
     tstar = 1
     n_open = 0
     n_lazy = 0
+    na = 0
+    fi = fmax[i] if fmax != NULL else 0.0
     for c in range(C):
         alive[c] = 1
         if N[c] <= fb:
             if fmax != NULL:
-                ub[c] = gumbels[c]
-                fi = fmax[i]
-                for k in range(N[c]):
-                    j = members[start[c] + k]
-                    ub[c] += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                # ub[c] = sum_j min(fmax_i, fmax_j) / tau; the Gumbel is added in the test
                 T[c] = -1              # lazy: not evaluated yet
+                lz[n_lazy] = c
                 n_lazy += 1
+                continue
             else:
                 for k in range(N[c]):
                     acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
@@ -263,6 +342,8 @@ cdef Py_ssize_t _step(BlockData* d,
             if tr > tstar:
                 tstar = tr
             n_open += 1
+        act[na] = c
+        na += 1
     alive[C] = 1
     B = 0.0
     if n_open > 0:
@@ -271,15 +352,16 @@ cdef Py_ssize_t _step(BlockData* d,
         if tstar > b_cols - 1:
             tstar = b_cols - 1
         B = b_table[D * b_cols + tstar]
-    # act[0:na]: the arms c < C still alive, in increasing c (compacted after each
-    # elimination, so later rounds touch only them; same order, same decisions)
-    na = C
-    for c in range(C):
-        act[c] = c
+    # act is compacted after each elimination, so later rounds touch only the arms
+    # still alive (same order, same decisions)
     r = 0
     while True:
         r += 1
-        # draw the next mini-batch of every alive, unfinished arm
+        # draw the next mini-batch of every alive, unfinished arm (arms in act order,
+        # members in draw order), then evaluate the drawn pairs in that order: the
+        # random stream and every sum are those of drawing and evaluating in turn, and
+        # the next member's data can be fetched while a factor is computed
+        nb = 0
         for a in range(na):
             c = act[a]
             if alive[c] and 0 <= T[c] < N[c]:
@@ -289,28 +371,37 @@ cdef Py_ssize_t _step(BlockData* d,
                     sw = members[start[c] + k]
                     members[start[c] + k] = members[pos]
                     members[pos] = sw
-                    f = block_factor(d, i, members[start[c] + k]) * inv_temp
-                    acc[c] += f
-                    acc2[c] += f * f
+                    bj[nb] = members[start[c] + k]
+                    bc[nb] = c
+                    nb += 1
                 evals += tr - T[c]
                 T[c] = tr
+        if nb > 0:
+            prefetch_pair(d, i, bj[0])
+        for q in range(nb):
+            if q + 1 < nb:
+                prefetch_pair(d, i, bj[q + 1])
+            c = bc[q]
+            f = block_factor(d, i, bj[q]) * inv_temp
+            acc[c] += f
+            acc2[c] += f * f
         # estimates of the totals and their standard errors
         # (the new-cluster arm C is exact: estimate = its Gumbel)
-        est[C] = gumbels[C]
-        se2[C] = 0.0
         leader = -1
         n_open = 0
         n_alive = 0
         if alive[C]:
+            est[C] = _gum(us, gumbels, gok, C)
+            se2[C] = 0.0
             leader = C
             n_alive = 1
         for a in range(na):
             c = act[a]
-            if not alive[c] or T[c] < 0:
+            if not alive[c]:
                 continue
             n_alive += 1
             if T[c] == N[c]:
-                est[c] = acc[c] + gumbels[c]
+                est[c] = acc[c] + _gum(us, gumbels, gok, c)
                 se2[c] = 0.0
             else:
                 n_open += 1
@@ -318,25 +409,40 @@ cdef Py_ssize_t _step(BlockData* d,
                 var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
                 if var < 0.0:
                     var = 0.0
-                est[c] = N[c] * mean + gumbels[c]
+                est[c] = N[c] * mean + _gum(us, gumbels, gok, c)
                 se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
             if leader < 0 or est[c] > est[leader]:
                 leader = c
         if n_lazy > 0:
-            # small arms: dropped unevaluated when their upper bound is clearly behind
-            # the leader, otherwise summed exactly (label order; the leader is updated)
-            n_lazy = 0
+            # small arms (increasing c): dropped unevaluated when their upper bound
+            # g_y + sum_j min(fmax_i, fmax_j) / tau is clearly behind the leader,
+            # otherwise summed exactly (the leader is updated); first tested with
+            # G_UP(u) >= g_y in place of g_y (behind then = behind with g_y: float
+            # sums and differences are monotone), and with g_y itself only if needed
             # the margin changes only with the leader (to 0: a new leader is exact)
             margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
-            for a in range(na):
-                c = act[a]
-                if T[c] >= 0:
+            m = 0
+            for a in range(n_lazy):
+                c = lz[a]
+                v = _gum_up(us[c])
+                for k in range(N[c]):
+                    j = members[start[c] + k]
+                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                if est[leader] - v > margin:
+                    alive[c] = 0
+                    T[c] = 0
                     continue
-                if est[leader] - ub[c] > margin:
+                v = _gum(us, gumbels, gok, c)
+                for k in range(N[c]):
+                    j = members[start[c] + k]
+                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                if est[leader] - v > margin:
                     alive[c] = 0
                     T[c] = 0
                     continue
                 for k in range(N[c]):
+                    if k + 1 < N[c]:
+                        prefetch_pair(d, i, members[start[c] + k + 1])
                     acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
@@ -346,6 +452,12 @@ cdef Py_ssize_t _step(BlockData* d,
                 if est[c] > est[leader]:
                     leader = c
                     margin = 0.0
+                bj[m] = c
+                m += 1
+            n_lazy = 0
+            if m > 0:
+                # merge the summed small arms into act (both increasing in c)
+                na = _merge_act(act, na, bj, m, bc)
         if n_open == 0 or n_alive == 1:
             break
         # eliminate arms clearly behind the leader (each test reads only the leader
@@ -386,7 +498,7 @@ cdef Py_ssize_t _step(BlockData* d,
         if not alive[c]:
             continue
         if T[c] == N[c]:
-            est[c] = acc[c] + gumbels[c]
+            est[c] = acc[c] + _gum(us, gumbels, gok, c)
         if best < 0 or est[c] > est[best]:
             best = c
     if alive[C] and (best < 0 or est[C] > est[best]):
@@ -399,12 +511,13 @@ cdef Py_ssize_t _step(BlockData* d,
     labels[i] = l
     size[l] += 1
     _pool_insert(i, l, cand, cidx, fill, pool, nC)
+    row_clear(d)
     return l
 
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, ub, act, pool, nc
+    cdef public object gumbels, order, ub, act, pool, nc, bj, bc, us, gok, lz
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -427,6 +540,11 @@ cdef class _Work:
         self.act = np.zeros(m, np.int64)
         self.pool = np.zeros(m, np.int64)
         self.nc = np.zeros(1, np.int64)
+        self.bj = np.zeros(m, np.int64)
+        self.bc = np.zeros(m, np.int64)
+        self.us = np.zeros(m)
+        self.gok = np.zeros(m, np.int8)
+        self.lz = np.zeros(m, np.int64)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -462,14 +580,16 @@ def anneal(object enc,                      # IN  EncodedBlock
     exact); otherwise it is eliminated without evaluating a factor.
     """
     cdef list keep = []
-    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024)
+    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True)
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
     cdef _Work w = _Work(n)
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
     cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
     cdef double[::1] ub = w.ub
-    cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc
+    cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc, bj = w.bj, bc = w.bc, lz = w.lz
+    cdef double[::1] us = w.us
+    cdef char[::1] gok = w.gok
     cdef const double* fmx = NULL
     cdef double fv
     cdef long long ev0 = 0
@@ -525,7 +645,8 @@ def anneal(object enc,                      # IN  EncodedBlock
                          &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
                          &est[0], &se2[0], &alive[0], fmx, &ub[0], &act[0],
-                         &pool[0], &nc[0]) != tmp:
+                         &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
+                         &lz[0]) != tmp:
                     moved = True
             evals[s] = ev
             if record:
