@@ -274,16 +274,13 @@ cdef Py_ssize_t _step(BlockData* d,
     # one uniform per arm (the Gumbel draws' stream); the Gumbel -log(-log(u)) itself
     # is computed only for the arms that need it (``_gum``): an arm whose score is
     # already out of the race with the table bound G_UP >= its Gumbel needs none
-    for c in range(D):
-        us[c] = _uniform(rs)
-        gok[c] = 0
-    for c in range(C):
-        acc[c] = 0.0
-        acc2[c] = 0.0
-        T[c] = 0
-        N[c] = size[cand[c]]
-
     if not racing:
+        for c in range(D):
+            us[c] = _uniform(rs)
+            gok[c] = 0
+        for c in range(C):
+            acc[c] = 0.0
+            N[c] = size[cand[c]]
         for j in range(n):
             if j != i:
                 acc[cidx[labels[j]]] += block_factor(d, i, j)
@@ -309,21 +306,25 @@ cdef Py_ssize_t _step(BlockData* d,
         row_clear(d)
         return l
 
-    # ---- racing: the members of each candidate cluster, bucketed by cluster in
-    # increasing index (a copy: the subsampling shuffles it)
-    for c in range(C):
-        start[c] = fill[c]
-    if n > 1:
-        memcpy(members, pool, (n - 1) * sizeof(long long))
-    # arms with N <= first batch: exact (lazily, after an upper-bound test, if fmax
-    # is given; listed in lz[0:n_lazy], increasing c); others: subsampled.  act[0:na]
-    # lists the arms that are not lazy, in increasing c.
+    # ---- racing: one pass over the candidate clusters draws the arms' uniforms (in
+    # increasing c, then the new cluster's: the stream of the exact sampler), sets up
+    # each arm and sorts it: N <= first batch: exact (lazily, after an upper-bound
+    # test, if fmax is given; listed in lz[0:n_lazy], increasing c); others:
+    # subsampled, their members copied from the pool (the subsampling shuffles the
+    # copy; the pool stays sorted by index).  act[0:na] lists the arms that are not
+    # lazy, in increasing c.
     tstar = 1
     n_open = 0
     n_lazy = 0
     na = 0
     fi = fmax[i] if fmax != NULL else 0.0
     for c in range(C):
+        us[c] = _uniform(rs)
+        gok[c] = 0
+        acc[c] = 0.0
+        acc2[c] = 0.0
+        N[c] = size[cand[c]]
+        start[c] = fill[c]
         alive[c] = 1
         if N[c] <= fb:
             if fmax != NULL:
@@ -334,16 +335,20 @@ cdef Py_ssize_t _step(BlockData* d,
                 continue
             else:
                 for k in range(N[c]):
-                    acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
+                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
         else:
+            T[c] = 0
+            memcpy(&members[start[c]], &pool[start[c]], N[c] * sizeof(long long))
             tr = _n_rounds(N[c], fb)
             if tr > tstar:
                 tstar = tr
             n_open += 1
         act[na] = c
         na += 1
+    us[C] = _uniform(rs)
+    gok[C] = 0
     alive[C] = 1
     B = 0.0
     if n_open > 0:
@@ -426,7 +431,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 c = lz[a]
                 v = _gum_up(us[c])
                 for k in range(N[c]):
-                    j = members[start[c] + k]
+                    j = pool[start[c] + k]
                     v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
                 if est[leader] - v > margin:
                     alive[c] = 0
@@ -434,7 +439,7 @@ cdef Py_ssize_t _step(BlockData* d,
                     continue
                 v = _gum(us, gumbels, gok, c)
                 for k in range(N[c]):
-                    j = members[start[c] + k]
+                    j = pool[start[c] + k]
                     v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
                 if est[leader] - v > margin:
                     alive[c] = 0
@@ -442,8 +447,8 @@ cdef Py_ssize_t _step(BlockData* d,
                     continue
                 for k in range(N[c]):
                     if k + 1 < N[c]:
-                        prefetch_pair(d, i, members[start[c] + k + 1])
-                    acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
+                        prefetch_pair(d, i, pool[start[c] + k + 1])
+                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
                 est[c] = acc[c] + gumbels[c]
@@ -614,12 +619,14 @@ def anneal(object enc,                      # IN  EncodedBlock
             for i in range(n):
                 fmax[i] = -INFINITY
             for i in range(n):
+                row_set(&d, i)
                 for j in range(i + 1, n):
                     fv = block_factor(&d, i, j)
                     if fv > fmax[i]:
                         fmax[i] = fv
                     if fv > fmax[j]:
                         fmax[j] = fv
+                row_clear(&d)
             ev0 = n * (n - 1) // 2
         if racing and small_arm_bound and n > 0:
             fmx = &fmax[0]
