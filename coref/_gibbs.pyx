@@ -256,7 +256,8 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
-    cdef Py_ssize_t nb, q
+    cdef Py_ssize_t nb, q, lz_nmax
+    cdef double lz_gmax
 
     size[old] -= 1
     # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
@@ -318,6 +319,8 @@ cdef Py_ssize_t _step(BlockData* d,
     n_lazy = 0
     na = 0
     fi = fmax[i] if fmax != NULL else 0.0
+    lz_gmax = -INFINITY
+    lz_nmax = 0
     for c in range(C):
         us[c] = _uniform(rs)
         gok[c] = 0
@@ -332,6 +335,11 @@ cdef Py_ssize_t _step(BlockData* d,
                 T[c] = -1              # lazy: not evaluated yet
                 lz[n_lazy] = c
                 n_lazy += 1
+                v = _gum_up(us[c])
+                if v > lz_gmax:
+                    lz_gmax = v
+                if N[c] > lz_nmax:
+                    lz_nmax = N[c]
                 continue
             else:
                 for k in range(N[c]):
@@ -427,6 +435,19 @@ cdef Py_ssize_t _step(BlockData* d,
             # the margin changes only with the leader (to 0: a new leader is exact)
             margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
             m = 0
+            # all at once first: every term min(fmax_i, fmax_j) / tau <= t = fmax_i / tau,
+            # so each arm's bound is at most max_y G_UP(u_y) + t + ... + t (the largest
+            # N_y terms if t >= 0, one term if t < 0): clearly behind with it, every
+            # arm is clearly behind on its own (then none needs a test)
+            v = lz_gmax
+            f = fi * inv_temp
+            if f >= 0.0:
+                for k in range(lz_nmax):
+                    v += f
+            else:
+                v += f
+            if est[leader] - v > margin:
+                n_lazy = 0
             for a in range(n_lazy):
                 c = lz[a]
                 v = _gum_up(us[c])
