@@ -246,8 +246,9 @@ cdef Py_ssize_t _step(BlockData* d,
                       const double* fmax, double* ub, long long* act,
                       long long* pool, long long* nC,
                       long long* bj, long long* bc,
-                      double* us, char* gok, long long* lz) noexcept nogil:
-    """Resample labels[i]; return the chosen label."""
+                      double* us, char* gok, long long* lz,
+                      const long long* n_rounds) noexcept nogil:
+    """Resample labels[i]; return the chosen label (n_rounds[N] = _n_rounds(N, fb))."""
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
@@ -349,7 +350,7 @@ cdef Py_ssize_t _step(BlockData* d,
         else:
             T[c] = 0
             memcpy(&members[start[c]], &pool[start[c]], N[c] * sizeof(long long))
-            tr = _n_rounds(N[c], fb)
+            tr = n_rounds[N[c]]
             if tr > tstar:
                 tstar = tr
             n_open += 1
@@ -543,7 +544,7 @@ cdef Py_ssize_t _step(BlockData* d,
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, ub, act, pool, nc, bj, bc, us, gok, lz
+    cdef public object gumbels, order, ub, act, pool, nc, bj, bc, us, gok, lz, nr
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -571,6 +572,7 @@ cdef class _Work:
         self.us = np.zeros(m)
         self.gok = np.zeros(m, np.int8)
         self.lz = np.zeros(m, np.int64)
+        self.nr = np.zeros(m, np.int64)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -615,6 +617,7 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef double[::1] ub = w.ub
     cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc, bj = w.bj, bc = w.bc, lz = w.lz
     cdef double[::1] us = w.us
+    cdef long long[::1] nr = w.nr
     cdef char[::1] gok = w.gok
     cdef const double* fmx = NULL
     cdef double fv
@@ -651,6 +654,9 @@ def anneal(object enc,                      # IN  EncodedBlock
             ev0 = n * (n - 1) // 2
         if racing and small_arm_bound and n > 0:
             fmx = &fmax[0]
+        # rounds until an arm of population N is exhausted, for every N < n
+        for k in range(n):
+            nr[k] = _n_rounds(k, first_batch) if racing else 0
         if n > 0:
             _pool_init(n, &labels[0], &size[0], &cand[0], &cidx[0], &fill[0], &pool[0],
                        &act[0], &nc[0])
@@ -674,7 +680,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
                          &est[0], &se2[0], &alive[0], fmx, &ub[0], &act[0],
                          &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
-                         &lz[0]) != tmp:
+                         &lz[0], &nr[0]) != tmp:
                     moved = True
             evals[s] = ev
             if record:
