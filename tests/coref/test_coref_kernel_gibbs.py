@@ -67,7 +67,7 @@ def test_anneal_on_shipped_block_matches_twin(shipped, racing, bound):
 def test_wall_excludes_encoding(shipped):
     sub, model = shipped
     g = GibbsCoref(model, sampler="racing", n_sweeps=3, rng=0).fit(sub)
-    assert g.encode_s_ > 0.0 and g.wall_s_ > 0.0
+    assert g.encode_s_ > 0.0 and g.wall_s_ > 0.0 and g.cpu_s_ > 0.0
     h = GibbsCoref(model, sampler="racing", n_sweeps=3, rng=0).fit(sub)
     np.testing.assert_array_equal(g.labels_, h.labels_)       # timing split changes nothing
 
