@@ -15,6 +15,13 @@ a branch-free advance that visits the shared ids in the same order; the terms th
 depend on the two comp1 components only (profile cosines, year-range gap, topic
 cosine) and the title-vs-profile dots are memoised per block (tables of at most
 ``memo_max_bytes`` each, filled on first use).  Summation orders are unchanged.
+Row mode (``make_block(..., row_tables=True)``, ``row_set(d, i)``): the id lists of
+one mention i are scattered into dense per-block tables indexed by id (weight, 0.0 =
+absent), and a factor (i, j) walks j's lists once, looking each id up, instead of
+merging two sorted lists: the shared ids come in the same increasing order and an
+absent id adds 0.0 * w = +-0.0, which leaves a sum that starts at +0.0 unchanged, so
+the values are the merges' bit for bit (refused, merges kept, when an id list is not
+strictly increasing, an id is negative or >= ROW_MAX_ID, or a weight is not finite).
 """
 from libc.math cimport log, log1p, sqrt, fabs, NAN, isfinite
 from libc.stdint cimport uint64_t

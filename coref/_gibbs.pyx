@@ -25,7 +25,12 @@ mentions (k = n_mov - 1 .. 1 swaps position k with ``_below(k + 1)``); per step,
 one Gumbel per arm in the order clusters by increasing label, then the new
 cluster; per subsampled member, one ``_below(N_y - k)`` of a partial Fisher-Yates
 shuffle.  ``_below(m) = ((x >> 32) * m) >> 32`` (integer arithmetic, m < 2^32);
-Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53.  The pure-Python twin is
+Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53 (every arm's u is drawn; its
+two logs are taken only when the arm is still in the race against the table bound
+``G_UP(u)`` >= the Gumbel, which changes no decision).  Each step scatters mention
+i's id lists into the block's row tables (``coref._factors.row_set``), so its
+factors look the ids of j up instead of merging sorted lists (same values).  The
+pure-Python twin is
 ``coref._gibbs_py``; both give bit-identical results from the same state.  Inputs
 are validated by ``coref.gibbs``.
 """
@@ -61,10 +66,6 @@ cdef inline Py_ssize_t _below(uint64_t* s, Py_ssize_t m) noexcept nogil:
 cdef inline double _uniform(uint64_t* s) noexcept nogil:
     """u = ((x >> 11) + 0.5) 2^-53 in (0, 1): the uniform of one Gumbel draw."""
     return (<double>(_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
-
-
-cdef inline double _gumbel(uint64_t* s) noexcept nogil:
-    return -log(-log(_uniform(s)))
 
 
 # G_UP[k] >= -log(-log(u)) for every u < (k + 1) / N_GUP: the Gumbel at the bin's upper
@@ -243,7 +244,7 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* members, long long* fill,
                       double* acc, double* acc2, long long* T, long long* N,
                       double* est, double* se2, char* alive,
-                      const double* fmax, double* ub, long long* act,
+                      const double* fmax, long long* act,
                       long long* pool, long long* nC,
                       long long* bj, long long* bc,
                       double* us, char* gok, long long* lz,
@@ -332,7 +333,7 @@ cdef Py_ssize_t _step(BlockData* d,
         alive[c] = 1
         if N[c] <= fb:
             if fmax != NULL:
-                # ub[c] = sum_j min(fmax_i, fmax_j) / tau; the Gumbel is added in the test
+                # bound g_y + sum_j min(fmax_i, fmax_j) / tau, formed in the lazy test
                 T[c] = -1              # lazy: not evaluated yet
                 lz[n_lazy] = c
                 n_lazy += 1
@@ -544,7 +545,7 @@ cdef Py_ssize_t _step(BlockData* d,
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, ub, act, pool, nc, bj, bc, us, gok, lz, nr
+    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -563,7 +564,6 @@ cdef class _Work:
         self.alive = np.zeros(m, np.int8)
         self.gumbels = np.zeros(m)
         self.order = np.zeros(m, np.int64)
-        self.ub = np.zeros(m)
         self.act = np.zeros(m, np.int64)
         self.pool = np.zeros(m, np.int64)
         self.nc = np.zeros(1, np.int64)
@@ -614,7 +614,6 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
     cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
-    cdef double[::1] ub = w.ub
     cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc, bj = w.bj, bc = w.bc, lz = w.lz
     cdef double[::1] us = w.us
     cdef long long[::1] nr = w.nr
@@ -678,7 +677,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                 if _step(&d, &labels[0], &size[0], i, inv_temps[s], racing, first_batch,
                          &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
-                         &est[0], &se2[0], &alive[0], fmx, &ub[0], &act[0],
+                         &est[0], &se2[0], &alive[0], fmx, &act[0],
                          &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
                          &lz[0], &nr[0]) != tmp:
                     moved = True
