@@ -21,7 +21,8 @@ absent), and a factor (i, j) walks j's lists once, looking each id up, instead o
 merging two sorted lists: the shared ids come in the same increasing order and an
 absent id adds 0.0 * w = +-0.0, which leaves a sum that starts at +0.0 unchanged, so
 the values are the merges' bit for bit (refused, merges kept, when an id list is not
-strictly increasing, an id is negative or >= ROW_MAX_ID, or a weight is not finite).
+strictly increasing, an id is negative, a weight is not finite, or the tables would
+take more than ROW_MAX_BYTES).
 """
 from libc.math cimport log, log1p, sqrt, fabs, NAN, isfinite
 from libc.stdint cimport uint64_t
@@ -49,8 +50,9 @@ cdef enum:
     SIG_VA = 14
     SIG_VT = 16
     MEMO_CC = 5
-    # row tables (``row_set``) only for ids below this (one double per id and field)
-    ROW_MAX_ID = 1 << 22
+    # row tables (``row_set``) only when they take at most this many bytes (one double
+    # per id and field, ids up to each field's largest)
+    ROW_MAX_BYTES = 1 << 25
 
 cdef struct Mention:
     # one mention's scalars and id-list locations, packed so that a factor touches a
@@ -156,8 +158,8 @@ cdef struct BlockData:
     # row mode (see ``row_set``): the id lists of one mention ``row`` scattered into
     # dense tables indexed by id, so that a factor (row, j) looks up each id of j once
     # instead of merging two sorted lists; row = -1 when off, scatter_ok = 0 when the
-    # block does not allow it (an id list not strictly increasing, a negative or too
-    # large id, or a non-finite weight)
+    # block does not allow it (an id list not strictly increasing, a negative id, a
+    # non-finite weight, or tables above ROW_MAX_BYTES)
     Py_ssize_t row
     bint scatter_ok
     double* wm_co            # weight of the row's entry with this id, 0.0 = absent
@@ -838,9 +840,12 @@ cdef inline void _row_tables(BlockData* d, list keep) except *:
               and _scan_field(d.kw_ptr, d.kw_ids, d.kw_w, d.n, &mkw)
               and _scan_field(d.va_ptr, d.va_ids, d.va_w, d.n, &mv)
               and _scan_field(d.vt_ptr, d.vt_ids, d.vt_w, d.n, &mv))
-    if not ok or max(mco, mti, mve, maf, mck, mab, mkw, mv) >= ROW_MAX_ID:
+    if not ok:
         return
-    arr = np.zeros(mco + 1 + mti + 1 + mve + 1 + maf + 1 + mab + 1 + mkw + 1 + 2 * (mv + 1) + 1)
+    n_w = <Py_ssize_t>mco + 1 + mti + 1 + mve + 1 + maf + 1 + mab + 1 + mkw + 1 + 2 * (mv + 1) + 1
+    if n_w * 8 + (<Py_ssize_t>mco + mve + mck + 4) * 5 > ROW_MAX_BYTES:
+        return
+    arr = np.zeros(n_w)
     keep.append(arr)
     a = arr
     d.wm_co = &a[0]

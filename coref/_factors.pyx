@@ -70,8 +70,9 @@ def row_factors(object enc,                    # IN  EncodedBlock
     Mention i's id lists are scattered into the block's row tables (``row_set``) and
     each factor looks up the ids of J[k] instead of merging sorted lists; same values,
     bit for bit, as ``pair_factors``.  Returns True when row mode was used, False when
-    the block does not allow it (an id list not strictly increasing, a negative or
-    too large id, a non-finite weight: then the merges run).
+    the block does not allow it (an id list not strictly increasing, a negative id, a
+    non-finite weight, or tables above ``ROW_MAX_BYTES`` = 32 MiB: then the merges
+    run).
 
     Raises
     ------

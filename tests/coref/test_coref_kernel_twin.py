@@ -108,3 +108,10 @@ def test_row_mode_refused_on_unsorted_ids_falls_back_to_merges(shipped):
     assert a.tobytes() == b.tobytes()
     with pytest.raises(IndexError, match="not in the block"):
         _factors.row_factors(bad, theta, float(model.bias_), bad.n, J, a)
+    # an id so large that the tables would pass ROW_MAX_BYTES: refused too
+    ti_ids = enc.ti_ids.copy()
+    ti_ids[enc.ti_ptr[r + 1] - 1] = 2**26           # still the largest of its row
+    big = dataclasses.replace(enc, ti_ids=ti_ids)
+    assert _factors.row_factors(big, theta, float(model.bias_), r, J, a) is False
+    _factors_py.pair_factors(big, theta, float(model.bias_), np.full(big.n, r, np.int64), J, b)
+    assert a.tobytes() == b.tobytes()
