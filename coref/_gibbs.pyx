@@ -73,7 +73,8 @@ cdef inline double _uniform(uint64_t* s) noexcept nogil:
 # the last bin.  A test "score with G_UP in place of the Gumbel is out of the race"
 # then implies the same test with the Gumbel (float sums and differences are
 # monotone), so the Gumbel's two logs are computed only for arms still in the race.
-DEF N_GUP = 4096
+cdef enum:
+    N_GUP = 4096
 cdef double G_UP[N_GUP]
 
 
