@@ -4,7 +4,9 @@ Fits theta once per fold exactly as ``coref run`` does (``coref.pipeline``), the
 every variant on every held-out block, interleaved fold by fold, and reports B3
 (precision, recall, F1 on the labeled held-out blocks), pairwise factors evaluated,
 Gibbs wall seconds (sum of ``GibbsCoref.wall_s_``: sampling, without the encoding of
-the mentions, reported apart as ``encode_s``), wall nanoseconds per factor evaluated,
+the mentions, reported apart as ``encode_s``), its CPU seconds (``GibbsCoref.cpu_s_``,
+the same scope in thread CPU time: load from other processes does not inflate it),
+wall nanoseconds per factor evaluated,
 block sweeps run (early stop), with ratios to the first variant.  One ``fit`` per
 block, as ``coref run`` does.  Timing is a ratio of variants run in one process,
 interleaved block by block, so that load on a shared machine hits both alike.
@@ -16,14 +18,30 @@ interleaved block by block, so that load on a shared machine hits both alike.
 A variant is ``NAME:key=value,...`` with GibbsCoref keyword arguments (ints, floats,
 ``None``, strings).
 
+Run it from the repository root with ``PYTHONPATH=$PWD`` to measure the checkout
+(``python benchmarks/...`` puts ``benchmarks/`` first on sys.path, so without it the
+installed ``coref`` is what runs).
+
 Reading ``ns_per_factor``: racing evaluates mostly pairs inside the candidate clusters
 (the leader is summed nearly in full until its rivals are eliminated), i.e. similar
-mentions whose id lists overlap, so the signature test rarely skips a merge; exact
-sums every pair of the block, most of them dissimilar.  Measured on the shipped data
-(2 shared cores): kernel CPU exact/racing ~2.05 at a factor ratio of 3.01.  Two
-candidate fixes left the labels and the speed unchanged and were not kept:
+mentions whose id lists overlap, and it pays a per-step bookkeeping cost (on the
+shipped data a step has ~32 candidate clusters, ~25 of them small lazy arms, ~7
+subsampled, for ~38 factors; the exact sampler spreads the same per-arm work over
+~127 factors); exact sums every pair of the block, most of them dissimilar.
+
+Measured 2026-11-24 on the shipped data, 2 shared cores (4 workers), kernel CPU
+(``time.thread_time`` around ``_gibbs.anneal``, 2 repeats, same process for both
+variants), main (0d95606) -> this tree: exact 1.62 -> 1.21 s, racing 0.76 -> 0.59 s,
+exact/racing 2.13 -> 2.05 at a factor ratio of 3.01 (identical clusters, B3 and
+counts).  Both samplers got faster (row mode: the stepping mention's ids scattered
+into dense tables, lookups instead of merges; Gumbel logs only for arms still in the
+race), racing's own bookkeeping got cheaper, and the ratio stayed near 2: perf
+cpu-clock samples per million factors, exact ~243 (features 126, theta dot 95, step
+13), racing ~330-380 (features 170-190, theta dot 78, step 65-78, Gumbel logs 15).
+Two candidate fixes left the labels and the speed unchanged and were not kept:
 evaluating each mini-batch in increasing mention order (sums still in draw order),
-and one combined weight theta_k + theta_{53+k} inside a coauthor component.
+and one combined weight theta_k + theta_{53+k} inside a coauthor component.  Skipping
+the signature test in row mode (always look up) did not help either.
 """
 import argparse
 import json
@@ -79,7 +97,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     models = {f: _fit_fold_model(df, labeled, f)[0] for f in range(args.folds)}
     print(f"fitted {args.folds} fold models in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    res = {name: dict(wall=0.0, enc=0.0, evals=0, sweeps=0, clusters=[]) for name, _ in variants}
+    res = {name: dict(wall=0.0, cpu=0.0, enc=0.0, evals=0, sweeps=0, clusters=[])
+           for name, _ in variants}
     with single_thread():
         for f in range(args.folds):
             sub_f = df[df["_fold"] == f].drop(columns="_fold").reset_index(drop=True)
@@ -91,6 +110,7 @@ def main(argv=None):
                         g = GibbsCoref(models[f], **kw).fit(sub)
                         r = res[name]
                         r["wall"] += g.wall_s_
+                        r["cpu"] += getattr(g, "cpu_s_", float("nan"))
                         r["enc"] += getattr(g, "encode_s_", 0.0)
                         if rep == 0:
                             r["evals"] += g.n_factor_evals_
@@ -110,11 +130,13 @@ def main(argv=None):
         rows.append(dict(variant=name, b3_precision=m["b3_precision"], b3_recall=m["b3_recall"],
                          b3_f1=m["b3_f1"], n_factor_evals=r["evals"], block_sweeps=r["sweeps"],
                          gibbs_wall_s=r["wall"] / args.repeat,
+                         gibbs_cpu_s=r["cpu"] / args.repeat,
                          ns_per_factor=1e9 * r["wall"] / args.repeat / max(r["evals"], 1),
                          encode_s=r["enc"] / args.repeat))
     for row in rows:
         row["evals_ratio_base_over"] = res[base]["evals"] / max(row["n_factor_evals"], 1)
         row["wall_ratio_base_over"] = (res[base]["wall"] / args.repeat) / row["gibbs_wall_s"]
+        row["cpu_ratio_base_over"] = (res[base]["cpu"] / args.repeat) / row["gibbs_cpu_s"]
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))

@@ -15,9 +15,23 @@ a branch-free advance that visits the shared ids in the same order; the terms th
 depend on the two comp1 components only (profile cosines, year-range gap, topic
 cosine) and the title-vs-profile dots are memoised per block (tables of at most
 ``memo_max_bytes`` each, filled on first use).  Summation orders are unchanged.
+Row mode (``make_block(..., row_tables=True)``, ``row_set(d, i)``): the id lists of
+one mention i are scattered into dense per-block tables indexed by id (weight, 0.0 =
+absent), and a factor (i, j) walks j's lists once, looking each id up, instead of
+merging two sorted lists: the shared ids come in the same increasing order and an
+absent id adds 0.0 * w = +-0.0, which leaves a sum that starts at +0.0 unchanged, so
+the values are the merges' bit for bit (refused, merges kept, when an id list is not
+strictly increasing, an id is negative, a weight is not finite, or the tables would
+take more than ROW_MAX_BYTES).
 """
-from libc.math cimport log, log1p, sqrt, fabs, NAN
+from libc.math cimport log, log1p, sqrt, fabs, NAN, isfinite
 from libc.stdint cimport uint64_t
+
+cdef extern from *:
+    """
+    #define CO_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    """
+    void CO_PREFETCH(const void* p) noexcept nogil
 
 # number of pairwise features phi(x_i, x_j)
 cdef enum:
@@ -36,6 +50,9 @@ cdef enum:
     SIG_VA = 14
     SIG_VT = 16
     MEMO_CC = 5
+    # row tables (``row_set``) only when they take at most this many bytes (one double
+    # per id and field, ids up to each field's largest)
+    ROW_MAX_BYTES = 1 << 25
 
 cdef struct Mention:
     # one mention's scalars and id-list locations, packed so that a factor touches a
@@ -138,6 +155,25 @@ cdef struct BlockData:
     double* cc_memo          # (n_comp * n_comp * MEMO_CC) or NULL
     double* mc_memo          # (n * n_comp) or NULL
     const Mention* men       # (n,) packed per-mention records
+    # row mode (see ``row_set``): the id lists of one mention ``row`` scattered into
+    # dense tables indexed by id, so that a factor (row, j) looks up each id of j once
+    # instead of merging two sorted lists; row = -1 when off, scatter_ok = 0 when the
+    # block does not allow it (an id list not strictly increasing, a negative id, a
+    # non-finite weight, or tables above ROW_MAX_BYTES)
+    Py_ssize_t row
+    bint scatter_ok
+    double* wm_co            # weight of the row's entry with this id, 0.0 = absent
+    double* wm_ti
+    double* wm_ve
+    double* wm_af
+    double* wm_ab
+    double* wm_kw
+    double* wm_va            # va and vt share one code space
+    double* wm_vt
+    unsigned char* hm_co     # 1 = the row holds this id
+    unsigned char* hm_ve
+    unsigned char* hm_ck
+    int* fm_ck               # ck_fn of the row's entry with this id
 
 
 cdef inline bint _meet(const uint64_t* a, const uint64_t* b) noexcept nogil:
@@ -166,6 +202,50 @@ cdef inline double _merge(const int* ids_a, const double* w_a, long long na,
             c += 1
         a += ia <= ib
         b += ib <= ia
+    n_common[0] = c
+    w_common[0] = sw
+    return s
+
+
+cdef inline double _look(const double* wm, const int* ids_b, const double* w_b,
+                         long long nb) noexcept nogil:
+    """sum of w_row * w_b over the ids of list b that the scattered row holds.
+
+    Same value, bit for bit, as ``_merge`` (row list first): the shared ids are
+    visited in the same increasing order, and every id the row lacks adds
+    0.0 * w_b = +-0.0, which leaves the sum unchanged (the sum starts at +0.0 and so
+    is never -0.0; weights are finite, checked by ``make_block``).
+    """
+    cdef long long b
+    cdef double s = 0.0
+    for b in range(nb):
+        s += wm[ids_b[b]] * w_b[b]
+    return s
+
+
+cdef inline double _look_rev(const double* wm, const int* ids_b, const double* w_b,
+                             long long nb) noexcept nogil:
+    """``_look`` with the product written w_b * w_row (``_merge`` with list b first)."""
+    cdef long long b
+    cdef double s = 0.0
+    for b in range(nb):
+        s += w_b[b] * wm[ids_b[b]]
+    return s
+
+
+cdef inline double _look_count(const double* wm, const unsigned char* hm, const int* ids_b,
+                               const double* w_b, long long nb, int* n_common,
+                               double* w_common) noexcept nogil:
+    """``_look`` plus the number of shared ids and the sum of the row's weights on them."""
+    cdef long long b
+    cdef double s = 0.0, sw = 0.0, wa
+    cdef int c = 0, t
+    for b in range(nb):
+        t = ids_b[b]
+        wa = wm[t]
+        s += wa * w_b[b]
+        sw += wa
+        c += hm[t]
     n_common[0] = c
     w_common[0] = sw
     return s
@@ -303,6 +383,28 @@ cdef inline double _title_profile(const BlockData* d, const Mention* mi,
     return v
 
 
+cdef inline void prefetch_pair(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    """Ask the cache for what factor (i, j) reads of mention j (no value changes).
+
+    j's packed record and topic row, and the memo entries of the two components;
+    for samplers that visit the members j in random order (racing).
+    """
+    cdef const char* p = <const char*>(d.men + j)
+    cdef Py_ssize_t k
+    for k in range(0, <Py_ssize_t>sizeof(Mention), 64):
+        CO_PREFETCH(p + k)
+    if d.n_topics > 0:
+        p = <const char*>(d.topic + j * d.n_topics)
+        for k in range(0, d.n_topics * 8, 64):
+            CO_PREFETCH(p + k)
+    if d.comp_idx != NULL:
+        if d.cc_memo != NULL:
+            CO_PREFETCH(d.cc_memo + (<Py_ssize_t>d.comp_idx[i] * d.n_comp + d.comp_idx[j]) * MEMO_CC)
+        if d.mc_memo != NULL:
+            CO_PREFETCH(d.mc_memo + i * d.n_comp + d.comp_idx[j])
+            CO_PREFETCH(d.mc_memo + j * d.n_comp + d.comp_idx[i])
+
+
 cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
                                 double* phi) noexcept nogil:
     """Write the N_BASE base features of mentions (i, j) into phi[0:N_BASE].
@@ -325,10 +427,15 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     cdef int ia, ib
     cdef long long nvi, nvj
     cdef bint compat
+    cdef bint rowm = d.row == i
+    cdef int ok
     # --- coauthors
     if _meet(mi.sig + SIG_CO, mj.sig + SIG_CO):
-        _merge(d.co_ids + mi.co, d.co_w + mi.co, ni, d.co_ids + mj.co, d.co_w + mj.co, nj,
-               &c, &sw)
+        if rowm:
+            _look_count(d.wm_co, d.hm_co, d.co_ids + mj.co, d.co_w + mj.co, nj, &c, &sw)
+        else:
+            _merge(d.co_ids + mi.co, d.co_w + mi.co, ni, d.co_ids + mj.co, d.co_w + mj.co, nj,
+                   &c, &sw)
     phi[0] = log1p(<double>c) if c > 0 else 0.0
     if ni + nj - c > 0:
         phi[1] = <double>c / <double>(ni + nj - c)
@@ -341,14 +448,21 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     # --- title
     phi[6] = 0.0
     if _meet(mi.sig + SIG_TI, mj.sig + SIG_TI):
-        phi[6] = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti,
-                        d.ti_ids + mj.ti, d.ti_w + mj.ti, mj.n_ti, &c2, &sw)
+        if rowm:
+            phi[6] = _look(d.wm_ti, d.ti_ids + mj.ti, d.ti_w + mj.ti, mj.n_ti)
+        else:
+            phi[6] = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti,
+                            d.ti_ids + mj.ti, d.ti_w + mj.ti, mj.n_ti, &c2, &sw)
     # --- venue
     c = 0
     phi[7] = 0.0
     if _meet(mi.sig + SIG_VE, mj.sig + SIG_VE):
-        phi[7] = _merge(d.ve_ids + mi.ve, d.ve_w + mi.ve, mi.n_ve,
-                        d.ve_ids + mj.ve, d.ve_w + mj.ve, mj.n_ve, &c, &sw)
+        if rowm:
+            phi[7] = _look_count(d.wm_ve, d.hm_ve, d.ve_ids + mj.ve, d.ve_w + mj.ve, mj.n_ve,
+                                 &c, &sw)
+        else:
+            phi[7] = _merge(d.ve_ids + mi.ve, d.ve_w + mi.ve, mi.n_ve,
+                            d.ve_ids + mj.ve, d.ve_w + mj.ve, mj.n_ve, &c, &sw)
     phi[8] = 1.0 if (mi.venue_id >= 0 and mi.venue_id == mj.venue_id) else 0.0
     nvi = mi.n_ve
     nvj = mj.n_ve
@@ -360,8 +474,11 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     if mi.affil_id >= 0 and mj.affil_id >= 0:
         phi[9] = 0.0
         if _meet(mi.sig + SIG_AF, mj.sig + SIG_AF):
-            phi[9] = _merge(d.af_ids + mi.af, d.af_w + mi.af, mi.n_af,
-                            d.af_ids + mj.af, d.af_w + mj.af, mj.n_af, &c2, &sw)
+            if rowm:
+                phi[9] = _look(d.wm_af, d.af_ids + mj.af, d.af_w + mj.af, mj.n_af)
+            else:
+                phi[9] = _merge(d.af_ids + mi.af, d.af_w + mi.af, mi.n_af,
+                                d.af_ids + mj.af, d.af_w + mj.af, mj.n_af, &c2, &sw)
         phi[10] = 0.0
         phi[11] = 1.0 if mi.affil_id == mj.affil_id else 0.0
     else:
@@ -421,7 +538,15 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[31] = d.affil_coh
     phi[32] = d.name_middle
     # --- coauthors keyed by initials: shared count, and shared only through initials
-    if _meet(mi.sig + SIG_CK, mj.sig + SIG_CK):
+    if _meet(mi.sig + SIG_CK, mj.sig + SIG_CK) and rowm:
+        # a shared key: ok when either full first name is unknown or they agree
+        for b in range(mj.ck, mj.ck + mj.n_ck):
+            ia = d.ck_ids[b]
+            ib = d.fm_ck[ia]
+            ok = d.hm_ck[ia] & ((ib < 0) | (d.ck_fn[b] < 0) | (ib == d.ck_fn[b]))
+            n_ok += ok
+            n_bad += d.hm_ck[ia] - ok
+    elif _meet(mi.sig + SIG_CK, mj.sig + SIG_CK):
         a = mi.ck
         ae = a + mi.n_ck
         b = mj.ck
@@ -468,8 +593,11 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     if mi.n_ab > 0 and mj.n_ab > 0:
         phi[42] = 0.0
         if _meet(mi.sig + SIG_AB, mj.sig + SIG_AB):
-            phi[42] = _merge(d.ab_ids + mi.ab, d.ab_w + mi.ab, mi.n_ab,
-                             d.ab_ids + mj.ab, d.ab_w + mj.ab, mj.n_ab, &c2, &sw)
+            if rowm:
+                phi[42] = _look(d.wm_ab, d.ab_ids + mj.ab, d.ab_w + mj.ab, mj.n_ab)
+            else:
+                phi[42] = _merge(d.ab_ids + mi.ab, d.ab_w + mi.ab, mi.n_ab,
+                                 d.ab_ids + mj.ab, d.ab_w + mj.ab, mj.n_ab, &c2, &sw)
         phi[43] = 0.0
     else:
         phi[42] = 0.0
@@ -477,8 +605,11 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     if mi.n_kw > 0 and mj.n_kw > 0:
         phi[44] = 0.0
         if _meet(mi.sig + SIG_KW, mj.sig + SIG_KW):
-            phi[44] = _merge(d.kw_ids + mi.kw, d.kw_w + mi.kw, mi.n_kw,
-                             d.kw_ids + mj.kw, d.kw_w + mj.kw, mj.n_kw, &c2, &sw)
+            if rowm:
+                phi[44] = _look(d.wm_kw, d.kw_ids + mj.kw, d.kw_w + mj.kw, mj.n_kw)
+            else:
+                phi[44] = _merge(d.kw_ids + mi.kw, d.kw_w + mi.kw, mi.n_kw,
+                                 d.kw_ids + mj.kw, d.kw_w + mj.kw, mj.n_kw, &c2, &sw)
         phi[45] = 0.0
     else:
         phi[44] = 0.0
@@ -493,11 +624,18 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     # --- venue acronym against the other venue's words
     dot = 0.0
     if _meet(mi.sig + SIG_VA, mj.sig + SIG_VT):
-        dot = _merge(d.va_ids + mi.va, d.va_w + mi.va, mi.n_va,
-                     d.vt_ids + mj.vt, d.vt_w + mj.vt, mj.n_vt, &c2, &sw)
+        if rowm:
+            dot = _look(d.wm_va, d.vt_ids + mj.vt, d.vt_w + mj.vt, mj.n_vt)
+        else:
+            dot = _merge(d.va_ids + mi.va, d.va_w + mi.va, mi.n_va,
+                         d.vt_ids + mj.vt, d.vt_w + mj.vt, mj.n_vt, &c2, &sw)
     if _meet(mj.sig + SIG_VA, mi.sig + SIG_VT):
-        dot += _merge(d.va_ids + mj.va, d.va_w + mj.va, mj.n_va,
-                      d.vt_ids + mi.vt, d.vt_w + mi.vt, mi.n_vt, &c2, &sw)
+        if rowm:
+            # the row's vt weights times j's va weights: the merge's product order
+            dot += _look_rev(d.wm_vt, d.va_ids + mj.va, d.va_w + mj.va, mj.n_va)
+        else:
+            dot += _merge(d.va_ids + mj.va, d.va_w + mj.va, mj.n_va,
+                          d.vt_ids + mi.vt, d.vt_w + mi.vt, mi.n_vt, &c2, &sw)
     phi[48] = 1.0 if dot > 0.0 else 0.0
     phi[50] = phi[46] * phi[12]
 
@@ -594,13 +732,152 @@ cdef inline void _fill_records(BlockData* d, Mention* men) noexcept nogil:
         m.init_amb = d.init_amb[r]
 
 
+cdef inline bint _scan_field(const long long* ptr, const int* ids, const double* w,
+                             Py_ssize_t n, int* max_id) noexcept nogil:
+    """True when every row of a CSR id list is strictly increasing, ids >= 0, weights finite.
+
+    Raises ``max_id`` to the largest id seen (``w`` may be NULL: no weight check).
+    """
+    cdef Py_ssize_t r
+    cdef long long a
+    cdef int prev
+    for r in range(n):
+        prev = -1
+        for a in range(ptr[r], ptr[r + 1]):
+            if ids[a] <= prev:
+                return False
+            prev = ids[a]
+            if w != NULL and not isfinite(w[a]):
+                return False
+        if prev > max_id[0]:
+            max_id[0] = prev
+    return True
+
+
+cdef inline void _scatter(double* wm, const int* ids, const double* w, long long a,
+                          long long na) noexcept nogil:
+    cdef long long k
+    for k in range(a, a + na):
+        wm[ids[k]] = w[k]
+
+
+cdef inline void _unscatter(double* wm, const int* ids, long long a, long long na) noexcept nogil:
+    cdef long long k
+    for k in range(a, a + na):
+        wm[ids[k]] = 0.0
+
+
+cdef inline void row_set(BlockData* d, Py_ssize_t i) noexcept nogil:
+    """Scatter the id lists of mention i into the row tables (row mode on for i).
+
+    Factors (i, j) then look the ids of j up instead of merging (same values, bit for
+    bit); call ``row_clear(d)`` before scattering another mention.  No-op when the
+    block has no row tables (``scatter_ok`` = 0).
+    """
+    cdef const Mention* m
+    cdef long long k
+    if not d.scatter_ok:
+        return
+    m = d.men + i
+    _scatter(d.wm_co, d.co_ids, d.co_w, m.co, m.n_co)
+    _scatter(d.wm_ti, d.ti_ids, d.ti_w, m.ti, m.n_ti)
+    _scatter(d.wm_ve, d.ve_ids, d.ve_w, m.ve, m.n_ve)
+    _scatter(d.wm_af, d.af_ids, d.af_w, m.af, m.n_af)
+    _scatter(d.wm_ab, d.ab_ids, d.ab_w, m.ab, m.n_ab)
+    _scatter(d.wm_kw, d.kw_ids, d.kw_w, m.kw, m.n_kw)
+    _scatter(d.wm_va, d.va_ids, d.va_w, m.va, m.n_va)
+    _scatter(d.wm_vt, d.vt_ids, d.vt_w, m.vt, m.n_vt)
+    for k in range(m.co, m.co + m.n_co):
+        d.hm_co[d.co_ids[k]] = 1
+    for k in range(m.ve, m.ve + m.n_ve):
+        d.hm_ve[d.ve_ids[k]] = 1
+    for k in range(m.ck, m.ck + m.n_ck):
+        d.hm_ck[d.ck_ids[k]] = 1
+        d.fm_ck[d.ck_ids[k]] = d.ck_fn[k]
+    d.row = i
+
+
+cdef inline void row_clear(BlockData* d) noexcept nogil:
+    """Undo ``row_set``: every row table back to zero, row mode off."""
+    cdef const Mention* m
+    cdef long long k
+    if d.row < 0:
+        return
+    m = d.men + d.row
+    _unscatter(d.wm_co, d.co_ids, m.co, m.n_co)
+    _unscatter(d.wm_ti, d.ti_ids, m.ti, m.n_ti)
+    _unscatter(d.wm_ve, d.ve_ids, m.ve, m.n_ve)
+    _unscatter(d.wm_af, d.af_ids, m.af, m.n_af)
+    _unscatter(d.wm_ab, d.ab_ids, m.ab, m.n_ab)
+    _unscatter(d.wm_kw, d.kw_ids, m.kw, m.n_kw)
+    _unscatter(d.wm_va, d.va_ids, m.va, m.n_va)
+    _unscatter(d.wm_vt, d.vt_ids, m.vt, m.n_vt)
+    for k in range(m.co, m.co + m.n_co):
+        d.hm_co[d.co_ids[k]] = 0
+    for k in range(m.ve, m.ve + m.n_ve):
+        d.hm_ve[d.ve_ids[k]] = 0
+    for k in range(m.ck, m.ck + m.n_ck):
+        d.hm_ck[d.ck_ids[k]] = 0
+        d.fm_ck[d.ck_ids[k]] = 0
+    d.row = -1
+
+
+cdef inline void _row_tables(BlockData* d, list keep) except *:
+    """Allocate the row tables of ``row_set`` (zeros), or set ``scatter_ok`` = 0."""
+    import numpy as np
+    cdef int mco = -1, mti = -1, mve = -1, maf = -1, mck = -1, mab = -1, mkw = -1, mv = -1
+    cdef bint ok
+    cdef double[::1] a
+    cdef unsigned char[::1] h
+    cdef int[::1] f
+    with nogil:
+        ok = (_scan_field(d.co_ptr, d.co_ids, d.co_w, d.n, &mco)
+              and _scan_field(d.ti_ptr, d.ti_ids, d.ti_w, d.n, &mti)
+              and _scan_field(d.ve_ptr, d.ve_ids, d.ve_w, d.n, &mve)
+              and _scan_field(d.af_ptr, d.af_ids, d.af_w, d.n, &maf)
+              and _scan_field(d.ck_ptr, d.ck_ids, NULL, d.n, &mck)
+              and _scan_field(d.ab_ptr, d.ab_ids, d.ab_w, d.n, &mab)
+              and _scan_field(d.kw_ptr, d.kw_ids, d.kw_w, d.n, &mkw)
+              and _scan_field(d.va_ptr, d.va_ids, d.va_w, d.n, &mv)
+              and _scan_field(d.vt_ptr, d.vt_ids, d.vt_w, d.n, &mv))
+    if not ok:
+        return
+    n_w = <Py_ssize_t>mco + 1 + mti + 1 + mve + 1 + maf + 1 + mab + 1 + mkw + 1 + 2 * (mv + 1) + 1
+    if n_w * 8 + (<Py_ssize_t>mco + mve + mck + 4) * 5 > ROW_MAX_BYTES:
+        return
+    arr = np.zeros(n_w)
+    keep.append(arr)
+    a = arr
+    d.wm_co = &a[0]
+    d.wm_ti = d.wm_co + mco + 1
+    d.wm_ve = d.wm_ti + mti + 1
+    d.wm_af = d.wm_ve + mve + 1
+    d.wm_ab = d.wm_af + maf + 1
+    d.wm_kw = d.wm_ab + mab + 1
+    d.wm_va = d.wm_kw + mkw + 1
+    d.wm_vt = d.wm_va + mv + 1
+    harr = np.zeros(mco + 1 + mve + 1 + mck + 1 + 1, np.uint8)
+    keep.append(harr)
+    h = harr
+    d.hm_co = &h[0]
+    d.hm_ve = d.hm_co + mco + 1
+    d.hm_ck = d.hm_ve + mve + 1
+    farr = np.zeros(mck + 1 + 1, np.int32)
+    keep.append(farr)
+    f = farr
+    d.fm_ck = &f[0]
+    d.scatter_ok = True
+
+
 cdef inline BlockData make_block(object enc, const double[::1] theta, double bias,
-                                 list keep, Py_ssize_t memo_max_bytes) except *:
+                                 list keep, Py_ssize_t memo_max_bytes,
+                                 bint row_tables=False) except *:
     """Point a BlockData at the arrays of an EncodedBlock (which must outlive it).
 
     Also builds the per-mention id-list signatures and, when each table fits in
     ``memo_max_bytes`` (0 = no memo), the component memo tables; these arrays are
     appended to ``keep``, which the caller must hold while the BlockData is used.
+    ``row_tables``: also allocate the tables of ``row_set`` (when the block allows).
     """
     cdef BlockData d
     cdef unsigned char[::1] men_buf
@@ -645,6 +922,8 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.venue_coh = enc.block_stats[2]
     d.affil_coh = enc.block_stats[3]
     d.name_middle = enc.block_stats[4]
+    d.row = -1
+    d.scatter_ok = False
     if d.n == 0:
         return d
     d.co_ptr = &co_ptr[0]
@@ -737,4 +1016,6 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     with nogil:
         _fill_records(&d, <Mention*>&men_buf[0])
     d.men = <const Mention*>&men_buf[0]
+    if row_tables:
+        _row_tables(&d, keep)
     return d

@@ -13,7 +13,8 @@ and the other's component (title against profile) are kept in per-call memo tabl
 results are the same with or without them.  ``None`` = on when the call evaluates
 at least n^2 / 8 pairs (the tables cost about n^2 entries to set up).
 """
-from coref._factors cimport BlockData, make_block, block_phi, block_factor, N_FEATURES
+from coref._factors cimport (BlockData, make_block, block_phi, block_factor, N_FEATURES,
+                             row_set, row_clear)
 
 n_features = N_FEATURES
 MEMO_MAX_BYTES = 64 * 1024 * 1024
@@ -55,6 +56,42 @@ def pair_factors(object enc,                   # IN  EncodedBlock
     with nogil:
         for k in range(m):
             out[k] = block_factor(&d, I[k], J[k])
+
+
+def row_factors(object enc,                    # IN  EncodedBlock
+                const double[::1] theta,       # IN  (N_FEATURES,)
+                double bias,
+                Py_ssize_t i,
+                const long long[::1] J,        # IN  (m,)
+                double[::1] out,               # OUT (m,)
+                memo=None):
+    """f_theta(x_i, x_J[k]) for every k into ``out``, in row mode (as a Gibbs step does).
+
+    Mention i's id lists are scattered into the block's row tables (``row_set``) and
+    each factor looks up the ids of J[k] instead of merging sorted lists; same values,
+    bit for bit, as ``pair_factors``.  Returns True when row mode was used, False when
+    the block does not allow it (an id list not strictly increasing, a negative id, a
+    non-finite weight, or tables above ``ROW_MAX_BYTES`` = 32 MiB: then the merges
+    run).
+
+    Raises
+    ------
+    IndexError
+        If i is not a mention of the block.
+    """
+    cdef list keep = []
+    cdef Py_ssize_t k, m = J.shape[0]
+    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, m), True)
+    cdef bint used
+    if not 0 <= i < d.n:
+        raise IndexError(f"mention {i} is not in the block (n = {d.n})")
+    with nogil:
+        row_set(&d, i)
+        used = d.row == i
+        for k in range(m):
+            out[k] = block_factor(&d, i, J[k])
+        row_clear(&d)
+    return bool(used)
 
 
 def factor_matrix(object enc,                  # IN  EncodedBlock

@@ -25,14 +25,20 @@ mentions (k = n_mov - 1 .. 1 swaps position k with ``_below(k + 1)``); per step,
 one Gumbel per arm in the order clusters by increasing label, then the new
 cluster; per subsampled member, one ``_below(N_y - k)`` of a partial Fisher-Yates
 shuffle.  ``_below(m) = ((x >> 32) * m) >> 32`` (integer arithmetic, m < 2^32);
-Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53.  The pure-Python twin is
+Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53 (every arm's u is drawn; its
+two logs are taken only when the arm is still in the race against the table bound
+``G_UP(u)`` >= the Gumbel, which changes no decision).  Each step scatters mention
+i's id lists into the block's row tables (``coref._factors.row_set``), so its
+factors look the ids of j up instead of merging sorted lists (same values).  The
+pure-Python twin is
 ``coref._gibbs_py``; both give bit-identical results from the same state.  Inputs
 are validated by ``coref.gibbs``.
 """
 from libc.math cimport sqrt, log, INFINITY
 from libc.stdint cimport uint64_t
 from libc.string cimport memmove, memcpy
-from coref._factors cimport BlockData, make_block, block_factor
+from coref._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
+                             prefetch_pair)
 
 
 cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
@@ -57,9 +63,70 @@ cdef inline Py_ssize_t _below(uint64_t* s, Py_ssize_t m) noexcept nogil:
     return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>m) >> 32)
 
 
-cdef inline double _gumbel(uint64_t* s) noexcept nogil:
-    cdef double u = (<double>(_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
-    return -log(-log(u))
+cdef inline double _uniform(uint64_t* s) noexcept nogil:
+    """u = ((x >> 11) + 0.5) 2^-53 in (0, 1): the uniform of one Gumbel draw."""
+    return (<double>(_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+# G_UP[k] >= -log(-log(u)) for every u < (k + 1) / N_GUP: the Gumbel at the bin's upper
+# end, raised by a relative 1e-9 (far above the few-ulp error of two logs), +inf for
+# the last bin.  A test "score with G_UP in place of the Gumbel is out of the race"
+# then implies the same test with the Gumbel (float sums and differences are
+# monotone), so the Gumbel's two logs are computed only for arms still in the race.
+cdef enum:
+    N_GUP = 4096
+cdef double G_UP[N_GUP]
+
+
+cdef void _init_gup():
+    cdef int k
+    cdef double x, g
+    for k in range(N_GUP - 1):
+        x = (k + 1.0) / N_GUP
+        g = -log(-log(x))
+        G_UP[k] = g + 1e-9 * (1.0 + (g if g > 0.0 else -g))
+    G_UP[N_GUP - 1] = INFINITY
+
+
+_init_gup()
+
+
+cdef inline double _gum_up(double u) noexcept nogil:
+    """An upper bound of -log(-log(u)) (table G_UP)."""
+    return G_UP[<int>(u * N_GUP)]
+
+
+def gumbel_upper(const double[::1] u, double[::1] out):
+    """The table bound G_UP(u) >= -log(-log(u)) for each u in (0, 1) (tests)."""
+    cdef Py_ssize_t k
+    for k in range(u.shape[0]):
+        if not 0.0 < u[k] < 1.0:
+            raise ValueError(f"u[{k}] = {u[k]!r} is not in (0, 1)")
+        out[k] = _gum_up(u[k])
+
+
+cdef inline double _gum(const double* us, double* gumbels, char* gok, Py_ssize_t c) noexcept nogil:
+    """The Gumbel -log(-log(us[c])) of arm c, computed on first use."""
+    if not gok[c]:
+        gumbels[c] = -log(-log(us[c]))
+        gok[c] = 1
+    return gumbels[c]
+
+
+cdef inline Py_ssize_t _merge_act(long long* act, Py_ssize_t na, const long long* add,
+                                  Py_ssize_t m, long long* tmp) noexcept nogil:
+    """Merge the increasing arm lists act[0:na] and add[0:m] into act; return the length."""
+    cdef Py_ssize_t a = 0, b = 0, k = 0
+    while a < na or b < m:
+        if b >= m or (a < na and act[a] < add[b]):
+            tmp[k] = act[a]
+            a += 1
+        else:
+            tmp[k] = add[b]
+            b += 1
+        k += 1
+    memcpy(act, tmp, k * sizeof(long long))
+    return k
 
 
 cdef inline Py_ssize_t _sched(Py_ssize_t r, Py_ssize_t prev, Py_ssize_t N,
@@ -178,9 +245,12 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* members, long long* fill,
                       double* acc, double* acc2, long long* T, long long* N,
                       double* est, double* se2, char* alive,
-                      const double* fmax, double* ub, long long* act,
-                      long long* pool, long long* nC) noexcept nogil:
-    """Resample labels[i]; return the chosen label."""
+                      const double* fmax, long long* act,
+                      long long* pool, long long* nC,
+                      long long* bj, long long* bc,
+                      double* us, char* gok, long long* lz,
+                      const long long* n_rounds) noexcept nogil:
+    """Resample labels[i]; return the chosen label (n_rounds[N] = _n_rounds(N, fb))."""
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
@@ -189,8 +259,12 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
+    cdef Py_ssize_t nb, q, lz_nmax
+    cdef double lz_gmax
 
     size[old] -= 1
+    # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
+    row_set(d, i)
     # candidate clusters, by increasing label, and their members (fill = their starts)
     _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
     C = nC[0]
@@ -201,23 +275,27 @@ cdef Py_ssize_t _step(BlockData* d,
         while size[new_label] > 0:
             new_label += 1
     D = C + 1
-    for c in range(D):
-        gumbels[c] = _gumbel(rs)
-    for c in range(C):
-        acc[c] = 0.0
-        acc2[c] = 0.0
-        T[c] = 0
-        N[c] = size[cand[c]]
-
+    # one uniform per arm (the Gumbel draws' stream); the Gumbel -log(-log(u)) itself
+    # is computed only for the arms that need it (``_gum``): an arm whose score is
+    # already out of the race with the table bound G_UP >= its Gumbel needs none
     if not racing:
+        for c in range(D):
+            us[c] = _uniform(rs)
+            gok[c] = 0
+        for c in range(C):
+            acc[c] = 0.0
+            N[c] = size[cand[c]]
         for j in range(n):
             if j != i:
                 acc[cidx[labels[j]]] += block_factor(d, i, j)
         evals = n - 1 if n > 1 else 0
         best = C
-        g_best = gumbels[C]
+        g_best = _gum(us, gumbels, gok, C)
         for c in range(C):
-            v = acc[c] * inv_temp + gumbels[c]
+            # acc * tau^-1 + G_UP(u) >= the arm's score: at most g_best, it cannot win
+            if acc[c] * inv_temp + _gum_up(us[c]) <= g_best:
+                continue
+            v = acc[c] * inv_temp + _gum(us, gumbels, gok, c)
             if v > g_best:
                 g_best = v
                 best = c
@@ -229,40 +307,59 @@ cdef Py_ssize_t _step(BlockData* d,
         labels[i] = l
         size[l] += 1
         _pool_insert(i, l, cand, cidx, fill, pool, nC)
+        row_clear(d)
         return l
 
-    # ---- racing: the members of each candidate cluster, bucketed by cluster in
-    # increasing index (a copy: the subsampling shuffles it)
-    for c in range(C):
-        start[c] = fill[c]
-    if n > 1:
-        memcpy(members, pool, (n - 1) * sizeof(long long))
-    # arms with N <= first batch: exact (lazily, after an upper-bound test, if fmax
-    # is given); others: subsampled
+    # ---- racing: one pass over the candidate clusters draws the arms' uniforms (in
+    # increasing c, then the new cluster's: the stream of the exact sampler), sets up
+    # each arm and sorts it: N <= first batch: exact (lazily, after an upper-bound
+    # test, if fmax is given; listed in lz[0:n_lazy], increasing c); others:
+    # subsampled, their members copied from the pool (the subsampling shuffles the
+    # copy; the pool stays sorted by index).  act[0:na] lists the arms that are not
+    # lazy, in increasing c.
     tstar = 1
     n_open = 0
     n_lazy = 0
+    na = 0
+    fi = fmax[i] if fmax != NULL else 0.0
+    lz_gmax = -INFINITY
+    lz_nmax = 0
     for c in range(C):
+        us[c] = _uniform(rs)
+        gok[c] = 0
+        acc[c] = 0.0
+        acc2[c] = 0.0
+        N[c] = size[cand[c]]
+        start[c] = fill[c]
         alive[c] = 1
         if N[c] <= fb:
             if fmax != NULL:
-                ub[c] = gumbels[c]
-                fi = fmax[i]
-                for k in range(N[c]):
-                    j = members[start[c] + k]
-                    ub[c] += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                # bound g_y + sum_j min(fmax_i, fmax_j) / tau, formed in the lazy test
                 T[c] = -1              # lazy: not evaluated yet
+                lz[n_lazy] = c
                 n_lazy += 1
+                v = _gum_up(us[c])
+                if v > lz_gmax:
+                    lz_gmax = v
+                if N[c] > lz_nmax:
+                    lz_nmax = N[c]
+                continue
             else:
                 for k in range(N[c]):
-                    acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
+                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
         else:
-            tr = _n_rounds(N[c], fb)
+            T[c] = 0
+            memcpy(&members[start[c]], &pool[start[c]], N[c] * sizeof(long long))
+            tr = n_rounds[N[c]]
             if tr > tstar:
                 tstar = tr
             n_open += 1
+        act[na] = c
+        na += 1
+    us[C] = _uniform(rs)
+    gok[C] = 0
     alive[C] = 1
     B = 0.0
     if n_open > 0:
@@ -271,15 +368,16 @@ cdef Py_ssize_t _step(BlockData* d,
         if tstar > b_cols - 1:
             tstar = b_cols - 1
         B = b_table[D * b_cols + tstar]
-    # act[0:na]: the arms c < C still alive, in increasing c (compacted after each
-    # elimination, so later rounds touch only them; same order, same decisions)
-    na = C
-    for c in range(C):
-        act[c] = c
+    # act is compacted after each elimination, so later rounds touch only the arms
+    # still alive (same order, same decisions)
     r = 0
     while True:
         r += 1
-        # draw the next mini-batch of every alive, unfinished arm
+        # draw the next mini-batch of every alive, unfinished arm (arms in act order,
+        # members in draw order), then evaluate the drawn pairs in that order: the
+        # random stream and every sum are those of drawing and evaluating in turn, and
+        # the next member's data can be fetched while a factor is computed
+        nb = 0
         for a in range(na):
             c = act[a]
             if alive[c] and 0 <= T[c] < N[c]:
@@ -289,28 +387,37 @@ cdef Py_ssize_t _step(BlockData* d,
                     sw = members[start[c] + k]
                     members[start[c] + k] = members[pos]
                     members[pos] = sw
-                    f = block_factor(d, i, members[start[c] + k]) * inv_temp
-                    acc[c] += f
-                    acc2[c] += f * f
+                    bj[nb] = members[start[c] + k]
+                    bc[nb] = c
+                    nb += 1
                 evals += tr - T[c]
                 T[c] = tr
+        if nb > 0:
+            prefetch_pair(d, i, bj[0])
+        for q in range(nb):
+            if q + 1 < nb:
+                prefetch_pair(d, i, bj[q + 1])
+            c = bc[q]
+            f = block_factor(d, i, bj[q]) * inv_temp
+            acc[c] += f
+            acc2[c] += f * f
         # estimates of the totals and their standard errors
         # (the new-cluster arm C is exact: estimate = its Gumbel)
-        est[C] = gumbels[C]
-        se2[C] = 0.0
         leader = -1
         n_open = 0
         n_alive = 0
         if alive[C]:
+            est[C] = _gum(us, gumbels, gok, C)
+            se2[C] = 0.0
             leader = C
             n_alive = 1
         for a in range(na):
             c = act[a]
-            if not alive[c] or T[c] < 0:
+            if not alive[c]:
                 continue
             n_alive += 1
             if T[c] == N[c]:
-                est[c] = acc[c] + gumbels[c]
+                est[c] = acc[c] + _gum(us, gumbels, gok, c)
                 se2[c] = 0.0
             else:
                 n_open += 1
@@ -318,26 +425,54 @@ cdef Py_ssize_t _step(BlockData* d,
                 var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
                 if var < 0.0:
                     var = 0.0
-                est[c] = N[c] * mean + gumbels[c]
+                est[c] = N[c] * mean + _gum(us, gumbels, gok, c)
                 se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
             if leader < 0 or est[c] > est[leader]:
                 leader = c
         if n_lazy > 0:
-            # small arms: dropped unevaluated when their upper bound is clearly behind
-            # the leader, otherwise summed exactly (label order; the leader is updated)
-            n_lazy = 0
+            # small arms (increasing c): dropped unevaluated when their upper bound
+            # g_y + sum_j min(fmax_i, fmax_j) / tau is clearly behind the leader,
+            # otherwise summed exactly (the leader is updated); first tested with
+            # G_UP(u) >= g_y in place of g_y (behind then = behind with g_y: float
+            # sums and differences are monotone), and with g_y itself only if needed
             # the margin changes only with the leader (to 0: a new leader is exact)
             margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
-            for a in range(na):
-                c = act[a]
-                if T[c] >= 0:
+            m = 0
+            # all at once first: every term min(fmax_i, fmax_j) / tau <= t = fmax_i / tau,
+            # so each arm's bound is at most max_y G_UP(u_y) + t + ... + t (the largest
+            # N_y terms if t >= 0, one term if t < 0): clearly behind with it, every
+            # arm is clearly behind on its own (then none needs a test)
+            v = lz_gmax
+            f = fi * inv_temp
+            if f >= 0.0:
+                for k in range(lz_nmax):
+                    v += f
+            else:
+                v += f
+            if est[leader] - v > margin:
+                n_lazy = 0
+            for a in range(n_lazy):
+                c = lz[a]
+                v = _gum_up(us[c])
+                for k in range(N[c]):
+                    j = pool[start[c] + k]
+                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                if est[leader] - v > margin:
+                    alive[c] = 0
+                    T[c] = 0
                     continue
-                if est[leader] - ub[c] > margin:
+                v = _gum(us, gumbels, gok, c)
+                for k in range(N[c]):
+                    j = pool[start[c] + k]
+                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                if est[leader] - v > margin:
                     alive[c] = 0
                     T[c] = 0
                     continue
                 for k in range(N[c]):
-                    acc[c] += block_factor(d, i, members[start[c] + k]) * inv_temp
+                    if k + 1 < N[c]:
+                        prefetch_pair(d, i, pool[start[c] + k + 1])
+                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
                 est[c] = acc[c] + gumbels[c]
@@ -346,6 +481,12 @@ cdef Py_ssize_t _step(BlockData* d,
                 if est[c] > est[leader]:
                     leader = c
                     margin = 0.0
+                bj[m] = c
+                m += 1
+            n_lazy = 0
+            if m > 0:
+                # merge the summed small arms into act (both increasing in c)
+                na = _merge_act(act, na, bj, m, bc)
         if n_open == 0 or n_alive == 1:
             break
         # eliminate arms clearly behind the leader (each test reads only the leader
@@ -386,7 +527,7 @@ cdef Py_ssize_t _step(BlockData* d,
         if not alive[c]:
             continue
         if T[c] == N[c]:
-            est[c] = acc[c] + gumbels[c]
+            est[c] = acc[c] + _gum(us, gumbels, gok, c)
         if best < 0 or est[c] > est[best]:
             best = c
     if alive[C] and (best < 0 or est[C] > est[best]):
@@ -399,12 +540,13 @@ cdef Py_ssize_t _step(BlockData* d,
     labels[i] = l
     size[l] += 1
     _pool_insert(i, l, cand, cidx, fill, pool, nC)
+    row_clear(d)
     return l
 
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, ub, act, pool, nc
+    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -423,10 +565,15 @@ cdef class _Work:
         self.alive = np.zeros(m, np.int8)
         self.gumbels = np.zeros(m)
         self.order = np.zeros(m, np.int64)
-        self.ub = np.zeros(m)
         self.act = np.zeros(m, np.int64)
         self.pool = np.zeros(m, np.int64)
         self.nc = np.zeros(1, np.int64)
+        self.bj = np.zeros(m, np.int64)
+        self.bc = np.zeros(m, np.int64)
+        self.us = np.zeros(m)
+        self.gok = np.zeros(m, np.int8)
+        self.lz = np.zeros(m, np.int64)
+        self.nr = np.zeros(m, np.int64)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -462,14 +609,16 @@ def anneal(object enc,                      # IN  EncodedBlock
     exact); otherwise it is eliminated without evaluating a factor.
     """
     cdef list keep = []
-    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024)
+    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True)
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
     cdef _Work w = _Work(n)
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
     cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
-    cdef double[::1] ub = w.ub
-    cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc
+    cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc, bj = w.bj, bc = w.bc, lz = w.lz
+    cdef double[::1] us = w.us
+    cdef long long[::1] nr = w.nr
+    cdef char[::1] gok = w.gok
     cdef const double* fmx = NULL
     cdef double fv
     cdef long long ev0 = 0
@@ -494,15 +643,20 @@ def anneal(object enc,                      # IN  EncodedBlock
             for i in range(n):
                 fmax[i] = -INFINITY
             for i in range(n):
+                row_set(&d, i)
                 for j in range(i + 1, n):
                     fv = block_factor(&d, i, j)
                     if fv > fmax[i]:
                         fmax[i] = fv
                     if fv > fmax[j]:
                         fmax[j] = fv
+                row_clear(&d)
             ev0 = n * (n - 1) // 2
         if racing and small_arm_bound and n > 0:
             fmx = &fmax[0]
+        # rounds until an arm of population N is exhausted, for every N < n
+        for k in range(n):
+            nr[k] = _n_rounds(k, first_batch) if racing else 0
         if n > 0:
             _pool_init(n, &labels[0], &size[0], &cand[0], &cidx[0], &fill[0], &pool[0],
                        &act[0], &nc[0])
@@ -524,8 +678,9 @@ def anneal(object enc,                      # IN  EncodedBlock
                 if _step(&d, &labels[0], &size[0], i, inv_temps[s], racing, first_batch,
                          &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
-                         &est[0], &se2[0], &alive[0], fmx, &ub[0], &act[0],
-                         &pool[0], &nc[0]) != tmp:
+                         &est[0], &se2[0], &alive[0], fmx, &act[0],
+                         &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
+                         &lz[0], &nr[0]) != tmp:
                     moved = True
             evals[s] = ev
             if record:

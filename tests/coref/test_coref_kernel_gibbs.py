@@ -67,6 +67,44 @@ def test_anneal_on_shipped_block_matches_twin(shipped, racing, bound):
 def test_wall_excludes_encoding(shipped):
     sub, model = shipped
     g = GibbsCoref(model, sampler="racing", n_sweeps=3, rng=0).fit(sub)
-    assert g.encode_s_ > 0.0 and g.wall_s_ > 0.0
+    assert g.encode_s_ > 0.0 and g.wall_s_ > 0.0 and g.cpu_s_ > 0.0
     h = GibbsCoref(model, sampler="racing", n_sweeps=3, rng=0).fit(sub)
     np.testing.assert_array_equal(g.labels_, h.labels_)       # timing split changes nothing
+
+
+def test_gumbel_upper_bounds_every_gumbel():
+    """The table bound used to skip Gumbel logs is >= -log(-log(u)) everywhere, including
+    the bin edges and the extremes of the kernel's uniforms ((x >> 11) + 0.5) 2^-53."""
+    k = np.arange(1, 4096, dtype=float)
+    u = np.concatenate([k / 4096, np.nextafter(k / 4096, 0), np.nextafter(k / 4096, 1),
+                        np.random.default_rng(0).random(100_000),
+                        [0.5 * 2.0**-53, 1.0 - 0.5 * 2.0**-53]])
+    u = u[(u > 0) & (u < 1)]
+    out = np.empty_like(u)
+    _gibbs.gumbel_upper(u, out)
+    g = -np.log(-np.log(u))
+    assert (out >= g).all()
+    # tight enough to skip logs: within 0.05 of the Gumbel away from u -> 0 and u -> 1
+    inner = (u > 0.01) & (u < 0.99)
+    assert (out[inner] - g[inner]).max() < 0.05
+    with pytest.raises(ValueError, match="not in"):
+        _gibbs.gumbel_upper(np.array([1.0]), np.empty(1))
+
+
+@pytest.mark.parametrize("start", ["singletons", "one"])
+def test_racing_bound_from_extreme_starts_matches_twin(shipped, start):
+    """Lazy small arms, skipped Gumbel logs and the merged arm lists, from a start with
+    n singleton arms (all lazy) and from one cluster (one open arm)."""
+    sub, model = shipped
+    enc = model.encode(sub)
+    n = enc.n
+    labels0 = np.arange(n, dtype=np.int64) if start == "singletons" else np.zeros(n, np.int64)
+    movable = np.arange(n, dtype=np.int64)
+    out = []
+    for mod in (_gibbs, _gibbs_py):
+        labels = labels0.copy()
+        state = np.array([5, 2**62 + 3, 17, 2**33 + 1], np.uint64)
+        out.append(_run(mod, enc, model, labels, movable, [1.0, 3.0, 10.0], 1, 1, state)
+                   + (state.copy(),))
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)

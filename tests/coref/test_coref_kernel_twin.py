@@ -70,3 +70,48 @@ def test_features_on_a_block_with_empty_fields(shipped):
     _factors.pair_features(enc, I, J, a)
     _factors_py.pair_features(enc, I, J, b)
     np.testing.assert_array_equal(a, b)
+
+
+def test_row_mode_factors_bit_identical(shipped):
+    """Row mode (mention i's ids scattered into dense tables, lookups instead of merges,
+    as every Gibbs step runs) gives the twin's factors bit for bit, for every i."""
+    blocks, model = shipped
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    bias = float(model.bias_)
+    for name, enc in blocks:
+        J = np.arange(enc.n, dtype=np.int64)
+        for i in range(enc.n):
+            a, b = np.empty(enc.n), np.empty(enc.n)
+            assert _factors.row_factors(enc, theta, bias, i, J, a) is True, name
+            _factors_py.pair_factors(enc, theta, bias, np.full(enc.n, i, np.int64), J, b)
+            assert a.tobytes() == b.tobytes(), (name, i)
+
+
+def test_row_mode_refused_on_unsorted_ids_falls_back_to_merges(shipped):
+    """A block whose id list is not strictly increasing gets no row tables (a lookup
+    would count a repeated id twice, the merge once): row_factors then merges."""
+    import dataclasses
+
+    blocks, model = shipped
+    name, enc = blocks[0]
+    lens = np.diff(enc.ti_ptr)
+    r = int(np.flatnonzero(lens >= 2)[0])
+    ti_ids = enc.ti_ids.copy()
+    a0 = enc.ti_ptr[r]
+    ti_ids[a0 + 1] = ti_ids[a0]            # a repeated id in row r
+    bad = dataclasses.replace(enc, ti_ids=ti_ids)
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    J = np.arange(bad.n, dtype=np.int64)
+    a, b = np.empty(bad.n), np.empty(bad.n)
+    assert _factors.row_factors(bad, theta, float(model.bias_), r, J, a) is False
+    _factors_py.pair_factors(bad, theta, float(model.bias_), np.full(bad.n, r, np.int64), J, b)
+    assert a.tobytes() == b.tobytes()
+    with pytest.raises(IndexError, match="not in the block"):
+        _factors.row_factors(bad, theta, float(model.bias_), bad.n, J, a)
+    # an id so large that the tables would pass ROW_MAX_BYTES: refused too
+    ti_ids = enc.ti_ids.copy()
+    ti_ids[enc.ti_ptr[r + 1] - 1] = 2**26           # still the largest of its row
+    big = dataclasses.replace(enc, ti_ids=ti_ids)
+    assert _factors.row_factors(big, theta, float(model.bias_), r, J, a) is False
+    _factors_py.pair_factors(big, theta, float(model.bias_), np.full(big.n, r, np.int64), J, b)
+    assert a.tobytes() == b.tobytes()
