@@ -5,6 +5,15 @@ mentions of the same block (Chen & Ghahramani 2016, Sec. 5.3; Singh et al. 2012)
 so f_theta is the log-odds (natural log) that the two mentions co-refer.  The
 phi features are listed in :mod:`coref.features`.
 
+``objective="pseudolik"`` refits (theta, b), warm-started from the logistic fit, for the
+clustering model the Gibbs sampler actually uses: maximum pseudo-likelihood (Besag 1975)
+of the single-mention Gibbs conditionals on the gold clusterings of the training blocks,
+optionally combined with the cluster-merge conditionals (composite likelihood) and the
+pairwise logistic loss (:mod:`coref._pseudolik`); f stays theta . phi + b, a log-linear
+factor fitted on labeled within-block data.  It is opt-in: measured under the grouped
+k-fold protocol on the four shipped sets it did not beat the logistic theta
+(benchmarks/measured/coref_accuracy_pseudolik_2026-11-24.txt).
+
 A pure sum of pairwise log-odds over a big cluster can over- or under-merge, so
 the fitted intercept may be shifted by ``bias_shift``; ``bias_shift="auto"``
 chooses it on the TRAINING blocks only, by running short exact annealed Gibbs for
