@@ -163,6 +163,15 @@ class PairwiseModel:
     pl_max_anchors : int >= 1, default 400
         Pseudo-likelihood anchors per block (seeded uniform subsample of bigger blocks'
         labeled mentions; the candidate sums stay over every labeled member).
+    pl_alone : bool, default False
+        Also fit the conditional of each mention in its block without its gold cluster
+        mates ("new cluster" against the other gold clusters).
+    pl_pair_C : float >= 0, default 0
+        Weight of the pairwise logistic loss added to the pseudo-likelihood objective
+        (0: pure pseudo-likelihood).
+    pl_merge_C : float >= 0, default 0
+        Weight of the cluster-merge conditionals (two gold clusters stay apart, two
+        halves of one merge; :func:`coref._pseudolik.block_candidates`).
 
     Attributes
     ----------
