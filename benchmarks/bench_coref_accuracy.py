@@ -18,6 +18,10 @@ are listed as skipped.
 
     python benchmarks/bench_coref_accuracy.py [--sets aminer,s2and_qian] [--sampler racing|exact|both]
                                               [--csv benchmarks/measured/coref_accuracy.csv]
+                                              [--params '{"objective": "pseudolik"}'] [--gibbs '{"merge_moves": 10}']
+
+``--params`` / ``--gibbs`` substitute the PairwiseModel / GibbsCoref parameters of every
+fold (the same stand-in hooks the tests use), to compare variants on every set at once.
 
 Run it from the repository root (the in-place build is what is measured).
 """
@@ -41,6 +45,26 @@ SETS = {
     "crossref": (SHARED / "crossref_orcid_gold" / "mentions.jsonl", "crossref", 5),
 }
 COLUMNS = ("set", "sampler", "folds", "n_scored", "b3_p", "b3_r", "b3_f1", "pair_f1", "factor_evals", "time_s")
+
+
+def use_model_params(params):
+    """Make ``coref.run`` fit ``PairwiseModel(**params)`` per fold (``{}``: the defaults)."""
+    import functools
+
+    import coref.pipeline
+    from coref.model import PairwiseModel
+
+    coref.pipeline._model_cls = lambda: functools.partial(PairwiseModel, **params)
+
+
+def use_gibbs_params(params):
+    """Make ``coref.run`` sample with ``GibbsCoref(..., **params)`` (``{}``: the defaults)."""
+    import functools
+
+    import coref.inference
+    from coref.gibbs import GibbsCoref
+
+    coref.inference._gibbs_cls = lambda: functools.partial(GibbsCoref, **params)
 
 
 def run_set(name, sampler, seed=0):
@@ -82,7 +106,27 @@ def main(argv=None):
     ap.add_argument("--sampler", default="racing", choices=("racing", "exact", "both"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", default=None, help="also write the table as CSV (atomically)")
+    ap.add_argument("--params", default="{}", metavar="JSON",
+                    help='PairwiseModel parameters for every fold, e.g. \'{"objective": "logistic"}\' '
+                         "(default {}: the shipped defaults)")
+    ap.add_argument("--gibbs", default="{}", metavar="JSON",
+                    help='extra GibbsCoref parameters, e.g. \'{"merge_moves": 10}\' (default {})')
     args = ap.parse_args(argv)
+    import json
+
+    given = {}
+    for opt in ("params", "gibbs"):
+        try:
+            given[opt] = json.loads(getattr(args, opt))
+        except json.JSONDecodeError as exc:
+            ap.error(f"--{opt} is not valid JSON ({exc})")
+        if not isinstance(given[opt], dict):
+            ap.error(f"--{opt} must be a JSON object; got {getattr(args, opt)!r}")
+    use_model_params(given["params"])
+    use_gibbs_params(given["gibbs"])
+    for opt, what in (("params", "PairwiseModel"), ("gibbs", "GibbsCoref")):
+        if given[opt]:
+            print(f"{what} parameters: {json.dumps(given[opt], sort_keys=True)}")
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = [s for s in names if s not in SETS]
     if unknown:

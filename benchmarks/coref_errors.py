@@ -20,7 +20,15 @@ clustered, then, over the scored mentions of one sampler:
   ``affil_differs``       both affiliations present, no word in common
   ``affil_missing``       one of them has no affiliation
 
+With ``--energy``, each scored block's error is also classed as a MODEL or a SEARCH error
+with the fold's own fitted model (saved by the run in ``.checkpoint/<key>/model_fold<k>``): the
+log-score E(y) = sum_{i < j, y_i = y_j} f(x_i, x_j) (natural log) of the predicted and of
+the gold clustering of the block's labeled mentions (the block encoded whole, as Gibbs
+does).  E(gold) > E(pred): the model prefers the truth and the sampler did not reach it
+(search error); otherwise the model itself prefers the wrong clustering (model error).
+
     python benchmarks/coref_errors.py --run /tmp/feat_base --data data/aminer_na [--sampler racing] [--top 15]
+                                      [--energy]
 
 Counts are over pairs, so big blocks dominate; the block table shows where.
 """
@@ -117,6 +125,42 @@ def analyse(clusters, df, sampler, top):
     return blocks, totals, n_missed, n_wrong
 
 
+def energies(run, clusters, df, sampler):
+    """Per scored block: fold, E(pred), E(gold) (natural log) and the block's F1 lost.
+
+    Blocks whose fold model is not in ``run/.checkpoint`` are left out (counted by the caller).
+    """
+    from coref.evaluate import b3
+    from coref.model import load_model
+
+    cs = clusters[(clusters["sampler"] == sampler) & clusters["scored"].astype(bool)]
+    models, rows = {}, []
+    for block, sub in cs.groupby("block", sort=True):
+        fold = int(sub["fold"].iloc[0])
+        if fold not in models:
+            # .checkpoint/<settings key>/model_fold<k>; the newest run's if several
+            found = sorted((Path(run) / ".checkpoint").glob(f"*/model_fold{fold}"), key=lambda p: p.stat().st_mtime)
+            models[fold] = load_model(found[-1])[0] if found else None
+        model = models[fold]
+        if model is None:
+            continue
+        whole = df[df["block"].astype(str) == str(block)].sort_values("mention_id", kind="stable")
+        F = model.factor_matrix(model.encode(whole.reset_index(drop=True)))
+        pos = pd.Series(np.arange(len(whole)), index=whole["mention_id"].to_numpy())
+        idx = pos.loc[sub["mention_id"].astype(str)].to_numpy()
+        Fl = F[np.ix_(idx, idx)]
+        pred = sub["cluster_id"].astype(str).to_numpy()
+        gold = sub["gold"].astype(str).to_numpy()
+        upper = np.triu(np.ones(Fl.shape, dtype=bool), 1)
+        e_pred = float(Fl[(pred[:, None] == pred[None, :]) & upper].sum())
+        e_gold = float(Fl[(gold[:, None] == gold[None, :]) & upper].sum())
+        f1 = b3(pd.Series(pred, index=sub["mention_id"].to_numpy()),
+                pd.Series(gold, index=sub["mention_id"].to_numpy())).f1
+        rows.append({"block": block, "fold": fold, "n": len(sub), "e_pred": e_pred, "e_gold": e_gold,
+                     "lost": len(sub) * (1.0 - f1)})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", required=True, help="output directory of coref run (holds clusters.csv)")
@@ -124,6 +168,8 @@ def main(argv=None):
     ap.add_argument("--format", default=None)
     ap.add_argument("--sampler", default="racing")
     ap.add_argument("--top", type=int, default=15, help="worst blocks to list")
+    ap.add_argument("--energy", action="store_true",
+                    help="class each block's error as a model or a search error (fold models of the run)")
     args = ap.parse_args(argv)
     from coref.io import load_mentions
 
@@ -142,6 +188,23 @@ def main(argv=None):
     for k in KINDS:
         m, w = totals["missed"][k], totals["wrong"][k]
         print(f"{k:<20} {m:>9,} {m / max(n_missed, 1):>6.1%} {w:>9,} {w / max(n_wrong, 1):>6.1%}")
+    if args.energy:
+        e = energies(args.run, clusters, df, args.sampler)
+        n_blocks = blocks.shape[0]
+        if e.empty:
+            print(f"\nno fold model under {Path(args.run) / '.checkpoint'}: energies skipped")
+            return
+        err = e[e["lost"] > 1e-9]
+        search = err[err["e_gold"] > err["e_pred"] + 1e-9]
+        model = err[err["e_gold"] <= err["e_pred"] + 1e-9]
+        tot = max(err["lost"].sum(), 1e-12)
+        print(f"\nenergy E(y) = sum of f within clusters (natural log), fold models; {len(e)} of {n_blocks} "
+              f"blocks, {len(err)} with an error")
+        print(f"search errors (E(gold) > E(pred)): {len(search)} blocks, {search['lost'].sum() / tot:.0%} of the "
+              f"F1 lost; model errors (E(gold) <= E(pred)): {len(model)} blocks, {model['lost'].sum() / tot:.0%}")
+        print(f"sum over blocks: E(gold) {e['e_gold'].sum():,.1f}, E(pred) {e['e_pred'].sum():,.1f}")
+        worst = e.sort_values("lost", ascending=False).head(args.top)
+        print(worst.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
 
 
 if __name__ == "__main__":
