@@ -26,12 +26,27 @@ OLD_TOL = 5e-4 * LN10  # the former fixed tolerance of bench_bounds_table1.py
 
 
 def _load(name):
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    """Import a benchmark script; ``sys.path`` is restored afterwards.
+
+    ``bench_bounds_anytime`` prepends the repository root to ``sys.path`` (to measure the
+    checkout); left in place, the checkout would shadow the installed build in every later
+    import, including the Dask worker processes of tests/coref, which inherit ``sys.path``.
+    """
+    saved = list(sys.path)
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path[:] = saved
     return mod
+
+
+def test_loading_a_benchmark_leaves_sys_path_alone():
+    before = list(sys.path)
+    _load("bench_bounds_anytime")
+    assert sys.path == before
 
 
 @pytest.fixture(scope="module")
