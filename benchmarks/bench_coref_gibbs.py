@@ -16,7 +16,7 @@ interleaved block by block, so that load on a shared machine hits both alike.
         [--folds 5] [--seed 0] [--repeat 1] [--json OUT.json]
 
 A variant is ``NAME:key=value,...`` with GibbsCoref keyword arguments (ints, floats,
-``None``, strings).
+``None``, ``True`` / ``False``, strings).
 
 Run it from the repository root with ``PYTHONPATH=$PWD`` to measure the checkout
 (``python benchmarks/...`` puts ``benchmarks/`` first on sys.path, so without it the
@@ -54,6 +54,8 @@ import pandas as pd
 def _parse_value(v):
     if v == "None":
         return None
+    if v in ("True", "False"):     # not the truthy string "False"
+        return v == "True"
     for cast in (int, float):
         try:
             return cast(v)
