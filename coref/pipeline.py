@@ -394,9 +394,12 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
                     if f not in fit_s:
                         fit_s[f] = _load_fold_model(store, f)[1]
 
+            # fold by fold, every sampler on the fold before the next fold: the samplers'
+            # wall times (metrics.json) then see the same machine load, not one the first
+            # half of the run and another the second
             items = []
-            for s in samplers:
-                for f in range(folds):
+            for f in range(folds):
+                for s in samplers:
                     for b in blocks_by_fold[f]:
                         if (s, f, b) not in results:
                             items.append((s, f, b, groups[b], None))
