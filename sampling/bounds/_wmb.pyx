@@ -3,13 +3,21 @@
 
 ``lse_axis0`` is the power-sum elimination of a mini-bucket variable,
 ``lambda = rho * log sum_{x_k} exp(F / rho)`` ([1] Eq. 5), over a table viewed
-as ``(card_k, n_rest)``. Inputs are validated by the caller; the pure-Python
-twin is ``_wmb_py.lse_axis0``.
+as ``(card_k, n_rest)``. ``lse_axes`` is the log-sum-exp of a C-ordered table
+over any set of its axes (the marginals of the backward pass and of moment
+matching, [1] Sec. 4), computed in two passes over the table in memory order
+without a temporary of the table's size. ``cond_add`` turns a mini-bucket table
+into its conditional belief plus an incoming backward message in place, and
+``broadcast_add`` adds log tables over sub-scopes into a table. Inputs are
+validated by the caller (shapes are checked here); the pure-Python twins are in
+``_wmb_py``.
 
 [1] Q. Liu and A. Ihler, "Bounding the partition function using Hölder's
     inequality", ICML 2011.
 """
 from libc.math cimport exp, log, INFINITY
+
+DEF MAX_DIMS = 64
 
 
 def lse_axis0(const double[:, ::1] table,   # IN  (card, n): log values, -inf allowed
@@ -38,3 +46,225 @@ def lse_axis0(const double[:, ::1] table,   # IN  (card, n): log values, -inf al
         for j in range(n):
             if out[j] > -INFINITY:
                 out[j] = out[j] + weight * log(work[j])
+
+
+cdef Py_ssize_t _merge_dims(const Py_ssize_t[::1] shape, const unsigned char[::1] reduce,
+                            Py_ssize_t* lens, Py_ssize_t* ostride, Py_ssize_t* total,
+                            Py_ssize_t* nout) except -1:
+    """Drop length-1 axes, merge neighbours of the same kind; out strides (0 on reduced axes).
+
+    Returns the number of merged dimensions (>= 1); ``total`` and ``nout`` get the
+    table's and the output's number of entries.
+    """
+    cdef Py_ssize_t nd = shape.shape[0], i, d = 0, s
+    cdef unsigned char red[MAX_DIMS]
+    if reduce.shape[0] != nd:
+        raise ValueError(f"reduce must have one flag per axis ({nd}); got {reduce.shape[0]}")
+    if nd > MAX_DIMS:
+        raise ValueError(f"at most {MAX_DIMS} axes are supported; got {nd}")
+    total[0] = 1
+    for i in range(nd):
+        if shape[i] < 0:
+            raise ValueError(f"axis lengths must be >= 0; got {shape[i]} at axis {i}")
+        total[0] *= shape[i]
+        if shape[i] == 1:
+            continue
+        if d > 0 and red[d - 1] == (reduce[i] != 0):
+            lens[d - 1] *= shape[i]
+        else:
+            lens[d] = shape[i]
+            red[d] = reduce[i] != 0
+            d += 1
+    if d == 0:
+        lens[0] = 1
+        red[0] = 0
+        d = 1
+    s = 1
+    for i in range(d - 1, -1, -1):
+        if red[i]:
+            ostride[i] = 0
+        else:
+            ostride[i] = s
+            s *= lens[i]
+    nout[0] = s
+    return d
+
+
+def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered log table, -inf allowed
+             const Py_ssize_t[::1] shape,        # IN  (nd,): axis lengths
+             const unsigned char[::1] reduce,    # IN  (nd,): 1 on the axes summed out
+             double[::1] out,                    # OUT (n_kept,): log sum over the reduced axes
+             double[::1] work):                  # INOUT (n_kept,): scratch
+    """``out = log sum_{reduced axes} exp(table)`` (kept axes in table order); -inf where all are -inf."""
+    cdef Py_ssize_t lens[MAX_DIMS]
+    cdef Py_ssize_t ostride[MAX_DIMS]
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t total, nout, d, inner, nouter, o, j, k, ib, ob
+    cdef bint inner_red
+    cdef double m, s, v
+    d = _merge_dims(shape, reduce, lens, ostride, &total, &nout)
+    if table.shape[0] != total:
+        raise ValueError(f"table must have {total} entries; got {table.shape[0]}")
+    if out.shape[0] != nout or work.shape[0] != nout:
+        raise ValueError(f"out and work must have length {nout}; got {out.shape[0]} and {work.shape[0]}")
+    for j in range(nout):
+        out[j] = -INFINITY
+        work[j] = 0.0
+    if total == 0:
+        return
+    with nogil:
+        inner = lens[d - 1]
+        inner_red = ostride[d - 1] == 0
+        nouter = total // inner
+        # pass 1: maxima
+        for k in range(d):
+            idx[k] = 0
+        ib = 0
+        ob = 0
+        for o in range(nouter):
+            if inner_red:
+                m = out[ob]
+                for j in range(inner):
+                    v = table[ib + j]
+                    if v > m:
+                        m = v
+                out[ob] = m
+            else:
+                for j in range(inner):
+                    v = table[ib + j]
+                    if v > out[ob + j]:
+                        out[ob + j] = v
+            ib += inner
+            k = d - 2
+            while k >= 0:
+                idx[k] += 1
+                ob += ostride[k]
+                if idx[k] < lens[k]:
+                    break
+                ob -= ostride[k] * lens[k]
+                idx[k] = 0
+                k -= 1
+        # pass 2: sums of exp(table - max)
+        ib = 0
+        ob = 0
+        for o in range(nouter):
+            if inner_red:
+                m = out[ob]
+                if m > -INFINITY:
+                    s = work[ob]
+                    for j in range(inner):
+                        s = s + exp(table[ib + j] - m)
+                    work[ob] = s
+            else:
+                for j in range(inner):
+                    m = out[ob + j]
+                    if m > -INFINITY:
+                        work[ob + j] = work[ob + j] + exp(table[ib + j] - m)
+            ib += inner
+            k = d - 2
+            while k >= 0:
+                idx[k] += 1
+                ob += ostride[k]
+                if idx[k] < lens[k]:
+                    break
+                ob -= ostride[k] * lens[k]
+                idx[k] = 0
+                k -= 1
+        for j in range(nout):
+            if out[j] > -INFINITY:
+                out[j] = out[j] + log(work[j])
+
+
+def cond_add(double[:, ::1] table,      # INOUT (card, n): F in, log b(x_k | rest) (+ msg) out
+             const double[::1] lam,     # IN  (n,): the message rho * log sum_k exp(F / rho)
+             double weight,             # IN  rho > 0
+             const double[::1] msg,     # IN  (n,) or (0,): added to every row (empty: nothing added)
+             double log_card):          # IN  log(card): a -inf message gives the uniform -log_card
+    """``table[i, j] = (table[i, j] - lam[j]) / weight + msg[j]``, ``-log_card + msg[j]`` where ``lam[j]`` is -inf."""
+    cdef Py_ssize_t card = table.shape[0], n = table.shape[1], i, j
+    cdef double inv = 1.0 / weight, v
+    cdef bint scale = weight != 1.0
+    cdef bint add = msg.shape[0] != 0
+    if lam.shape[0] != n or (add and msg.shape[0] != n):
+        raise ValueError(f"lam (and a non-empty msg) must have length {n}; got {lam.shape[0]} and {msg.shape[0]}")
+    with nogil:
+        for i in range(card):
+            for j in range(n):
+                if lam[j] > -INFINITY:
+                    v = table[i, j] - lam[j]
+                    if scale:
+                        v = v * inv
+                else:
+                    v = -log_card
+                if add:
+                    v = v + msg[j]
+                table[i, j] = v
+
+
+def broadcast_add(double[::1] out,                  # INOUT (prod(shape),): C-ordered table over the out scope
+                  const Py_ssize_t[::1] shape,      # IN  (nd,): axis lengths of out
+                  const double[::1] table,          # IN  C-ordered table over a sub-scope
+                  const Py_ssize_t[::1] tstride):   # IN  (nd,): stride of table per out axis (0: absent)
+    """``out[x] += table[sum_a x_a * tstride[a]]`` for every entry ``x`` of ``out`` (C order)."""
+    cdef Py_ssize_t nd = shape.shape[0], total = 1, i, k, o, j, inner, istr, nouter, tb, span = 0, d = 0
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t lens[MAX_DIMS]
+    cdef Py_ssize_t strd[MAX_DIMS]
+    cdef double v0
+    if nd > MAX_DIMS:
+        raise ValueError(f"at most {MAX_DIMS} axes are supported; got {nd}")
+    if tstride.shape[0] != nd:
+        raise ValueError(f"tstride must have one entry per axis ({nd}); got {tstride.shape[0]}")
+    for i in range(nd):
+        if shape[i] < 0 or tstride[i] < 0:
+            raise ValueError(f"axis lengths and strides must be >= 0; got {shape[i]} and {tstride[i]} at axis {i}")
+        total *= shape[i]
+        if shape[i] > 0:
+            span += (shape[i] - 1) * tstride[i]
+    if out.shape[0] != total:
+        raise ValueError(f"out must have {total} entries; got {out.shape[0]}")
+    if total == 0:
+        return
+    if span >= table.shape[0]:
+        raise ValueError(f"table has {table.shape[0]} entries; the strides reach entry {span}")
+    # drop length-1 axes; merge an axis into the previous one when the strides line up
+    for i in range(nd):
+        if shape[i] == 1:
+            continue
+        if d > 0 and strd[d - 1] == tstride[i] * shape[i]:
+            lens[d - 1] *= shape[i]
+            strd[d - 1] = tstride[i]
+        else:
+            lens[d] = shape[i]
+            strd[d] = tstride[i]
+            d += 1
+    if d == 0:
+        lens[0] = 1
+        strd[0] = 0
+        d = 1
+    inner = lens[d - 1]
+    istr = strd[d - 1]
+    nouter = total // inner
+    with nogil:
+        for k in range(d):
+            idx[k] = 0
+        tb = 0
+        o = 0
+        for i in range(nouter):
+            if istr == 0:
+                v0 = table[tb]
+                for j in range(inner):
+                    out[o + j] = out[o + j] + v0
+            else:
+                for j in range(inner):
+                    out[o + j] = out[o + j] + table[tb + j * istr]
+            o += inner
+            k = d - 2
+            while k >= 0:
+                idx[k] += 1
+                tb += strd[k]
+                if idx[k] < lens[k]:
+                    break
+                tb -= strd[k] * lens[k]
+                idx[k] = 0
+                k -= 1

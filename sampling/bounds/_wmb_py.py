@@ -1,5 +1,14 @@
-"""Pure-Python reference twin of ``_wmb.pyx`` (used by the tests, never as a silent fallback)."""
+"""Pure-Python reference twin of ``_wmb.pyx`` (used by the tests, never as a silent fallback).
+
+Each function repeats the kernel's loops and floating-point operations in the same
+order (``math.exp`` / ``math.log`` are the C library's), so the results are
+bit-identical to the compiled kernels.
+"""
+import math
+
 import numpy as np
+
+_MAX_DIMS = 64
 
 
 def lse_axis0(table, weight, out, work):
@@ -16,3 +25,157 @@ def lse_axis0(table, weight, out, work):
         s = sum(np.exp((v - m) / weight) for v in col)
         out[j] = m + weight * np.log(s)
         work[j] = s
+
+
+def _merge_dims(shape, reduce):
+    nd = len(shape)
+    if len(reduce) != nd:
+        raise ValueError(f"reduce must have one flag per axis ({nd}); got {len(reduce)}")
+    if nd > _MAX_DIMS:
+        raise ValueError(f"at most {_MAX_DIMS} axes are supported; got {nd}")
+    total = 1
+    lens, red = [], []
+    for i in range(nd):
+        if shape[i] < 0:
+            raise ValueError(f"axis lengths must be >= 0; got {shape[i]} at axis {i}")
+        total *= int(shape[i])
+        if shape[i] == 1:
+            continue
+        r = bool(reduce[i])
+        if lens and red[-1] == r:
+            lens[-1] *= int(shape[i])
+        else:
+            lens.append(int(shape[i]))
+            red.append(r)
+    if not lens:
+        lens, red = [1], [False]
+    ostride = [0] * len(lens)
+    s = 1
+    for i in range(len(lens) - 1, -1, -1):
+        if not red[i]:
+            ostride[i] = s
+            s *= lens[i]
+    return lens, ostride, total, s
+
+
+def _odometer(lens, strides):
+    """Offsets (by the strides) of the outer multi-indices of ``lens[:-1]`` in C order."""
+    d = len(lens)
+    idx = [0] * d
+    base = 0
+    n_outer = math.prod(lens[:-1])
+    for _ in range(n_outer):
+        yield base
+        k = d - 2
+        while k >= 0:
+            idx[k] += 1
+            base += strides[k]
+            if idx[k] < lens[k]:
+                break
+            base -= strides[k] * lens[k]
+            idx[k] = 0
+            k -= 1
+
+
+def lse_axes(table, shape, reduce, out, work):
+    """``out = log sum_{reduced axes} exp(table)`` (kept axes in table order); -inf where all are -inf."""
+    lens, ostride, total, nout = _merge_dims(list(shape), list(reduce))
+    if table.shape[0] != total:
+        raise ValueError(f"table must have {total} entries; got {table.shape[0]}")
+    if out.shape[0] != nout or work.shape[0] != nout:
+        raise ValueError(f"out and work must have length {nout}; got {out.shape[0]} and {work.shape[0]}")
+    t = [float(v) for v in table]
+    o = [-math.inf] * nout
+    w = [0.0] * nout
+    if total:
+        inner = lens[-1]
+        inner_red = ostride[-1] == 0
+        ib = 0
+        for ob in _odometer(lens, ostride):
+            if inner_red:
+                o[ob] = max([o[ob]] + t[ib:ib + inner])
+            else:
+                for j in range(inner):
+                    if t[ib + j] > o[ob + j]:
+                        o[ob + j] = t[ib + j]
+            ib += inner
+        ib = 0
+        for ob in _odometer(lens, ostride):
+            if inner_red:
+                m = o[ob]
+                if m > -math.inf:
+                    s = w[ob]
+                    for j in range(inner):
+                        s = s + math.exp(t[ib + j] - m)
+                    w[ob] = s
+            else:
+                for j in range(inner):
+                    m = o[ob + j]
+                    if m > -math.inf:
+                        w[ob + j] = w[ob + j] + math.exp(t[ib + j] - m)
+            ib += inner
+        for j in range(nout):
+            if o[j] > -math.inf:
+                o[j] = o[j] + math.log(w[j])
+    out[:] = o
+    work[:] = w
+
+
+def cond_add(table, lam, weight, msg, log_card):
+    """``table[i, j] = (table[i, j] - lam[j]) / weight + msg[j]``, ``-log_card + msg[j]`` where ``lam[j]`` is -inf."""
+    card, n = table.shape
+    add = msg.shape[0] != 0
+    if lam.shape[0] != n or (add and msg.shape[0] != n):
+        raise ValueError(f"lam (and a non-empty msg) must have length {n}; got {lam.shape[0]} and {msg.shape[0]}")
+    inv = 1.0 / weight
+    for i in range(card):
+        for j in range(n):
+            if lam[j] > -math.inf:
+                v = float(table[i, j]) - float(lam[j])
+                if weight != 1.0:
+                    v = v * inv
+            else:
+                v = -log_card
+            if add:
+                v = v + float(msg[j])
+            table[i, j] = v
+
+
+def broadcast_add(out, shape, table, tstride):
+    """``out[x] += table[sum_a x_a * tstride[a]]`` for every entry ``x`` of ``out`` (C order)."""
+    nd = len(shape)
+    if nd > _MAX_DIMS:
+        raise ValueError(f"at most {_MAX_DIMS} axes are supported; got {nd}")
+    if len(tstride) != nd:
+        raise ValueError(f"tstride must have one entry per axis ({nd}); got {len(tstride)}")
+    total, span = 1, 0
+    for i in range(nd):
+        if shape[i] < 0 or tstride[i] < 0:
+            raise ValueError(f"axis lengths and strides must be >= 0; got {shape[i]} and {tstride[i]} at axis {i}")
+        total *= int(shape[i])
+        if shape[i] > 0:
+            span += (int(shape[i]) - 1) * int(tstride[i])
+    if out.shape[0] != total:
+        raise ValueError(f"out must have {total} entries; got {out.shape[0]}")
+    if total == 0:
+        return
+    if span >= table.shape[0]:
+        raise ValueError(f"table has {table.shape[0]} entries; the strides reach entry {span}")
+    lens, strd = [], []
+    for i in range(nd):
+        if shape[i] == 1:
+            continue
+        if lens and strd[-1] == tstride[i] * shape[i]:
+            lens[-1] *= int(shape[i])
+            strd[-1] = int(tstride[i])
+        else:
+            lens.append(int(shape[i]))
+            strd.append(int(tstride[i]))
+    if not lens:
+        lens, strd = [1], [0]
+    inner, istr = lens[-1], strd[-1]
+    o = 0
+    for tb in _odometer(lens, strd):
+        for j in range(inner):
+            out[o + j] = float(out[o + j]) + float(table[tb + j * istr])
+        o += inner

@@ -45,23 +45,45 @@ import numpy as np
 from .._rng import as_generator
 from ..exceptions import ConvergenceWarning
 from .exact import _check_memory, default_order
+from .._build import load_kernel
 from .model import GraphicalModel, _broadcast_sum, _logsumexp0, _strides
 from .ordering import PseudoTree, _check_order
 
 __all__ = ["BuildInterrupted", "Lookup", "LookupTables", "WeightedMiniBucket"]
 
 _BYTES = 8
+_kernels = load_kernel("sampling.bounds._wmb")
 
 
 def _lse_all(a):
-    m = a.max() if a.size else -np.inf
-    if not np.isfinite(m):
-        return -np.inf
-    return float(m + np.log(np.exp(a - m).sum()))
+    """log-sum-exp of all entries of ``a`` (a Python float), -inf when all are -inf or ``a`` is empty."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    out = np.empty(1)
+    _kernels.lse_axes(a.reshape(-1), np.array(a.shape, dtype=np.intp), np.ones(a.ndim, dtype=np.uint8),
+                      out, np.empty(1))
+    return float(out[0])
 
 
 def _lse_axes(a, axes):
-    """log-sum-exp over ``axes`` (tuple), -inf safe."""
+    """log-sum-exp over ``axes`` (tuple of non-negative ints), -inf safe (an all -inf slice gives -inf).
+
+    Runs the compiled kernel ``_wmb.lse_axes``: two passes over ``a`` in memory order,
+    no temporary the size of ``a``. Returns ``a`` itself when ``axes`` is empty.
+    """
+    if not axes:
+        return a
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    red = np.zeros(a.ndim, dtype=np.uint8)
+    red[list(axes)] = 1
+    kept = tuple(n for n, r in zip(a.shape, red) if not r)
+    n = math.prod(kept)
+    out = np.empty(n)
+    _kernels.lse_axes(a.reshape(-1), np.array(a.shape, dtype=np.intp), red, out, np.empty(n))
+    return out.reshape(kept)
+
+
+def _lse_axes_numpy(a, axes):
+    """NumPy version of :func:`_lse_axes` (several temporaries the size of ``a``; tests, benchmarks)."""
     if not axes:
         return a
     m = a.max(axis=axes, keepdims=True)
@@ -72,12 +94,35 @@ def _lse_axes(a, axes):
     return np.squeeze(out, axis=axes)
 
 
-def _cond_inplace(F, lam, w):
-    """Turn a mini-bucket table into ``log b(x_k | rest) = (F - lam) / w`` in place.
+def _lse_all_numpy(a):
+    """NumPy version of :func:`_lse_all` (tests, benchmarks)."""
+    m = a.max() if a.size else -np.inf
+    if not np.isfinite(m):
+        return -np.inf
+    return float(m + np.log(np.exp(a - m).sum()))
+
+
+def _cond_inplace(F, lam, w, msg=None):
+    """Turn a mini-bucket table into ``log b(x_k | rest) = (F - lam) / w`` (+ ``msg``) in place.
 
     Where ``lam`` is ``-inf`` (the whole slice is zero) the conditional is set
     uniform, so the proposal stays normalised there (f = 0 on such slices).
+    ``msg`` (shape ``F.shape[1:]``), when given, is added to every ``x_k`` row
+    (the backward pass's ``log b_parent``). ``F`` must be C-contiguous; one compiled
+    pass (``_wmb.cond_add``).
     """
+    if not F.flags.c_contiguous:
+        raise ValueError("_cond_inplace needs a C-contiguous table")
+    card = F.shape[0]
+    F2 = F.reshape(card, -1)  # a view: F is C-contiguous
+    lam = np.ascontiguousarray(lam, dtype=np.float64).reshape(-1)
+    m = _EMPTY if msg is None else np.ascontiguousarray(msg, dtype=np.float64).reshape(-1)
+    _kernels.cond_add(F2, lam, float(w), m, math.log(card))
+    return F
+
+
+def _cond_inplace_numpy(F, lam, w, msg=None):
+    """NumPy version of :func:`_cond_inplace` (tests, benchmarks)."""
     with np.errstate(invalid="ignore"):
         F -= lam[None]
     if w != 1.0:
@@ -86,7 +131,12 @@ def _cond_inplace(F, lam, w):
     if bad.any():
         F2 = F.reshape(F.shape[0], -1)  # a view: F is C-contiguous
         F2[:, bad] = -math.log(F.shape[0])
+    if msg is not None:
+        F += msg[None]
     return F
+
+
+_EMPTY = np.empty(0)
 
 
 def _common_vars(st, mbs, k):
@@ -674,9 +724,7 @@ class WeightedMiniBucket:
                 ok = np.isfinite(lm) & np.isfinite(lam)
                 nu[c] = np.where(ok, wc * np.where(ok, lm, 0.0) - np.where(ok, lam, 0.0), -np.inf)
                 if pending[c] > 0:
-                    lb = _cond_inplace(self._F[c], lam, wc)
-                    lb += lm[None]
-                    logb[c] = lb
+                    logb[c] = _cond_inplace(self._F[c], lam, wc, lm)
                 self._F[c] = None  # consumed; the next forward pass rebuilds it
         return nu
 
