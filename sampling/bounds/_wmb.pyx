@@ -268,3 +268,58 @@ def broadcast_add(double[::1] out,                  # INOUT (prod(shape),): C-or
                 tb -= strd[k] * lens[k]
                 idx[k] = 0
                 k -= 1
+
+
+
+def match_stats(const double[:, ::1] F,        # IN  (card, n): mini-bucket table F_kj, -inf allowed
+                const double[::1] nu,          # IN  (n,): backward information nu_kj (message scope)
+                const double[::1] lam,         # IN  (n,): rho * log sum_k exp(F / rho)
+                double weight,                 # IN  rho > 0
+                const Py_ssize_t[::1] omap,    # IN  (n,): offset in the common marginal of each rest entry
+                Py_ssize_t ostride0,           # IN  stride of x_k in the common marginal
+                double[::1] mx,                # OUT (n_common,): max of log b over each marginal slice
+                double[::1] work,              # OUT (n_common,): sum exp(log b - mx) per slice
+                double[::1] hw):               # OUT (n_common,): sum exp(log b - mx) * log b(x_k|rest) per slice
+    """Moment-matching and entropy statistics of ``log b = (F + nu) / rho`` without a table-size temporary.
+
+    Per entry ``(i, j)`` of ``F`` (``i`` = x_k, ``j`` = the rest in C order), with slice
+    ``o = i * ostride0 + omap[j]`` of the common marginal: ``mx[o] = max log b``,
+    ``work[o] = sum exp(log b - mx[o])``, ``hw[o] = sum exp(log b - mx[o]) * c`` over the
+    entries whose conditional ``c = (F - lam[j]) / rho`` is finite. A slice whose entries are
+    all -inf keeps ``mx = -inf`` and zero sums.
+    """
+    cdef Py_ssize_t card = F.shape[0], n = F.shape[1], nout = mx.shape[0], i, j, o, top = 0
+    cdef double inv = 1.0 / weight, v, mo, e, c
+    if nu.shape[0] != n or lam.shape[0] != n or omap.shape[0] != n:
+        raise ValueError(f"nu, lam and omap must have length {n}; got {nu.shape[0]}, {lam.shape[0]} and {omap.shape[0]}")
+    if work.shape[0] != nout or hw.shape[0] != nout:
+        raise ValueError(f"mx, work and hw must have one length; got {nout}, {work.shape[0]} and {hw.shape[0]}")
+    for j in range(n):
+        if omap[j] < 0:
+            raise ValueError(f"omap must be >= 0; got {omap[j]} at {j}")
+        if omap[j] > top:
+            top = omap[j]
+    if card > 0 and n > 0 and (ostride0 < 0 or ostride0 * (card - 1) + top >= nout):
+        raise ValueError(f"the marginal offsets reach {ostride0 * (card - 1) + top}; mx has {nout} entries")
+    with nogil:
+        for o in range(nout):
+            mx[o] = -INFINITY
+            work[o] = 0.0
+            hw[o] = 0.0
+        for i in range(card):
+            for j in range(n):
+                v = (F[i, j] + nu[j]) * inv
+                o = i * ostride0 + omap[j]
+                if v > mx[o]:
+                    mx[o] = v
+        for i in range(card):
+            for j in range(n):
+                o = i * ostride0 + omap[j]
+                mo = mx[o]
+                if mo > -INFINITY:
+                    v = (F[i, j] + nu[j]) * inv
+                    e = exp(v - mo)
+                    work[o] = work[o] + e
+                    c = (F[i, j] - lam[j]) * inv
+                    if c > -INFINITY and c < INFINITY:
+                        hw[o] = hw[o] + e * c

@@ -179,3 +179,44 @@ def broadcast_add(out, shape, table, tstride):
         for j in range(inner):
             out[o + j] = float(out[o + j]) + float(table[tb + j * istr])
         o += inner
+
+
+def match_stats(F, nu, lam, weight, omap, ostride0, mx, work, hw):
+    """Moment-matching and entropy statistics of ``log b = (F + nu) / rho`` (see ``_wmb.match_stats``)."""
+    card, n = F.shape
+    nout = mx.shape[0]
+    if nu.shape[0] != n or lam.shape[0] != n or omap.shape[0] != n:
+        raise ValueError(f"nu, lam and omap must have length {n}; got {nu.shape[0]}, {lam.shape[0]} and {omap.shape[0]}")
+    if work.shape[0] != nout or hw.shape[0] != nout:
+        raise ValueError(f"mx, work and hw must have one length; got {nout}, {work.shape[0]} and {hw.shape[0]}")
+    top = 0
+    for j in range(n):
+        if omap[j] < 0:
+            raise ValueError(f"omap must be >= 0; got {omap[j]} at {j}")
+        top = max(top, int(omap[j]))
+    if card > 0 and n > 0 and (ostride0 < 0 or ostride0 * (card - 1) + top >= nout):
+        raise ValueError(f"the marginal offsets reach {ostride0 * (card - 1) + top}; mx has {nout} entries")
+    inv = 1.0 / weight
+    m = [-math.inf] * nout
+    w = [0.0] * nout
+    h = [0.0] * nout
+    for i in range(card):
+        for j in range(n):
+            v = (float(F[i, j]) + float(nu[j])) * inv
+            o = i * ostride0 + int(omap[j])
+            if v > m[o]:
+                m[o] = v
+    for i in range(card):
+        for j in range(n):
+            o = i * ostride0 + int(omap[j])
+            mo = m[o]
+            if mo > -math.inf:
+                v = (float(F[i, j]) + float(nu[j])) * inv
+                e = math.exp(v - mo)
+                w[o] = w[o] + e
+                c = (float(F[i, j]) - float(lam[j])) * inv
+                if -math.inf < c < math.inf:
+                    h[o] = h[o] + e * c
+    mx[:] = m
+    work[:] = w
+    hw[:] = h

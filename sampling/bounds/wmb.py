@@ -139,6 +139,72 @@ def _cond_inplace_numpy(F, lam, w, msg=None):
 _EMPTY = np.empty(0)
 
 
+def _match_stats(F, nu, lam, w, scope, common):
+    """Marginal and entropy of a mini-bucket's belief for moment matching and the weight step.
+
+    With ``log b = (F + nu) / w - z`` (``z`` normalises ``b`` over the whole table), returns
+    ``(log_mu, H)``: ``log_mu`` the log marginal of ``b`` on the ``common`` variables (shape
+    of those axes, in scope order; -inf where the slice is all zero) and ``H = -sum b * c``
+    with ``c = (F - lam) / w`` the conditional ``log b(x_k | rest)``, over its finite entries
+    ([1]_ Sec. 4, Eq. 9). ``lam = None`` skips the entropy (``H = 0``). Returns ``None`` when
+    ``b`` is zero everywhere. One compiled pair of passes (``_wmb.match_stats``): no
+    temporary the size of ``F``.
+    """
+    card = F.shape[0]
+    nd = F.ndim
+    common = set(common)
+    cax = [a for a in range(nd) if scope[a] in common]
+    cshape = tuple(F.shape[a] for a in cax)
+    cst = dict(zip(cax, _strides(cshape).tolist()))
+    rest = F.shape[1:]
+    omap = np.zeros(rest, dtype=np.intp)
+    for a in range(1, nd):
+        if a in cst and F.shape[a] > 1:
+            shp = [1] * (nd - 1)
+            shp[a - 1] = F.shape[a]
+            omap += (np.arange(F.shape[a], dtype=np.intp) * cst[a]).reshape(shp)
+    n = omap.size
+    nc = math.prod(cshape)
+    mx, work, hw = np.empty(nc), np.empty(nc), np.empty(nc)
+    lam = np.full(n, -np.inf) if lam is None else np.ascontiguousarray(lam, dtype=np.float64).reshape(-1)
+    _kernels.match_stats(F.reshape(card, n), np.ascontiguousarray(nu, dtype=np.float64).reshape(-1), lam,
+                         float(w), omap.reshape(-1), int(cst[0]), mx, work, hw)
+    fin = mx > -np.inf
+    if not fin.any():
+        return None
+    raw = np.full(nc, -np.inf)
+    raw[fin] = mx[fin] + np.log(work[fin])
+    zm = raw[fin].max()
+    z = zm + math.log(float(np.exp(raw[fin] - zm).sum()))
+    raw[fin] -= z
+    H = -float(np.dot(np.exp(mx[fin] - z), hw[fin]))
+    return raw.reshape(cshape), H
+
+
+def _match_stats_numpy(F, nu, lam, w, scope, common):
+    """NumPy version of :func:`_match_stats` (the code it replaced; tests, benchmarks).
+
+    As before, when no axis is summed out ``log_mu`` aliases the table that ``exp`` then
+    overwrites; a WMB never gets there (no mini-bucket's scope lies inside all the others
+    of its bucket: the partition would have merged it).
+    """
+    logb = np.add(F, nu[None])
+    logb *= 1.0 / w
+    z = _lse_all_numpy(logb)
+    if not np.isfinite(z):
+        return None
+    logb -= z
+    common = set(common)
+    logmu = _lse_axes_numpy(logb, tuple(i for i, u in enumerate(scope) if u not in common))
+    if lam is None:
+        return logmu, 0.0
+    with np.errstate(invalid="ignore"):
+        cond = (F - lam[None]) / w
+    b = np.exp(logb, out=logb)
+    fin = np.isfinite(cond)
+    return logmu, float(-np.sum(b[fin] * cond[fin]))
+
+
 def _common_vars(st, mbs, k):
     """Variables shared by all mini-buckets of bucket ``k`` (just ``k`` for a single mini-bucket)."""
     if len(mbs) <= 1:
@@ -655,24 +721,12 @@ class WeightedMiniBucket:
         logmu, H = [], []
         for c, wc in zip(mbs, w):
             F = self._F[c]
-            lam = _logsumexp0(F, wc)
-            logb = np.add(F, nu[c][None])
-            logb *= 1.0 / wc
-            z = _lse_all(logb)
-            if not np.isfinite(z):
+            lam = _logsumexp0(F, wc) if self.weight_step > 0 else None
+            got = _match_stats(F, nu[c], lam, wc, self._st["scope"][c], self._common[c])
+            if got is None:
                 return
-            logb -= z
-            sc = self._st["scope"][c]
-            common = set(self._common[c])
-            logmu.append(_lse_axes(logb, tuple(i for i, u in enumerate(sc) if u not in common)))
-            if self.weight_step > 0:
-                with np.errstate(invalid="ignore"):
-                    cond = (F - lam[None]) / wc
-                b = np.exp(logb, out=logb)
-                fin = np.isfinite(cond)
-                H.append(float(-np.sum(b[fin] * cond[fin])))
-                del b, cond
-            del logb
+            logmu.append(got[0])
+            H.append(got[1])
         if self.match:
             L = np.array(logmu)  # (m, *common shape)
             valid = np.all(np.isfinite(L), axis=0)

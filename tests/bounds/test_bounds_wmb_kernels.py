@@ -159,6 +159,7 @@ def _numpy_path(monkeypatch):
     monkeypatch.setattr(wmb_mod, "_lse_all", wmb_mod._lse_all_numpy)
     monkeypatch.setattr(wmb_mod, "_cond_inplace", wmb_mod._cond_inplace_numpy)
     monkeypatch.setattr(wmb_mod, "_broadcast_sum", model_mod._broadcast_sum_numpy)
+    monkeypatch.setattr(wmb_mod, "_match_stats", wmb_mod._match_stats_numpy)
 
 
 @pytest.mark.filterwarnings("ignore:weighted mini-bucket reparameterisation did not converge")
@@ -186,3 +187,67 @@ def test_wmb_with_kernels_equals_numpy_path_and_bounds_exact(seed, zero_prob, mo
     x2, q2 = w2.sample(50, rng=seed)
     np.testing.assert_array_equal(x2, x_new)
     np.testing.assert_array_equal(q2, q_new)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 2**31 - 1), shape=st.lists(st.integers(1, 4), min_size=1, max_size=5),
+       weight=st.sampled_from([1.0, 0.5, 0.013, 3.0]), zero_prob=_zero, entropy=st.booleans(), data=st.data())
+def test_match_stats_kernel_matches_twin_and_numpy(seed, shape, weight, zero_prob, entropy, data):
+    rng = np.random.default_rng(seed)
+    F = _table(rng, tuple(shape), zero_prob)
+    nu = _table(rng, tuple(shape[1:]), zero_prob / 2)
+    scope = tuple(range(20, 20 + len(shape)))
+    common = (scope[0],) + tuple(data.draw(st.lists(st.sampled_from(scope[1:]), unique=True)) if len(scope) > 1 else ())
+    lam = model_mod._logsumexp0(F, weight) if entropy else None
+    new = wmb_mod._match_stats(F, nu, lam, weight, scope, common)
+    old = wmb_mod._match_stats_numpy(F, nu, lam, weight, scope, common)
+    if len(common) == len(scope) and old is not None:
+        # the NumPy code returned its log b table aliased and overwritten by exp() when no
+        # axis is summed out (never the case in a WMB: a mini-bucket's scope is not inside
+        # all others of its bucket); the marginal is then the normalised log b itself
+        logb = (F + nu[None]) * (1.0 / weight)
+        old = (logb - wmb_mod._lse_all_numpy(logb), old[1])
+    assert (new is None) == (old is None)
+    if new is not None:
+        assert new[0].shape == old[0].shape
+        np.testing.assert_array_equal(np.isneginf(new[0]), np.isneginf(old[0]))
+        fin = np.isfinite(old[0])
+        np.testing.assert_allclose(new[0][fin], old[0][fin], rtol=1e-12, atol=1e-12)
+        assert new[1] == pytest.approx(old[1], rel=1e-11, abs=1e-12)
+        assert new[1] >= 0.0 or not entropy  # a conditional entropy
+    # kernel vs twin, bit-identical
+    card, n = shape[0], math.prod(shape[1:])
+    cshape = [s for u, s in zip(scope, shape) if u in set(common)]
+    cst = dict(zip([a for a, u in enumerate(scope) if u in set(common)], model_mod._strides(tuple(cshape)).tolist()))
+    omap = np.zeros(tuple(shape[1:]), dtype=np.intp)
+    for a in range(1, len(shape)):
+        if a in cst:
+            shp = [1] * (len(shape) - 1)
+            shp[a - 1] = shape[a]
+            omap = omap + (np.arange(shape[a]) * cst[a]).reshape(shp)
+    nc = math.prod(cshape)
+    lam_flat = np.full(n, -np.inf) if lam is None else lam.reshape(-1)
+    res = []
+    for mod in (_wmb, _wmb_py):
+        outs = (np.empty(nc), np.empty(nc), np.empty(nc))
+        mod.match_stats(F.reshape(card, n), nu.reshape(-1), lam_flat, weight, omap.reshape(-1).astype(np.intp), cst[0], *outs)
+        res.append(outs)
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)
+        assert not np.isnan(a).any()
+
+
+def test_match_stats_values_and_errors():
+    # one variable (card 2), b = (1/3, 2/3): marginal on x_k = b, H = -(1/3 ln 1/3 + 2/3 ln 2/3)
+    F = np.log(np.array([1.0, 2.0]))
+    lam = model_mod._logsumexp0(F)
+    log_mu, H = wmb_mod._match_stats(F, np.zeros(()), lam, 1.0, (0,), (0,))
+    np.testing.assert_allclose(log_mu, np.log([1 / 3, 2 / 3]), rtol=1e-14)
+    assert H == pytest.approx(-(np.log(1 / 3) / 3 + 2 * np.log(2 / 3) / 3), rel=1e-14)
+    assert wmb_mod._match_stats(np.full((2, 3), -np.inf), np.zeros(3), None, 1.0, (0, 1), (0,)) is None
+    with pytest.raises(ValueError, match="must have length 3"):
+        _wmb.match_stats(np.zeros((2, 3)), np.zeros(2), np.zeros(3), 1.0, np.zeros(3, dtype=np.intp), 1, np.empty(2), np.empty(2), np.empty(2))
+    with pytest.raises(ValueError, match="the marginal offsets reach 2"):
+        _wmb.match_stats(np.zeros((2, 3)), np.zeros(3), np.zeros(3), 1.0, np.zeros(3, dtype=np.intp), 2, np.empty(2), np.empty(2), np.empty(2))
+    with pytest.raises(ValueError, match="omap must be >= 0"):
+        _wmb_py.match_stats(np.zeros((2, 3)), np.zeros(3), np.zeros(3), 1.0, -np.ones(3, dtype=np.intp), 1, np.empty(2), np.empty(2), np.empty(2))
