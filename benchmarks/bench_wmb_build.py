@@ -9,7 +9,7 @@ For each instance (a UAI'08 pedigree under ``../shared/data/uai/pedigree`` or a 
 instance with its ``.evid`` under ``../shared/data/uai/uai2014_dev``) and i-bound, builds
 :class:`sampling.bounds.WeightedMiniBucket` (``fit``: first pass + up to ``n_iters``
 forward/backward passes) twice per repeat in ONE process, alternating the order: with
-the compiled kernels (``_wmb.lse_axes``, ``cond_add``, ``broadcast_add``, ``match_stats``; the code as
+the compiled kernels (``_wmb.lse_axes``, ``cond_add``, ``broadcast_sum``, ``match_stats``; the code as
 shipped) and with the NumPy versions (``wmb._lse_axes_numpy``, ``_lse_all_numpy``,
 ``_cond_inplace_numpy``, ``_match_stats_numpy``, ``model._broadcast_sum_numpy`` patched in). Prints CPU seconds
 of each (the machine is shared: ratios, not absolute times, are the result), the ratio

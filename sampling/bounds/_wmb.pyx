@@ -7,8 +7,10 @@ as ``(card_k, n_rest)``. ``lse_axes`` is the log-sum-exp of a C-ordered table
 over any set of its axes (the marginals of the backward pass and of moment
 matching, [1] Sec. 4), computed in two passes over the table in memory order
 without a temporary of the table's size. ``cond_add`` turns a mini-bucket table
-into its conditional belief plus an incoming backward message in place, and
-``broadcast_add`` adds log tables over sub-scopes into a table. Inputs are
+into its conditional belief plus an incoming backward message in place,
+``broadcast_sum`` sums log tables over sub-scopes into a table in one pass, and
+``match_stats`` gathers the moment-matching marginals and conditional entropies of
+a mini-bucket's belief ([1] Sec. 4, Eq. 9). Inputs are
 validated by the caller (shapes are checked here); the pure-Python twins are in
 ``_wmb_py``.
 
@@ -16,6 +18,7 @@ validated by the caller (shapes are checked here); the pure-Python twins are in
     inequality", ICML 2011.
 """
 from libc.math cimport exp, log, INFINITY
+from libc.stdlib cimport malloc, free
 
 DEF MAX_DIMS = 64
 
@@ -201,76 +204,6 @@ def cond_add(double[:, ::1] table,      # INOUT (card, n): F in, log b(x_k | res
                 table[i, j] = v
 
 
-def broadcast_add(double[::1] out,                  # INOUT (prod(shape),): C-ordered table over the out scope
-                  const Py_ssize_t[::1] shape,      # IN  (nd,): axis lengths of out
-                  const double[::1] table,          # IN  C-ordered table over a sub-scope
-                  const Py_ssize_t[::1] tstride):   # IN  (nd,): stride of table per out axis (0: absent)
-    """``out[x] += table[sum_a x_a * tstride[a]]`` for every entry ``x`` of ``out`` (C order)."""
-    cdef Py_ssize_t nd = shape.shape[0], total = 1, i, k, o, j, inner, istr, nouter, tb, span = 0, d = 0
-    cdef Py_ssize_t idx[MAX_DIMS]
-    cdef Py_ssize_t lens[MAX_DIMS]
-    cdef Py_ssize_t strd[MAX_DIMS]
-    cdef double v0
-    if nd > MAX_DIMS:
-        raise ValueError(f"at most {MAX_DIMS} axes are supported; got {nd}")
-    if tstride.shape[0] != nd:
-        raise ValueError(f"tstride must have one entry per axis ({nd}); got {tstride.shape[0]}")
-    for i in range(nd):
-        if shape[i] < 0 or tstride[i] < 0:
-            raise ValueError(f"axis lengths and strides must be >= 0; got {shape[i]} and {tstride[i]} at axis {i}")
-        total *= shape[i]
-        if shape[i] > 0:
-            span += (shape[i] - 1) * tstride[i]
-    if out.shape[0] != total:
-        raise ValueError(f"out must have {total} entries; got {out.shape[0]}")
-    if total == 0:
-        return
-    if span >= table.shape[0]:
-        raise ValueError(f"table has {table.shape[0]} entries; the strides reach entry {span}")
-    # drop length-1 axes; merge an axis into the previous one when the strides line up
-    for i in range(nd):
-        if shape[i] == 1:
-            continue
-        if d > 0 and strd[d - 1] == tstride[i] * shape[i]:
-            lens[d - 1] *= shape[i]
-            strd[d - 1] = tstride[i]
-        else:
-            lens[d] = shape[i]
-            strd[d] = tstride[i]
-            d += 1
-    if d == 0:
-        lens[0] = 1
-        strd[0] = 0
-        d = 1
-    inner = lens[d - 1]
-    istr = strd[d - 1]
-    nouter = total // inner
-    with nogil:
-        for k in range(d):
-            idx[k] = 0
-        tb = 0
-        o = 0
-        for i in range(nouter):
-            if istr == 0:
-                v0 = table[tb]
-                for j in range(inner):
-                    out[o + j] = out[o + j] + v0
-            else:
-                for j in range(inner):
-                    out[o + j] = out[o + j] + table[tb + j * istr]
-            o += inner
-            k = d - 2
-            while k >= 0:
-                idx[k] += 1
-                tb += strd[k]
-                if idx[k] < lens[k]:
-                    break
-                tb -= strd[k] * lens[k]
-                idx[k] = 0
-                k -= 1
-
-
-
 def match_stats(const double[:, ::1] F,        # IN  (card, n): mini-bucket table F_kj, -inf allowed
                 const double[::1] nu,          # IN  (n,): backward information nu_kj (message scope)
                 const double[::1] lam,         # IN  (n,): rho * log sum_k exp(F / rho)
@@ -323,3 +256,103 @@ def match_stats(const double[:, ::1] F,        # IN  (card, n): mini-bucket tabl
                     c = (F[i, j] - lam[j]) * inv
                     if c > -INFINITY and c < INFINITY:
                         hw[o] = hw[o] + e * c
+
+
+def broadcast_sum(double[::1] out,                   # INOUT (prod(shape),): C-ordered table over the out scope
+                  const Py_ssize_t[::1] shape,       # IN  (nd,): axis lengths of out
+                  list tables,                       # IN  nt C-contiguous float64 arrays (flat), over sub-scopes
+                  const Py_ssize_t[:, ::1] tstrides, # IN  (nt, nd): stride of each table per out axis (0: absent)
+                  bint add):                         # IN  add into out (True) or start from 0.0 (False)
+    """``out[x] = (out[x] or 0.0) + tables[0][...] + tables[1][...] + ...`` in that order, one pass over ``out``."""
+    cdef Py_ssize_t nd = shape.shape[0], nt = len(tables), total = 1, i, k, t, o, j, inner, nouter, d = 0, span
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t lens[MAX_DIMS]
+    cdef bint same
+    cdef double v
+    cdef const double[::1] mv
+    if nd > MAX_DIMS:
+        raise ValueError(f"at most {MAX_DIMS} axes are supported; got {nd}")
+    if tstrides.shape[0] != nt or tstrides.shape[1] != nd:
+        raise ValueError(f"tstrides must have shape ({nt}, {nd}); got ({tstrides.shape[0]}, {tstrides.shape[1]})")
+    for i in range(nd):
+        if shape[i] < 0:
+            raise ValueError(f"axis lengths must be >= 0; got {shape[i]} at axis {i}")
+        total *= shape[i]
+    if out.shape[0] != total:
+        raise ValueError(f"out must have {total} entries; got {out.shape[0]}")
+    if total == 0:
+        return
+    cdef const double** ptr = <const double**> malloc((nt + 1) * sizeof(double*))
+    cdef Py_ssize_t* strd = <Py_ssize_t*> malloc((nt + 1) * MAX_DIMS * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* tb = <Py_ssize_t*> malloc((nt + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* istr = <Py_ssize_t*> malloc((nt + 1) * sizeof(Py_ssize_t))
+    if ptr == NULL or strd == NULL or tb == NULL or istr == NULL:
+        free(ptr); free(strd); free(tb); free(istr)
+        raise MemoryError("broadcast_sum: no memory for its table pointers")
+    try:
+        for t in range(nt):
+            mv = tables[t]
+            span = 0
+            for i in range(nd):
+                if tstrides[t, i] < 0:
+                    raise ValueError(f"strides must be >= 0; got {tstrides[t, i]} for table {t} at axis {i}")
+                span += (shape[i] - 1) * tstrides[t, i]
+            if span >= mv.shape[0]:
+                raise ValueError(f"table {t} has {mv.shape[0]} entries; its strides reach entry {span}")
+            ptr[t] = &mv[0]
+        # drop length-1 axes; merge an axis into the previous one when every table's strides line up
+        for i in range(nd):
+            if shape[i] == 1:
+                continue
+            same = d > 0
+            if same:
+                for t in range(nt):
+                    if strd[t * MAX_DIMS + d - 1] != tstrides[t, i] * shape[i]:
+                        same = False
+                        break
+            if same:
+                lens[d - 1] *= shape[i]
+                for t in range(nt):
+                    strd[t * MAX_DIMS + d - 1] = tstrides[t, i]
+            else:
+                lens[d] = shape[i]
+                for t in range(nt):
+                    strd[t * MAX_DIMS + d] = tstrides[t, i]
+                d += 1
+        if d == 0:
+            lens[0] = 1
+            for t in range(nt):
+                strd[t * MAX_DIMS] = 0
+            d = 1
+        inner = lens[d - 1]
+        nouter = total // inner
+        with nogil:
+            for t in range(nt):
+                tb[t] = 0
+                istr[t] = strd[t * MAX_DIMS + d - 1]
+            for k in range(d):
+                idx[k] = 0
+            o = 0
+            for i in range(nouter):
+                for j in range(inner):
+                    v = out[o + j] if add else 0.0
+                    for t in range(nt):
+                        v = v + ptr[t][tb[t] + j * istr[t]]
+                    out[o + j] = v
+                o += inner
+                k = d - 2
+                while k >= 0:
+                    idx[k] += 1
+                    for t in range(nt):
+                        tb[t] += strd[t * MAX_DIMS + k]
+                    if idx[k] < lens[k]:
+                        break
+                    for t in range(nt):
+                        tb[t] -= strd[t * MAX_DIMS + k] * lens[k]
+                    idx[k] = 0
+                    k -= 1
+    finally:
+        free(ptr)
+        free(strd)
+        free(tb)
+        free(istr)

@@ -141,46 +141,6 @@ def cond_add(table, lam, weight, msg, log_card):
             table[i, j] = v
 
 
-def broadcast_add(out, shape, table, tstride):
-    """``out[x] += table[sum_a x_a * tstride[a]]`` for every entry ``x`` of ``out`` (C order)."""
-    nd = len(shape)
-    if nd > _MAX_DIMS:
-        raise ValueError(f"at most {_MAX_DIMS} axes are supported; got {nd}")
-    if len(tstride) != nd:
-        raise ValueError(f"tstride must have one entry per axis ({nd}); got {len(tstride)}")
-    total, span = 1, 0
-    for i in range(nd):
-        if shape[i] < 0 or tstride[i] < 0:
-            raise ValueError(f"axis lengths and strides must be >= 0; got {shape[i]} and {tstride[i]} at axis {i}")
-        total *= int(shape[i])
-        if shape[i] > 0:
-            span += (int(shape[i]) - 1) * int(tstride[i])
-    if out.shape[0] != total:
-        raise ValueError(f"out must have {total} entries; got {out.shape[0]}")
-    if total == 0:
-        return
-    if span >= table.shape[0]:
-        raise ValueError(f"table has {table.shape[0]} entries; the strides reach entry {span}")
-    lens, strd = [], []
-    for i in range(nd):
-        if shape[i] == 1:
-            continue
-        if lens and strd[-1] == tstride[i] * shape[i]:
-            lens[-1] *= int(shape[i])
-            strd[-1] = int(tstride[i])
-        else:
-            lens.append(int(shape[i]))
-            strd.append(int(tstride[i]))
-    if not lens:
-        lens, strd = [1], [0]
-    inner, istr = lens[-1], strd[-1]
-    o = 0
-    for tb in _odometer(lens, strd):
-        for j in range(inner):
-            out[o + j] = float(out[o + j]) + float(table[tb + j * istr])
-        o += inner
-
-
 def match_stats(F, nu, lam, weight, omap, ostride0, mx, work, hw):
     """Moment-matching and entropy statistics of ``log b = (F + nu) / rho`` (see ``_wmb.match_stats``)."""
     card, n = F.shape
@@ -220,3 +180,42 @@ def match_stats(F, nu, lam, weight, omap, ostride0, mx, work, hw):
     mx[:] = m
     work[:] = w
     hw[:] = h
+
+
+def broadcast_sum(out, shape, tables, tstrides, add):
+    """``out[x] = (out[x] or 0.0) + tables[0][...] + tables[1][...] + ...`` in that order."""
+    nd, nt = len(shape), len(tables)
+    if nd > _MAX_DIMS:
+        raise ValueError(f"at most {_MAX_DIMS} axes are supported; got {nd}")
+    if tstrides.shape != (nt, nd):
+        raise ValueError(f"tstrides must have shape ({nt}, {nd}); got ({tstrides.shape[0]}, {tstrides.shape[1]})")
+    total = 1
+    for i in range(nd):
+        if shape[i] < 0:
+            raise ValueError(f"axis lengths must be >= 0; got {shape[i]} at axis {i}")
+        total *= int(shape[i])
+    if out.shape[0] != total:
+        raise ValueError(f"out must have {total} entries; got {out.shape[0]}")
+    if total == 0:
+        return
+    for t in range(nt):
+        span = 0
+        for i in range(nd):
+            if tstrides[t, i] < 0:
+                raise ValueError(f"strides must be >= 0; got {tstrides[t, i]} for table {t} at axis {i}")
+            span += (int(shape[i]) - 1) * int(tstrides[t, i])
+        if span >= tables[t].shape[0]:
+            raise ValueError(f"table {t} has {tables[t].shape[0]} entries; its strides reach entry {span}")
+    idx = [0] * nd
+    for o in range(total):
+        v = float(out[o]) if add else 0.0
+        for t in range(nt):
+            v = v + float(tables[t][sum(idx[a] * int(tstrides[t, a]) for a in range(nd))])
+        out[o] = v
+        k = nd - 1
+        while k >= 0:
+            idx[k] += 1
+            if idx[k] < shape[k]:
+                break
+            idx[k] = 0
+            k -= 1

@@ -299,27 +299,34 @@ def _broadcast_sum(out_scope, out_shape, tables, out=None):
 
     Every scope must be a subset of ``out_scope``. Returns a fresh C-contiguous
     float64 array of shape ``out_shape`` (zeros if ``tables`` is empty), or adds
-    the tables into ``out`` (C-contiguous float64) in place and returns it. Each
-    table is added in one compiled pass over ``out`` (``_wmb.broadcast_add``), in
-    the order given (the same sums as NumPy's broadcasting ``+=``).
+    the tables into ``out`` (C-contiguous float64) in place and returns it. One
+    compiled pass over the result (``_wmb.broadcast_sum``) adds the tables in the
+    order given: the same sums, bit for bit, as NumPy's broadcasting ``+=`` one
+    table after the other.
     """
     pos = {v: i for i, v in enumerate(out_scope)}
     if out is None:
-        out = np.zeros(out_shape, dtype=np.float64)
+        out = np.empty(out_shape, dtype=np.float64)
+        add = False
     elif not (out.flags.c_contiguous and out.dtype == np.float64):
         raise ValueError("_broadcast_sum needs a C-contiguous float64 out")
-    flat = out.reshape(-1)
-    shape = np.array(out.shape, dtype=np.intp)
-    for scope, arr in tables:
-        if len(scope) == 0:
-            out += float(arr)
-            continue
+    else:
+        add = True
+    if not tables:
+        if not add:
+            out.fill(0.0)
+        return out
+    nd = len(out_scope)
+    flats = []
+    tstrides = np.zeros((len(tables), nd), dtype=np.intp)
+    for t, (scope, arr) in enumerate(tables):
         arr = np.ascontiguousarray(arr, dtype=np.float64)
-        st = _strides(arr.shape)
-        tstride = np.zeros(len(out_scope), dtype=np.intp)
-        for i, v in enumerate(scope):
-            tstride[pos[v]] = st[i]
-        _kernels.broadcast_add(flat, shape, arr.reshape(-1), tstride)
+        flats.append(arr.reshape(-1))
+        if len(scope):
+            st = _strides(arr.shape)
+            for i, v in enumerate(scope):
+                tstrides[t, pos[v]] = st[i]
+    _kernels.broadcast_sum(out.reshape(-1), np.array(out.shape, dtype=np.intp), flats, tstrides, add)
     return out
 
 

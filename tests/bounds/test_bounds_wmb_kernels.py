@@ -1,4 +1,4 @@
-"""Compiled WMB table kernels (``_wmb.lse_axes``, ``cond_add``, ``broadcast_add``):
+"""Compiled WMB table kernels (``_wmb.lse_axes``, ``cond_add``, ``broadcast_sum``, ``match_stats``):
 bit-identical to their pure-Python twins, equal to the NumPy code they replaced to 1e-12,
 -inf safe, and a WMB built with them equal to one built with the NumPy versions."""
 import math
@@ -115,43 +115,49 @@ def test_cond_add_kernel_matches_twin_and_numpy(seed, card, rest, weight, zero_p
 
 
 @settings(max_examples=80, deadline=None, derandomize=True, database=None)
-@given(seed=st.integers(0, 2**31 - 1), shape=st.lists(st.integers(1, 4), min_size=1, max_size=5),
-       zero_prob=st.sampled_from([0.0, 0.3]), data=st.data())
-def test_broadcast_add_kernel_matches_twin_and_numpy(seed, shape, zero_prob, data):
+@given(seed=st.integers(0, 2**31 - 1), shape=st.lists(st.integers(1, 4), min_size=0, max_size=5),
+       zero_prob=st.sampled_from([0.0, 0.3]), into=st.booleans(), data=st.data())
+def test_broadcast_sum_kernel_matches_twin_and_numpy(seed, shape, zero_prob, into, data):
     rng = np.random.default_rng(seed)
     nd = len(shape)
     scope_out = tuple(range(10, 10 + nd))
     tables = []
-    for _ in range(data.draw(st.integers(0, 3))):
-        sub = data.draw(st.lists(st.sampled_from(scope_out), unique=True, max_size=nd))  # any order
+    for _ in range(data.draw(st.integers(0, 4))):
+        sub = data.draw(st.lists(st.sampled_from(scope_out), unique=True, max_size=nd)) if nd else []  # any order
         tables.append((tuple(sub), _table(rng, tuple(shape[v - 10] for v in sub), zero_prob)))
-    new = model_mod._broadcast_sum(scope_out, tuple(shape), tables)
-    old = model_mod._broadcast_sum_numpy(scope_out, tuple(shape), tables)
+    base = rng.normal(size=tuple(shape))
+    if into:
+        new = model_mod._broadcast_sum(scope_out, tuple(shape), tables, out=base.copy())
+        old = model_mod._broadcast_sum_numpy(scope_out, tuple(shape), tables, out=base.copy())
+    else:
+        new = model_mod._broadcast_sum(scope_out, tuple(shape), tables)
+        old = model_mod._broadcast_sum_numpy(scope_out, tuple(shape), tables)
     np.testing.assert_array_equal(new, old)  # the same additions in the same order
-    # kernel vs twin on one table, into a non-zero out
-    if tables and tables[-1][0]:
-        sub, arr = tables[-1]
-        strides = np.zeros(nd, dtype=np.intp)
+    assert new.flags.c_contiguous and new.shape == tuple(shape)
+    # kernel vs twin
+    flats = [np.ascontiguousarray(a, dtype=float).reshape(-1) for _, a in tables]
+    strides = np.zeros((len(tables), nd), dtype=np.intp)
+    for t, (sub, arr) in enumerate(tables):
         for i, v in enumerate(sub):
-            strides[v - 10] = model_mod._strides(arr.shape)[i]
-        base = rng.normal(size=math.prod(shape))
-        c, p = base.copy(), base.copy()
-        _wmb.broadcast_add(c, np.array(shape, dtype=np.intp), arr.reshape(-1), strides)
-        _wmb_py.broadcast_add(p, np.array(shape, dtype=np.intp), arr.reshape(-1), strides)
-        np.testing.assert_array_equal(c, p)
+            strides[t, v - 10] = model_mod._strides(arr.shape)[i]
+    c, p = base.reshape(-1).copy(), base.reshape(-1).copy()
+    _wmb.broadcast_sum(c, np.array(shape, dtype=np.intp), flats, strides, into)
+    _wmb_py.broadcast_sum(p, np.array(shape, dtype=np.intp), flats, strides, into)
+    np.testing.assert_array_equal(c, p)
 
 
-def test_broadcast_add_errors():
-    with pytest.raises(ValueError, match="out must have 6 entries"):
-        _wmb.broadcast_add(np.zeros(5), np.array([2, 3], dtype=np.intp), np.zeros(3), np.array([0, 1], dtype=np.intp))
-    with pytest.raises(ValueError, match="the strides reach entry 3"):
-        _wmb.broadcast_add(np.zeros(6), np.array([2, 3], dtype=np.intp), np.zeros(3), np.array([3, 0], dtype=np.intp))
-    with pytest.raises(ValueError, match="one entry per axis"):
-        _wmb.broadcast_add(np.zeros(6), np.array([2, 3], dtype=np.intp), np.zeros(3), np.array([1], dtype=np.intp))
-    with pytest.raises(ValueError, match="the strides reach entry 3"):
-        _wmb_py.broadcast_add(np.zeros(6), np.array([2, 3], dtype=np.intp), np.zeros(3), np.array([3, 0], dtype=np.intp))
+def test_broadcast_sum_errors():
+    shp = np.array([2, 3], dtype=np.intp)
+    for mod in (_wmb, _wmb_py):
+        with pytest.raises(ValueError, match="out must have 6 entries"):
+            mod.broadcast_sum(np.zeros(5), shp, [np.zeros(3)], np.array([[0, 1]], dtype=np.intp), True)
+        with pytest.raises(ValueError, match="its strides reach entry 3"):
+            mod.broadcast_sum(np.zeros(6), shp, [np.zeros(3)], np.array([[3, 0]], dtype=np.intp), True)
+        with pytest.raises(ValueError, match=r"tstrides must have shape \(1, 2\)"):
+            mod.broadcast_sum(np.zeros(6), shp, [np.zeros(3)], np.array([[1]], dtype=np.intp), True)
     with pytest.raises(ValueError, match="C-contiguous float64 out"):
         model_mod._broadcast_sum((0, 1), (2, 3), [], out=np.zeros((3, 2)).T)
+    np.testing.assert_array_equal(model_mod._broadcast_sum((0, 1), (2, 3), []), np.zeros((2, 3)))
 
 
 def _numpy_path(monkeypatch):
