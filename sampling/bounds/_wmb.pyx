@@ -17,7 +17,7 @@ validated by the caller (shapes are checked here); the pure-Python twins are in
 [1] Q. Liu and A. Ihler, "Bounding the partition function using Hölder's
     inequality", ICML 2011.
 """
-from libc.math cimport exp, log, INFINITY
+from libc.math cimport exp, log, log1p, INFINITY
 from libc.stdlib cimport malloc, free
 
 DEF MAX_DIMS = 64
@@ -27,28 +27,74 @@ def lse_axis0(const double[:, ::1] table,   # IN  (card, n): log values, -inf al
               double weight,                # IN  rho > 0
               double[::1] out,              # OUT (n,): rho * log sum_i exp(table[i, j] / rho)
               double[::1] work):            # INOUT (n,): scratch
-    """``out[j] = weight * log(sum_i exp(table[i, j] / weight))``; -inf where a column is all -inf."""
+    """``out[j] = weight * log(sum_i exp(table[i, j] / weight))``; -inf where a column is all -inf.
+
+    Cardinalities 2 and 3 (most variables of the UAI pedigrees and grids) take a
+    column-wise path that skips the exp of the column's maximum (it is 1):
+    ``out = hi + weight * log1p(sum of the others' exp)``.
+    """
     cdef Py_ssize_t card = table.shape[0], n = table.shape[1], i, j
-    cdef double inv = 1.0 / weight, v, m
+    cdef double inv = 1.0 / weight, v, m, a, b, c, hi, lo, mid, e
     if out.shape[0] != n or work.shape[0] != n:
         raise ValueError(f"out and work must have length {n}; got {out.shape[0]} and {work.shape[0]}")
     with nogil:
-        for j in range(n):
-            out[j] = -INFINITY
-            work[j] = 0.0
-        for i in range(card):
+        if card == 2:
             for j in range(n):
-                v = table[i, j]
-                if v > out[j]:
-                    out[j] = v
-        for i in range(card):
+                a = table[0, j]
+                b = table[1, j]
+                if a > b:
+                    hi = a
+                    lo = b
+                else:
+                    hi = b
+                    lo = a
+                if hi > -INFINITY:
+                    e = exp((lo - hi) * inv)
+                    out[j] = hi + weight * log1p(e)
+                    work[j] = e
+                else:
+                    out[j] = -INFINITY
+                    work[j] = 0.0
+        elif card == 3:
             for j in range(n):
-                m = out[j]
-                if m > -INFINITY:
-                    work[j] += exp((table[i, j] - m) * inv)
-        for j in range(n):
-            if out[j] > -INFINITY:
-                out[j] = out[j] + weight * log(work[j])
+                a = table[0, j]
+                b = table[1, j]
+                c = table[2, j]
+                if a > b:
+                    hi = a
+                    lo = b
+                else:
+                    hi = b
+                    lo = a
+                if c > hi:
+                    mid = hi
+                    hi = c
+                else:
+                    mid = c
+                if hi > -INFINITY:
+                    e = exp((lo - hi) * inv) + exp((mid - hi) * inv)
+                    out[j] = hi + weight * log1p(e)
+                    work[j] = e
+                else:
+                    out[j] = -INFINITY
+                    work[j] = 0.0
+        else:
+            for j in range(n):
+                out[j] = -INFINITY
+                work[j] = 0.0
+            for i in range(card):
+                for j in range(n):
+                    v = table[i, j]
+                    if v > out[j]:
+                        out[j] = v
+            for i in range(card):
+                for j in range(n):
+                    m = out[j]
+                    if m > -INFINITY:
+                        work[j] += exp((table[i, j] - m) * inv)
+            for j in range(n):
+                if out[j] > -INFINITY:
+                    out[j] = out[j] + weight * log(work[j])
 
 
 cdef Py_ssize_t _merge_dims(const Py_ssize_t[::1] shape, const unsigned char[::1] reduce,

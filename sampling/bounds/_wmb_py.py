@@ -16,14 +16,35 @@ def lse_axis0(table, weight, out, work):
     card, n = table.shape
     if out.shape[0] != n or work.shape[0] != n:
         raise ValueError(f"out and work must have length {n}; got {out.shape[0]} and {work.shape[0]}")
+    inv = 1.0 / weight
+    if card in (2, 3):
+        for j in range(n):
+            a, b = float(table[0, j]), float(table[1, j])
+            hi, lo = (a, b) if a > b else (b, a)
+            if card == 3:
+                c = float(table[2, j])
+                hi, mid = (c, hi) if c > hi else (hi, c)
+            if hi > -math.inf:
+                e = math.exp((lo - hi) * inv)
+                if card == 3:
+                    e = e + math.exp((mid - hi) * inv)
+                out[j] = hi + weight * math.log1p(e)
+                work[j] = e
+            else:
+                out[j] = -math.inf
+                work[j] = 0.0
+        return
     for j in range(n):
-        col = [table[i, j] for i in range(card)]
-        m = max(col, default=-np.inf)
-        if m == -np.inf:
-            out[j] = -np.inf
-            continue
-        s = sum(np.exp((v - m) / weight) for v in col)
-        out[j] = m + weight * np.log(s)
+        col = [float(table[i, j]) for i in range(card)]
+        m = -math.inf
+        for v in col:
+            if v > m:
+                m = v
+        s = 0.0
+        if m > -math.inf:
+            for v in col:
+                s += math.exp((v - m) * inv)
+        out[j] = m + weight * math.log(s) if m > -math.inf else -math.inf
         work[j] = s
 
 

@@ -257,3 +257,24 @@ def test_match_stats_values_and_errors():
         _wmb.match_stats(np.zeros((2, 3)), np.zeros(3), np.zeros(3), 1.0, np.zeros(3, dtype=np.intp), 2, np.empty(2), np.empty(2), np.empty(2))
     with pytest.raises(ValueError, match="omap must be >= 0"):
         _wmb_py.match_stats(np.zeros((2, 3)), np.zeros(3), np.zeros(3), 1.0, -np.ones(3, dtype=np.intp), 1, np.empty(2), np.empty(2), np.empty(2))
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 2**31 - 1), card=st.integers(1, 5), n=st.integers(0, 9),
+       weight=st.sampled_from([1.0, 0.5, 0.013, 3.0]), zero_prob=_zero)
+def test_lse_axis0_kernel_bit_identical_to_twin(seed, card, n, weight, zero_prob):
+    # cardinalities 2 and 3 take the column-wise log1p path, the others the two-pass one
+    rng = np.random.default_rng(seed)
+    a = _table(rng, (card, n), zero_prob)
+    if n and card > 1:
+        a[:, 0] = a[0, 0]  # ties
+    out_c, work_c, out_p, work_p = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    _wmb.lse_axis0(a, weight, out_c, work_c)
+    _wmb_py.lse_axis0(a, weight, out_p, work_p)
+    np.testing.assert_array_equal(out_c, out_p)
+    np.testing.assert_array_equal(work_c, work_p)
+    assert not np.isnan(out_c).any()
+    old = model_mod._logsumexp0_numpy(a, weight)
+    np.testing.assert_array_equal(np.isneginf(out_c), np.isneginf(old))
+    fin = np.isfinite(old)
+    np.testing.assert_allclose(out_c[fin], old[fin], rtol=1e-12, atol=1e-12)
