@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# distutils: libraries = m
 """Compiled kernels of the weighted mini-bucket elimination (see ``wmb.py``).
 
 ``lse_axis0`` is the power-sum elimination of a mini-bucket variable,
@@ -17,8 +18,17 @@ validated by the caller (shapes are checked here); the pure-Python twins are in
 [1] Q. Liu and A. Ihler, "Bounding the partition function using Hölder's
     inequality", ICML 2011.
 """
-from libc.math cimport exp, log, log1p, INFINITY
+from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, free
+
+cdef extern from *:
+    """
+    /* branch-free (maxsd / minsd): on random tables a compare-and-branch mispredicts */
+    static inline double wmb_max(double a, double b) { return a > b ? a : b; }
+    static inline double wmb_min(double a, double b) { return a > b ? b : a; }
+    """
+    double wmb_max(double a, double b) nogil
+    double wmb_min(double a, double b) nogil
 
 DEF MAX_DIMS = 64
 
@@ -31,7 +41,7 @@ def lse_axis0(const double[:, ::1] table,   # IN  (card, n): log values, -inf al
 
     Cardinalities 2 and 3 (most variables of the UAI pedigrees and grids) take a
     column-wise path that skips the exp of the column's maximum (it is 1):
-    ``out = hi + weight * log1p(sum of the others' exp)``.
+    ``out = hi + weight * log(1 + sum of the others' exp)``.
     """
     cdef Py_ssize_t card = table.shape[0], n = table.shape[1], i, j
     cdef double inv = 1.0 / weight, v, m, a, b, c, hi, lo, mid, e
@@ -42,15 +52,11 @@ def lse_axis0(const double[:, ::1] table,   # IN  (card, n): log values, -inf al
             for j in range(n):
                 a = table[0, j]
                 b = table[1, j]
-                if a > b:
-                    hi = a
-                    lo = b
-                else:
-                    hi = b
-                    lo = a
+                hi = wmb_max(a, b)
+                lo = wmb_min(a, b)
                 if hi > -INFINITY:
                     e = exp((lo - hi) * inv)
-                    out[j] = hi + weight * log1p(e)
+                    out[j] = hi + weight * log(1.0 + e)
                     work[j] = e
                 else:
                     out[j] = -INFINITY
@@ -60,20 +66,13 @@ def lse_axis0(const double[:, ::1] table,   # IN  (card, n): log values, -inf al
                 a = table[0, j]
                 b = table[1, j]
                 c = table[2, j]
-                if a > b:
-                    hi = a
-                    lo = b
-                else:
-                    hi = b
-                    lo = a
-                if c > hi:
-                    mid = hi
-                    hi = c
-                else:
-                    mid = c
+                hi = wmb_max(a, b)
+                lo = wmb_min(a, b)
+                mid = wmb_min(c, hi)  # c > hi ? hi : c
+                hi = wmb_max(c, hi)
                 if hi > -INFINITY:
                     e = exp((lo - hi) * inv) + exp((mid - hi) * inv)
-                    out[j] = hi + weight * log1p(e)
+                    out[j] = hi + weight * log(1.0 + e)
                     work[j] = e
                 else:
                     out[j] = -INFINITY
@@ -85,8 +84,7 @@ def lse_axis0(const double[:, ::1] table,   # IN  (card, n): log values, -inf al
             for i in range(card):
                 for j in range(n):
                     v = table[i, j]
-                    if v > out[j]:
-                        out[j] = v
+                    out[j] = wmb_max(v, out[j])
             for i in range(card):
                 for j in range(n):
                     m = out[j]
@@ -175,14 +173,12 @@ def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered
                 m = out[ob]
                 for j in range(inner):
                     v = table[ib + j]
-                    if v > m:
-                        m = v
+                    m = wmb_max(v, m)
                 out[ob] = m
             else:
                 for j in range(inner):
                     v = table[ib + j]
-                    if v > out[ob + j]:
-                        out[ob + j] = v
+                    out[ob + j] = wmb_max(v, out[ob + j])
             ib += inner
             k = d - 2
             while k >= 0:
@@ -289,8 +285,7 @@ def match_stats(const double[:, ::1] F,        # IN  (card, n): mini-bucket tabl
             for j in range(n):
                 v = (F[i, j] + nu[j]) * inv
                 o = i * ostride0 + omap[j]
-                if v > mx[o]:
-                    mx[o] = v
+                mx[o] = wmb_max(v, mx[o])
         for i in range(card):
             for j in range(n):
                 o = i * ostride0 + omap[j]

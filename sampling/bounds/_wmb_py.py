@@ -28,7 +28,7 @@ def lse_axis0(table, weight, out, work):
                 e = math.exp((lo - hi) * inv)
                 if card == 3:
                     e = e + math.exp((mid - hi) * inv)
-                out[j] = hi + weight * math.log1p(e)
+                out[j] = hi + weight * math.log(1.0 + e)
                 work[j] = e
             else:
                 out[j] = -math.inf
