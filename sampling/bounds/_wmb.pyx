@@ -140,15 +140,16 @@ cdef Py_ssize_t _merge_dims(const Py_ssize_t[::1] shape, const unsigned char[::1
 def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered log table, -inf allowed
              const Py_ssize_t[::1] shape,        # IN  (nd,): axis lengths
              const unsigned char[::1] reduce,    # IN  (nd,): 1 on the axes summed out
-             double[::1] out,                    # OUT (n_kept,): log sum over the reduced axes
+             double weight,                      # IN  rho > 0
+             double[::1] out,                    # OUT (n_kept,): rho * log sum over the reduced axes of exp(table / rho)
              double[::1] work):                  # INOUT (n_kept,): scratch
-    """``out = log sum_{reduced axes} exp(table)`` (kept axes in table order); -inf where all are -inf."""
+    """``out = weight * log sum_{reduced axes} exp(table / weight)`` (kept axes in table order); -inf where all are -inf."""
     cdef Py_ssize_t lens[MAX_DIMS]
     cdef Py_ssize_t ostride[MAX_DIMS]
     cdef Py_ssize_t idx[MAX_DIMS]
     cdef Py_ssize_t total, nout, d, inner, nouter, o, j, k, ib, ob
     cdef bint inner_red
-    cdef double m, s, v
+    cdef double m, s, v, inv = 1.0 / weight
     d = _merge_dims(shape, reduce, lens, ostride, &total, &nout)
     if table.shape[0] != total:
         raise ValueError(f"table must have {total} entries; got {table.shape[0]}")
@@ -198,13 +199,13 @@ def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered
                 if m > -INFINITY:
                     s = work[ob]
                     for j in range(inner):
-                        s = s + exp(table[ib + j] - m)
+                        s = s + exp((table[ib + j] - m) * inv)
                     work[ob] = s
             else:
                 for j in range(inner):
                     m = out[ob + j]
                     if m > -INFINITY:
-                        work[ob + j] = work[ob + j] + exp(table[ib + j] - m)
+                        work[ob + j] = work[ob + j] + exp((table[ib + j] - m) * inv)
             ib += inner
             k = d - 2
             while k >= 0:
@@ -217,7 +218,7 @@ def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered
                 k -= 1
         for j in range(nout):
             if out[j] > -INFINITY:
-                out[j] = out[j] + log(work[j])
+                out[j] = out[j] + weight * log(work[j])
 
 
 def cond_add(double[:, ::1] table,      # INOUT (card, n): F in, log b(x_k | rest) (+ msg) out

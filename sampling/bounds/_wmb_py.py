@@ -98,13 +98,14 @@ def _odometer(lens, strides):
             k -= 1
 
 
-def lse_axes(table, shape, reduce, out, work):
-    """``out = log sum_{reduced axes} exp(table)`` (kept axes in table order); -inf where all are -inf."""
+def lse_axes(table, shape, reduce, weight, out, work):
+    """``out = weight * log sum_{reduced axes} exp(table / weight)`` (kept axes in table order); -inf where all are -inf."""
     lens, ostride, total, nout = _merge_dims(list(shape), list(reduce))
     if table.shape[0] != total:
         raise ValueError(f"table must have {total} entries; got {table.shape[0]}")
     if out.shape[0] != nout or work.shape[0] != nout:
         raise ValueError(f"out and work must have length {nout}; got {out.shape[0]} and {work.shape[0]}")
+    inv = 1.0 / weight
     t = [float(v) for v in table]
     o = [-math.inf] * nout
     w = [0.0] * nout
@@ -127,17 +128,17 @@ def lse_axes(table, shape, reduce, out, work):
                 if m > -math.inf:
                     s = w[ob]
                     for j in range(inner):
-                        s = s + math.exp(t[ib + j] - m)
+                        s = s + math.exp((t[ib + j] - m) * inv)
                     w[ob] = s
             else:
                 for j in range(inner):
                     m = o[ob + j]
                     if m > -math.inf:
-                        w[ob + j] = w[ob + j] + math.exp(t[ib + j] - m)
+                        w[ob + j] = w[ob + j] + math.exp((t[ib + j] - m) * inv)
             ib += inner
         for j in range(nout):
             if o[j] > -math.inf:
-                o[j] = o[j] + math.log(w[j])
+                o[j] = o[j] + weight * math.log(w[j])
     out[:] = o
     work[:] = w
 

@@ -60,7 +60,7 @@ def _lse_all(a):
     a = np.ascontiguousarray(a, dtype=np.float64)
     out = np.empty(1)
     _kernels.lse_axes(a.reshape(-1), np.array(a.shape, dtype=np.intp), np.ones(a.ndim, dtype=np.uint8),
-                      out, np.empty(1))
+                      1.0, out, np.empty(1))
     return float(out[0])
 
 
@@ -78,7 +78,7 @@ def _lse_axes(a, axes):
     kept = tuple(n for n, r in zip(a.shape, red) if not r)
     n = math.prod(kept)
     out = np.empty(n)
-    _kernels.lse_axes(a.reshape(-1), np.array(a.shape, dtype=np.intp), red, out, np.empty(n))
+    _kernels.lse_axes(a.reshape(-1), np.array(a.shape, dtype=np.intp), red, 1.0, out, np.empty(n))
     return out.reshape(kept)
 
 
