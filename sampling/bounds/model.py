@@ -322,10 +322,10 @@ def _broadcast_sum(out_scope, out_shape, tables, out=None):
     for t, (scope, arr) in enumerate(tables):
         arr = np.ascontiguousarray(arr, dtype=np.float64)
         flats.append(arr.reshape(-1))
-        if len(scope):
-            st = _strides(arr.shape)
-            for i, v in enumerate(scope):
-                tstrides[t, pos[v]] = st[i]
+        st = 1
+        for i in range(len(scope) - 1, -1, -1):  # C-order strides (a Python loop: tiny tables)
+            tstrides[t, pos[scope[i]]] = st
+            st *= arr.shape[i]
     _kernels.broadcast_sum(out.reshape(-1), np.array(out.shape, dtype=np.intp), flats, tstrides, add)
     return out
 
