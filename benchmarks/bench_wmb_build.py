@@ -9,9 +9,10 @@ For each instance (a UAI'08 pedigree under ``../shared/data/uai/pedigree`` or a 
 instance with its ``.evid`` under ``../shared/data/uai/uai2014_dev``) and i-bound, builds
 :class:`sampling.bounds.WeightedMiniBucket` (``fit``: first pass + up to ``n_iters``
 forward/backward passes) twice per repeat in ONE process, alternating the order: with
-the compiled kernels (``_wmb.lse_axes``, ``cond_add``, ``broadcast_sum``, ``match_stats``; the code as
+the compiled kernels (``_wmb.lse_axes``, ``cond_add``, ``broadcast_sum``, ``match_stats``, ``backward_info``; the code as
 shipped) and with the NumPy versions (``wmb._lse_axes_numpy``, ``_lse_all_numpy``,
-``_cond_inplace_numpy``, ``_match_stats_numpy``, ``model._broadcast_sum_numpy`` patched in, and the
+``_cond_inplace_numpy``, ``_match_stats_numpy``, ``_backward_info_numpy``,
+``model._broadcast_sum_numpy`` patched in, and the
 mini-bucket elimination ``_logsumexp0`` run by the two-pass loops of the former ``lse_axis0``
 kernel, now with a branch-free max, so the old path is if anything a little faster than it
 was). Prints CPU seconds
@@ -67,13 +68,14 @@ def numpy_path():
     """Patch the NumPy versions of the table helpers into ``wmb`` (the code before the kernels)."""
     from sampling.bounds import model as model_mod, wmb as wmb_mod
     saved = {k: getattr(wmb_mod, k) for k in ("_lse_axes", "_lse_all", "_cond_inplace", "_broadcast_sum",
-                                               "_match_stats", "_logsumexp0")}
+                                               "_match_stats", "_logsumexp0", "_backward_info")}
     wmb_mod._lse_axes = wmb_mod._lse_axes_numpy
     wmb_mod._lse_all = wmb_mod._lse_all_numpy
     wmb_mod._cond_inplace = wmb_mod._cond_inplace_numpy
     wmb_mod._broadcast_sum = model_mod._broadcast_sum_numpy
     wmb_mod._match_stats = wmb_mod._match_stats_numpy
     wmb_mod._logsumexp0 = _logsumexp0_two_pass
+    wmb_mod._backward_info = wmb_mod._backward_info_numpy
     try:
         yield
     finally:

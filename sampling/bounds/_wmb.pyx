@@ -398,3 +398,19 @@ def broadcast_sum(double[::1] out,                   # INOUT (prod(shape),): C-o
         free(strd)
         free(tb)
         free(istr)
+
+
+def backward_info(const double[::1] lm,     # IN  (n,): rho-free log b_parent(sep), -inf allowed
+                  const double[::1] lam,    # IN  (n,): the message lambda_kj, -inf allowed
+                  double weight,            # IN  rho_kj
+                  double[::1] out):         # OUT (n,): nu_kj
+    """``out[j] = weight * lm[j] - lam[j]``, -inf where ``lm[j]`` or ``lam[j]`` is -inf."""
+    cdef Py_ssize_t n = lm.shape[0], j
+    if lam.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"lam and out must have length {n}; got {lam.shape[0]} and {out.shape[0]}")
+    with nogil:
+        for j in range(n):
+            if lm[j] > -INFINITY and lam[j] > -INFINITY:
+                out[j] = weight * lm[j] - lam[j]
+            else:
+                out[j] = -INFINITY

@@ -241,3 +241,15 @@ def broadcast_sum(out, shape, tables, tstrides, add):
                 break
             idx[k] = 0
             k -= 1
+
+
+def backward_info(lm, lam, weight, out):
+    """``out[j] = weight * lm[j] - lam[j]``, -inf where ``lm[j]`` or ``lam[j]`` is -inf."""
+    n = lm.shape[0]
+    if lam.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"lam and out must have length {n}; got {lam.shape[0]} and {out.shape[0]}")
+    for j in range(n):
+        if lm[j] > -math.inf and lam[j] > -math.inf:
+            out[j] = weight * float(lm[j]) - float(lam[j])
+        else:
+            out[j] = -math.inf

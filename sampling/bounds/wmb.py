@@ -139,6 +139,22 @@ def _cond_inplace_numpy(F, lam, w, msg=None):
 _EMPTY = np.empty(0)
 
 
+def _backward_info(lm, lam, w):
+    """The backward information ``nu = w * lm - lam`` of a mini-bucket (-inf where ``lm`` or
+    ``lam`` is -inf), shape of ``lam``; one compiled pass (``_wmb.backward_info``)."""
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    out = np.empty(lam.shape)
+    _kernels.backward_info(np.ascontiguousarray(lm, dtype=np.float64).reshape(-1), lam.reshape(-1), float(w),
+                           out.reshape(-1))
+    return out
+
+
+def _backward_info_numpy(lm, lam, w):
+    """NumPy version of :func:`_backward_info` (tests, benchmarks)."""
+    ok = np.isfinite(lm) & np.isfinite(lam)
+    return np.where(ok, w * np.where(ok, lm, 0.0) - np.where(ok, lam, 0.0), -np.inf)
+
+
 def _match_stats(F, nu, lam, w, scope, common):
     """Marginal and entropy of a mini-bucket's belief for moment matching and the weight step.
 
@@ -775,8 +791,7 @@ class WeightedMiniBucket:
                     if pending[p] == 0:
                         del logb[p]
                 wc = self._weight[c]
-                ok = np.isfinite(lm) & np.isfinite(lam)
-                nu[c] = np.where(ok, wc * np.where(ok, lm, 0.0) - np.where(ok, lam, 0.0), -np.inf)
+                nu[c] = _backward_info(lm, lam, wc)
                 if pending[c] > 0:
                     logb[c] = _cond_inplace(self._F[c], lam, wc, lm)
                 self._F[c] = None  # consumed; the next forward pass rebuilds it

@@ -172,6 +172,7 @@ def _numpy_path(monkeypatch):
     monkeypatch.setattr(wmb_mod, "_cond_inplace", wmb_mod._cond_inplace_numpy)
     monkeypatch.setattr(wmb_mod, "_broadcast_sum", model_mod._broadcast_sum_numpy)
     monkeypatch.setattr(wmb_mod, "_match_stats", wmb_mod._match_stats_numpy)
+    monkeypatch.setattr(wmb_mod, "_backward_info", wmb_mod._backward_info_numpy)
 
 
 @pytest.mark.filterwarnings("ignore:weighted mini-bucket reparameterisation did not converge")
@@ -284,3 +285,21 @@ def test_lse_axis0_kernel_bit_identical_to_twin(seed, card, n, weight, zero_prob
     np.testing.assert_array_equal(np.isneginf(out_c), np.isneginf(old))
     fin = np.isfinite(old)
     np.testing.assert_allclose(out_c[fin], old[fin], rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 2**31 - 1), shape=st.lists(st.integers(1, 4), max_size=3), zero_prob=_zero,
+       weight=st.sampled_from([1.0, 0.5, 0.013, 3.0]))
+def test_backward_info_kernel_matches_twin_and_numpy(seed, shape, zero_prob, weight):
+    rng = np.random.default_rng(seed)
+    lm, lam = _table(rng, tuple(shape), zero_prob), _table(rng, tuple(shape), zero_prob)
+    new, old = wmb_mod._backward_info(lm, lam, weight), wmb_mod._backward_info_numpy(lm, lam, weight)
+    np.testing.assert_array_equal(new, old)  # the same two operations
+    assert new.shape == lam.shape and not np.isnan(new).any()
+    c, p = np.empty(lam.size), np.empty(lam.size)
+    _wmb.backward_info(lm.reshape(-1), lam.reshape(-1), weight, c)
+    _wmb_py.backward_info(lm.reshape(-1), lam.reshape(-1), weight, p)
+    np.testing.assert_array_equal(c, p)
+    for mod in (_wmb, _wmb_py):
+        with pytest.raises(ValueError, match="lam and out must have length 2"):
+            mod.backward_info(np.zeros(2), np.zeros(3), 1.0, np.empty(2))
