@@ -142,10 +142,10 @@ _EMPTY = np.empty(0)
 def _backward_info(lm, lam, w):
     """The backward information ``nu = w * lm - lam`` of a mini-bucket (-inf where ``lm`` or
     ``lam`` is -inf), shape of ``lam``; one compiled pass (``_wmb.backward_info``)."""
-    lam = np.ascontiguousarray(lam, dtype=np.float64)
-    out = np.empty(lam.shape)
-    _kernels.backward_info(np.ascontiguousarray(lm, dtype=np.float64).reshape(-1), lam.reshape(-1), float(w),
-                           out.reshape(-1))
+    shape = np.shape(lam)  # (np.ascontiguousarray makes a 0-d array 1-d)
+    out = np.empty(shape)
+    _kernels.backward_info(np.ascontiguousarray(lm, dtype=np.float64).reshape(-1),
+                           np.ascontiguousarray(lam, dtype=np.float64).reshape(-1), float(w), out.reshape(-1))
     return out
 
 
