@@ -299,8 +299,39 @@ def _broadcast_sum(out_scope, out_shape, tables, out=None):
 
     Every scope must be a subset of ``out_scope``. Returns a fresh C-contiguous
     float64 array of shape ``out_shape`` (zeros if ``tables`` is empty), or adds
-    the tables into ``out`` in place and returns it.
+    the tables into ``out`` (C-contiguous float64) in place and returns it. One
+    compiled pass over the result (``_wmb.broadcast_sum``) adds the tables in the
+    order given: the same sums, bit for bit, as NumPy's broadcasting ``+=`` one
+    table after the other.
     """
+    pos = {v: i for i, v in enumerate(out_scope)}
+    if out is None:
+        out = np.empty(out_shape, dtype=np.float64)
+        add = False
+    elif not (out.flags.c_contiguous and out.dtype == np.float64):
+        raise ValueError("_broadcast_sum needs a C-contiguous float64 out")
+    else:
+        add = True
+    if not tables:
+        if not add:
+            out.fill(0.0)
+        return out
+    nd = len(out_scope)
+    flats = []
+    tstrides = np.zeros((len(tables), nd), dtype=np.intp)
+    for t, (scope, arr) in enumerate(tables):
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        flats.append(arr.reshape(-1))
+        st = 1
+        for i in range(len(scope) - 1, -1, -1):  # C-order strides (a Python loop: tiny tables)
+            tstrides[t, pos[scope[i]]] = st
+            st *= arr.shape[i]
+    _kernels.broadcast_sum(out.reshape(-1), np.array(out.shape, dtype=np.intp), flats, tstrides, add)
+    return out
+
+
+def _broadcast_sum_numpy(out_scope, out_shape, tables, out=None):
+    """NumPy version of :func:`_broadcast_sum` (tests, benchmarks)."""
     pos = {v: i for i, v in enumerate(out_scope)}
     if out is None:
         out = np.zeros(out_shape, dtype=np.float64)

@@ -45,23 +45,45 @@ import numpy as np
 from .._rng import as_generator
 from ..exceptions import ConvergenceWarning
 from .exact import _check_memory, default_order
+from .._build import load_kernel
 from .model import GraphicalModel, _broadcast_sum, _logsumexp0, _strides
 from .ordering import PseudoTree, _check_order
 
 __all__ = ["BuildInterrupted", "Lookup", "LookupTables", "WeightedMiniBucket"]
 
 _BYTES = 8
+_kernels = load_kernel("sampling.bounds._wmb")
 
 
 def _lse_all(a):
-    m = a.max() if a.size else -np.inf
-    if not np.isfinite(m):
-        return -np.inf
-    return float(m + np.log(np.exp(a - m).sum()))
+    """log-sum-exp of all entries of ``a`` (a Python float), -inf when all are -inf or ``a`` is empty."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    out = np.empty(1)
+    _kernels.lse_axes(a.reshape(-1), np.array(a.shape, dtype=np.intp), np.ones(a.ndim, dtype=np.uint8),
+                      1.0, out, np.empty(1))
+    return float(out[0])
 
 
 def _lse_axes(a, axes):
-    """log-sum-exp over ``axes`` (tuple), -inf safe."""
+    """log-sum-exp over ``axes`` (tuple of non-negative ints), -inf safe (an all -inf slice gives -inf).
+
+    Runs the compiled kernel ``_wmb.lse_axes``: two passes over ``a`` in memory order,
+    no temporary the size of ``a``. Returns ``a`` itself when ``axes`` is empty.
+    """
+    if not axes:
+        return a
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    red = np.zeros(a.ndim, dtype=np.uint8)
+    red[list(axes)] = 1
+    kept = tuple(n for n, r in zip(a.shape, red) if not r)
+    n = math.prod(kept)
+    out = np.empty(n)
+    _kernels.lse_axes(a.reshape(-1), np.array(a.shape, dtype=np.intp), red, 1.0, out, np.empty(n))
+    return out.reshape(kept)
+
+
+def _lse_axes_numpy(a, axes):
+    """NumPy version of :func:`_lse_axes` (several temporaries the size of ``a``; tests, benchmarks)."""
     if not axes:
         return a
     m = a.max(axis=axes, keepdims=True)
@@ -72,12 +94,35 @@ def _lse_axes(a, axes):
     return np.squeeze(out, axis=axes)
 
 
-def _cond_inplace(F, lam, w):
-    """Turn a mini-bucket table into ``log b(x_k | rest) = (F - lam) / w`` in place.
+def _lse_all_numpy(a):
+    """NumPy version of :func:`_lse_all` (tests, benchmarks)."""
+    m = a.max() if a.size else -np.inf
+    if not np.isfinite(m):
+        return -np.inf
+    return float(m + np.log(np.exp(a - m).sum()))
+
+
+def _cond_inplace(F, lam, w, msg=None):
+    """Turn a mini-bucket table into ``log b(x_k | rest) = (F - lam) / w`` (+ ``msg``) in place.
 
     Where ``lam`` is ``-inf`` (the whole slice is zero) the conditional is set
     uniform, so the proposal stays normalised there (f = 0 on such slices).
+    ``msg`` (shape ``F.shape[1:]``), when given, is added to every ``x_k`` row
+    (the backward pass's ``log b_parent``). ``F`` must be C-contiguous; one compiled
+    pass (``_wmb.cond_add``).
     """
+    if not F.flags.c_contiguous:
+        raise ValueError("_cond_inplace needs a C-contiguous table")
+    card = F.shape[0]
+    F2 = F.reshape(card, -1)  # a view: F is C-contiguous
+    lam = np.ascontiguousarray(lam, dtype=np.float64).reshape(-1)
+    m = _EMPTY if msg is None else np.ascontiguousarray(msg, dtype=np.float64).reshape(-1)
+    _kernels.cond_add(F2, lam, float(w), m, math.log(card))
+    return F
+
+
+def _cond_inplace_numpy(F, lam, w, msg=None):
+    """NumPy version of :func:`_cond_inplace` (tests, benchmarks)."""
     with np.errstate(invalid="ignore"):
         F -= lam[None]
     if w != 1.0:
@@ -86,7 +131,94 @@ def _cond_inplace(F, lam, w):
     if bad.any():
         F2 = F.reshape(F.shape[0], -1)  # a view: F is C-contiguous
         F2[:, bad] = -math.log(F.shape[0])
+    if msg is not None:
+        F += msg[None]
     return F
+
+
+_EMPTY = np.empty(0)
+
+
+def _backward_info(lm, lam, w):
+    """The backward information ``nu = w * lm - lam`` of a mini-bucket (-inf where ``lm`` or
+    ``lam`` is -inf), shape of ``lam``; one compiled pass (``_wmb.backward_info``)."""
+    shape = np.shape(lam)  # (np.ascontiguousarray makes a 0-d array 1-d)
+    out = np.empty(shape)
+    _kernels.backward_info(np.ascontiguousarray(lm, dtype=np.float64).reshape(-1),
+                           np.ascontiguousarray(lam, dtype=np.float64).reshape(-1), float(w), out.reshape(-1))
+    return out
+
+
+def _backward_info_numpy(lm, lam, w):
+    """NumPy version of :func:`_backward_info` (tests, benchmarks)."""
+    ok = np.isfinite(lm) & np.isfinite(lam)
+    return np.where(ok, w * np.where(ok, lm, 0.0) - np.where(ok, lam, 0.0), -np.inf)
+
+
+def _match_stats(F, nu, lam, w, scope, common):
+    """Marginal and entropy of a mini-bucket's belief for moment matching and the weight step.
+
+    With ``log b = (F + nu) / w - z`` (``z`` normalises ``b`` over the whole table), returns
+    ``(log_mu, H)``: ``log_mu`` the log marginal of ``b`` on the ``common`` variables (shape
+    of those axes, in scope order; -inf where the slice is all zero) and ``H = -sum b * c``
+    with ``c = (F - lam) / w`` the conditional ``log b(x_k | rest)``, over its finite entries
+    ([1]_ Sec. 4, Eq. 9). ``lam = None`` skips the entropy (``H = 0``). Returns ``None`` when
+    ``b`` is zero everywhere. One compiled pair of passes (``_wmb.match_stats``): no
+    temporary the size of ``F``.
+    """
+    card = F.shape[0]
+    nd = F.ndim
+    common = set(common)
+    cax = [a for a in range(nd) if scope[a] in common]
+    cshape = tuple(F.shape[a] for a in cax)
+    cst = dict(zip(cax, _strides(cshape).tolist()))
+    rest = F.shape[1:]
+    omap = np.zeros(rest, dtype=np.intp)
+    for a in range(1, nd):
+        if a in cst and F.shape[a] > 1:
+            shp = [1] * (nd - 1)
+            shp[a - 1] = F.shape[a]
+            omap += (np.arange(F.shape[a], dtype=np.intp) * cst[a]).reshape(shp)
+    n = omap.size
+    nc = math.prod(cshape)
+    mx, work, hw = np.empty(nc), np.empty(nc), np.empty(nc)
+    lam = np.full(n, -np.inf) if lam is None else np.ascontiguousarray(lam, dtype=np.float64).reshape(-1)
+    _kernels.match_stats(F.reshape(card, n), np.ascontiguousarray(nu, dtype=np.float64).reshape(-1), lam,
+                         float(w), omap.reshape(-1), int(cst[0]), mx, work, hw)
+    fin = mx > -np.inf
+    if not fin.any():
+        return None
+    raw = np.full(nc, -np.inf)
+    raw[fin] = mx[fin] + np.log(work[fin])
+    zm = raw[fin].max()
+    z = zm + math.log(float(np.exp(raw[fin] - zm).sum()))
+    raw[fin] -= z
+    H = -float(np.dot(np.exp(mx[fin] - z), hw[fin]))
+    return raw.reshape(cshape), H
+
+
+def _match_stats_numpy(F, nu, lam, w, scope, common):
+    """NumPy version of :func:`_match_stats` (the code it replaced; tests, benchmarks).
+
+    As before, when no axis is summed out ``log_mu`` aliases the table that ``exp`` then
+    overwrites; a WMB never gets there (no mini-bucket's scope lies inside all the others
+    of its bucket: the partition would have merged it).
+    """
+    logb = np.add(F, nu[None])
+    logb *= 1.0 / w
+    z = _lse_all_numpy(logb)
+    if not np.isfinite(z):
+        return None
+    logb -= z
+    common = set(common)
+    logmu = _lse_axes_numpy(logb, tuple(i for i, u in enumerate(scope) if u not in common))
+    if lam is None:
+        return logmu, 0.0
+    with np.errstate(invalid="ignore"):
+        cond = (F - lam[None]) / w
+    b = np.exp(logb, out=logb)
+    fin = np.isfinite(cond)
+    return logmu, float(-np.sum(b[fin] * cond[fin]))
 
 
 def _common_vars(st, mbs, k):
@@ -605,24 +737,12 @@ class WeightedMiniBucket:
         logmu, H = [], []
         for c, wc in zip(mbs, w):
             F = self._F[c]
-            lam = _logsumexp0(F, wc)
-            logb = np.add(F, nu[c][None])
-            logb *= 1.0 / wc
-            z = _lse_all(logb)
-            if not np.isfinite(z):
+            lam = _logsumexp0(F, wc) if self.weight_step > 0 else None
+            got = _match_stats(F, nu[c], lam, wc, self._st["scope"][c], self._common[c])
+            if got is None:
                 return
-            logb -= z
-            sc = self._st["scope"][c]
-            common = set(self._common[c])
-            logmu.append(_lse_axes(logb, tuple(i for i, u in enumerate(sc) if u not in common)))
-            if self.weight_step > 0:
-                with np.errstate(invalid="ignore"):
-                    cond = (F - lam[None]) / wc
-                b = np.exp(logb, out=logb)
-                fin = np.isfinite(cond)
-                H.append(float(-np.sum(b[fin] * cond[fin])))
-                del b, cond
-            del logb
+            logmu.append(got[0])
+            H.append(got[1])
         if self.match:
             L = np.array(logmu)  # (m, *common shape)
             valid = np.all(np.isfinite(L), axis=0)
@@ -671,12 +791,9 @@ class WeightedMiniBucket:
                     if pending[p] == 0:
                         del logb[p]
                 wc = self._weight[c]
-                ok = np.isfinite(lm) & np.isfinite(lam)
-                nu[c] = np.where(ok, wc * np.where(ok, lm, 0.0) - np.where(ok, lam, 0.0), -np.inf)
+                nu[c] = _backward_info(lm, lam, wc)
                 if pending[c] > 0:
-                    lb = _cond_inplace(self._F[c], lam, wc)
-                    lb += lm[None]
-                    logb[c] = lb
+                    logb[c] = _cond_inplace(self._F[c], lam, wc, lm)
                 self._F[c] = None  # consumed; the next forward pass rebuilds it
         return nu
 
