@@ -22,7 +22,10 @@ __all__ = ["WMB_MIB_PER_S", "SAMPLES_PER_MIB", "Rung", "plan_wmb"]
 
 #: Nominal MiB of WMB tables one forward + backward pass processes per second. Measured:
 #: pedigree23 at i-bound 20 (803 MiB of tables) ran its first pass and 10 passes in
-#: 20.1 s, 440 MiB/s; a slower rate keeps the plans on the safe side.
+#: 20.1 s, 440 MiB/s, before the compiled table kernels, and about 1500 MiB/s with them.
+#: 300 is kept: a nominal 800 (with 2 draws per MiB) planned bigger first rungs and more
+#: passes, and the anytime area over [1, 60] s of 60 s DIS runs on pedigrees 23/37/38 grew
+#: from 0.18/1.99/7.49 to 0.74/3.90/10.34 (benchmarks/measured/bounds_schedule_rate_2026-11-24.txt).
 WMB_MIB_PER_S = 300.0
 #: WMB-IS draws interleaved after each pass of a rung being built, per MiB of that rung's
 #: tables (about 7% of the pass time at 40-80 us per draw on a pedigree). Measured: at 20
