@@ -10,9 +10,9 @@ instance with its ``.evid`` under ``../shared/data/uai/uai2014_dev``) and i-boun
 :class:`sampling.bounds.WeightedMiniBucket` (``fit``: first pass + up to ``n_iters``
 forward/backward passes) twice per repeat in ONE process, alternating the order: with
 the compiled kernels (``_wmb.lse_axes``, ``cond_add``, ``broadcast_sum``, ``match_stats``, ``backward_info``; the code as
-shipped) and with the NumPy versions (``wmb._lse_axes_numpy``, ``_lse_all_numpy``,
-``_cond_inplace_numpy``, ``_match_stats_numpy``, ``_backward_info_numpy``,
-``model._broadcast_sum_numpy`` patched in, and the
+shipped) and with the NumPy versions (``tests/bounds/wmb_numpy_ref.py``: ``lse_axes_numpy``,
+``lse_all_numpy``, ``cond_inplace_numpy``, ``match_stats_numpy``, ``backward_info_numpy``,
+``broadcast_sum_numpy``) patched in, and the
 mini-bucket elimination ``_logsumexp0`` run by the two-pass loops of the former ``lse_axis0``
 kernel, now with a branch-free max, so the old path is if anything a little faster than it
 was). Prints CPU seconds
@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # measure this tree, not an installed copy
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "bounds"))  # wmb_numpy_ref: the NumPy code the kernels replaced
 
 DATA = ROOT.parent / "shared" / "data" / "uai"
 if not DATA.exists():
@@ -72,16 +73,17 @@ def _logsumexp0_two_pass(a, weight=1.0):
 @contextlib.contextmanager
 def numpy_path():
     """Patch the NumPy versions of the table helpers into ``wmb`` (the code before the kernels)."""
-    from sampling.bounds import model as model_mod, wmb as wmb_mod
+    import wmb_numpy_ref as ref
+    from sampling.bounds import wmb as wmb_mod
     saved = {k: getattr(wmb_mod, k) for k in ("_lse_axes", "_lse_all", "_cond_inplace", "_broadcast_sum",
                                                "_match_stats", "_logsumexp0", "_backward_info")}
-    wmb_mod._lse_axes = wmb_mod._lse_axes_numpy
-    wmb_mod._lse_all = wmb_mod._lse_all_numpy
-    wmb_mod._cond_inplace = wmb_mod._cond_inplace_numpy
-    wmb_mod._broadcast_sum = model_mod._broadcast_sum_numpy
-    wmb_mod._match_stats = wmb_mod._match_stats_numpy
+    wmb_mod._lse_axes = ref.lse_axes_numpy
+    wmb_mod._lse_all = ref.lse_all_numpy
+    wmb_mod._cond_inplace = ref.cond_inplace_numpy
+    wmb_mod._broadcast_sum = ref.broadcast_sum_numpy
+    wmb_mod._match_stats = ref.match_stats_numpy
     wmb_mod._logsumexp0 = _logsumexp0_two_pass
-    wmb_mod._backward_info = wmb_mod._backward_info_numpy
+    wmb_mod._backward_info = ref.backward_info_numpy
     try:
         yield
     finally:

@@ -330,27 +330,6 @@ def _broadcast_sum(out_scope, out_shape, tables, out=None):
     return out
 
 
-def _broadcast_sum_numpy(out_scope, out_shape, tables, out=None):
-    """NumPy version of :func:`_broadcast_sum` (tests, benchmarks)."""
-    pos = {v: i for i, v in enumerate(out_scope)}
-    if out is None:
-        out = np.zeros(out_shape, dtype=np.float64)
-    nd = len(out_scope)
-    for scope, arr in tables:
-        if len(scope) == 0:
-            out += float(arr)
-            continue
-        axes = [pos[v] for v in scope]
-        perm = np.argsort(axes)
-        a = np.transpose(arr, perm) if not np.all(perm[:-1] < perm[1:]) else arr
-        sorted_axes = [axes[i] for i in perm]
-        shp = [1] * nd
-        for ax, ln in zip(sorted_axes, a.shape):
-            shp[ax] = ln
-        out += a.reshape(shp)
-    return out
-
-
 def _logsumexp0(a, weight=1.0):
     """``weight * log sum_{axis 0} exp(a / weight)``, safe for ``-inf`` (returns -inf, no NaN).
 
@@ -363,24 +342,6 @@ def _logsumexp0(a, weight=1.0):
     out = np.empty(n)
     _kernels.lse_axis0(a.reshape(a.shape[0], n), float(weight), out, np.empty(n))
     return out.reshape(rest)
-
-
-def _logsumexp0_numpy(a, weight=1.0):
-    """NumPy version of :func:`_logsumexp0` (one temporary the size of ``a``)."""
-    m = a.max(axis=0)
-    finite = np.isfinite(m)
-    ms = np.where(finite, m, 0.0)
-    t = np.subtract(a, ms)
-    if weight != 1.0:
-        t *= 1.0 / weight
-    np.exp(t, out=t)
-    s = t.sum(axis=0)
-    del t
-    with np.errstate(divide="ignore"):
-        s = np.log(s)
-    if weight != 1.0:
-        s *= weight
-    return np.where(finite, s + ms, -np.inf)
 
 
 def random_model(n_vars, n_factors, *, max_scope=3, max_card=3, zero_prob=0.0, scale=1.0, rng=None):

@@ -82,26 +82,6 @@ def _lse_axes(a, axes):
     return out.reshape(kept)
 
 
-def _lse_axes_numpy(a, axes):
-    """NumPy version of :func:`_lse_axes` (several temporaries the size of ``a``; tests, benchmarks)."""
-    if not axes:
-        return a
-    m = a.max(axis=axes, keepdims=True)
-    ms = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        s = np.log(np.exp(a - ms).sum(axis=axes, keepdims=True))
-    out = np.where(np.isfinite(m), s + ms, -np.inf)
-    return np.squeeze(out, axis=axes)
-
-
-def _lse_all_numpy(a):
-    """NumPy version of :func:`_lse_all` (tests, benchmarks)."""
-    m = a.max() if a.size else -np.inf
-    if not np.isfinite(m):
-        return -np.inf
-    return float(m + np.log(np.exp(a - m).sum()))
-
-
 def _cond_inplace(F, lam, w, msg=None):
     """Turn a mini-bucket table into ``log b(x_k | rest) = (F - lam) / w`` (+ ``msg``) in place.
 
@@ -121,21 +101,6 @@ def _cond_inplace(F, lam, w, msg=None):
     return F
 
 
-def _cond_inplace_numpy(F, lam, w, msg=None):
-    """NumPy version of :func:`_cond_inplace` (tests, benchmarks)."""
-    with np.errstate(invalid="ignore"):
-        F -= lam[None]
-    if w != 1.0:
-        F *= 1.0 / w
-    bad = ~np.isfinite(np.ravel(lam))
-    if bad.any():
-        F2 = F.reshape(F.shape[0], -1)  # a view: F is C-contiguous
-        F2[:, bad] = -math.log(F.shape[0])
-    if msg is not None:
-        F += msg[None]
-    return F
-
-
 _EMPTY = np.empty(0)
 
 
@@ -147,12 +112,6 @@ def _backward_info(lm, lam, w):
     _kernels.backward_info(np.ascontiguousarray(lm, dtype=np.float64).reshape(-1),
                            np.ascontiguousarray(lam, dtype=np.float64).reshape(-1), float(w), out.reshape(-1))
     return out
-
-
-def _backward_info_numpy(lm, lam, w):
-    """NumPy version of :func:`_backward_info` (tests, benchmarks)."""
-    ok = np.isfinite(lm) & np.isfinite(lam)
-    return np.where(ok, w * np.where(ok, lm, 0.0) - np.where(ok, lam, 0.0), -np.inf)
 
 
 def _match_stats(F, nu, lam, w, scope, common):
@@ -195,30 +154,6 @@ def _match_stats(F, nu, lam, w, scope, common):
     raw[fin] -= z
     H = -float(np.dot(np.exp(mx[fin] - z), hw[fin]))
     return raw.reshape(cshape), H
-
-
-def _match_stats_numpy(F, nu, lam, w, scope, common):
-    """NumPy version of :func:`_match_stats` (the code it replaced; tests, benchmarks).
-
-    As before, when no axis is summed out ``log_mu`` aliases the table that ``exp`` then
-    overwrites; a WMB never gets there (no mini-bucket's scope lies inside all the others
-    of its bucket: the partition would have merged it).
-    """
-    logb = np.add(F, nu[None])
-    logb *= 1.0 / w
-    z = _lse_all_numpy(logb)
-    if not np.isfinite(z):
-        return None
-    logb -= z
-    common = set(common)
-    logmu = _lse_axes_numpy(logb, tuple(i for i, u in enumerate(scope) if u not in common))
-    if lam is None:
-        return logmu, 0.0
-    with np.errstate(invalid="ignore"):
-        cond = (F - lam[None]) / w
-    b = np.exp(logb, out=logb)
-    fin = np.isfinite(cond)
-    return logmu, float(-np.sum(b[fin] * cond[fin]))
 
 
 def _common_vars(st, mbs, k):

@@ -12,6 +12,8 @@ from sampling.bounds.exact import log_partition_enumerate
 from sampling.bounds.model import random_model
 from sampling.bounds.wmb import WeightedMiniBucket
 
+import wmb_numpy_ref as ref  # tests/bounds (conftest): the NumPy code the kernels replaced
+
 
 def _table(rng, shape, zero_prob, scale=20.0):
     a = rng.normal(scale=scale, size=shape)
@@ -40,17 +42,17 @@ def test_lse_axes_kernel_matches_twin_and_numpy(seed, shape, zero_prob, weight, 
     assert not np.isnan(out_c).any()
     axes = tuple(int(i) for i in np.flatnonzero(red))
     if len(shape) >= 1 and red[0] and not red[1:].any():  # the mini-bucket elimination, any weight
-        old = model_mod._logsumexp0_numpy(a, weight).reshape(-1)
+        old = ref.logsumexp0_numpy(a, weight).reshape(-1)
         np.testing.assert_array_equal(np.isneginf(out_c), np.isneginf(old))
         fin = np.isfinite(old)
         np.testing.assert_allclose(out_c[fin], old[fin], rtol=1e-12, atol=1e-12)
     if axes:
-        new, old = wmb_mod._lse_axes(a, axes), wmb_mod._lse_axes_numpy(a, axes)
+        new, old = wmb_mod._lse_axes(a, axes), ref.lse_axes_numpy(a, axes)
         assert new.shape == old.shape
         np.testing.assert_array_equal(np.isneginf(new), np.isneginf(old))
         fin = np.isfinite(old)
         np.testing.assert_allclose(new[fin], old[fin], rtol=1e-12, atol=1e-12)
-    lse_new, lse_old = wmb_mod._lse_all(a), wmb_mod._lse_all_numpy(a)
+    lse_new, lse_old = wmb_mod._lse_all(a), ref.lse_all_numpy(a)
     assert (lse_new == -np.inf) == (lse_old == -np.inf)
     if np.isfinite(lse_old):
         assert lse_new == pytest.approx(lse_old, rel=1e-12, abs=1e-12)
@@ -62,7 +64,7 @@ def test_lse_axes_larger_tables_match_numpy(shape, axes):
     rng = np.random.default_rng(7)
     a = _table(rng, shape, 0.4, scale=50.0)
     a[(slice(None),) * (len(shape) - 1) + (0,)] = -np.inf  # whole -inf slices
-    new, old = wmb_mod._lse_axes(a, axes), wmb_mod._lse_axes_numpy(a, axes)
+    new, old = wmb_mod._lse_axes(a, axes), ref.lse_axes_numpy(a, axes)
     np.testing.assert_array_equal(np.isneginf(new), np.isneginf(old))
     fin = np.isfinite(old)
     np.testing.assert_allclose(new[fin], old[fin], rtol=1e-12, atol=1e-12)
@@ -104,7 +106,7 @@ def test_cond_add_kernel_matches_twin_and_numpy(seed, card, rest, weight, zero_p
     np.testing.assert_array_equal(c, p)
     assert not np.isnan(c).any()
     new = wmb_mod._cond_inplace(F.copy(), lam, weight, msg)
-    old = wmb_mod._cond_inplace_numpy(F.copy(), lam, weight, msg)
+    old = ref.cond_inplace_numpy(F.copy(), lam, weight, msg)
     np.testing.assert_array_equal(np.isneginf(new), np.isneginf(old))
     fin = np.isfinite(old)
     np.testing.assert_allclose(new[fin], old[fin], rtol=1e-12, atol=1e-12)
@@ -134,10 +136,10 @@ def test_broadcast_sum_kernel_matches_twin_and_numpy(seed, shape, zero_prob, int
     base = rng.normal(size=tuple(shape))
     if into:
         new = model_mod._broadcast_sum(scope_out, tuple(shape), tables, out=base.copy())
-        old = model_mod._broadcast_sum_numpy(scope_out, tuple(shape), tables, out=base.copy())
+        old = ref.broadcast_sum_numpy(scope_out, tuple(shape), tables, out=base.copy())
     else:
         new = model_mod._broadcast_sum(scope_out, tuple(shape), tables)
-        old = model_mod._broadcast_sum_numpy(scope_out, tuple(shape), tables)
+        old = ref.broadcast_sum_numpy(scope_out, tuple(shape), tables)
     np.testing.assert_array_equal(new, old)  # the same additions in the same order
     assert new.flags.c_contiguous and new.shape == tuple(shape)
     # kernel vs twin
@@ -167,12 +169,12 @@ def test_broadcast_sum_errors():
 
 
 def _numpy_path(monkeypatch):
-    monkeypatch.setattr(wmb_mod, "_lse_axes", wmb_mod._lse_axes_numpy)
-    monkeypatch.setattr(wmb_mod, "_lse_all", wmb_mod._lse_all_numpy)
-    monkeypatch.setattr(wmb_mod, "_cond_inplace", wmb_mod._cond_inplace_numpy)
-    monkeypatch.setattr(wmb_mod, "_broadcast_sum", model_mod._broadcast_sum_numpy)
-    monkeypatch.setattr(wmb_mod, "_match_stats", wmb_mod._match_stats_numpy)
-    monkeypatch.setattr(wmb_mod, "_backward_info", wmb_mod._backward_info_numpy)
+    monkeypatch.setattr(wmb_mod, "_lse_axes", ref.lse_axes_numpy)
+    monkeypatch.setattr(wmb_mod, "_lse_all", ref.lse_all_numpy)
+    monkeypatch.setattr(wmb_mod, "_cond_inplace", ref.cond_inplace_numpy)
+    monkeypatch.setattr(wmb_mod, "_broadcast_sum", ref.broadcast_sum_numpy)
+    monkeypatch.setattr(wmb_mod, "_match_stats", ref.match_stats_numpy)
+    monkeypatch.setattr(wmb_mod, "_backward_info", ref.backward_info_numpy)
 
 
 @pytest.mark.filterwarnings("ignore:weighted mini-bucket reparameterisation did not converge")
@@ -213,13 +215,13 @@ def test_match_stats_kernel_matches_twin_and_numpy(seed, shape, weight, zero_pro
     common = (scope[0],) + tuple(data.draw(st.lists(st.sampled_from(scope[1:]), unique=True)) if len(scope) > 1 else ())
     lam = model_mod._logsumexp0(F, weight) if entropy else None
     new = wmb_mod._match_stats(F, nu, lam, weight, scope, common)
-    old = wmb_mod._match_stats_numpy(F, nu, lam, weight, scope, common)
+    old = ref.match_stats_numpy(F, nu, lam, weight, scope, common)
     if len(common) == len(scope) and old is not None:
         # the NumPy code returned its log b table aliased and overwritten by exp() when no
         # axis is summed out (never the case in a WMB: a mini-bucket's scope is not inside
         # all others of its bucket); the marginal is then the normalised log b itself
         logb = (F + nu[None]) * (1.0 / weight)
-        old = (logb - wmb_mod._lse_all_numpy(logb), old[1])
+        old = (logb - ref.lse_all_numpy(logb), old[1])
     assert (new is None) == (old is None)
     if new is not None:
         assert new[0].shape == old[0].shape
@@ -281,7 +283,7 @@ def test_lse_axis0_kernel_bit_identical_to_twin(seed, card, n, weight, zero_prob
     np.testing.assert_array_equal(out_c, out_p)
     np.testing.assert_array_equal(work_c, work_p)
     assert not np.isnan(out_c).any()
-    old = model_mod._logsumexp0_numpy(a, weight)
+    old = ref.logsumexp0_numpy(a, weight)
     np.testing.assert_array_equal(np.isneginf(out_c), np.isneginf(old))
     fin = np.isfinite(old)
     np.testing.assert_allclose(out_c[fin], old[fin], rtol=1e-12, atol=1e-12)
@@ -293,7 +295,7 @@ def test_lse_axis0_kernel_bit_identical_to_twin(seed, card, n, weight, zero_prob
 def test_backward_info_kernel_matches_twin_and_numpy(seed, shape, zero_prob, weight):
     rng = np.random.default_rng(seed)
     lm, lam = _table(rng, tuple(shape), zero_prob), _table(rng, tuple(shape), zero_prob)
-    new, old = wmb_mod._backward_info(lm, lam, weight), wmb_mod._backward_info_numpy(lm, lam, weight)
+    new, old = wmb_mod._backward_info(lm, lam, weight), ref.backward_info_numpy(lm, lam, weight)
     np.testing.assert_array_equal(new, old)  # the same two operations
     assert new.shape == lam.shape and not np.isnan(new).any()
     c, p = np.empty(lam.size), np.empty(lam.size)
