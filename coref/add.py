@@ -44,12 +44,16 @@ __all__ = ["add_clusters", "read_clustered", "reuse_encodings", "add", "add_argu
 ADD_SWEEPS = 5
 
 
-def read_clustered(directory):
+def read_clustered(directory, *, as_text=True):
     """The mentions and clusters of a finished ``coref predict`` / ``add`` output.
 
     Parameters
     ----------
     directory : str or os.PathLike
+    as_text : bool, default True
+        Give the mention table the encoder's cell types (text as Python ``str``, list
+        cells as ``list``); ``False`` keeps the types Parquet gives (enough to write the
+        table again, and faster when the old mentions need no encoding).
 
     Returns
     -------
@@ -76,7 +80,6 @@ def read_clustered(directory):
     for c in ("mention_id", "block", "cluster_id"):
         if c not in clusters.columns:
             raise ValueError(f"{d / 'clusters.csv'}: no column {c!r}")
-    from coref.inputs import as_object_text
     from coref.io import MENTION_COLUMNS
 
     # our own file, its SHA-256 checked against the manifest above: read it directly (the
@@ -85,13 +88,24 @@ def read_clustered(directory):
     missing = [c for c in MENTION_COLUMNS if c not in mentions.columns]
     if missing:
         raise ValueError(f"{d / 'mentions.parquet'}: missing mention column(s) {missing}")
+    m_ids = mentions["mention_id"].astype(str).to_numpy(dtype=object)
+    c_ids = clusters["mention_id"].astype(str).to_numpy(dtype=object)
+    if not np.array_equal(m_ids, c_ids):
+        if not (len(m_ids) == len(c_ids) and np.array_equal(np.sort(m_ids), np.sort(c_ids))):
+            raise ValueError(f"{d}: clusters.csv and mentions.parquet cover different mentions")
+        # the rows of both tables in the order of clusters.csv
+        mentions = mentions.iloc[pd.Index(m_ids).get_indexer(c_ids)].reset_index(drop=True)
+    return (_encoder_cells(mentions) if as_text else mentions), clusters, manifest
+
+
+def _encoder_cells(mentions):
+    """``mentions`` (as read from our Parquet) with list cells as lists and text as ``str``."""
+    from coref.inputs import as_object_text
+
     for c in mentions.columns:
         if mentions[c].dtype == object and len(mentions) and isinstance(mentions[c].iloc[0], np.ndarray):
             mentions[c] = [list(v) if v is not None else [] for v in mentions[c]]
-    mentions = as_object_text(mentions)
-    if set(mentions["mention_id"]) != set(clusters["mention_id"]):
-        raise ValueError(f"{d}: clusters.csv and mentions.parquet cover different mentions")
-    return mentions, clusters, manifest
+    return as_object_text(mentions)
 
 
 def reuse_encodings(directory, manifest, clusters, model, model_info, *, strict=False):
@@ -217,11 +231,10 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     fresh = sorted(set(new["block"]) - old_blocks)
 
     feats = [c for c in new.columns if c != "gold"]
-    om = old_mentions.copy()
-    om["mention_id"] = om["mention_id"].astype(str)
-    om = om.set_index("mention_id")
     # per-mention encodings: the new mentions' from their text, in one batch; the old ones'
-    # from old_encodings (or, without them, from the text of the old mentions needed)
+    # from old_encodings (or, without them, from the text of the old mentions needed).
+    # enc_all holds old_encodings' rows, then the new mentions' (tables merged once); every
+    # block is assembled from a take of it, the same arrays as from a concat of takes
     new_enc = encode_parts(new[feats], model.vocabulary_)
     if old_encodings is not None:
         pos = pd.Index(old_encodings.mention_id.astype(str)).get_indexer(old_ids)
@@ -229,8 +242,14 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
             raise ValueError(f"old_encodings lack {int((pos < 0).sum())} of the old mentions, e.g. "
                              f"{old_ids[pos < 0][:3].tolist()}")
         old_enc_of = pd.Series(pos, index=old_ids)
+        enc_all = MentionEncoding.concat([old_encodings, new_enc])
+        n_old_enc = len(old_encodings)
+        om = None                         # the old mentions' text is not needed
     else:
         old_enc_of = None
+        om = old_mentions.copy()
+        om["mention_id"] = om["mention_id"].astype(str)
+        om = om.set_index("mention_id")
     stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0}
     margin_parts = []
     final_old_of = {}   # old mention -> its final id (only where sampled)
@@ -239,19 +258,26 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
         touched_set = set(touched)
-        old_rows = old_block_of.index[np.fromiter((b in touched_set for b in old_block_of), bool, len(old_block_of))]
-        part_old = om.loc[old_rows].reset_index()
-        part_old["block"] = old_block_of.loc[old_rows].to_numpy()
-        cols = [c for c in feats if c in part_old.columns]
-        new_in = np.fromiter((b in touched_set for b in new["block"]), bool, len(new))
-        part = pd.concat([part_old[cols], new.loc[new_in, cols]], ignore_index=True)
-        if old_enc_of is None:
-            enc_old = encode_parts(part_old[cols], model.vocabulary_)
+        in_touched = old_block_of.isin(touched).to_numpy()
+        old_rows = old_block_of.index[in_touched]
+        new_in = new["block"].isin(touched).to_numpy()
+        if om is None:
+            # the blocks are assembled from the encodings: infer_blocks reads only ids and blocks
+            part = pd.DataFrame({"mention_id": np.r_[old_rows.to_numpy(dtype=object),
+                                                     new.loc[new_in, "mention_id"].to_numpy(dtype=object)],
+                                 "block": np.r_[old_block_of.to_numpy()[in_touched],
+                                                new.loc[new_in, "block"].to_numpy(dtype=object)]})
+            enc_part = enc_all.take(np.r_[old_enc_of.to_numpy()[in_touched], n_old_enc + np.flatnonzero(new_in)])
         else:
-            enc_old = old_encodings.take(old_enc_of.loc[old_rows].to_numpy())
-        enc_part = MentionEncoding.concat([enc_old, new_enc.take(np.flatnonzero(new_in))])
-        is_old = np.r_[np.ones(len(part_old), bool), np.zeros(len(part) - len(part_old), bool)]
-        initial = np.r_[old_cid.loc[old_rows].to_numpy(dtype=object), np.full(len(part) - len(part_old), None, object)]
+            part_old = om.loc[old_rows].reset_index()
+            part_old["block"] = old_block_of.loc[old_rows].to_numpy()
+            cols = [c for c in feats if c in part_old.columns]
+            part = pd.concat([part_old[cols], new.loc[new_in, cols]], ignore_index=True)
+            enc_old = encode_parts(part_old[cols], model.vocabulary_)
+            enc_part = MentionEncoding.concat([enc_old, new_enc.take(np.flatnonzero(new_in))])
+        n_part_old = len(old_rows)
+        is_old = np.r_[np.ones(n_part_old, bool), np.zeros(len(part) - n_part_old, bool)]
+        initial = np.r_[old_cid.to_numpy(dtype=object)[in_touched], np.full(len(part) - n_part_old, None, object)]
         fixed = is_old & (not settings.revisit)
         results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
                                initial=initial, fixed=fixed, margins=True, encodings=enc_part)
@@ -265,8 +291,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
             mids = r.mention_id.astype(str)
             codes, _ = pd.factorize(r.cluster_id.astype(str))
             is_old = np.fromiter((m in old_set for m in mids), bool, len(mids))
+            # votes[c] = {old id: how many of its mentions final cluster c holds}
             votes = {}
-            for c, m in zip(codes[is_old], mids[is_old]):
+            for c, m in zip(codes[is_old].tolist(), mids[is_old].tolist()):
                 cnt = votes.setdefault(c, {})
                 o = old_cid_of[m]
                 cnt[o] = cnt.get(o, 0) + 1
@@ -337,9 +364,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     if return_encodings:
         if old_enc_of is None:
             enc_all_old = encode_parts(om.loc[old_ids].reset_index(), model.vocabulary_)
+            info["encodings"] = MentionEncoding.concat([enc_all_old, new_enc])
         else:
-            enc_all_old = old_encodings.take(old_enc_of.to_numpy())
-        info["encodings"] = MentionEncoding.concat([enc_all_old, new_enc])
+            info["encodings"] = enc_all.take(np.r_[old_enc_of.to_numpy(), n_old_enc + np.arange(len(new_enc))])
     return clusters, info
 
 
@@ -393,9 +420,11 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         raise ValueError("--out must differ from --clusters (the existing clustering is read, never overwritten)")
     with OutputDir(out, "add") as od:
         fitted, _, model_info = resolve_model(model)
-        old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir)
+        old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir, as_text=False)
         old_encodings, enc_note = reuse_encodings(clusters_dir, old_manifest, old_clusters, fitted, model_info,
                                                   strict=settings.strict)
+        if old_encodings is None:          # the old mentions are encoded again from their text
+            old_mentions = _encoder_cells(old_mentions)
         new, desc = load_input(data, format=settings.format, strict=settings.strict, command="add")
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             clusters, info = add_clusters(fitted, old_mentions, old_clusters, new, settings, client=client,
@@ -403,8 +432,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         margins = info.pop("margins")
         encodings = info.pop("encodings")
         info["old_encodings"] = enc_note
-        old_set = set(old_clusters["mention_id"].astype(str))
-        keep_new = new[np.fromiter((m not in old_set for m in new["mention_id"].astype(str)), bool, len(new))]
+        keep_new = new[~new["mention_id"].astype(str).isin(old_clusters["mention_id"].astype(str)).to_numpy()]
         cols = list(dict.fromkeys(list(old_mentions.columns) + list(keep_new.columns)))
         allm = pd.concat([old_mentions.reindex(columns=cols), keep_new.reindex(columns=cols)], ignore_index=True)
         if "gold" in clusters.columns:
