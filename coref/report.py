@@ -454,15 +454,35 @@ def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None, rows=N
     out = np.full(len(codes), np.nan)
     gen = np.random.default_rng(rng)
     theta = np.ascontiguousarray(theta, dtype=np.float64)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    order = np.argsort(codes, kind="stable")          # each cluster's rows, ascending, clusters by code
+    sizes = np.bincount(codes) if len(codes) else np.zeros(0, np.int64)
+    start = np.cumsum(sizes) - sizes                  # first position of each cluster in ``order``
     want = np.ones(len(codes), bool) if rows is None else np.asarray(rows, dtype=bool)
-    for idx in np.split(order, bounds):
-        n = len(idx)
-        if n < 2 or not want[idx].any():
+    n_of = sizes[codes]
+    # clusters of 2..cap members: every wanted mention against all the other members, all
+    # clusters at once (the pairs of a mention in ascending member order, as one cluster at
+    # a time would sum them)
+    w = np.flatnonzero(want & (n_of >= 2) & (n_of <= cap))
+    if len(w):
+        n_w = n_of[w]
+        offs = np.arange(int(n_w.sum())) - np.repeat(np.cumsum(n_w) - n_w, n_w)
+        a = np.repeat(w, n_w)
+        b = order[np.repeat(start[codes[w]], n_w) + offs]
+        keep = a != b
+        a, b = a[keep], b[keep]
+        vals = np.empty(len(a))
+        _factors.pair_factors(enc, theta, float(bias), np.ascontiguousarray(a, dtype=np.int64),
+                              np.ascontiguousarray(b, dtype=np.int64), vals)
+        sums = np.bincount(np.repeat(np.arange(len(w)), n_w)[keep], weights=vals, minlength=len(w))
+        n_ref = n_w - 1.0
+        out[w] = sums * (n_w - 1) / np.maximum(n_ref, 1.0)
+    # clusters above cap: a uniform subsample of members (one draw per cluster, by code)
+    for c in np.flatnonzero(sizes > cap):
+        idx = order[start[c]:start[c] + sizes[c]].astype(np.int64)
+        if not want[idx].any():
             continue
-        idx = np.sort(idx).astype(np.int64)
-        ref = np.arange(n) if n <= cap else np.sort(gen.choice(n, cap, replace=False))
+        n = len(idx)
+        ref = np.sort(gen.choice(n, cap, replace=False))
         mine = np.flatnonzero(want[idx])
         a = np.repeat(mine, len(ref))
         b = np.tile(ref, len(mine))

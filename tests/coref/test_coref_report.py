@@ -155,3 +155,53 @@ def test_write_report_confidence_section_and_reliability_diagram(tmp_path):
     (tmp_path / "x").mkdir()
     paths = report.write_report(tmp_path / "x", clusters=clusters, metrics=m, curves=_curves())
     assert "fig_reliability" not in paths and "Not computed: no factor_matrix" in paths["report"].read_text()
+
+
+def _margins_one_cluster_at_a_time(enc, theta, bias, labels, *, rng=0, cap=300, rows=None):
+    """The per-cluster loop ``cluster_margins`` replaced (its slow twin)."""
+    from coref.model import _factors
+
+    codes, _ = pd.factorize(np.asarray(labels))
+    out = np.full(len(codes), np.nan)
+    gen = np.random.default_rng(rng)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    want = np.ones(len(codes), bool) if rows is None else np.asarray(rows, dtype=bool)
+    for idx in np.split(order, bounds):
+        n = len(idx)
+        if n < 2 or not want[idx].any():
+            continue
+        idx = np.sort(idx).astype(np.int64)
+        ref = np.arange(n) if n <= cap else np.sort(gen.choice(n, cap, replace=False))
+        mine = np.flatnonzero(want[idx])
+        a = np.repeat(mine, len(ref))
+        b = np.tile(ref, len(mine))
+        keep = a != b
+        a, b = a[keep], b[keep]
+        vals = np.empty(len(a))
+        _factors.pair_factors(enc, np.ascontiguousarray(theta, dtype=np.float64), float(bias),
+                              np.ascontiguousarray(idx[a]), np.ascontiguousarray(idx[b]), vals)
+        sums = np.bincount(a, weights=vals, minlength=n)[mine]
+        n_ref = len(ref) - np.isin(mine, ref).astype(float)
+        out[idx[mine]] = sums * (n - 1) / np.maximum(n_ref, 1.0)
+    return out
+
+
+@pytest.mark.parametrize("cap", [300, 4])
+def test_cluster_margins_all_clusters_at_once_equal_one_at_a_time(mentions_factory, cap):
+    """Bit for bit, with clusters above the cap (subsampled, in code order) among small ones."""
+    from coref.model import PairwiseModel
+    from coref.report import cluster_margins
+
+    df = mentions_factory(n_blocks=2, per=40, seed=7)
+    model = PairwiseModel(bias_shift=0.0).fit(df)
+    blk = df[df["block"] == "Name_1"].reset_index(drop=True)
+    enc = model.encode(blk)
+    gen = np.random.default_rng(3)
+    labels = gen.integers(0, 9, size=len(blk)) * 7 % 11          # unsorted labels, sizes 0..~10
+    rows = gen.random(len(blk)) < 0.5
+    for r in (None, rows):
+        got = cluster_margins(enc, model.theta_, model.bias_, labels, rng=5, max_members=cap, rows=r)
+        ref = _margins_one_cluster_at_a_time(enc, model.theta_, model.bias_, labels, rng=5, cap=cap, rows=r)
+        np.testing.assert_array_equal(got, ref)
+        assert np.isfinite(got).sum() > 10
