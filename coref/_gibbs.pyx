@@ -259,8 +259,8 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
-    cdef Py_ssize_t nb, q, lz_nmax
-    cdef double lz_gmax
+    cdef Py_ssize_t nb, q, lz_nmax, m2
+    cdef double lz_gmax, lz_umax, u
 
     size[old] -= 1
     # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
@@ -322,42 +322,43 @@ cdef Py_ssize_t _step(BlockData* d,
     n_lazy = 0
     na = 0
     fi = fmax[i] if fmax != NULL else 0.0
-    lz_gmax = -INFINITY
+    lz_umax = 0.0
     lz_nmax = 0
     for c in range(C):
-        us[c] = _uniform(rs)
+        u = _uniform(rs)
+        us[c] = u
+        m = fill[c + 1] - fill[c]          # N_y = |C_y \ {i}| (= size[cand[c]])
+        if m <= fb and fmax != NULL:
+            # lazy small arm: only its uniform, position and population are noted here;
+            # the rest of its state is set if it is ever tested on its own.  The group's
+            # bound uses max_y G_UP(u_y) = G_UP(max_y u_y) (G_UP is nondecreasing)
+            lz[n_lazy] = c
+            n_lazy += 1
+            if u > lz_umax:
+                lz_umax = u
+            if m > lz_nmax:
+                lz_nmax = m
+            continue
         gok[c] = 0
         acc[c] = 0.0
         acc2[c] = 0.0
-        N[c] = size[cand[c]]
-        start[c] = fill[c]
+        N[c] = m
         alive[c] = 1
-        if N[c] <= fb:
-            if fmax != NULL:
-                # bound g_y + sum_j min(fmax_i, fmax_j) / tau, formed in the lazy test
-                T[c] = -1              # lazy: not evaluated yet
-                lz[n_lazy] = c
-                n_lazy += 1
-                v = _gum_up(us[c])
-                if v > lz_gmax:
-                    lz_gmax = v
-                if N[c] > lz_nmax:
-                    lz_nmax = N[c]
-                continue
-            else:
-                for k in range(N[c]):
-                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
-                evals += N[c]
-                T[c] = N[c]
+        if m <= fb:
+            for k in range(m):
+                acc[c] += block_factor(d, i, pool[fill[c] + k]) * inv_temp
+            evals += m
+            T[c] = m
         else:
             T[c] = 0
-            memcpy(&members[start[c]], &pool[start[c]], N[c] * sizeof(long long))
-            tr = n_rounds[N[c]]
+            memcpy(&members[fill[c]], &pool[fill[c]], m * sizeof(long long))
+            tr = n_rounds[m]
             if tr > tstar:
                 tstar = tr
             n_open += 1
         act[na] = c
         na += 1
+    lz_gmax = _gum_up(lz_umax) if n_lazy > 0 else -INFINITY
     us[C] = _uniform(rs)
     gok[C] = 0
     alive[C] = 1
@@ -383,11 +384,11 @@ cdef Py_ssize_t _step(BlockData* d,
             if alive[c] and 0 <= T[c] < N[c]:
                 tr = _sched(r, T[c], N[c], fb)
                 for k in range(T[c], tr):
-                    pos = start[c] + k + _below(rs, N[c] - k)
-                    sw = members[start[c] + k]
-                    members[start[c] + k] = members[pos]
+                    pos = fill[c] + k + _below(rs, N[c] - k)
+                    sw = members[fill[c] + k]
+                    members[fill[c] + k] = members[pos]
                     members[pos] = sw
-                    bj[nb] = members[start[c] + k]
+                    bj[nb] = members[fill[c] + k]
                     bc[nb] = c
                     nb += 1
                 evals += tr - T[c]
@@ -453,26 +454,28 @@ cdef Py_ssize_t _step(BlockData* d,
                 n_lazy = 0
             for a in range(n_lazy):
                 c = lz[a]
+                m2 = fill[c]
+                N[c] = fill[c + 1] - m2
                 v = _gum_up(us[c])
                 for k in range(N[c]):
-                    j = pool[start[c] + k]
+                    j = pool[m2 + k]
                     v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
                 if est[leader] - v > margin:
-                    alive[c] = 0
-                    T[c] = 0
                     continue
+                gok[c] = 0
                 v = _gum(us, gumbels, gok, c)
                 for k in range(N[c]):
-                    j = pool[start[c] + k]
+                    j = pool[m2 + k]
                     v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
                 if est[leader] - v > margin:
-                    alive[c] = 0
-                    T[c] = 0
                     continue
+                acc[c] = 0.0
+                acc2[c] = 0.0
+                alive[c] = 1
                 for k in range(N[c]):
                     if k + 1 < N[c]:
-                        prefetch_pair(d, i, pool[start[c] + k + 1])
-                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
+                        prefetch_pair(d, i, pool[m2 + k + 1])
+                    acc[c] += block_factor(d, i, pool[m2 + k]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
                 est[c] = acc[c] + gumbels[c]
