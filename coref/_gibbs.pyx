@@ -233,6 +233,21 @@ cdef inline void _pool_insert(Py_ssize_t i, Py_ssize_t l, long long* cand, long 
         cstart[c2] += 1
 
 
+cdef inline void _pool_update(Py_ssize_t i, Py_ssize_t old, Py_ssize_t l, Py_ssize_t c_old,
+                              const long long* size, long long* cand, long long* cidx,
+                              long long* cstart, long long* pool, long long* nC) noexcept nogil:
+    """End of a step: mention i now in cluster l (size[l] counted).
+
+    ``c_old`` < 0: i already left the pool (its cluster emptied); otherwise i is still
+    in the run of cluster ``old`` and moves only if l differs.
+    """
+    if c_old < 0:
+        _pool_insert(i, l, cand, cidx, cstart, pool, nC)
+    elif l != old:
+        _pool_remove(i, old, size, cand, cidx, cstart, pool, nC)
+        _pool_insert(i, l, cand, cidx, cstart, pool, nC)
+
+
 cdef Py_ssize_t _step(BlockData* d,
                       long long* labels,          # INOUT (n,)
                       long long* size,            # INOUT (n,) cluster sizes
@@ -259,14 +274,21 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
-    cdef Py_ssize_t nb, q, lz_nmax, m2
+    cdef Py_ssize_t nb, q, lz_nmax, m2, e2, c_old
     cdef double lz_gmax, lz_umax, u
 
     size[old] -= 1
     # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
     row_set(d, i)
-    # candidate clusters, by increasing label, and their members (fill = their starts)
-    _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
+    # candidate clusters, by increasing label, and their members (fill = their starts).
+    # i leaves the pool now only if its cluster empties; otherwise it stays in its
+    # cluster's run (c_old), skipped when members are read, and leaves it at the end
+    # only if it moves (most steps put i back where it was: no pool update at all)
+    if size[old] == 0:
+        _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
+        c_old = -1
+    else:
+        c_old = cidx[old]
     C = nC[0]
     if size[old] == 0:
         new_label = old
@@ -284,7 +306,6 @@ cdef Py_ssize_t _step(BlockData* d,
             gok[c] = 0
         for c in range(C):
             acc[c] = 0.0
-            N[c] = size[cand[c]]
         for j in range(n):
             if j != i:
                 acc[cidx[labels[j]]] += block_factor(d, i, j)
@@ -306,7 +327,7 @@ cdef Py_ssize_t _step(BlockData* d,
             l = cand[best]
         labels[i] = l
         size[l] += 1
-        _pool_insert(i, l, cand, cidx, fill, pool, nC)
+        _pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
         row_clear(d)
         return l
 
@@ -327,7 +348,7 @@ cdef Py_ssize_t _step(BlockData* d,
     for c in range(C):
         u = _uniform(rs)
         us[c] = u
-        m = fill[c + 1] - fill[c]          # N_y = |C_y \ {i}| (= size[cand[c]])
+        m = fill[c + 1] - fill[c] - (c == c_old)    # N_y = |C_y \ {i}| (= size[cand[c]])
         if m <= fb and fmax != NULL:
             # lazy small arm: only its uniform, position and population are noted here;
             # the rest of its state is set if it is ever tested on its own.  The group's
@@ -345,13 +366,21 @@ cdef Py_ssize_t _step(BlockData* d,
         N[c] = m
         alive[c] = 1
         if m <= fb:
-            for k in range(m):
-                acc[c] += block_factor(d, i, pool[fill[c] + k]) * inv_temp
+            for q in range(fill[c], fill[c + 1]):
+                if pool[q] != i:
+                    acc[c] += block_factor(d, i, pool[q]) * inv_temp
             evals += m
             T[c] = m
         else:
             T[c] = 0
-            memcpy(&members[fill[c]], &pool[fill[c]], m * sizeof(long long))
+            if c == c_old:
+                k = fill[c]
+                for q in range(fill[c], fill[c + 1]):
+                    if pool[q] != i:
+                        members[k] = pool[q]
+                        k += 1
+            else:
+                memcpy(&members[fill[c]], &pool[fill[c]], m * sizeof(long long))
             tr = n_rounds[m]
             if tr > tstar:
                 tstar = tr
@@ -455,27 +484,31 @@ cdef Py_ssize_t _step(BlockData* d,
             for a in range(n_lazy):
                 c = lz[a]
                 m2 = fill[c]
-                N[c] = fill[c + 1] - m2
+                e2 = fill[c + 1]
+                N[c] = e2 - m2 - (c == c_old)
                 v = _gum_up(us[c])
-                for k in range(N[c]):
-                    j = pool[m2 + k]
-                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                for q in range(m2, e2):
+                    j = pool[q]
+                    if j != i:
+                        v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
                 if est[leader] - v > margin:
                     continue
                 gok[c] = 0
                 v = _gum(us, gumbels, gok, c)
-                for k in range(N[c]):
-                    j = pool[m2 + k]
-                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                for q in range(m2, e2):
+                    j = pool[q]
+                    if j != i:
+                        v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
                 if est[leader] - v > margin:
                     continue
                 acc[c] = 0.0
                 acc2[c] = 0.0
                 alive[c] = 1
-                for k in range(N[c]):
-                    if k + 1 < N[c]:
-                        prefetch_pair(d, i, pool[m2 + k + 1])
-                    acc[c] += block_factor(d, i, pool[m2 + k]) * inv_temp
+                for q in range(m2, e2):
+                    if q + 1 < e2:
+                        prefetch_pair(d, i, pool[q + 1])
+                    if pool[q] != i:
+                        acc[c] += block_factor(d, i, pool[q]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
                 est[c] = acc[c] + gumbels[c]
@@ -542,7 +575,7 @@ cdef Py_ssize_t _step(BlockData* d,
         l = cand[best]
     labels[i] = l
     size[l] += 1
-    _pool_insert(i, l, cand, cidx, fill, pool, nC)
+    _pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
     row_clear(d)
     return l
 
