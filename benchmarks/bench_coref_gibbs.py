@@ -29,19 +29,25 @@ shipped data a step has ~32 candidate clusters, ~25 of them small lazy arms, ~7
 subsampled, for ~38 factors; the exact sampler spreads the same per-arm work over
 ~127 factors); exact sums every pair of the block, most of them dissimilar.
 
-Measured 2026-11-24 on the shipped data, 2 shared cores (4 workers), kernel CPU
-(``time.thread_time`` around ``_gibbs.anneal``, 2 repeats, same process for both
-variants), main (0d95606) -> this tree: exact 1.62 -> 1.21 s, racing 0.76 -> 0.59 s,
-exact/racing 2.13 -> 2.05 at a factor ratio of 3.01 (identical clusters, B3 and
-counts).  Both samplers got faster (row mode: the stepping mention's ids scattered
-into dense tables, lookups instead of merges; Gumbel logs only for arms still in the
-race), racing's own bookkeeping got cheaper, and the ratio stayed near 2: perf
-cpu-clock samples per million factors, exact ~243 (features 126, theta dot 95, step
-13), racing ~330-380 (features 170-190, theta dot 78, step 65-78, Gumbel logs 15).
-Two candidate fixes left the labels and the speed unchanged and were not kept:
-evaluating each mini-batch in increasing mention order (sums still in draw order),
-and one combined weight theta_k + theta_{53+k} inside a coauthor component.  Skipping
-the signature test in row mode (always look up) did not help either.
+Measured 2026-11-24 on the shipped data, 2 shared cores (load ~1), ``--repeat 2``, start of
+this session (c3faaa4) -> now: Gibbs wall exact/racing 1.84 -> 2.11 at a factor ratio of 3.01
+(racing 98 -> 78 ns per factor, exact 60 -> 54; identical clusters, B3 and counts).  Three
+changes: ``wall_s_`` times the loop over the blocks only (not the input checks before it nor
+the pandas packing after it, ~0.8 ms per block both samplers paid); the racing step brackets
+each arm's score with the Gumbel tables G_LO <= g <= G_UP and takes the two logs only when a
+comparison needs them (~2 Gumbels per step instead of ~16); the pool of cluster members is
+updated only when the mention moves.  Where racing's time goes now (TSC cycles per step,
+~8,100 in all, ~40.7 factors incl. the small-arm bound's n (n - 1) / 2): mini-batch factors
+~3,200 (~135 each), small arms summed exactly ~2,000 (14.4 factors, ~139 each), the fmax pass
+~700 (its factors plus filling the component memo tables, which exact pays in its first
+sweep), per-arm bookkeeping ~1,600 (setup of ~32 arms, small-arm bound tests of ~16, draws,
+estimates); exact ~17,600 per step for 127 factors (~129 each).  Racing's factors cost about
+what exact's do; the 0.8 x factor-ratio target needs racing's bookkeeping near ~1,000 cycles
+per step.  Earlier (main 0d95606 -> wp-wall): exact 1.62 -> 1.21 s, racing 0.76 -> 0.59 s
+kernel CPU (row mode, lazy Gumbel logs).  Tried without gain: evaluating each mini-batch in
+increasing mention order, one combined weight theta_k + theta_{53+k}, always-lookup row mode,
+prefetching 2 or 4 pairs ahead, float32 Gumbel tables, a branch-free first pass over the
+small arms.
 """
 import argparse
 import json

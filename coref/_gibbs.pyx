@@ -26,8 +26,10 @@ one Gumbel per arm in the order clusters by increasing label, then the new
 cluster; per subsampled member, one ``_below(N_y - k)`` of a partial Fisher-Yates
 shuffle.  ``_below(m) = ((x >> 32) * m) >> 32`` (integer arithmetic, m < 2^32);
 Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53 (every arm's u is drawn; its
-two logs are taken only when the arm is still in the race against the table bound
-``G_UP(u)`` >= the Gumbel, which changes no decision).  Each step scatters mention
+two logs are taken only when a comparison needs them: the tables ``G_LO(u)`` <= the
+Gumbel <= ``G_UP(u)`` bracket the arm's score, and a comparison the bracket settles
+is the one the Gumbel would give, so no decision changes; on the shipped data racing
+takes ~2 Gumbels' logs per step instead of ~16).  Each step scatters mention
 i's id lists into the block's row tables (``coref._factors.row_set``), so its
 factors look the ids of j up instead of merging sorted lists (same values).  The
 pure-Python twin is
@@ -76,6 +78,10 @@ cdef inline double _uniform(uint64_t* s) noexcept nogil:
 cdef enum:
     N_GUP = 4096
 cdef double G_UP[N_GUP]
+# G_LO[k] <= -log(-log(u)) for every u >= k / N_GUP: the Gumbel at the bin's lower end,
+# lowered by a relative 1e-9; -inf for the first bin.  With G_UP it brackets an arm's
+# score, so a comparison that the bracket already settles needs no logs.
+cdef double G_LO[N_GUP]
 
 
 cdef void _init_gup():
@@ -86,6 +92,11 @@ cdef void _init_gup():
         g = -log(-log(x))
         G_UP[k] = g + 1e-9 * (1.0 + (g if g > 0.0 else -g))
     G_UP[N_GUP - 1] = INFINITY
+    G_LO[0] = -INFINITY
+    for k in range(1, N_GUP):
+        x = (<double>k) / N_GUP
+        g = -log(-log(x))
+        G_LO[k] = g - 1e-9 * (1.0 + (g if g > 0.0 else -g))
 
 
 _init_gup()
@@ -94,6 +105,20 @@ _init_gup()
 cdef inline double _gum_up(double u) noexcept nogil:
     """An upper bound of -log(-log(u)) (table G_UP)."""
     return G_UP[<int>(u * N_GUP)]
+
+
+cdef inline double _gum_lo(double u) noexcept nogil:
+    """A lower bound of -log(-log(u)) (table G_LO)."""
+    return G_LO[<int>(u * N_GUP)]
+
+
+def gumbel_lower(const double[::1] u, double[::1] out):
+    """The table bound G_LO(u) <= -log(-log(u)) for each u in (0, 1) (tests)."""
+    cdef Py_ssize_t k
+    for k in range(u.shape[0]):
+        if not 0.0 < u[k] < 1.0:
+            raise ValueError(f"u[{k}] = {u[k]!r} is not in (0, 1)")
+        out[k] = _gum_lo(u[k])
 
 
 def gumbel_upper(const double[::1] u, double[::1] out):
@@ -111,6 +136,18 @@ cdef inline double _gum(const double* us, double* gumbels, char* gok, Py_ssize_t
         gumbels[c] = -log(-log(us[c]))
         gok[c] = 1
     return gumbels[c]
+
+
+cdef inline double _hi(const double* est, const double* us, const double* gumbels,
+                      const char* gok, Py_ssize_t c) noexcept nogil:
+    """est[c] + (its Gumbel if computed, else G_UP(u)): at least the arm's score."""
+    return est[c] + (gumbels[c] if gok[c] else _gum_up(us[c]))
+
+
+cdef inline double _lo(const double* est, const double* us, const double* gumbels,
+                      const char* gok, Py_ssize_t c) noexcept nogil:
+    """est[c] + (its Gumbel if computed, else G_LO(u)): at most the arm's score."""
+    return est[c] + (gumbels[c] if gok[c] else _gum_lo(us[c]))
 
 
 cdef inline Py_ssize_t _merge_act(long long* act, Py_ssize_t na, const long long* add,
@@ -233,6 +270,21 @@ cdef inline void _pool_insert(Py_ssize_t i, Py_ssize_t l, long long* cand, long 
         cstart[c2] += 1
 
 
+cdef inline void _pool_update(Py_ssize_t i, Py_ssize_t old, Py_ssize_t l, Py_ssize_t c_old,
+                              const long long* size, long long* cand, long long* cidx,
+                              long long* cstart, long long* pool, long long* nC) noexcept nogil:
+    """End of a step: mention i now in cluster l (size[l] counted).
+
+    ``c_old`` < 0: i already left the pool (its cluster emptied); otherwise i is still
+    in the run of cluster ``old`` and moves only if l differs.
+    """
+    if c_old < 0:
+        _pool_insert(i, l, cand, cidx, cstart, pool, nC)
+    elif l != old:
+        _pool_remove(i, old, size, cand, cidx, cstart, pool, nC)
+        _pool_insert(i, l, cand, cidx, cstart, pool, nC)
+
+
 cdef Py_ssize_t _step(BlockData* d,
                       long long* labels,          # INOUT (n,)
                       long long* size,            # INOUT (n,) cluster sizes
@@ -259,14 +311,21 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
     cdef long long sw
-    cdef Py_ssize_t nb, q, lz_nmax
-    cdef double lz_gmax
+    cdef Py_ssize_t nb, q, lz_nmax, m2, e2, c_old
+    cdef double lz_gmax, lz_umax, u, eL, eB
 
     size[old] -= 1
     # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
     row_set(d, i)
-    # candidate clusters, by increasing label, and their members (fill = their starts)
-    _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
+    # candidate clusters, by increasing label, and their members (fill = their starts).
+    # i leaves the pool now only if its cluster empties; otherwise it stays in its
+    # cluster's run (c_old), skipped when members are read, and leaves it at the end
+    # only if it moves (most steps put i back where it was: no pool update at all)
+    if size[old] == 0:
+        _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
+        c_old = -1
+    else:
+        c_old = cidx[old]
     C = nC[0]
     if size[old] == 0:
         new_label = old
@@ -284,7 +343,6 @@ cdef Py_ssize_t _step(BlockData* d,
             gok[c] = 0
         for c in range(C):
             acc[c] = 0.0
-            N[c] = size[cand[c]]
         for j in range(n):
             if j != i:
                 acc[cidx[labels[j]]] += block_factor(d, i, j)
@@ -306,7 +364,7 @@ cdef Py_ssize_t _step(BlockData* d,
             l = cand[best]
         labels[i] = l
         size[l] += 1
-        _pool_insert(i, l, cand, cidx, fill, pool, nC)
+        _pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
         row_clear(d)
         return l
 
@@ -322,42 +380,51 @@ cdef Py_ssize_t _step(BlockData* d,
     n_lazy = 0
     na = 0
     fi = fmax[i] if fmax != NULL else 0.0
-    lz_gmax = -INFINITY
+    lz_umax = 0.0
     lz_nmax = 0
     for c in range(C):
-        us[c] = _uniform(rs)
+        u = _uniform(rs)
+        us[c] = u
+        m = fill[c + 1] - fill[c] - (c == c_old)    # N_y = |C_y \ {i}| (= size[cand[c]])
+        if m <= fb and fmax != NULL:
+            # lazy small arm: only its uniform, position and population are noted here;
+            # the rest of its state is set if it is ever tested on its own.  The group's
+            # bound uses max_y G_UP(u_y) = G_UP(max_y u_y) (G_UP is nondecreasing)
+            lz[n_lazy] = c
+            n_lazy += 1
+            if u > lz_umax:
+                lz_umax = u
+            if m > lz_nmax:
+                lz_nmax = m
+            continue
         gok[c] = 0
         acc[c] = 0.0
         acc2[c] = 0.0
-        N[c] = size[cand[c]]
-        start[c] = fill[c]
+        N[c] = m
         alive[c] = 1
-        if N[c] <= fb:
-            if fmax != NULL:
-                # bound g_y + sum_j min(fmax_i, fmax_j) / tau, formed in the lazy test
-                T[c] = -1              # lazy: not evaluated yet
-                lz[n_lazy] = c
-                n_lazy += 1
-                v = _gum_up(us[c])
-                if v > lz_gmax:
-                    lz_gmax = v
-                if N[c] > lz_nmax:
-                    lz_nmax = N[c]
-                continue
-            else:
-                for k in range(N[c]):
-                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
-                evals += N[c]
-                T[c] = N[c]
+        if m <= fb:
+            for q in range(fill[c], fill[c + 1]):
+                if pool[q] != i:
+                    acc[c] += block_factor(d, i, pool[q]) * inv_temp
+            evals += m
+            T[c] = m
         else:
             T[c] = 0
-            memcpy(&members[start[c]], &pool[start[c]], N[c] * sizeof(long long))
-            tr = n_rounds[N[c]]
+            if c == c_old:
+                k = fill[c]
+                for q in range(fill[c], fill[c + 1]):
+                    if pool[q] != i:
+                        members[k] = pool[q]
+                        k += 1
+            else:
+                memcpy(&members[fill[c]], &pool[fill[c]], m * sizeof(long long))
+            tr = n_rounds[m]
             if tr > tstar:
                 tstar = tr
             n_open += 1
         act[na] = c
         na += 1
+    lz_gmax = _gum_up(lz_umax) if n_lazy > 0 else -INFINITY
     us[C] = _uniform(rs)
     gok[C] = 0
     alive[C] = 1
@@ -383,11 +450,11 @@ cdef Py_ssize_t _step(BlockData* d,
             if alive[c] and 0 <= T[c] < N[c]:
                 tr = _sched(r, T[c], N[c], fb)
                 for k in range(T[c], tr):
-                    pos = start[c] + k + _below(rs, N[c] - k)
-                    sw = members[start[c] + k]
-                    members[start[c] + k] = members[pos]
+                    pos = fill[c] + k + _below(rs, N[c] - k)
+                    sw = members[fill[c] + k]
+                    members[fill[c] + k] = members[pos]
                     members[pos] = sw
-                    bj[nb] = members[start[c] + k]
+                    bj[nb] = members[fill[c] + k]
                     bc[nb] = c
                     nb += 1
                 evals += tr - T[c]
@@ -401,15 +468,22 @@ cdef Py_ssize_t _step(BlockData* d,
             f = block_factor(d, i, bj[q]) * inv_temp
             acc[c] += f
             acc2[c] += f * f
-        # estimates of the totals and their standard errors
-        # (the new-cluster arm C is exact: estimate = its Gumbel)
+        # estimates of the totals WITHOUT the Gumbels (est) and their standard errors.
+        # The leader's score eL = est + g is exact; another arm's Gumbel is computed
+        # only when a comparison needs it: lo = est + G_LO(u) <= est + g <= est + G_UP(u)
+        # = hi (float sums are monotone), so "hi not above eL" = "cannot lead",
+        # "eL - hi beyond the bound" = "eliminated", "eL - lo within it" = "stays",
+        # each the decision the exact score would give.  (The new-cluster arm C is
+        # exact: its score is its Gumbel.)
         leader = -1
+        eL = 0.0
         n_open = 0
         n_alive = 0
         if alive[C]:
-            est[C] = _gum(us, gumbels, gok, C)
+            est[C] = 0.0
             se2[C] = 0.0
             leader = C
+            eL = _gum(us, gumbels, gok, C)
             n_alive = 1
         for a in range(na):
             c = act[a]
@@ -417,7 +491,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 continue
             n_alive += 1
             if T[c] == N[c]:
-                est[c] = acc[c] + _gum(us, gumbels, gok, c)
+                est[c] = acc[c]
                 se2[c] = 0.0
             else:
                 n_open += 1
@@ -425,16 +499,23 @@ cdef Py_ssize_t _step(BlockData* d,
                 var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
                 if var < 0.0:
                     var = 0.0
-                est[c] = N[c] * mean + _gum(us, gumbels, gok, c)
+                est[c] = N[c] * mean
                 se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
-            if leader < 0 or est[c] > est[leader]:
+            if leader < 0:
                 leader = c
+                eL = est[c] + _gum(us, gumbels, gok, c)
+            elif _hi(est, us, gumbels, gok, c) > eL:
+                v = est[c] + _gum(us, gumbels, gok, c)
+                if v > eL:
+                    leader = c
+                    eL = v
         if n_lazy > 0:
             # small arms (increasing c): dropped unevaluated when their upper bound
             # g_y + sum_j min(fmax_i, fmax_j) / tau is clearly behind the leader,
             # otherwise summed exactly (the leader is updated); first tested with
             # G_UP(u) >= g_y in place of g_y (behind then = behind with g_y: float
-            # sums and differences are monotone), and with g_y itself only if needed
+            # sums and differences are monotone), then with G_LO(u) <= g_y (not behind
+            # then = not behind with g_y), and with g_y itself only if still undecided;
             # the margin changes only with the leader (to 0: a new leader is exact)
             margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
             m = 0
@@ -449,38 +530,53 @@ cdef Py_ssize_t _step(BlockData* d,
                     v += f
             else:
                 v += f
-            if est[leader] - v > margin:
+            if eL - v > margin:
                 n_lazy = 0
             for a in range(n_lazy):
                 c = lz[a]
+                m2 = fill[c]
+                e2 = fill[c + 1]
+                N[c] = e2 - m2 - (c == c_old)
                 v = _gum_up(us[c])
-                for k in range(N[c]):
-                    j = pool[start[c] + k]
-                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
-                if est[leader] - v > margin:
-                    alive[c] = 0
-                    T[c] = 0
+                for q in range(m2, e2):
+                    j = pool[q]
+                    if j != i:
+                        v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                if eL - v > margin:
                     continue
-                v = _gum(us, gumbels, gok, c)
-                for k in range(N[c]):
-                    j = pool[start[c] + k]
-                    v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
-                if est[leader] - v > margin:
-                    alive[c] = 0
-                    T[c] = 0
-                    continue
-                for k in range(N[c]):
-                    if k + 1 < N[c]:
-                        prefetch_pair(d, i, pool[start[c] + k + 1])
-                    acc[c] += block_factor(d, i, pool[start[c] + k]) * inv_temp
+                gok[c] = 0
+                v = _gum_lo(us[c])
+                for q in range(m2, e2):
+                    j = pool[q]
+                    if j != i:
+                        v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                if eL - v > margin:
+                    v = _gum(us, gumbels, gok, c)
+                    for q in range(m2, e2):
+                        j = pool[q]
+                        if j != i:
+                            v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                    if eL - v > margin:
+                        continue
+                acc[c] = 0.0
+                acc2[c] = 0.0
+                alive[c] = 1
+                for q in range(m2, e2):
+                    if q + 1 < e2:
+                        prefetch_pair(d, i, pool[q + 1])
+                    if pool[q] != i:
+                        acc[c] += block_factor(d, i, pool[q]) * inv_temp
                 evals += N[c]
                 T[c] = N[c]
-                est[c] = acc[c] + gumbels[c]
+                est[c] = acc[c]
                 se2[c] = 0.0
                 n_alive += 1
-                if est[c] > est[leader]:
-                    leader = c
-                    margin = 0.0
+                if _hi(est, us, gumbels, gok, c) > eL:
+                    v = est[c] + _gum(us, gumbels, gok, c)
+                    if v > eL:
+                        leader = c
+                        eL = v
+                        margin = 0.0
                 bj[m] = c
                 m += 1
             n_lazy = 0
@@ -497,16 +593,21 @@ cdef Py_ssize_t _step(BlockData* d,
             if not alive[c]:
                 continue
             if c != leader:
-                diff = est[leader] - est[c]
-                if diff > B * sqrt(se2[leader] + se2[c]):
+                margin = B * sqrt(se2[leader] + se2[c])
+                if eL - _hi(est, us, gumbels, gok, c) > margin:
                     alive[c] = 0
                     n_alive -= 1
                     continue
+                if eL - _lo(est, us, gumbels, gok, c) > margin:
+                    if eL - (est[c] + _gum(us, gumbels, gok, c)) > margin:
+                        alive[c] = 0
+                        n_alive -= 1
+                        continue
             act[m] = c
             m += 1
         na = m
         if C != leader and alive[C]:
-            diff = est[leader] - est[C]
+            diff = eL - gumbels[C]
             if diff > B * sqrt(se2[leader] + se2[C]):
                 alive[C] = 0
                 n_alive -= 1
@@ -520,17 +621,24 @@ cdef Py_ssize_t _step(BlockData* d,
                 n_open += 1
         if n_open == 0:
             break
-    # final choice: the best alive arm (estimates recomputed for exhausted arms)
+    # final choice: the best alive arm (exhausted arms' est = their sums)
     best = -1
+    eB = 0.0
     for a in range(na):
         c = act[a]
         if not alive[c]:
             continue
         if T[c] == N[c]:
-            est[c] = acc[c] + _gum(us, gumbels, gok, c)
-        if best < 0 or est[c] > est[best]:
+            est[c] = acc[c]
+        if best < 0:
             best = c
-    if alive[C] and (best < 0 or est[C] > est[best]):
+            eB = est[c] + _gum(us, gumbels, gok, c)
+        elif _hi(est, us, gumbels, gok, c) > eB:
+            v = est[c] + _gum(us, gumbels, gok, c)
+            if v > eB:
+                best = c
+                eB = v
+    if alive[C] and (best < 0 or gumbels[C] > eB):
         best = C
     n_evals[0] += evals
     if best == C:
@@ -539,7 +647,7 @@ cdef Py_ssize_t _step(BlockData* d,
         l = cand[best]
     labels[i] = l
     size[l] += 1
-    _pool_insert(i, l, cand, cidx, fill, pool, nC)
+    _pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
     row_clear(d)
     return l
 

@@ -91,6 +91,28 @@ def test_gumbel_upper_bounds_every_gumbel():
         _gibbs.gumbel_upper(np.array([1.0]), np.empty(1))
 
 
+def test_gumbel_lower_bounds_every_gumbel():
+    """The lower table bound (with the upper one it brackets each arm's score, so that a
+    comparison the bracket settles needs no logs) is <= -log(-log(u)) everywhere, -inf in
+    the first bin, and below the upper bound."""
+    k = np.arange(1, 4096, dtype=float)
+    u = np.concatenate([k / 4096, np.nextafter(k / 4096, 0), np.nextafter(k / 4096, 1),
+                        np.random.default_rng(1).random(100_000),
+                        [0.5 * 2.0**-53, 1.0 - 0.5 * 2.0**-53]])
+    u = u[(u > 0) & (u < 1)]
+    lo = np.empty_like(u)
+    up = np.empty_like(u)
+    _gibbs.gumbel_lower(u, lo)
+    _gibbs.gumbel_upper(u, up)
+    g = -np.log(-np.log(u))
+    assert (lo <= g).all() and (lo <= up).all()
+    assert (lo[u < 1 / 4096] == -np.inf).all() and np.isfinite(lo[u >= 1 / 4096]).all()
+    inner = (u > 0.01) & (u < 0.99)
+    assert (g[inner] - lo[inner]).max() < 0.05
+    with pytest.raises(ValueError, match="not in"):
+        _gibbs.gumbel_lower(np.array([0.0]), np.empty(1))
+
+
 @pytest.mark.parametrize("start", ["singletons", "one"])
 def test_racing_bound_from_extreme_starts_matches_twin(shipped, start):
     """Lazy small arms, skipped Gumbel logs and the merged arm lists, from a start with
