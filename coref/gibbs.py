@@ -176,7 +176,11 @@ class GibbsCoref:
     Attributes
     ----------
     clusters_ : pandas.Series of str, indexed by mention_id
-        ``f"{block}/{k}"``, unique across blocks.
+        ``f"{block}/{k}"``, unique across blocks (built on first access).
+    cluster_ids_ : ndarray of object (str), shape (n_mentions,)
+        The same ids aligned with the rows of the input df (``mention_ids_``).
+    mention_ids_ : ndarray of object (str), shape (n_mentions,)
+        The input df's mention ids, in its row order.
     labels_ : ndarray of int64, shape (n_mentions,)
         Final labels aligned with the rows of the input df: two rows share a label
         iff they end in the same cluster; unique across blocks (block offset added).
@@ -185,7 +189,9 @@ class GibbsCoref:
     history_ : pandas.DataFrame
         Columns ``sweep`` (0 = initial state), ``n_factor_evals`` (cumulative),
         ``temperature`` (NaN for sweep 0), ``n_blocks_active`` (blocks that ran
-        this sweep: fewer once blocks stop early; 0 for sweep 0).
+        this sweep: fewer once blocks stop early; 0 for sweep 0). Built on first access.
+    n_factor_evals_per_sweep_ : ndarray of int64, shape (n_sweeps + 1,)
+        Factors evaluated in each sweep (entry 0: none; not cumulative).
     labels_history_ : ndarray of int64, shape (n_sweeps + 1, n_mentions)
         Labels per sweep, aligned with the rows of the input df, unique across
         blocks (only if ``record_history``).
@@ -440,23 +446,21 @@ class GibbsCoref:
                     "mention_b": mids[b[keep]], "p": p[keep]}))
                 confidence[pos] = conf
             evals_per_sweep += ev
-            cluster_ids[pos] = [f"{block}/{k}" for k in labels]
+            cluster_ids[pos] = [f"{block}/{k}" for k in labels.tolist()]
             all_labels[pos] = labels + offset
             if hist is not None:
                 hist[:, pos] = lab_hist + offset
             offset += len(pos)
-        mid_index = pd.Index(mids_all, name="mention_id")
-        self.clusters_ = pd.Series(cluster_ids, index=mid_index, name="cluster_id",
-                                   dtype="string")
+        # the pandas views (clusters_, history_) are built from these on first access:
+        # callers that read the arrays (coref.inference) do not pay for them per call
+        self.__dict__.pop("_pandas_cache", None)
+        self.mention_ids_ = mids_all
+        self.cluster_ids_ = cluster_ids
         self.labels_ = all_labels
         self.n_factor_evals_ = int(evals_per_sweep.sum()) + sample_evals
         self.n_factor_evals_per_block_ = per_block
-        self.history_ = pd.DataFrame({
-            "sweep": np.arange(self.n_sweeps + 1),
-            "n_factor_evals": np.cumsum(evals_per_sweep),
-            "temperature": np.concatenate([[np.nan], temps]),
-            "n_blocks_active": active,
-        })
+        self.n_factor_evals_per_sweep_ = evals_per_sweep
+        self._active = active
         self.n_sweeps_used_ = sweeps_used
         if self.n_samples > 0:
             self.n_factor_evals_sample_ = sample_evals
@@ -465,6 +469,7 @@ class GibbsCoref:
             pairs = (pd.concat(pair_frames, ignore_index=True) if pair_frames
                      else pd.DataFrame({c: [] for c in cols}))
             self.pair_probs_ = pairs.astype(cols)
+            mid_index = pd.Index(mids_all, name="mention_id")
             self.mention_confidence_ = pd.Series(
                 confidence, index=mid_index, name="confidence")
         if hist is not None:
@@ -474,6 +479,40 @@ class GibbsCoref:
         self.wall_s_ = time.perf_counter() - t0 - self._encode_s
         self.cpu_s_ = time.thread_time() - c0 - self._encode_cpu
         return self
+
+    def _fitted(self, name):
+        if "cluster_ids_" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}.{name} exists after fit")
+        return self.__dict__.setdefault("_pandas_cache", {})
+
+    @property
+    def clusters_(self) -> pd.Series:
+        """Final cluster id of each mention (str ``"<block>/<k>"``), indexed by mention_id.
+
+        Built on first access from ``cluster_ids_`` and ``mention_ids_`` (arrays aligned
+        with the rows of the fitted df).
+        """
+        cache = self._fitted("clusters_")
+        if "clusters_" not in cache:
+            cache["clusters_"] = pd.Series(self.cluster_ids_, index=pd.Index(self.mention_ids_, name="mention_id"),
+                                           name="cluster_id", dtype="string")
+        return cache["clusters_"]
+
+    @property
+    def history_(self) -> pd.DataFrame:
+        """Per sweep: ``sweep``, cumulative ``n_factor_evals``, ``temperature``, ``n_blocks_active``.
+
+        Built on first access from ``n_factor_evals_per_sweep_``.
+        """
+        cache = self._fitted("history_")
+        if "history_" not in cache:
+            cache["history_"] = pd.DataFrame({
+                "sweep": np.arange(len(self.n_factor_evals_per_sweep_)),
+                "n_factor_evals": np.cumsum(self.n_factor_evals_per_sweep_),
+                "temperature": np.concatenate([[np.nan], self.temperatures_]),
+                "n_blocks_active": self._active,
+            })
+        return cache["history_"]
 
     def _fit_block(self, sub, block, seed, temps, labels0=None, movable=None):
         """Run every sweep on one block; return labels, evals per sweep, label history.

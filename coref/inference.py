@@ -144,13 +144,17 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     if mids is None:
         mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
-    cluster_id = g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
+    cluster_id = _clusters_of(g, mids)
     n_evals = int(g.n_factor_evals_)
     labels_history = None
     evals = np.array([0, n_evals], dtype=np.int64)
-    hist = getattr(g, "history_", None)
-    if hist is not None and len(hist):
-        evals = np.asarray(hist["n_factor_evals"], dtype=np.int64)
+    per_sweep = getattr(g, "n_factor_evals_per_sweep_", None)
+    if per_sweep is not None and len(per_sweep):
+        evals = np.cumsum(np.asarray(per_sweep, dtype=np.int64))
+    else:
+        hist = getattr(g, "history_", None)
+        if hist is not None and len(hist):
+            evals = np.asarray(hist["n_factor_evals"], dtype=np.int64)
     lh = getattr(g, "labels_history_", None) if record_history else None
     if lh is not None:
         labels_history = np.asarray(lh, dtype=np.int32)
@@ -167,6 +171,24 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
                                  rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
                        margin)
+
+
+def _clusters_of(g, mids):
+    """Cluster ids (object array of str) of the mention ids ``mids`` from a fitted sampler.
+
+    Reads its ``cluster_ids_`` / ``mention_ids_`` arrays when it has them (no pandas
+    objects built per block), else its ``clusters_`` Series.
+    """
+    mids = np.asarray(mids, dtype=object)
+    raw = getattr(g, "cluster_ids_", None)
+    if raw is not None:
+        ids = np.asarray(g.mention_ids_, dtype=object)
+        if len(ids) == len(mids) and np.array_equal(ids, mids):
+            return np.asarray(raw, dtype=object)
+        pos = pd.Index(ids).get_indexer(mids)
+        if (pos >= 0).all():
+            return np.asarray(raw, dtype=object)[pos]
+    return g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
 
 
 class _EncodedMany:
@@ -226,7 +248,7 @@ def _infer_together(items, model, settings, margins):
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     per_block = getattr(g, "n_factor_evals_per_block_", {})
     total = max(sum(per_block.values()), 1)
-    found = g.clusters_.reindex(all_ids).astype(str).to_numpy(dtype=object)
+    found = _clusters_of(g, all_ids)
     bounds = np.cumsum([0] + [len(x) for x in ids])
     out = []
     for k, (s, f, b, bdf, extra) in enumerate(items):

@@ -241,3 +241,44 @@ def test_cached_bound_table_is_a_contiguous_slice_of_the_same_values(n):
     B = _bound_table_ro(0.05, n)
     assert B.shape == (n + 1, 64) and B.flags.c_contiguous and not B.flags.writeable
     assert np.array_equal(B, bound_table(0.05, n))
+
+
+def test_pandas_views_are_built_from_the_arrays_and_follow_a_refit():
+    m = _Model(_theta(), -1.0)
+    g = GibbsCoref(m, sampler="racing", n_sweeps=3, rng=2)
+    with pytest.raises(AttributeError, match=r"clusters_ exists after fit"):
+        g.clusters_
+    with pytest.raises(AttributeError, match=r"history_ exists after fit"):
+        g.history_
+    assert not hasattr(g, "clusters_")
+    df = _df(n=8, n_blocks=2, seed=4).sample(frac=1.0, random_state=0)      # rows out of order
+    g.fit(df)
+    np.testing.assert_array_equal(g.mention_ids_, df["mention_id"].astype(str).to_numpy(dtype=object))
+    assert g.clusters_.dtype == "string" and g.clusters_.index.name == "mention_id"
+    np.testing.assert_array_equal(g.clusters_.to_numpy(dtype=object), g.cluster_ids_)
+    # same partition as labels_, ids "<block>/<k>"
+    codes = pd.factorize(g.cluster_ids_)[0]
+    assert len(set(zip(codes, g.labels_))) == len(set(codes)) == len(set(g.labels_))
+    assert all(c.startswith(b + "/") for c, b in zip(g.cluster_ids_, df["block"]))
+    h = g.history_
+    assert list(h["n_factor_evals"]) == list(np.cumsum(g.n_factor_evals_per_sweep_))
+    assert h["n_factor_evals"].iloc[-1] == g.n_factor_evals_ and len(h) == 4
+    assert g.history_ is h                                   # built once
+    # a refit replaces the views
+    g.fit(_df(n=5, n_blocks=1, seed=9))
+    assert len(g.clusters_) == 5 and g.history_ is not h
+
+
+def test_inference_reads_the_arrays_in_any_row_order():
+    from coref.inference import _clusters_of
+
+    m = _Model(_theta(), -1.0)
+    df = _df(n=8, n_blocks=2, seed=5)
+    g = GibbsCoref(m, sampler="exact", n_sweeps=2, rng=0).fit(df)
+    mids = df["mention_id"].to_numpy(dtype=object)[::-1]
+    np.testing.assert_array_equal(_clusters_of(g, mids), g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object))
+
+    class Plain:                                   # a sampler with only the Series
+        clusters_ = g.clusters_
+
+    np.testing.assert_array_equal(_clusters_of(Plain(), mids), _clusters_of(g, mids))
