@@ -257,7 +257,6 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
 
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
-        touched_set = set(touched)
         in_touched = old_block_of.isin(touched).to_numpy()
         old_rows = old_block_of.index[in_touched]
         new_in = new["block"].isin(touched).to_numpy()

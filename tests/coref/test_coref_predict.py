@@ -235,3 +235,44 @@ def test_predict_names_skipped_repaired_and_ignored_files(aminer_dir, model_dir,
     assert main(["predict", "--data", str(d), "--model", str(model_dir), "--out", str(tmp_path / "s"),
                  "--quiet", "--strict"]) == 2
     assert "Broken.xml" in capsys.readouterr().err
+
+
+def test_read_clustered_aligns_the_mentions_with_clusters_csv(data, model_dir, tmp_path, monkeypatch):
+    from coref.add import read_clustered
+
+    out = tmp_path / "P"
+    predict(data.drop(columns=["gold"]), model=model_dir, out=out, progress=False)
+    mentions, clusters, _ = read_clustered(out)
+    assert mentions["mention_id"].astype(str).tolist() == clusters["mention_id"].astype(str).tolist()
+    assert isinstance(mentions["coauthors"].iloc[0], list)                    # encoder cells
+    raw, _, _ = read_clustered(out, as_text=False)
+    assert not isinstance(raw["coauthors"].iloc[0], list)                     # Parquet's cells
+    # rows of mentions.parquet in another order than clusters.csv: realigned; other ids: refused
+    real = pd.read_parquet
+    monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: real(*a, **k).iloc[::-1].reset_index(drop=True))
+    again, clusters2, _ = read_clustered(out)
+    assert again["mention_id"].tolist() == clusters2["mention_id"].tolist()
+    pd.testing.assert_frame_equal(again, mentions)
+    monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: real(*a, **k).iloc[1:].reset_index(drop=True))
+    with pytest.raises(ValueError, match="cover different mentions"):
+        read_clustered(out)
+
+
+def test_add_with_reused_encodings_equals_encoding_the_old_mentions_again(data, model_dir):
+    from coref.features import encode_parts
+    from coref.model import load_model
+
+    model, _ = load_model(model_dir)
+    is_new = (np.arange(len(data)) % 3 == 0)
+    old, new = data[~is_new].reset_index(drop=True), data[is_new].reset_index(drop=True)
+    settings = make_settings("add", seed=2)
+    old_cl, _ = predict_clusters(old, model, settings)
+    enc = encode_parts(old.drop(columns=["gold"]).iloc[::-1], model.vocabulary_)   # any row order
+    a, ia = add_clusters(model, old, old_cl, new, settings, old_encodings=enc, return_encodings=True)
+    b, ib = add_clusters(model, old, old_cl, new, settings, return_encodings=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert ia["n_factor_evals"] == ib["n_factor_evals"] and ia["n_old_ids_changed"] == 0
+    ea, eb = ia["encodings"], ib["encodings"]
+    np.testing.assert_array_equal(ea.mention_id, eb.mention_id)
+    for k in eb.arrays:
+        np.testing.assert_array_equal(ea.arrays[k], eb.arrays[k], err_msg=k)
