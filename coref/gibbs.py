@@ -192,6 +192,11 @@ class GibbsCoref:
         this sweep: fewer once blocks stop early; 0 for sweep 0). Built on first access.
     n_factor_evals_per_sweep_ : ndarray of int64, shape (n_sweeps + 1,)
         Factors evaluated in each sweep (entry 0: none; not cumulative).
+    n_factor_evals_per_block_sweep_ : dict of str -> ndarray of int64, shape (n_sweeps + 1,)
+        The same per block (the small-arm bound's factors count in sweep 1).
+    block_label_offsets_ : dict of str -> int
+        Offset added to a block's labels in ``labels_`` and ``labels_history_`` (its
+        labels minus it are the block's own, in [0, n_block)).
     labels_history_ : ndarray of int64, shape (n_sweeps + 1, n_mentions)
         Labels per sweep, aligned with the rows of the input df, unique across
         blocks (only if ``record_history``).
@@ -405,6 +410,8 @@ class GibbsCoref:
         cluster_ids = np.empty(n_total, dtype=object)
         all_labels = np.empty(n_total, np.int64)
         per_block = {}
+        per_block_sweep = {}
+        label_offsets = {}
         sweeps_used = {}
         active = np.zeros(self.n_sweeps + 1, np.int64)
         sample_evals = 0
@@ -432,6 +439,8 @@ class GibbsCoref:
             sweeps_used[str(block)] = used
             active[1:used + 1] += 1
             per_block[str(block)] = int(ev.sum())
+            per_block_sweep[str(block)] = ev
+            label_offsets[str(block)] = offset
             if marg is not None:
                 keys, counts, conf, ev_s = marg
                 per_block[str(block)] += ev_s
@@ -460,6 +469,8 @@ class GibbsCoref:
         self.n_factor_evals_ = int(evals_per_sweep.sum()) + sample_evals
         self.n_factor_evals_per_block_ = per_block
         self.n_factor_evals_per_sweep_ = evals_per_sweep
+        self.n_factor_evals_per_block_sweep_ = per_block_sweep
+        self.block_label_offsets_ = label_offsets
         self._active = active
         self.n_sweeps_used_ = sweeps_used
         if self.n_samples > 0:

@@ -35,6 +35,18 @@ def _gibbs_cls():
     return GibbsCoref
 
 
+def _samples_many_blocks(cls):
+    """True if ``cls`` (or the class a ``functools.partial`` wraps) is :class:`coref.gibbs.GibbsCoref`.
+
+    Only it reports each block's labels and factor counts apart after one ``fit`` of
+    several blocks (a test's stand-in sampler fits one block per call).
+    """
+    from coref.gibbs import GibbsCoref
+
+    cls = getattr(cls, "func", cls)
+    return isinstance(cls, type) and issubclass(cls, GibbsCoref)
+
+
 @dataclass(frozen=True)
 class BlockResult:
     """Gibbs output for one (sampler, fold, block).
@@ -268,6 +280,43 @@ def _infer_together(items, model, settings, margins):
     return out
 
 
+def _infer_frames_together(items, model, settings, record_history):
+    """Gibbs over the blocks of several items (block DataFrames) in ONE ``GibbsCoref.fit``.
+
+    For items without ``extra`` (``coref run``): the per-call work of ``fit`` (input
+    checks, canonical order, outputs) is paid once for the group, not once per block.
+    Each block's result is that of :func:`_infer_block` on it alone: ``GibbsCoref``
+    samples block b with ``block_rng(seed, b)``, encodes it from its own rows, and
+    reports its labels (``block_label_offsets_``) and factor counts per sweep
+    (``n_factor_evals_per_block_sweep_``) apart. ``wall_s`` of a block is the call's time
+    shared in proportion to the block's factor evaluations.
+    """
+    Gibbs = _gibbs_cls()
+    sampler = items[0][0]
+    df = pd.concat([bdf for _, _, _, bdf, _ in items], ignore_index=True)
+    kwargs = settings.gibbs_kwargs(sampler)
+    kwargs.update(rng=settings.seed, record_history=record_history)
+    t0 = time.perf_counter()
+    g = Gibbs(model, **kwargs).fit(df)
+    wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
+    per_block = g.n_factor_evals_per_block_
+    total = max(sum(per_block.values()), 1)
+    hist = g.labels_history_ if record_history else None
+    out, start = [], 0
+    for s, f, b, bdf, _ in items:
+        end = start + len(bdf)
+        mids = df["mention_id"].iloc[start:end].astype(str).to_numpy(dtype=object)
+        n_evals = int(per_block.get(str(b), 0))
+        evals = np.cumsum(np.asarray(g.n_factor_evals_per_block_sweep_[str(b)], dtype=np.int64))
+        labels_history = None
+        if hist is not None:
+            labels_history = np.asarray(hist[:, start:end] - g.block_label_offsets_[str(b)], dtype=np.int32)
+        out.append(BlockResult(s, int(f), str(b), mids, _clusters_of(g, mids), n_evals, wall * n_evals / total,
+                               evals, labels_history, None))
+        start = end
+    return out
+
+
 def _together_groups(items, target):
     """Consecutive groups of about ``target`` mentions (blocks kept whole)."""
     group, size = [], 0
@@ -493,6 +542,18 @@ def execute(items, models, client, settings, *, record_history, progress, on_res
             with single_thread():
                 for group in _together_groups(items, TOGETHER_MENTIONS):
                     for r in _infer_together(group, models[group[0][1]], settings, margins):
+                        results.append(r)
+                        if on_result is not None:
+                            on_result(r)
+                        bar.update(len(r.mention_id))
+            return results
+        # blocks given as DataFrames with nothing else (coref run): several per fit call
+        frames = (client is None and not margins and items and len({(it[0], it[1]) for it in items}) == 1
+                  and all(it[4] is None for it in items) and _samples_many_blocks(_gibbs_cls()))
+        if frames:
+            with single_thread():
+                for group in _together_groups(items, TOGETHER_MENTIONS):
+                    for r in _infer_frames_together(group, models[group[0][1]], settings, record_history):
                         results.append(r)
                         if on_result is not None:
                             on_result(r)

@@ -282,3 +282,28 @@ def test_inference_reads_the_arrays_in_any_row_order():
         clusters_ = g.clusters_
 
     np.testing.assert_array_equal(_clusters_of(Plain(), mids), _clusters_of(g, mids))
+
+
+@pytest.mark.parametrize("sampler", ["racing", "exact"])
+def test_blocks_fitted_together_give_each_block_its_own_result(sampler):
+    """coref run's grouped path: one fit for several blocks = one fit per block, field by field."""
+    from coref.inference import _infer_block, execute
+    from coref.settings import make_settings
+
+    m = _Model(_theta(), -1.0)
+    df = _df(n=9, n_blocks=4, seed=6).drop(columns=["gold"]).sample(frac=1.0, random_state=1)
+    settings = make_settings("run", sampler=sampler, folds=2, seed=3)
+    groups = {b: g.reset_index(drop=True) for b, g in df.groupby("block")}
+    items = [(sampler, 0, b, groups[b], None) for b in sorted(groups)]
+    seen = []
+    together = execute(items, {0: m}, None, settings, record_history=True, progress=False,
+                       on_result=seen.append, desc="t")
+    assert [r.block for r in seen] == sorted(groups)
+    for r in together:
+        one = _infer_block(groups[r.block], m, sampler=sampler, fold=0, block=r.block, settings=settings,
+                           record_history=True)
+        np.testing.assert_array_equal(r.mention_id, one.mention_id)
+        np.testing.assert_array_equal(r.cluster_id, one.cluster_id)
+        np.testing.assert_array_equal(r.evals_history, one.evals_history)
+        np.testing.assert_array_equal(r.labels_history, one.labels_history)
+        assert r.n_factor_evals == one.n_factor_evals > 0 and r.wall_s > 0
