@@ -711,7 +711,10 @@ def anneal(object enc,                      # IN  EncodedBlock
 
     ``small_arm_bound`` (racing only; 1: first compute fmax_j = max_{k != j}
     f_theta(x_j, x_k) for every mention into ``fmax``, n (n - 1) / 2 factors counted
-    in ``evals[0]``, unless no mention is movable; 2: use ``fmax`` as given); then an arm with N_y <= first_batch is summed only if its upper
+    in ``evals[0]``, unless no mention is movable; when only some are (``movable``
+    shorter than n, sorted and distinct), for the movable mentions only, the fixed
+    ones getting +inf, n_mov (n - 1) - n_mov (n_mov - 1) / 2 factors; 2: use
+    ``fmax`` as given); then an arm with N_y <= first_batch is summed only if its upper
     bound g_y + sum_{j in C_y} min(fmax_i, fmax_j) / tau is not behind the leader
     by more than B se_leader after the first mini-batch round (0 when the leader is
     exact); otherwise it is eliminated without evaluating a factor.
@@ -747,7 +750,7 @@ def anneal(object enc,                      # IN  EncodedBlock
     for k in range(4):
         st[k] = rng_state[k]
     with nogil:
-        if racing and small_arm_bound == 1 and n_sw > 0 and n_mov > 0:
+        if racing and small_arm_bound == 1 and n_sw > 0 and n_mov > 0 and n_mov == n:
             for i in range(n):
                 fmax[i] = -INFINITY
             for i in range(n):
@@ -760,6 +763,35 @@ def anneal(object enc,                      # IN  EncodedBlock
                         fmax[j] = fv
                 row_clear(&d)
             ev0 = n * (n - 1) // 2
+        elif racing and small_arm_bound == 1 and n_sw > 0 and n_mov > 0:
+            # some mentions are fixed (coref add): only a movable mention's fmax is read
+            # (as fmax_i), so only its row is computed; a fixed j gets +inf, and
+            # min(fmax_i, fmax_j) = fmax_i still bounds f(i, j).  n_mov (n - 1) -
+            # n_mov (n_mov - 1) / 2 factors (distinct movable mentions) instead of
+            # n (n - 1) / 2; alive[] marks the movable mentions meanwhile
+            for i in range(n):
+                fmax[i] = INFINITY
+                alive[i] = 0
+            for k in range(n_mov):
+                fmax[movable[k]] = -INFINITY
+                alive[movable[k]] = 1
+            ev0 = 0
+            for i in range(n):
+                if not alive[i]:
+                    continue
+                row_set(&d, i)
+                for j in range(n):
+                    if j == i or (alive[j] and j < i):
+                        continue
+                    fv = block_factor(&d, i, j)
+                    ev0 += 1
+                    if fv > fmax[i]:
+                        fmax[i] = fv
+                    if alive[j] and fv > fmax[j]:
+                        fmax[j] = fv
+                row_clear(&d)
+            for i in range(n):
+                alive[i] = 0
         if racing and small_arm_bound and n > 0:
             fmx = &fmax[0]
         # rounds until an arm of population N is exhausted, for every N < n

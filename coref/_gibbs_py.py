@@ -210,7 +210,7 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
     still = used = 0
     fmax = None
     ev0 = 0
-    if racing and small_arm_bound == 1 and len(inv_temps) > 0 and len(movable) > 0:
+    if racing and small_arm_bound == 1 and len(inv_temps) > 0 and len(movable) == n > 0:
         fmax = [-math.inf] * n
         for i in range(n):
             for j in range(i + 1, n):
@@ -220,6 +220,21 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
                 if fv > fmax[j]:
                     fmax[j] = fv
         ev0 = n * (n - 1) // 2
+        fmax_out[:] = fmax
+    elif racing and small_arm_bound == 1 and len(inv_temps) > 0 and len(movable) > 0:
+        # some mentions fixed: only the movable mentions' fmax (fixed ones: +inf)
+        mov = {int(x) for x in movable}
+        fmax = [-math.inf if i in mov else math.inf for i in range(n)]
+        for i in sorted(mov):
+            for j in range(n):
+                if j == i or (j in mov and j < i):
+                    continue
+                fv = block_factor(enc, theta, bias, i, j)
+                ev0 += 1
+                if fv > fmax[i]:
+                    fmax[i] = fv
+                if j in mov and fv > fmax[j]:
+                    fmax[j] = fv
         fmax_out[:] = fmax
     if racing and small_arm_bound:
         fmax = [float(x) for x in fmax_out]

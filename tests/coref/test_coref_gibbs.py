@@ -307,3 +307,37 @@ def test_blocks_fitted_together_give_each_block_its_own_result(sampler):
         np.testing.assert_array_equal(r.evals_history, one.evals_history)
         np.testing.assert_array_equal(r.labels_history, one.labels_history)
         assert r.n_factor_evals == one.n_factor_evals > 0 and r.wall_s > 0
+
+
+def test_small_arm_bound_with_fixed_mentions_computes_only_the_movable_rows():
+    """coref add's case: fmax only for the movable mentions (exact maxima), +inf for fixed ones; kernel == twin."""
+    from coref import _factors_py
+
+    df = _df(n=30, seed=2)
+    enc = encode_mentions(df)
+    n = enc.n
+    movable = np.array([1, 4, 5, 11, 17, 18, 29], np.int64)
+    start = np.arange(n, dtype=np.int64) // 3            # old mentions in clusters of 3
+    out = []
+    for mod in (_gibbs, _gibbs_py):
+        labels = start.copy()
+        size = np.bincount(labels, minlength=n).astype(np.int64)
+        fmax = np.full(n, -np.inf)
+        hist = np.zeros((4, n), np.int64)
+        ev = np.zeros(4, np.int64)
+        state = np.array([3, 1, 4, 1], np.uint64)
+        mod.anneal(enc, _theta(), -1.0, labels, size, movable, np.array([1.0, 2.0, 4.0, 8.0]),
+                   np.zeros(4, np.int8), 0, 1, 3, 1, fmax, bound_table(0.05, n + 1), state, hist, ev)
+        out.append((hist, ev, fmax, state))
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)
+    hist, ev, fmax, _ = out[0]
+    F = np.empty((n, n))
+    _factors_py.factor_matrix(enc, _theta(), -1.0, F)
+    np.fill_diagonal(F, -np.inf)
+    np.testing.assert_array_equal(fmax[movable], F[movable].max(axis=1))
+    fixed = np.setdiff1d(np.arange(n), movable)
+    assert np.isinf(fmax[fixed]).all() and (fmax[fixed] > 0).all()
+    k = len(movable)
+    assert ev[0] >= k * (n - 1) - k * (k - 1) // 2                # the bound's factors count in sweep 1
+    np.testing.assert_array_equal(hist[:, fixed], np.broadcast_to(start[fixed], (4, len(fixed))))
