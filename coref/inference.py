@@ -302,10 +302,11 @@ def _infer_frames_together(items, model, settings, record_history):
     per_block = g.n_factor_evals_per_block_
     total = max(sum(per_block.values()), 1)
     hist = g.labels_history_ if record_history else None
+    all_mids = df["mention_id"].astype(str).to_numpy(dtype=object)
     out, start = [], 0
     for s, f, b, bdf, _ in items:
         end = start + len(bdf)
-        mids = df["mention_id"].iloc[start:end].astype(str).to_numpy(dtype=object)
+        mids = all_mids[start:end]
         n_evals = int(per_block.get(str(b), 0))
         evals = np.cumsum(np.asarray(g.n_factor_evals_per_block_sweep_[str(b)], dtype=np.int64))
         labels_history = None
@@ -538,22 +539,16 @@ def execute(items, models, client, settings, *, record_history, progress, on_res
     with bar_cm as bar:
         together = (not record_history and items and len({(it[0], it[1]) for it in items}) == 1
                     and all(it[4] is not None and it[4].get("parts") is not None for it in items))
-        if client is None and together:
-            with single_thread():
-                for group in _together_groups(items, TOGETHER_MENTIONS):
-                    for r in _infer_together(group, models[group[0][1]], settings, margins):
-                        results.append(r)
-                        if on_result is not None:
-                            on_result(r)
-                        bar.update(len(r.mention_id))
-            return results
-        # blocks given as DataFrames with nothing else (coref run): several per fit call
-        frames = (client is None and not margins and items and len({(it[0], it[1]) for it in items}) == 1
+        # blocks given as DataFrames with nothing else (coref run): several per fit call too
+        frames = (not together and not margins and items and len({(it[0], it[1]) for it in items}) == 1
                   and all(it[4] is None for it in items) and _samples_many_blocks(_gibbs_cls()))
-        if frames:
+        if client is None and (together or frames):
             with single_thread():
                 for group in _together_groups(items, TOGETHER_MENTIONS):
-                    for r in _infer_frames_together(group, models[group[0][1]], settings, record_history):
+                    model = models[group[0][1]]
+                    rs = (_infer_together(group, model, settings, margins) if together
+                          else _infer_frames_together(group, model, settings, record_history))
+                    for r in rs:
                         results.append(r)
                         if on_result is not None:
                             on_result(r)
