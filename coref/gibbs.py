@@ -425,17 +425,21 @@ class GibbsCoref:
         order = order[np.argsort(codes[order], kind="stable")]
         bounds = np.searchsorted(codes[order], np.arange(len(block_names) + 1))
         offset = 0
+        # a model wrapper holding ready encodings (coref.inference) hands a block's
+        # encoding over by block name and mention ids, without the block's DataFrame
+        pre_encoded = getattr(self.model, "_encoded_block", None)
         for k_block, block in enumerate(block_names):
             pos = order[bounds[k_block]:bounds[k_block + 1]]
             t_enc = time.perf_counter()    # the block's rows in canonical order: encoder input
             c_enc = time.thread_time()
-            sub = df.iloc[pos]
+            enc = None if pre_encoded is None else pre_encoded(str(block), mids_all[pos])
+            sub = df.iloc[pos] if enc is None else None
             self._encode_cpu += time.thread_time() - c_enc
             self._encode_s += time.perf_counter() - t_enc
             labels0 = None if init_keys is None else _initial_labels(init_keys[pos])
             movable = None if fixed_arr is None else np.flatnonzero(~fixed_arr[pos])
             labels, ev, lab_hist, marg, used = self._fit_block(sub, str(block), seed, temps,
-                                                               labels0, movable)
+                                                               labels0, movable, enc=enc)
             sweeps_used[str(block)] = used
             active[1:used + 1] += 1
             per_block[str(block)] = int(ev.sum())
@@ -525,18 +529,20 @@ class GibbsCoref:
             })
         return cache["history_"]
 
-    def _fit_block(self, sub, block, seed, temps, labels0=None, movable=None):
+    def _fit_block(self, sub, block, seed, temps, labels0=None, movable=None, enc=None):
         """Run every sweep on one block; return labels, evals per sweep, label history.
 
         ``labels0``: initial labels in [0, n) (None = ``init``); ``movable``: sorted
-        positions of the mentions Gibbs may move (None = all).
+        positions of the mentions Gibbs may move (None = all); ``enc``: the block's
+        encoding when it is already known (then ``sub`` is not read).
         """
         model = self.model
-        t_enc = time.perf_counter()
-        c_enc = time.thread_time()
-        enc = model.encode(sub)
-        self._encode_cpu += time.thread_time() - c_enc
-        self._encode_s += time.perf_counter() - t_enc
+        if enc is None:
+            t_enc = time.perf_counter()
+            c_enc = time.thread_time()
+            enc = model.encode(sub)
+            self._encode_cpu += time.thread_time() - c_enc
+            self._encode_s += time.perf_counter() - t_enc
         n = enc.n
         gen = block_rng(seed, block)
         racing = 1 if self.sampler == "racing" else 0

@@ -211,10 +211,18 @@ class _EncodedMany:
 
     def encode(self, df):
         block = str(df["block"].iloc[0]) if len(df) else None
+        hit = self._encoded_block(block, df["mention_id"].astype(str).to_numpy(dtype=object))
+        return self._model.encode(df) if hit is None else hit
+
+    def _encoded_block(self, block, mention_ids):
+        """The stored encoding of ``block`` if it covers exactly ``mention_ids`` (in order), else None.
+
+        ``GibbsCoref.fit`` asks this first, so a block's DataFrame is never built.
+        """
         hit = self._encs.get(block)
-        if hit is not None and df["mention_id"].astype(str).tolist() == hit[1]:
+        if hit is not None and np.asarray(mention_ids).tolist() == hit[1]:
             return hit[0]
-        return self._model.encode(df)
+        return None
 
     def __getattr__(self, name):
         return getattr(self._model, name)

@@ -145,3 +145,37 @@ def test_blocks_sampled_together_from_encodings_equal_blocks_encoded_one_by_one(
             assert a.cluster_id.tolist() == b.cluster_id.tolist()
             assert a.n_factor_evals == b.n_factor_evals > 0
             np.testing.assert_array_equal(a.margin, b.margin)
+
+
+def test_gibbs_takes_ready_encodings_without_the_block_frames(model_dir, split, monkeypatch):
+    """``GibbsCoref.fit`` with a wrapper holding every block's encoding (coref.inference) never
+    encodes from the DataFrame and gives the clusters of the plain model; a stored encoding
+    that does not cover the block's mentions is not used."""
+    from coref.features import assemble_block, encode_parts
+    from coref.gibbs import GibbsCoref
+    from coref.inference import _EncodedMany
+
+    model, _ = load_model(model_dir)
+    df, _ = split
+    df = df.sort_values(["block", "mention_id"]).reset_index(drop=True)
+    parts = encode_parts(df, model.vocabulary_)
+    encs = {}
+    for b, rows in df.groupby("block", sort=True).indices.items():
+        mids = df["mention_id"].astype(str).to_numpy(dtype=object)[rows]
+        encs[str(b)] = (assemble_block(parts.take(rows)), mids.tolist())
+    plain = GibbsCoref(model, rng=3, record_history=False).fit(df)
+    seen = []
+    real = PairwiseModel.encode
+    monkeypatch.setattr(PairwiseModel, "encode",
+                        lambda self, d: seen.append(str(d["block"].iloc[0])) or real(self, d))
+    ready = GibbsCoref(_EncodedMany(model, encs), rng=3, record_history=False).fit(df)
+    assert seen == []
+    assert np.array_equal(ready.cluster_ids_, plain.cluster_ids_)
+    assert ready.n_factor_evals_ == plain.n_factor_evals_
+    # a stored encoding for other mentions of the block is refused: that block is encoded again
+    b0 = sorted(encs)[0]
+    wrong = dict(encs)
+    wrong[b0] = (encs[b0][0], encs[b0][1][::-1])
+    again = GibbsCoref(_EncodedMany(model, wrong), rng=3, record_history=False).fit(df)
+    assert seen == [b0]
+    assert np.array_equal(again.cluster_ids_, plain.cluster_ids_)
