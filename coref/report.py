@@ -452,7 +452,7 @@ def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None, rows=N
     cap = _MAX_MEMBERS if max_members is None else int(max_members)
     codes, _ = pd.factorize(np.asarray(labels))
     out = np.full(len(codes), np.nan)
-    gen = np.random.default_rng(rng)
+    gen = None                                        # made on first need (most blocks have no big cluster)
     theta = np.ascontiguousarray(theta, dtype=np.float64)
     order = np.argsort(codes, kind="stable")          # each cluster's rows, ascending, clusters by code
     sizes = np.bincount(codes) if len(codes) else np.zeros(0, np.int64)
@@ -482,6 +482,8 @@ def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None, rows=N
         if not want[idx].any():
             continue
         n = len(idx)
+        if gen is None:
+            gen = np.random.default_rng(rng)
         ref = np.sort(gen.choice(n, cap, replace=False))
         mine = np.flatnonzero(want[idx])
         a = np.repeat(mine, len(ref))
