@@ -1,0 +1,100 @@
+"""Connected components of mentions linked by shared tokens, for many blocks in one call.
+
+The coauthor-graph features of ``coref.features`` (``comp1``: mentions sharing at least one
+coauthor, ``comp2``: at least two, ``comp3``: at least one coauthor keyed by initial + last
+name) are the connected components of a graph whose nodes are the mentions of ONE block.
+:func:`token_components` computes them for any number of blocks at once with
+:func:`scipy.sparse.csgraph.connected_components` (tokens are keyed by block, so no edge
+crosses two blocks), and numbers each block's components 0, 1, ... in the order of their
+first mention -- the labels the per-block encoding has always used.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["token_components"]
+
+
+def token_components(ptr, ids, min_shared=1, group=None):
+    """Component label of every mention; mentions are linked by >= ``min_shared`` shared tokens.
+
+    Parameters
+    ----------
+    ptr : ndarray of int, shape (n + 1,)
+        CSR row pointer: the tokens of mention r are ``ids[ptr[r]:ptr[r + 1]]`` (entries
+        past ``ptr[-1]``, e.g. a pad, are ignored). A token listed k times by one mention
+        and m times by another counts k * m times.
+    ids : ndarray of int, shape (>= ptr[-1],)
+        Token ids (any non-negative integers; equal ids are one token).
+    min_shared : int, default 1
+        Two mentions are linked when they share at least this many tokens (values below
+        1 mean 1).
+    group : ndarray of int, shape (n,), or None
+        Block of each mention, non-decreasing (the mentions of a block contiguous); ``None``
+        = one block. Tokens of different blocks are different tokens.
+
+    Returns
+    -------
+    ndarray of int32, shape (n,)
+        Per mention, its component within its block: ``0, 1, ...`` numbered in the order of
+        each component's first mention in that block.
+
+    Raises
+    ------
+    ValueError
+        If ``ptr`` is not a non-decreasing pointer starting at 0 covered by ``ids``, a token
+        id is negative, or ``group`` has the wrong length or decreases.
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    ptr = np.asarray(ptr, dtype=np.int64)
+    if ptr.ndim != 1 or len(ptr) == 0 or ptr[0] != 0 or np.any(np.diff(ptr) < 0):
+        raise ValueError("ptr must be a non-decreasing 1-D CSR pointer starting at 0")
+    n = len(ptr) - 1
+    nnz = int(ptr[-1])
+    ids = np.asarray(ids)
+    if len(ids) < nnz:
+        raise ValueError(f"ids holds {len(ids)} entries; ptr needs {nnz}")
+    tok = ids[:nnz].astype(np.int64)
+    if nnz and tok.min() < 0:
+        raise ValueError("token ids must be >= 0")
+    if group is None:
+        grp = np.zeros(n, dtype=np.int64)
+    else:
+        grp = np.asarray(group, dtype=np.int64)
+        if grp.shape != (n,):
+            raise ValueError(f"group must have one entry per mention ({n}); got shape {grp.shape}")
+        if n and np.any(np.diff(grp) < 0):
+            raise ValueError("group must be non-decreasing (the mentions of a block contiguous)")
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    if nnz:
+        width = int(tok.max()) + 1
+        _, col = np.unique(grp[row] * width + tok, return_inverse=True)   # a token per (block, id)
+        col = col.reshape(-1)
+        n_tok = int(col.max()) + 1
+    else:
+        col, n_tok = np.zeros(0, dtype=np.int64), 0
+    incidence = sp.csr_matrix((np.ones(nnz, dtype=np.int64), (row, col)), shape=(n, n_tok))
+    if max(int(min_shared), 1) <= 1:
+        # mentions and tokens as one bipartite graph: the mentions' components are those of
+        # the shared-token graph
+        graph = sp.bmat([[None, incidence], [incidence.T, None]], format="csr") if n_tok else \
+            sp.csr_matrix((n, n))
+    else:
+        shared = (incidence @ incidence.T).tocoo()           # shared-token counts of every pair
+        keep = (shared.data >= int(min_shared)) & (shared.row != shared.col)
+        graph = sp.csr_matrix((np.ones(int(keep.sum()), dtype=np.int8),
+                               (shared.row[keep], shared.col[keep])), shape=(n, n))
+    _, label = connected_components(graph, directed=False)
+    label = label[:n]
+    # number each block's components by their first mention
+    _, first = np.unique(label, return_index=True)          # first mention of each component
+    first = np.sort(first)
+    comp_grp = grp[first]
+    local = np.arange(len(first)) - np.searchsorted(comp_grp, comp_grp, side="left")
+    code = np.empty(int(label.max()) + 1, dtype=np.int64)
+    code[label[first]] = local
+    return code[label].astype(np.int32)
