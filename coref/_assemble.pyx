@@ -203,14 +203,20 @@ cdef int _i64_cmp(const void* x, const void* y) noexcept nogil:
 
 # --------------------------------------------------------------------------- float sums
 
-cdef double _py_sum(const double* x, i64 m) noexcept nogil:
-    """``sum(list_of_floats)`` (start 0) as CPython computes it."""
+cdef inline double _py_sum(const double* x, i64 m) noexcept nogil:
+    """``sum(list_of_floats)`` (start 0) as this CPython computes it."""
+    return _py_sum_as(x, m, _NEUMAIER)
+
+
+cdef double _py_sum_as(const double* x, i64 m, bint neumaier) noexcept nogil:
+    """``sum(list_of_floats)`` (start 0): sequential (CPython < 3.12) or with Neumaier's
+    compensation (CPython >= 3.12, ``builtin_sum_impl``)."""
     cdef double f, t, c = 0.0, v
     cdef i64 k
     if m == 0:
         return 0.0
     f = 0.0 + x[0]
-    if not _NEUMAIER:
+    if not neumaier:
         for k in range(1, m):
             f += x[k]
         return f
@@ -254,9 +260,11 @@ cdef double _pairwise(const double* a, i64 n) noexcept nogil:
     return _pairwise(a, n2) + _pairwise(a + n2, n - n2)
 
 
-def py_sum(const double[::1] x):
-    """``sum(x.tolist())`` as computed inside the kernel (test hook)."""
-    return _py_sum(&x[0] if x.shape[0] else NULL, x.shape[0])
+def py_sum(const double[::1] x, neumaier=None):
+    """``sum(x.tolist())`` as computed inside the kernel (test hook); ``neumaier`` forces the
+    algorithm of CPython >= 3.12 (True) or < 3.12 (False) instead of this interpreter's."""
+    cdef bint nm = _NEUMAIER if neumaier is None else bool(neumaier)
+    return _py_sum_as(&x[0] if x.shape[0] else NULL, x.shape[0], nm)
 
 
 def np_sum(const double[::1] x):

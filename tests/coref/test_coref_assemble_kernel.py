@@ -274,3 +274,29 @@ def test_unbuilt_kernel_raises_the_build_hint(monkeypatch):
     enc = encode_parts(_edge_blocks(), Vocabulary.fit(_corpus(), n_topics=4)).take([0])
     with pytest.raises(ImportError, match=r"coref\._assemble.*not built in this source tree"):
         assemble_block(enc)
+
+
+def _sum_cpython312(xs):
+    """CPython >= 3.12 ``sum()`` of floats (start 0): Neumaier's compensated summation."""
+    if not xs:
+        return 0
+    f, c = 0 + xs[0], 0.0
+    for x in xs[1:]:
+        t = f + x
+        c += (f - t) + x if abs(f) >= abs(x) else (x - t) + f
+        f = t
+    return f + c if c and math.isfinite(c) else f
+
+
+def test_py_sum_both_cpython_algorithms():
+    rng = np.random.default_rng(4)
+    for m in list(range(0, 30)) + [500]:
+        x = _ill_conditioned(rng, m) * rng.choice([-1.0, 1.0], size=m)
+        seq = 0.0
+        for v in x.tolist():
+            seq += v
+        assert np.float64(asm.py_sum(x, neumaier=False)).tobytes() == np.float64(seq).tobytes(), m
+        assert np.float64(asm.py_sum(x, neumaier=True)).tobytes() == \
+            np.float64(_sum_cpython312(x.tolist())).tobytes(), m
+    x = np.array([1.0, 1e100, 1.0, -1e100])
+    assert asm.py_sum(x, neumaier=True) == 2.0 and asm.py_sum(x, neumaier=False) == 0.0
