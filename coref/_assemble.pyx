@@ -35,7 +35,6 @@ cimport numpy as cnp
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.math cimport fabs, isfinite, log, sqrt
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint64_t
-from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memset
 
 cnp.import_array()
@@ -56,32 +55,44 @@ TEXT_PREFIXES = ("ti", "ve", "af", "ab", "kw")
 # --------------------------------------------------------------------------- memory
 
 cdef struct Arena:
-    void** ptrs
+    char* block          # caller's scratch block (on its stack), bump-allocated
+    size_t used
+    size_t size
+    void** ptrs          # allocations that did not fit in the block
     int count
     int cap
 
 
-cdef int _arena_init(Arena* ar) except -1:
-    ar.cap = 64
+cdef void _arena_init(Arena* ar, char* block, size_t size) noexcept:
+    ar.block = block
+    ar.used = 0
+    ar.size = size
+    ar.ptrs = NULL
     ar.count = 0
-    ar.ptrs = <void**>PyMem_Malloc(ar.cap * sizeof(void*))
-    if ar.ptrs == NULL:
-        raise MemoryError()
-    return 0
+    ar.cap = 0
 
 
 cdef void* _alloc(Arena* ar, size_t size) except NULL:
+    """Scratch memory (16-byte aligned) freed by ``_arena_free``."""
     cdef void** grown
     cdef void* p
+    size = (size + 15) & ~(<size_t>15)
+    if size == 0:
+        size = 16
+    if ar.used + size <= ar.size:
+        p = ar.block + ar.used
+        ar.used += size
+        return p
     if ar.count == ar.cap:
-        grown = <void**>PyMem_Malloc(2 * ar.cap * sizeof(void*))
+        grown = <void**>PyMem_Malloc((2 * ar.cap + 8) * sizeof(void*))
         if grown == NULL:
             raise MemoryError()
-        memcpy(grown, ar.ptrs, ar.count * sizeof(void*))
+        if ar.count:
+            memcpy(grown, ar.ptrs, ar.count * sizeof(void*))
         PyMem_Free(ar.ptrs)
         ar.ptrs = grown
-        ar.cap *= 2
-    p = PyMem_Malloc(size if size > 0 else 1)
+        ar.cap = 2 * ar.cap + 8
+    p = PyMem_Malloc(size)
     if p == NULL:
         raise MemoryError()
     ar.ptrs[ar.count] = p
@@ -91,12 +102,11 @@ cdef void* _alloc(Arena* ar, size_t size) except NULL:
 
 cdef void _arena_free(Arena* ar) noexcept:
     cdef int k
-    if ar.ptrs == NULL:
-        return
     for k in range(ar.count):
         PyMem_Free(ar.ptrs[k])
     PyMem_Free(ar.ptrs)
     ar.ptrs = NULL
+    ar.count = 0
 
 
 # --------------------------------------------------------------------------- int64 -> int64 hash map
@@ -138,7 +148,7 @@ cdef inline i64 _get(const Map* m, i64 key, i64 default) noexcept nogil:
 
 # --------------------------------------------------------------------------- sorts
 
-cdef struct KP:      # sort key and position: sorting by (key, pos) = a stable sort by key
+cdef struct KP:      # sort key and position (entries start in position order; sorts are stable)
     i64 key
     i64 pos
 
@@ -148,57 +158,86 @@ cdef struct VI:      # profile word: summed weight and id, ordered by (val desc,
     i64 id
 
 
-cdef int _kp_cmp(const void* x, const void* y) noexcept nogil:
-    cdef const KP* a = <const KP*>x
-    cdef const KP* b = <const KP*>y
-    if a.key != b.key:
-        return -1 if a.key < b.key else 1
-    if a.pos != b.pos:
-        return -1 if a.pos < b.pos else 1
-    return 0
+cdef inline bint _kp_lt(const KP* a, const KP* b) noexcept nogil:
+    return a.key < b.key
 
 
-cdef inline bint _kp_less(const KP* a, const KP* b) noexcept nogil:
-    return a.key < b.key or (a.key == b.key and a.pos < b.pos)
+cdef inline bint _vi_lt(const VI* a, const VI* b, bint by_id) noexcept nogil:
+    if by_id:
+        return a.id < b.id
+    return a.val > b.val or (a.val == b.val and a.id < b.id)
 
 
-cdef void _kp_sort(KP* v, i64 m) noexcept nogil:
-    cdef i64 i, j
+cdef void _kp_sort(KP* v, KP* tmp, i64 m) noexcept nogil:
+    """Stable sort by key (insertion sort up to 16 entries, else merge sort; ``tmp``: m // 2 + 1)."""
+    cdef i64 i, j, h, k
     cdef KP t
     if m <= 16:
         for i in range(1, m):
             t = v[i]
             j = i - 1
-            while j >= 0 and _kp_less(&t, &v[j]):
+            while j >= 0 and _kp_lt(&t, &v[j]):
                 v[j + 1] = v[j]
                 j -= 1
             v[j + 1] = t
-    else:
-        qsort(v, m, sizeof(KP), _kp_cmp)
+        return
+    h = m // 2
+    _kp_sort(v, tmp, h)
+    _kp_sort(v + h, tmp, m - h)
+    if not _kp_lt(&v[h], &v[h - 1]):
+        return
+    memcpy(tmp, v, h * sizeof(KP))
+    i = 0
+    j = h
+    k = 0
+    while i < h and j < m:
+        if _kp_lt(&v[j], &tmp[i]):
+            v[k] = v[j]
+            j += 1
+        else:
+            v[k] = tmp[i]
+            i += 1
+        k += 1
+    while i < h:
+        v[k] = tmp[i]
+        i += 1
+        k += 1
 
 
-cdef int _vi_cmp(const void* x, const void* y) noexcept nogil:
-    cdef const VI* a = <const VI*>x
-    cdef const VI* b = <const VI*>y
-    if a.val != b.val:
-        return -1 if a.val > b.val else 1
-    if a.id != b.id:
-        return -1 if a.id < b.id else 1
-    return 0
-
-
-cdef int _vi_id_cmp(const void* x, const void* y) noexcept nogil:
-    cdef const VI* a = <const VI*>x
-    cdef const VI* b = <const VI*>y
-    if a.id != b.id:
-        return -1 if a.id < b.id else 1
-    return 0
-
-
-cdef int _i64_cmp(const void* x, const void* y) noexcept nogil:
-    cdef i64 a = (<const i64*>x)[0]
-    cdef i64 b = (<const i64*>y)[0]
-    return -1 if a < b else (1 if a > b else 0)
+cdef void _vi_sort(VI* v, VI* tmp, i64 m, bint by_id) noexcept nogil:
+    """Sort by (val desc, id asc) or by id (keys unique); ``tmp``: m // 2 + 1 entries."""
+    cdef i64 i, j, h, k
+    cdef VI t
+    if m <= 16:
+        for i in range(1, m):
+            t = v[i]
+            j = i - 1
+            while j >= 0 and _vi_lt(&t, &v[j], by_id):
+                v[j + 1] = v[j]
+                j -= 1
+            v[j + 1] = t
+        return
+    h = m // 2
+    _vi_sort(v, tmp, h, by_id)
+    _vi_sort(v + h, tmp, m - h, by_id)
+    if not _vi_lt(&v[h], &v[h - 1], by_id):
+        return
+    memcpy(tmp, v, h * sizeof(VI))
+    i = 0
+    j = h
+    k = 0
+    while i < h and j < m:
+        if _vi_lt(&v[j], &tmp[i], by_id):
+            v[k] = v[j]
+            j += 1
+        else:
+            v[k] = tmp[i]
+            i += 1
+        k += 1
+    while i < h:
+        v[k] = tmp[i]
+        i += 1
+        k += 1
 
 
 # --------------------------------------------------------------------------- float sums
@@ -344,17 +383,21 @@ cdef cnp.ndarray _arg(dict a, str name, int typenum, i64 length, list keep):
     return arr
 
 
-cdef cnp.ndarray _csr_ptr(dict a, str p, i64 n, list keep):
-    """``a[p + "_ptr"]`` checked: n + 1 entries, starts at 0, never decreases, ends at len(ids)."""
-    cdef cnp.ndarray ptr = _arg(a, p + "_ptr", cnp.NPY_INT64, n + 1, keep)
+cdef cnp.ndarray _csr_ptr(dict a, str name, i64 n, list keep):
+    """``a[name]`` checked as a CSR ptr: n + 1 int64 entries from 0, never decreasing."""
+    cdef cnp.ndarray ptr = _arg(a, name, cnp.NPY_INT64, n + 1, keep)
     cdef const i64* q = _p64(ptr)
     cdef i64 r
     if q[0] != 0:
-        raise ValueError(f"array '{p}_ptr' must start at 0")
+        raise ValueError(f"array {name!r} must start at 0")
     for r in range(n):
         if q[r + 1] < q[r]:
-            raise ValueError(f"array '{p}_ptr' decreases at row {r}")
+            raise ValueError(f"array {name!r} decreases at row {r}")
     return ptr
+
+
+cdef inline cnp.ndarray _copy(cnp.ndarray x):
+    return cnp.PyArray_NewCopy(x, cnp.NPY_CORDER)
 
 
 # --------------------------------------------------------------------------- pieces
@@ -380,10 +423,12 @@ cdef i64 _first_codes(const i32* v, i64 m, i32* codes, i32* uniq, Arena* ar) exc
     return nxt
 
 
-cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, KP* buf) except -1:
+cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* ar) except -1:
     """perm[ptr[r]:ptr[r + 1]]: the entries of row r stably sorted by code (``np.lexsort``)."""
-    cdef i64 r, s, e, k
+    cdef i64 r, s, e, k, widest = 0
     cdef bint ordered
+    cdef KP* buf = NULL
+    cdef KP* tmp = NULL
     for r in range(n):
         s = ptr[r]
         e = ptr[r + 1]
@@ -396,10 +441,16 @@ cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, KP* buf)
             for k in range(s, e):
                 perm[k] = k
             continue
+        if buf == NULL:
+            for k in range(n):
+                if ptr[k + 1] - ptr[k] > widest:
+                    widest = ptr[k + 1] - ptr[k]
+            buf = <KP*>_alloc(ar, widest * sizeof(KP))
+            tmp = <KP*>_alloc(ar, (widest // 2 + 1) * sizeof(KP))
         for k in range(s, e):
             buf[k - s].key = codes[k]
             buf[k - s].pos = k
-        _kp_sort(buf, e - s)
+        _kp_sort(buf, tmp, e - s)
         for k in range(s, e):
             perm[k] = buf[k - s].pos
     return 0
@@ -425,65 +476,65 @@ cdef inline void _union(i64* parent, i64 x, i64 y) noexcept nogil:
         parent[x] = y
 
 
-cdef int _components(i64 n, const i64* ptr, const i32* ids, int min_shared, i32* out, Arena* ar) except -1:
+cdef int _components(i64 n, const i64* ptr, const i32* codes, i64 ncodes, int min_shared, i32* out,
+                     Arena* ar) except -1:
     """Labels of the connected components of the rows linked by >= ``min_shared`` shared tokens
-    (pairs counted over the token occurrences, as the twin counts them), numbered in the order
-    of each component's first row."""
+    (``codes``: the tokens as codes 0 .. ncodes - 1; pairs of rows counted over the token
+    occurrences, as the twin counts them), numbered in the order of each component's first row."""
     cdef i64 nnz = ptr[n], r, k, s, e, g, a, b, key, pairs = 0, nxt = 0
     cdef i64* parent
     cdef i64* row_of
+    cdef i64* start
+    cdef i64* occ
     cdef i32* code_of
-    cdef KP* buf
     cdef Map mp
     if n == 0:
         return 0
     parent = <i64*>_alloc(ar, n * sizeof(i64))
     for r in range(n):
         parent[r] = r
-    if nnz:
+    if nnz and ncodes < nnz:                 # else no token is shared
         if min_shared <= 1:
-            _map_init(&mp, nnz, ar)
+            start = <i64*>_alloc(ar, ncodes * sizeof(i64))     # first row holding each token
+            for k in range(ncodes):
+                start[k] = -1
             for r in range(n):
                 for k in range(ptr[r], ptr[r + 1]):
-                    s = _slot(&mp, ids[k])
-                    if mp.keys[s] == _EMPTY:
-                        mp.keys[s] = ids[k]
-                        mp.vals[s] = r
+                    if start[codes[k]] < 0:
+                        start[codes[k]] = r
                     else:
-                        _union(parent, r, mp.vals[s])
+                        _union(parent, r, start[codes[k]])
         else:
+            # occurrences grouped by token, in entry order (= row order) within a token
             row_of = <i64*>_alloc(ar, nnz * sizeof(i64))
-            buf = <KP*>_alloc(ar, nnz * sizeof(KP))
+            start = <i64*>_alloc(ar, (ncodes + 1) * sizeof(i64))
+            occ = <i64*>_alloc(ar, nnz * sizeof(i64))
+            memset(start, 0, (ncodes + 1) * sizeof(i64))
             for r in range(n):
                 for k in range(ptr[r], ptr[r + 1]):
                     row_of[k] = r
-                    buf[k].key = ids[k]
-                    buf[k].pos = k       # rows never decrease with k: (token, k) order = (token, row, k)
-            _kp_sort(buf, nnz)
-            s = 0
-            while s < nnz:
-                e = s + 1
-                while e < nnz and buf[e].key == buf[s].key:
-                    e += 1
-                g = e - s
+                    start[codes[k] + 1] += 1
+            for k in range(ncodes):
+                g = start[k + 1]
                 pairs += g * (g - 1) // 2
-                s = e
+                start[k + 1] += start[k]
+            for k in range(nnz):
+                occ[start[codes[k]]] = row_of[k]
+                start[codes[k]] += 1
             if pairs:
                 _map_init(&mp, pairs, ar)
                 s = 0
-                while s < nnz:
-                    e = s + 1
-                    while e < nnz and buf[e].key == buf[s].key:
-                        e += 1
+                for k in range(ncodes):              # start[k] is now the end of token k
+                    e = start[k]
                     for a in range(s, e):
                         for b in range(a + 1, e):
-                            key = row_of[buf[a].pos] * n + row_of[buf[b].pos]
-                            k = _slot(&mp, key)
-                            if mp.keys[k] == _EMPTY:
-                                mp.keys[k] = key
-                                mp.vals[k] = 1
+                            key = occ[a] * n + occ[b]
+                            g = _slot(&mp, key)
+                            if mp.keys[g] == _EMPTY:
+                                mp.keys[g] = key
+                                mp.vals[g] = 1
                             else:
-                                mp.vals[k] += 1
+                                mp.vals[g] += 1
                     s = e
                 for k in range(mp.mask + 1):
                     if mp.keys[k] != _EMPTY and mp.vals[k] >= min_shared:
@@ -503,19 +554,20 @@ cdef int _components(i64 n, const i64* ptr, const i32* ids, int min_shared, i32*
 cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i32* ids, const double* w,
                      i64 top, Arena* ar):
     """(ptr, ids, w) of the component profiles: per component, the member weights summed per word
-    in entry order, the ``top`` largest (ties: smaller id), divided by their norm (squares summed
-    in that order, as ``sum()``), then sorted by word id; row r = component r."""
-    cdef i64 nnz = ptr[n], c, i, k, j, m, g, s, e, kept, total = 0
+    in entry order (from 0.0), the ``top`` largest (ties: smaller id), divided by their norm
+    (squares summed in that order, as ``sum()``), then sorted by word id; row r = component r."""
+    cdef i64 nnz = ptr[n], c, i, k, j, g, s, kept, width = 0, total = 0, key
     cdef cnp.ndarray out_ptr = _zeros(n + 1, cnp.NPY_INT64)
     cdef i64* optr = _p64(out_ptr)
     cdef i64* start
     cdef i64* members
-    cdef KP* buf
     cdef VI* grp
+    cdef VI* tmp
     cdef double* sq
-    cdef double norm, val
+    cdef double norm
     cdef i32* res_ids
     cdef double* res_w
+    cdef Map mp
     cdef cnp.ndarray out_ids, out_w
     if nnz == 0:
         out_ids = _zeros(1, cnp.NPY_INT32)
@@ -523,7 +575,7 @@ cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i3
         return out_ptr, out_ids, out_w
     # members of each component, in mention order (counting sort)
     start = <i64*>_alloc(ar, (ncomp + 1) * sizeof(i64))
-    members = <i64*>_alloc(ar, (n if n else 1) * sizeof(i64))
+    members = <i64*>_alloc(ar, n * sizeof(i64))
     memset(start, 0, (ncomp + 1) * sizeof(i64))
     for i in range(n):
         start[comp[i] + 1] += 1
@@ -535,42 +587,39 @@ cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i3
     for c in range(ncomp - 1, 0, -1):
         start[c] = start[c - 1]
     start[0] = 0
-    buf = <KP*>_alloc(ar, nnz * sizeof(KP))
+    for k in range(nnz):
+        if ids[k] >= width:
+            width = <i64>ids[k] + 1
+    _map_init(&mp, nnz, ar)                     # (component, word) -> its entry in grp
     grp = <VI*>_alloc(ar, nnz * sizeof(VI))
+    tmp = <VI*>_alloc(ar, (nnz // 2 + 1) * sizeof(VI))
     sq = <double*>_alloc(ar, nnz * sizeof(double))
     res_ids = <i32*>_alloc(ar, nnz * sizeof(i32))
     res_w = <double*>_alloc(ar, nnz * sizeof(double))
     for c in range(ncomp):
-        m = 0
+        g = 0
         for j in range(start[c], start[c + 1]):
             i = members[j]
             for k in range(ptr[i], ptr[i + 1]):
-                buf[m].key = ids[k]
-                buf[m].pos = k
-                m += 1
-        if m == 0:
+                key = c * width + ids[k]
+                s = _slot(&mp, key)
+                if mp.keys[s] == _EMPTY:
+                    mp.keys[s] = key
+                    mp.vals[s] = g
+                    grp[g].val = 0.0
+                    grp[g].id = ids[k]
+                    g += 1
+                grp[mp.vals[s]].val += w[k]      # entry order, as np.bincount
+        if g == 0:
             continue
-        _kp_sort(buf, m)                        # by word, then entry order
-        g = 0
-        s = 0
-        while s < m:
-            val = 0.0
-            e = s
-            while e < m and buf[e].key == buf[s].key:
-                val += w[buf[e].pos]
-                e += 1
-            grp[g].val = val
-            grp[g].id = buf[s].key
-            g += 1
-            s = e
-        qsort(grp, g, sizeof(VI), _vi_cmp)      # largest first, then smaller id
+        _vi_sort(grp, tmp, g, False)            # largest first, then smaller id
         kept = g if g < top else top
         for k in range(kept):
             sq[k] = grp[k].val * grp[k].val
         norm = sqrt(_py_sum(sq, kept))
         for k in range(kept):
             grp[k].val = grp[k].val / norm
-        qsort(grp, kept, sizeof(VI), _vi_id_cmp)
+        _vi_sort(grp, tmp, kept, True)          # by word id
         for k in range(kept):
             res_ids[total + k] = <i32>grp[k].id
             res_w[total + k] = grp[k].val
@@ -612,6 +661,17 @@ cdef double _coherence(i64 n, const i64* ptr, const i32* ids, const double* w, A
 
 # --------------------------------------------------------------------------- the block
 
+# names of the arrays read and written (interned once: dict look-ups hash nothing per call)
+_TEXT_NAMES = tuple((p + "_ptr", p + "_ids", p + "_w") for p in TEXT_PREFIXES)
+_CODE_NAMES = (("venue_g", "venue_id"), ("affil_g", "affil_id"), ("first_g", "first_code"),
+               ("given_g", "given_code"))
+_COPY_NAMES = ("year", "first_init", "init_code", "init_len", "mid_init")
+_PROFILE_NAMES = (("pt_ptr", "pt_ids", "pt_w", 80), ("pv_ptr", "pv_ids", "pv_w", 25), ("pa_ptr", "pa_ids", "pa_w", 25))
+
+cdef enum:
+    SCRATCH_DOUBLES = 4096       # per-call scratch on the stack, 32 kB (beyond: PyMem_Malloc)
+
+
 def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
     """Every array of the :class:`coref.features.EncodedBlock` of one block.
 
@@ -642,10 +702,12 @@ def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
     cdef list keep = []
     cdef dict out = {}
     cdef Arena ar
-    ar.ptrs = NULL
+    cdef double scratch[SCRATCH_DOUBLES]
     if len(n_vocab) != 5:
         raise ValueError(f"n_vocab must hold 5 sizes; got {n_vocab!r}")
-    _arena_init(&ar)
+    if n < 0 or n_topics < 0:
+        raise ValueError(f"n and n_topics must be >= 0; got {n}, {n_topics}")
+    _arena_init(&ar, <char*>scratch, SCRATCH_DOUBLES * sizeof(double))
     try:
         _assemble(a, n_vocab, n, n_topics, out, keep, &ar)
     finally:
@@ -653,32 +715,40 @@ def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
     return out
 
 
-cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list keep, Arena* ar) except -1:
-    cdef i64 r, k, s, e, m, nnz, nc, V, nun, lo, hi, mid, ncomp1, c, i
+cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Arena* ar) except -1:
+    cdef i64 r, k, s, m, nnz, nc, V, nun, lo, hi, mid, ncomp1 = 0, c, i, key, n_middle = 0
+    cdef int f
     cdef const i64* ptr
     cdef const i32* ids
     cdef const i32* iv
     cdef const double* w
     cdef i32* codes
-    cdef i32* uniq
+    cdef i32* co_codes
+    cdef i32* comp1
     cdef i64* perm
     cdef i64* cnt
     cdef i64* un
-    cdef KP* buf
-    cdef Map mp, mp2
-    cdef cnp.ndarray x, optr, oids, ow, ofn, oi, of
+    cdef i64* vt_ptr
+    cdef KP* kp
     cdef double* dw
     cdef double* idf
-    cdef double dn = <double>n
-    cdef i32* comp1
-    cdef i32* co_codes
-    cdef int f
-
-    if n < 0 or n_topics < 0:
-        raise ValueError(f"n and n_topics must be >= 0; got {n}, {n_topics}")
+    cdef double* sq
+    cdef double norm, dn = <double>n
+    cdef Map mp, mp2, mpair
+    cdef cnp.ndarray x, optr, oids, ow, ofn, oi
+    cdef i32* text_ids[5]
+    cdef const double* text_w[5]
+    cdef const i64* text_ptr[5]
+    cdef const i32* first_g
+    cdef const i32* first0
+    cdef const i32* first_init
+    cdef const i32* year
+    cdef const i32* middle
+    cdef const i32* fs
+    cdef const double* T
 
     # ---------------- coauthors: first-appearance codes, block-local IDF, rows sorted by code
-    optr = _csr_ptr(a, "co", n, keep)
+    optr = _csr_ptr(a, "co_ptr", n, keep)
     ptr = _p64(optr)
     nnz = ptr[n]
     ids = _p32(_arg(a, "co_ids", cnp.NPY_INT32, nnz, keep))
@@ -694,8 +764,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list ke
     for k in range(nc):
         idf[k] = log((1.0 + dn) / (1.0 + <double>cnt[k])) + 1.0
     perm = <i64*>_alloc(ar, nnz * sizeof(i64))
-    buf = <KP*>_alloc(ar, nnz * sizeof(KP))
-    _sort_rows(n, ptr, co_codes, perm, buf)
+    _sort_rows(n, ptr, co_codes, perm, ar)
     oids = _empty(nnz + 1, cnp.NPY_INT32)
     ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
     for k in range(nnz):
@@ -703,109 +772,96 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list ke
         _pf(ow)[k] = idf[co_codes[perm[k]]]
     _p32(oids)[nnz] = 0
     _pf(ow)[nnz] = 0.0
-    out["co_ptr"] = optr.copy()
+    out["co_ptr"] = _copy(optr)
     out["co_ids"] = oids
     out["co_w"] = ow
 
-    # components of the shared-coauthor graphs
-    comp1 = <i32*>_alloc(ar, n * sizeof(i32))
+    # components of the shared-coauthor graphs (>= 1 and >= 2 shared coauthors)
     x = _empty(n, cnp.NPY_INT32)
-    _components(n, ptr, ids, 1, _p32(x), ar)
-    memcpy(comp1, _p32(x), n * sizeof(i32))
+    comp1 = _p32(x)
+    _components(n, ptr, co_codes, nc, 1, comp1, ar)
     out["comp1"] = x
     x = _empty(n, cnp.NPY_INT32)
-    _components(n, ptr, ids, 2, _p32(x), ar)
+    _components(n, ptr, co_codes, nc, 2, _p32(x), ar)
     out["comp2"] = x
-    ncomp1 = 0
     for i in range(n):
         if comp1[i] + 1 > ncomp1:
             ncomp1 = comp1[i] + 1
 
     # ---------------- TF-IDF fields: unseen words get block-local columns V, V + 1, ... (sorted)
-    cdef i32* text_ids[5]
-    cdef const double* text_w[5]
-    cdef const i64* text_ptr[5]
     for f in range(5):
-        p = TEXT_PREFIXES[f]
+        name_ptr, name_ids, name_w = _TEXT_NAMES[f]
         V = n_vocab[f]
-        optr = _csr_ptr(a, p, n, keep)
+        optr = _csr_ptr(a, name_ptr, n, keep)
         ptr = _p64(optr)
         nnz = ptr[n]
-        ids = _p32(_arg(a, p + "_ids", cnp.NPY_INT32, nnz, keep))
-        x = _arg(a, p + "_w", cnp.NPY_FLOAT64, nnz, keep)
-        w = _pf(x)
+        ids = _p32(_arg(a, name_ids, cnp.NPY_INT32, nnz, keep))
+        w = _pf(_arg(a, name_w, cnp.NPY_FLOAT64, nnz, keep))
         oids = _empty(nnz + 1, cnp.NPY_INT32)
         ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
         memcpy(_pf(ow), w, nnz * sizeof(double))
         _pf(ow)[nnz] = 0.0
+        memcpy(_p32(oids), ids, nnz * sizeof(i32))
+        _p32(oids)[nnz] = 0
         nun = 0
         for k in range(nnz):
             if ids[k] >= V:
                 nun += 1
         if nun:
             un = <i64*>_alloc(ar, nun * sizeof(i64))
+            kp = <KP*>_alloc(ar, (nun + nun // 2 + 1) * sizeof(KP))
             m = 0
             for k in range(nnz):
                 if ids[k] >= V:
-                    un[m] = ids[k]
+                    kp[m].key = ids[k]
+                    kp[m].pos = m
                     m += 1
-            qsort(un, nun, sizeof(i64), _i64_cmp)
+            _kp_sort(kp, kp + nun, nun)
+            un[0] = kp[0].key
             m = 1
             for k in range(1, nun):
-                if un[k] != un[m - 1]:
-                    un[m] = un[k]
+                if kp[k].key != un[m - 1]:
+                    un[m] = kp[k].key
                     m += 1
             for k in range(nnz):
                 if ids[k] >= V:
                     lo = 0
                     hi = m
-                    while lo < hi:                   # position of ids[k] among the sorted unseen ids
+                    while lo < hi:                   # rank of ids[k] among the distinct unseen ids
                         mid = (lo + hi) >> 1
                         if un[mid] < ids[k]:
                             lo = mid + 1
                         else:
                             hi = mid
                     _p32(oids)[k] = <i32>(V + lo)
-                else:
-                    _p32(oids)[k] = ids[k]
-        else:
-            memcpy(_p32(oids), ids, nnz * sizeof(i32))
-        _p32(oids)[nnz] = 0
-        out[p + "_ptr"] = optr.copy()
-        out[p + "_ids"] = oids
-        out[p + "_w"] = ow
+        x = _copy(optr)
+        out[name_ptr] = x
+        out[name_ids] = oids
+        out[name_w] = ow
+        text_ptr[f] = _p64(x)
         text_ids[f] = _p32(oids)
         text_w[f] = _pf(ow)
-        text_ptr[f] = _p64(<cnp.ndarray>out[p + "_ptr"])
 
-    # ---------------- per-mention codes
-    for src, dst in (("venue_g", "venue_id"), ("affil_g", "affil_id"), ("first_g", "first_code"),
-                     ("given_g", "given_code")):
-        iv = _p32(_arg(a, src, cnp.NPY_INT32, n, keep))
+    # ---------------- per-mention codes and copies
+    for name_in, name_out in _CODE_NAMES:
+        iv = _p32(_arg(a, name_in, cnp.NPY_INT32, n, keep))
         x = _empty(n, cnp.NPY_INT32)
         _first_codes(iv, n, _p32(x), NULL, ar)
-        out[dst] = x
-    for name in ("year", "first_init", "init_code", "init_len", "mid_init"):
-        x = _arg(a, name, cnp.NPY_INT32, n, keep)
-        out[name] = x.copy()
+        out[name_out] = x
+    for name_in in _COPY_NAMES:
+        out[name_in] = _copy(_arg(a, name_in, cnp.NPY_INT32, n, keep))
 
     # ---------------- venue acronyms (va) and venue words that are acronyms of the block (vt)
     iv = _p32(_arg(a, "acr_g", cnp.NPY_INT32, n, keep))
     codes = <i32*>_alloc(ar, n * sizeof(i32))
-    _map_init(&mp, n, ar)
-    nc = 0
-    for r in range(n):
-        codes[r] = -1
-        if iv[r] >= 0:
-            s = _slot(&mp, iv[r])
-            if mp.keys[s] == _EMPTY:
-                mp.keys[s] = iv[r]
-                mp.vals[s] = nc
-                nc += 1
-            codes[r] = <i32>mp.vals[s]
+    nc = _first_codes(iv, n, codes, NULL, ar)
+    _map_init(&mp, nc, ar)                       # acronym -> code
     m = 0
     for r in range(n):
         if codes[r] >= 0:
+            s = _slot(&mp, iv[r])
+            mp.keys[s] = iv[r]
+            mp.vals[s] = codes[r]
             m += 1
     optr = _empty(n + 1, cnp.NPY_INT64)
     oids = _empty(m + 1, cnp.NPY_INT32)
@@ -823,26 +879,25 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list ke
     out["va_ptr"] = optr
     out["va_ids"] = oids
     out["va_w"] = ow
-    optr = _csr_ptr(a, "vw", n, keep)
+    optr = _csr_ptr(a, "vw_ptr", n, keep)
     ptr = _p64(optr)
     nnz = ptr[n]
     ids = _p32(_arg(a, "vw_ids", cnp.NPY_INT32, nnz, keep))
-    codes = <i32*>_alloc(ar, (nnz if nnz else 1) * sizeof(i32))
-    cdef i64* vt_ptr = <i64*>_alloc(ar, (n + 1) * sizeof(i64))
+    codes = <i32*>_alloc(ar, nnz * sizeof(i32))
+    x = _empty(n + 1, cnp.NPY_INT64)
+    vt_ptr = _p64(x)
     vt_ptr[0] = 0
     m = 0
     for r in range(n):
-        for k in range(ptr[r], ptr[r + 1]):
-            s = _get(&mp, ids[k], -1) if nc else -1
-            if s >= 0:
-                codes[m] = <i32>s
-                m += 1
+        if nc:
+            for k in range(ptr[r], ptr[r + 1]):
+                s = _get(&mp, ids[k], -1)
+                if s >= 0:
+                    codes[m] = <i32>s
+                    m += 1
         vt_ptr[r + 1] = m
-    perm = <i64*>_alloc(ar, (m if m else 1) * sizeof(i64))
-    buf = <KP*>_alloc(ar, (m if m else 1) * sizeof(KP))
-    _sort_rows(n, vt_ptr, codes, perm, buf)
-    optr = _empty(n + 1, cnp.NPY_INT64)
-    memcpy(_p64(optr), vt_ptr, (n + 1) * sizeof(i64))
+    perm = <i64*>_alloc(ar, m * sizeof(i64))
+    _sort_rows(n, vt_ptr, codes, perm, ar)
     oids = _empty(m + 1, cnp.NPY_INT32)
     ow = _empty(m + 1, cnp.NPY_FLOAT64)
     for k in range(m):
@@ -850,19 +905,16 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list ke
         _pf(ow)[k] = 1.0
     _p32(oids)[m] = 0
     _pf(ow)[m] = 0.0
-    out["vt_ptr"] = optr
+    out["vt_ptr"] = x
     out["vt_ids"] = oids
     out["vt_w"] = ow
 
     # ---------------- name rarity and initial ambiguity
-    cdef const i32* first_g = _p32(_arg(a, "first_g", cnp.NPY_INT32, n, keep))
-    cdef const i32* first0 = _p32(_arg(a, "first0", cnp.NPY_INT32, n, keep))
-    cdef const i32* first_init = _p32(<cnp.ndarray>out["first_init"])
-    cdef i64 key
-    of = _zeros(n, cnp.NPY_FLOAT64)
+    first_g = _p32(_arg(a, "first_g", cnp.NPY_INT32, n, keep))
+    first0 = _p32(_arg(a, "first0", cnp.NPY_INT32, n, keep))
+    first_init = _p32(<cnp.ndarray>out["first_init"])
     _map_init(&mp, n, ar)              # first name -> mentions
     _map_init(&mp2, n, ar)             # letter -> distinct first names
-    cdef Map mpair
     _map_init(&mpair, n, ar)           # (letter, first name) seen
     for r in range(n):
         if first_g[r] < 0:
@@ -881,33 +933,34 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list ke
                 mp2.keys[s] = first0[r]
                 mp2.vals[s] = 0
             mp2.vals[s] += 1
+    x = _zeros(n, cnp.NPY_FLOAT64)
     for r in range(n):
         if first_g[r] >= 0:
-            _pf(of)[r] = -log(<double>_get(&mp, first_g[r], 0) / dn)
-    out["name_rarity"] = of
-    of = _empty(n, cnp.NPY_FLOAT64)
+            _pf(x)[r] = -log(<double>_get(&mp, first_g[r], 0) / dn)
+    out["name_rarity"] = x
+    x = _empty(n, cnp.NPY_FLOAT64)
     for r in range(n):
-        _pf(of)[r] = log(1.0 + <double>_get(&mp2, first_init[r], 0)) if first_init[r] >= 0 else 0.0
-    out["init_amb"] = of
+        _pf(x)[r] = log(1.0 + <double>_get(&mp2, first_init[r], 0)) if first_init[r] >= 0 else 0.0
+    out["init_amb"] = x
 
     # ---------------- coauthors keyed by initial + last name (ck), with their full first names
-    optr = _csr_ptr(a, "ck", n, keep)
+    optr = _csr_ptr(a, "ck_ptr", n, keep)
     ptr = _p64(optr)
     nnz = ptr[n]
     ids = _p32(_arg(a, "ck_ids", cnp.NPY_INT32, nnz, keep))
     iv = _p32(_arg(a, "ck_fn", cnp.NPY_INT32, nnz, keep))
-    x = _empty(n, cnp.NPY_INT32)
-    _components(n, ptr, ids, 1, _p32(x), ar)
-    out["comp3"] = x
     codes = <i32*>_alloc(ar, nnz * sizeof(i32))
-    _first_codes(ids, nnz, codes, NULL, ar)
+    nc = _first_codes(ids, nnz, codes, NULL, ar)
     for k in range(nnz):
         if codes[k] < 0:
             raise ValueError("array 'ck_ids' holds a negative id")
-    x = _csr_ptr(a, "fs", n, keep)
+    x = _empty(n, cnp.NPY_INT32)
+    _components(n, ptr, codes, nc, 1, _p32(x), ar)
+    out["comp3"] = x
+    x = _csr_ptr(a, "fs_ptr", n, keep)
     m = _p64(x)[n]
-    cdef const i32* fs = _p32(_arg(a, "fs_ids", cnp.NPY_INT32, m, keep))
-    _map_init(&mp, m, ar)
+    fs = _p32(_arg(a, "fs_ids", cnp.NPY_INT32, m, keep))
+    _map_init(&mp, m, ar)               # full first name -> code by first appearance
     nc = 0
     for k in range(m):
         if fs[k] < 0:
@@ -918,38 +971,38 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list ke
             mp.vals[s] = nc
             nc += 1
     perm = <i64*>_alloc(ar, nnz * sizeof(i64))
-    buf = <KP*>_alloc(ar, nnz * sizeof(KP))
-    _sort_rows(n, ptr, codes, perm, buf)
+    _sort_rows(n, ptr, codes, perm, ar)
     oids = _empty(nnz + 1, cnp.NPY_INT32)
     ofn = _empty(nnz + 1, cnp.NPY_INT32)
+    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
     for k in range(nnz):
         _p32(oids)[k] = codes[perm[k]]
         s = iv[perm[k]]
         _p32(ofn)[k] = <i32>(_get(&mp, s, -1) if s >= 0 else -1)
+        _pf(ow)[k] = 1.0
     _p32(oids)[nnz] = 0
     _p32(ofn)[nnz] = -1
-    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
-    for k in range(nnz + 1):
-        _pf(ow)[k] = 1.0
-    out["ck_ptr"] = optr.copy()
+    _pf(ow)[nnz] = 1.0
+    out["ck_ptr"] = _copy(optr)
     out["ck_ids"] = oids
     out["ck_w"] = ow
     out["ck_fn"] = ofn
 
     # ---------------- component sizes, profiles, year ranges
     _ensure_logs(n)
-    cnt = <i64*>_alloc(ar, (n if n else 1) * sizeof(i64))
+    cnt = <i64*>_alloc(ar, n * sizeof(i64))
     memset(cnt, 0, n * sizeof(i64))
     for i in range(n):
         cnt[comp1[i]] += 1
-    of = _empty(n, cnp.NPY_FLOAT64)
+    x = _empty(n, cnp.NPY_FLOAT64)
     for i in range(n):
-        _pf(of)[i] = _log_ptr[cnt[comp1[i]] - 1]
-    out["comp1_logsize"] = of
-    for f, p, top in ((0, "pt", 80), (1, "pv", 25), (2, "pa", 25)):
-        prof = _profiles(n, comp1, ncomp1, text_ptr[f], text_ids[f], text_w[f], top, ar)
-        out[p + "_ptr"], out[p + "_ids"], out[p + "_w"] = prof
-    cdef const i32* year = _p32(<cnp.ndarray>out["year"])
+        _pf(x)[i] = _log_ptr[cnt[comp1[i]] - 1]
+    out["comp1_logsize"] = x
+    for f in range(3):
+        name_ptr, name_ids, name_w, top = _PROFILE_NAMES[f]
+        out[name_ptr], out[name_ids], out[name_w] = _profiles(
+            n, comp1, ncomp1, text_ptr[f], text_ids[f], text_w[f], top, ar)
+    year = _p32(<cnp.ndarray>out["year"])
     oi = _empty(n, cnp.NPY_INT32)
     x = _empty(n, cnp.NPY_INT32)
     for i in range(n):
@@ -966,35 +1019,30 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 n_topics, dict out, list ke
     out["comp_ymax"] = x
 
     # ---------------- topic vectors of the mentions and of the components (rows by label)
-    x = _topic_arg(a, n, n_topics, keep)
-    cdef const double* T = _pf(x)
-    cdef i64 kt = n_topics
-    of = _empty(n * kt + 1, cnp.NPY_FLOAT64)
-    memcpy(_pf(of), T, n * kt * sizeof(double))
-    _pf(of)[n * kt] = 0.0
-    out["topic"] = of
-    of = _zeros(n * kt + 1, cnp.NPY_FLOAT64)
-    dw = _pf(of)
-    cdef double* sq
-    cdef double norm
+    T = _pf(_topic_arg(a, n, kt, keep))
+    x = _empty(n * kt + 1, cnp.NPY_FLOAT64)
+    memcpy(_pf(x), T, n * kt * sizeof(double))
+    _pf(x)[n * kt] = 0.0
+    out["topic"] = x
+    x = _zeros(n * kt + 1, cnp.NPY_FLOAT64)
+    dw = _pf(x)
     if kt and n:
-        for i in range(n):
+        for i in range(n):                       # np.add.at: rows added in mention order
             c = comp1[i]
             for k in range(kt):
                 dw[c * kt + k] += T[i * kt + k]
         sq = <double*>_alloc(ar, kt * sizeof(double))
-        for c in range(n):
+        for c in range(ncomp1):                  # rows of unused labels stay 0 (norm 0)
             for k in range(kt):
                 sq[k] = dw[c * kt + k] * dw[c * kt + k]
             norm = sqrt(0.0 + _pairwise(sq, kt))
             if norm > 0:
                 for k in range(kt):
                     dw[c * kt + k] = dw[c * kt + k] / norm
-    out["comp_topic"] = of
+    out["comp_topic"] = x
 
     # ---------------- block statistics
-    cdef const i32* middle = _p32(_arg(a, "middle", cnp.NPY_INT32, n, keep))
-    cdef i64 n_middle = 0
+    middle = _p32(_arg(a, "middle", cnp.NPY_INT32, n, keep))
     for i in range(n):
         n_middle += middle[i]
     out["block_stats"] = (
@@ -1027,20 +1075,25 @@ cdef cnp.ndarray _topic_arg(dict a, i64 n, i64 k, list keep):
 def components_csr(const long long[::1] ptr, const int[::1] ids, int min_shared):
     """Labels (int32, shape (n,)) of the connected components of the rows of a CSR token list
     linked by >= ``min_shared`` shared tokens, numbered in the order of each component's first
-    row (``ptr`` int64 of shape (n + 1,) from 0, ``ids`` int32 of shape (ptr[-1],))."""
-    cdef i64 n = ptr.shape[0] - 1, r
+    row (``ptr`` int64 of shape (n + 1,) from 0, ``ids`` int32 >= 0 of shape (ptr[-1],))."""
+    cdef i64 n = ptr.shape[0] - 1, r, nc
+    cdef i64 nnz = ids.shape[0]
     cdef Arena ar
-    if n < 0 or ptr[0] != 0 or ptr[n] != ids.shape[0]:
+    cdef i32* codes
+    if n < 0 or ptr[0] != 0 or ptr[n] != nnz:
         raise ValueError("ptr must have n + 1 >= 1 entries, start at 0 and end at len(ids)")
     for r in range(n):
         if ptr[r + 1] < ptr[r]:
             raise ValueError(f"ptr decreases at row {r}")
+    for r in range(nnz):
+        if ids[r] < 0:
+            raise ValueError("ids must be >= 0")
     out = _empty(n, cnp.NPY_INT32)
-    ar.ptrs = NULL
-    _arena_init(&ar)
+    _arena_init(&ar, NULL, 0)
     try:
-        _components(n, <const i64*>&ptr[0], <const i32*>(&ids[0] if ids.shape[0] else NULL), min_shared,
-                    _p32(out), &ar)
+        codes = <i32*>_alloc(&ar, nnz * sizeof(i32))
+        nc = _first_codes(<const i32*>(&ids[0] if nnz else NULL), nnz, codes, NULL, &ar)
+        _components(n, <const i64*>&ptr[0], codes, nc, min_shared, _p32(out), &ar)
     finally:
         _arena_free(&ar)
     return out

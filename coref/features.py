@@ -90,7 +90,7 @@ import functools
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -1150,6 +1150,7 @@ def _encode_batch(df: pd.DataFrame, voc: Vocabulary) -> MentionEncoding:
 # kept as the pure-numpy twin ``coref._assemble_py.assemble_block_py`` for the tests).
 
 _ASSEMBLE = None
+_BLOCK_FIELDS = frozenset(f.name for f in fields(EncodedBlock))
 
 
 def _assemble_kernel():
@@ -1206,8 +1207,15 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     out = _assemble_kernel().assemble(
         enc.arrays, (nv["title"], nv["venue"], nv["affiliation"], nv["abstract"], nv["keywords"]), n,
         enc.n_topics)
-    return EncodedBlock(n=n, n_topics=int(enc.n_topics), mention_id=tuple(str(m) for m in enc.mention_id.tolist()),
-                        **out)
+    out["n"] = n
+    out["n_topics"] = int(enc.n_topics)
+    out["mention_id"] = tuple(map(str, enc.mention_id.tolist()))
+    if out.keys() != _BLOCK_FIELDS:
+        raise RuntimeError(f"coref._assemble returned the fields {sorted(out)}, not those of EncodedBlock")
+    # every field at once (a frozen dataclass's __init__ sets its 60 fields one by one, ~6 us)
+    blk = object.__new__(EncodedBlock)
+    blk.__dict__.update(out)
+    return blk
 
 
 def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> EncodedBlock:
