@@ -402,9 +402,9 @@ cdef inline cnp.ndarray _copy(cnp.ndarray x):
 
 # --------------------------------------------------------------------------- pieces
 
-cdef i64 _first_codes(const i32* v, i64 m, i32* codes, i32* uniq, Arena* ar) except -1:
-    """codes[k]: 0, 1, ... by first appearance of v[k] (-1 where v[k] < 0); uniq (may be NULL):
-    the values by code. Returns the number of codes."""
+cdef i64 _first_codes(const i32* v, i64 m, i32* codes, Arena* ar) except -1:
+    """codes[k]: 0, 1, ... by first appearance of v[k] (-1 where v[k] < 0, as ``_codes_of``).
+    Returns the number of codes."""
     cdef Map mp
     cdef i64 k, s, nxt = 0
     _map_init(&mp, m, ar)
@@ -416,8 +416,6 @@ cdef i64 _first_codes(const i32* v, i64 m, i32* codes, i32* uniq, Arena* ar) exc
         if mp.keys[s] == _EMPTY:
             mp.keys[s] = v[k]
             mp.vals[s] = nxt
-            if uniq != NULL:
-                uniq[nxt] = v[k]
             nxt += 1
         codes[k] = <i32>mp.vals[s]
     return nxt
@@ -648,7 +646,7 @@ cdef double _coherence(i64 n, const i64* ptr, const i32* ids, const double* w, A
     if rows == 0:
         return 0.0
     codes = <i32*>_alloc(ar, nnz * sizeof(i32))
-    nc = _first_codes(ids, nnz, codes, NULL, ar)
+    nc = _first_codes(ids, nnz, codes, ar)
     acc = <double*>_alloc(ar, nc * sizeof(double))
     for k in range(nc):
         acc[k] = 0.0
@@ -753,7 +751,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Ar
     nnz = ptr[n]
     ids = _p32(_arg(a, "co_ids", cnp.NPY_INT32, nnz, keep))
     co_codes = <i32*>_alloc(ar, nnz * sizeof(i32))
-    nc = _first_codes(ids, nnz, co_codes, NULL, ar)
+    nc = _first_codes(ids, nnz, co_codes, ar)
     cnt = <i64*>_alloc(ar, nc * sizeof(i64))
     idf = <double*>_alloc(ar, nc * sizeof(double))
     memset(cnt, 0, nc * sizeof(i64))
@@ -846,7 +844,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Ar
     for name_in, name_out in _CODE_NAMES:
         iv = _p32(_arg(a, name_in, cnp.NPY_INT32, n, keep))
         x = _empty(n, cnp.NPY_INT32)
-        _first_codes(iv, n, _p32(x), NULL, ar)
+        _first_codes(iv, n, _p32(x), ar)
         out[name_out] = x
     for name_in in _COPY_NAMES:
         out[name_in] = _copy(_arg(a, name_in, cnp.NPY_INT32, n, keep))
@@ -854,7 +852,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Ar
     # ---------------- venue acronyms (va) and venue words that are acronyms of the block (vt)
     iv = _p32(_arg(a, "acr_g", cnp.NPY_INT32, n, keep))
     codes = <i32*>_alloc(ar, n * sizeof(i32))
-    nc = _first_codes(iv, n, codes, NULL, ar)
+    nc = _first_codes(iv, n, codes, ar)
     _map_init(&mp, nc, ar)                       # acronym -> code
     m = 0
     for r in range(n):
@@ -950,7 +948,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Ar
     ids = _p32(_arg(a, "ck_ids", cnp.NPY_INT32, nnz, keep))
     iv = _p32(_arg(a, "ck_fn", cnp.NPY_INT32, nnz, keep))
     codes = <i32*>_alloc(ar, nnz * sizeof(i32))
-    nc = _first_codes(ids, nnz, codes, NULL, ar)
+    nc = _first_codes(ids, nnz, codes, ar)
     for k in range(nnz):
         if codes[k] < 0:
             raise ValueError("array 'ck_ids' holds a negative id")
@@ -1092,7 +1090,7 @@ def components_csr(const long long[::1] ptr, const int[::1] ids, int min_shared)
     _arena_init(&ar, NULL, 0)
     try:
         codes = <i32*>_alloc(&ar, nnz * sizeof(i32))
-        nc = _first_codes(<const i32*>(&ids[0] if nnz else NULL), nnz, codes, NULL, &ar)
+        nc = _first_codes(<const i32*>(&ids[0] if nnz else NULL), nnz, codes, &ar)
         _components(n, <const i64*>&ptr[0], codes, nc, min_shared, _p32(out), &ar)
     finally:
         _arena_free(&ar)
