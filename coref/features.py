@@ -748,8 +748,9 @@ def _acronym(ws):
 #   of mentions of any blocks at once (one scikit-learn transform per field for the whole
 #   batch): TF-IDF rows, topic vectors, name parts, normalised coauthor keys. Strings are
 #   interned in sorted tables, so the result is numpy arrays only (it can be saved as npz).
-# * :func:`assemble_block` does the block-level work from those pieces, vectorised: block-
-#   local token ids and codes, coauthor IDF, components, profiles, block statistics.
+# * :func:`assemble_block` does the block-level work from those pieces, in one compiled call
+#   (``coref._assemble``): block-local token ids and codes, coauthor IDF, components,
+#   profiles, block statistics.
 
 #: CSR lists of a :class:`MentionEncoding`: prefix -> (aligned value arrays besides ``ids``)
 _ME_CSR = {"co": (), "ti": ("w",), "ve": ("w",), "af": ("w",), "ab": ("w",), "kw": ("w",),
