@@ -4,6 +4,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coref._assemble_py import _components_csr as components_py
 from coref._assemble_py import assemble_block_py
@@ -43,6 +45,21 @@ def test_every_shipped_block_equals_the_twin(aminer_dir):
     for _, idx in groups.items():
         sizes.append(_check(enc.take(idx)).n)
     assert sum(sizes) == len(df)
+
+
+@pytest.mark.slow
+def test_every_block_of_20k_synthetic_mentions_equals_the_twin():
+    """All 1,890 blocks of ``coref synth --mentions 20000`` (seed 0), the shipped vocabulary."""
+    from coref.inputs import resolve_model
+    from coref.synth import synthesize_mentions
+
+    voc = resolve_model(None)[0].vocabulary_
+    df = synthesize_mentions(20_000, rng=0)
+    enc = encode_parts(df, voc)
+    groups = df.groupby("block").indices
+    assert len(groups) == 1890
+    for _, idx in groups.items():
+        _check(enc.take(idx))
 
 
 def test_synthetic_blocks_equal_the_twin():
@@ -182,11 +199,8 @@ def test_profiles_cut_to_the_top_words_with_ties():
     assert np.diff(blk.pt_ptr).tolist() == [60, 0, 0]
 
 
-hypothesis = pytest.importorskip("hypothesis")
-
-
-@hypothesis.settings(max_examples=150, deadline=None)
-@hypothesis.given(seed=hypothesis.strategies.integers(0, 2 ** 32 - 1), dup=hypothesis.strategies.booleans())
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), dup=st.booleans())
 def test_hypothesis_random_encodings_equal_the_twin(seed, dup):
     _check(_random_encoding(seed, dup=dup))
 
