@@ -199,6 +199,40 @@ def test_profiles_cut_to_the_top_words_with_ties():
     assert np.diff(blk.pt_ptr).tolist() == [60, 0, 0]
 
 
+def _chain_encoding(n, k_topics=4):
+    """n mentions, mention i with the coauthors i and i + 1 (one comp1 component of size n,
+    no comp2 link), every other field empty."""
+    a = {}
+    empty_ptr = np.zeros(n + 1, dtype=np.int64)
+    for p in ("ti", "ve", "af", "ab", "kw"):
+        a[f"{p}_ptr"], a[f"{p}_ids"], a[f"{p}_w"] = empty_ptr, np.zeros(0, np.int32), np.zeros(0)
+    a["co_ptr"] = np.arange(0, 2 * n + 1, 2, dtype=np.int64)
+    a["co_ids"] = (np.arange(n, dtype=np.int32)[:, None] + np.array([0, 1], np.int32)).ravel()
+    for p in ("vw", "ck", "fs"):
+        a[f"{p}_ptr"], a[f"{p}_ids"] = empty_ptr, np.zeros(0, np.int32)
+    a["ck_fn"] = np.zeros(0, np.int32)
+    for name in ("year", "first_init", "init_len", "init_code", "mid_init", "first0", "middle", "first_g",
+                 "given_g", "venue_g", "affil_g", "acr_g"):
+        a[name] = np.full(n, -1, np.int32)
+    a["topic"] = np.random.default_rng(n).standard_normal((n, k_topics))
+    tables = {t: np.array([f"{t}{i:06d}" for i in range(n + 1 if t == "co" else 0)], dtype=str)
+              for t in ("co", "vtok", "ck", "fn", "first", "given", "venue", "affil")}
+    tables.update({f"u_{f}": np.zeros(0, dtype="<U1")
+                   for f in ("title", "venue", "affiliation", "abstract", "keywords")})
+    n_vocab = {f: 0 for f in ("title", "venue", "affiliation", "abstract", "keywords")}
+    return MentionEncoding(np.array([f"m{i}" for i in range(n)], dtype=object), a, tables, n_vocab, k_topics)
+
+
+def test_component_log_sizes_are_numpys_log():
+    """log |comp1| is np.log's value (numpy's own SIMD log on AVX-512 machines, which differs
+    from libm's log for some integers, e.g. 9170, 19143): a component of 9170 mentions."""
+    enc = _chain_encoding(9170)
+    enc.validate()
+    blk = _check(enc)
+    assert blk.comp1.tolist() == [0] * 9170 and blk.comp2.tolist() == list(range(9170))
+    assert blk.comp1_logsize.tobytes() == np.log(np.full(9170, 9170.0)).tobytes()
+
+
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), dup=st.booleans())
 def test_hypothesis_random_encodings_equal_the_twin(seed, dup):
