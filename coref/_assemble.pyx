@@ -1,0 +1,1097 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled block assembly: the arrays of one :class:`coref.features.EncodedBlock`.
+
+:func:`assemble` does in one call what the numpy twin ``coref._assemble_py.assemble_block_py``
+does in ~35 numpy calls (whose per-call overhead, not the arithmetic, dominated on blocks
+of ~10 mentions): block-local first-appearance codes (coauthors, keys, venues, names,
+acronyms), block-local coauthor IDF, block-local columns of unseen words, the
+connected components of the shared-coauthor graphs (union-find), the component profiles
+(top words, summed TF-IDF, L2-normalised), component year ranges and topic vectors, the
+name statistics and the block statistics.
+
+Every array equals the twin's bit for bit (same dtypes, pads, tie-breaking and the same
+floating-point operations in the same order):
+
+* sums the twin takes with ``np.bincount(weights=)`` / ``np.add.at`` run sequentially
+  from 0.0 in entry order, here too;
+* ``sum()`` of a Python list of floats is reproduced as CPython does it: sequential
+  before 3.12, Neumaier-compensated from 3.12 on (:func:`py_sum`);
+* ``(X * X).sum(axis=1)`` is numpy's pairwise summation (blocks of 8, :func:`np_sum`);
+* ``math.log`` is libm's ``log`` (:func:`libm_log`), ``math.sqrt`` / ``np.sqrt`` are
+  correctly rounded; ``np.log`` of the component sizes (which on AVX-512 machines is
+  numpy's own SIMD log, not libm's) is read from a table computed with ``np.log``.
+
+The arrays are checked for dtype, length and CSR consistency (``ValueError`` naming the
+array); the table ids are trusted to be those of a valid
+:class:`coref.features.MentionEncoding` (``MentionEncoding.validate``). The build must
+not contract ``a * b + c`` into fused multiply-adds (the default x86-64 target has no
+FMA); the tests compare every array with the twin's.
+"""
+import sys
+
+import numpy as np
+
+cimport numpy as cnp
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.math cimport fabs, isfinite, log, sqrt
+from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint64_t
+from libc.string cimport memcpy, memset
+
+cnp.import_array()
+
+ctypedef int64_t i64
+ctypedef int32_t i32
+
+#: 1 when ``sum()`` of floats is Neumaier-compensated (CPython >= 3.12)
+cdef bint _NEUMAIER = sys.version_info >= (3, 12)
+NEUMAIER = bool(_NEUMAIER)
+
+cdef i64 _EMPTY = INT64_MIN
+
+#: TF-IDF CSR prefixes in the order of ``n_vocab`` (title, venue, affiliation, abstract, keywords)
+TEXT_PREFIXES = ("ti", "ve", "af", "ab", "kw")
+
+
+# --------------------------------------------------------------------------- memory
+
+cdef struct Arena:
+    char* block          # caller's scratch block (on its stack), bump-allocated
+    size_t used
+    size_t size
+    void** ptrs          # allocations that did not fit in the block
+    int count
+    int cap
+
+
+cdef void _arena_init(Arena* ar, char* block, size_t size) noexcept:
+    ar.block = block
+    ar.used = 0
+    ar.size = size
+    ar.ptrs = NULL
+    ar.count = 0
+    ar.cap = 0
+
+
+cdef void* _alloc(Arena* ar, size_t size) except NULL:
+    """Scratch memory (16-byte aligned) freed by ``_arena_free``."""
+    cdef void** grown
+    cdef void* p
+    size = (size + 15) & ~(<size_t>15)
+    if size == 0:
+        size = 16
+    if ar.used + size <= ar.size:
+        p = ar.block + ar.used
+        ar.used += size
+        return p
+    if ar.count == ar.cap:
+        grown = <void**>PyMem_Malloc((2 * ar.cap + 8) * sizeof(void*))
+        if grown == NULL:
+            raise MemoryError()
+        if ar.count:
+            memcpy(grown, ar.ptrs, ar.count * sizeof(void*))
+        PyMem_Free(ar.ptrs)
+        ar.ptrs = grown
+        ar.cap = 2 * ar.cap + 8
+    p = PyMem_Malloc(size)
+    if p == NULL:
+        raise MemoryError()
+    ar.ptrs[ar.count] = p
+    ar.count += 1
+    return p
+
+
+cdef void _arena_free(Arena* ar) noexcept:
+    cdef int k
+    for k in range(ar.count):
+        PyMem_Free(ar.ptrs[k])
+    PyMem_Free(ar.ptrs)
+    ar.ptrs = NULL
+    ar.count = 0
+
+
+# --------------------------------------------------------------------------- int64 -> int64 hash map
+
+cdef struct Map:
+    i64* keys
+    i64* vals
+    i64 mask
+    int shift
+
+
+cdef int _map_init(Map* m, i64 n_items, Arena* ar) except -1:
+    cdef i64 cap = 8, k
+    cdef int bits = 3
+    while cap < 2 * n_items:
+        cap <<= 1
+        bits += 1
+    m.keys = <i64*>_alloc(ar, 2 * cap * sizeof(i64))
+    m.vals = m.keys + cap
+    for k in range(cap):
+        m.keys[k] = _EMPTY
+    m.mask = cap - 1
+    m.shift = 64 - bits
+    return 0
+
+
+cdef inline i64 _slot(const Map* m, i64 key) noexcept nogil:
+    """The slot holding ``key``, or the empty slot where it would go."""
+    cdef i64 s = <i64>((<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> m.shift)
+    while m.keys[s] != _EMPTY and m.keys[s] != key:
+        s = (s + 1) & m.mask
+    return s
+
+
+cdef inline i64 _get(const Map* m, i64 key, i64 default) noexcept nogil:
+    cdef i64 s = _slot(m, key)
+    return default if m.keys[s] == _EMPTY else m.vals[s]
+
+
+# --------------------------------------------------------------------------- sorts
+
+cdef struct KP:      # sort key and position (entries start in position order; sorts are stable)
+    i64 key
+    i64 pos
+
+
+cdef struct VI:      # profile word: summed weight and id, ordered by (val desc, id asc)
+    double val
+    i64 id
+
+
+cdef inline bint _kp_lt(const KP* a, const KP* b) noexcept nogil:
+    return a.key < b.key
+
+
+cdef inline bint _vi_lt(const VI* a, const VI* b, bint by_id) noexcept nogil:
+    if by_id:
+        return a.id < b.id
+    return a.val > b.val or (a.val == b.val and a.id < b.id)
+
+
+cdef void _kp_sort(KP* v, KP* tmp, i64 m) noexcept nogil:
+    """Stable sort by key (insertion sort up to 16 entries, else merge sort; ``tmp``: m // 2 + 1)."""
+    cdef i64 i, j, h, k
+    cdef KP t
+    if m <= 16:
+        for i in range(1, m):
+            t = v[i]
+            j = i - 1
+            while j >= 0 and _kp_lt(&t, &v[j]):
+                v[j + 1] = v[j]
+                j -= 1
+            v[j + 1] = t
+        return
+    h = m // 2
+    _kp_sort(v, tmp, h)
+    _kp_sort(v + h, tmp, m - h)
+    if not _kp_lt(&v[h], &v[h - 1]):
+        return
+    memcpy(tmp, v, h * sizeof(KP))
+    i = 0
+    j = h
+    k = 0
+    while i < h and j < m:
+        if _kp_lt(&v[j], &tmp[i]):
+            v[k] = v[j]
+            j += 1
+        else:
+            v[k] = tmp[i]
+            i += 1
+        k += 1
+    while i < h:
+        v[k] = tmp[i]
+        i += 1
+        k += 1
+
+
+cdef void _vi_sort(VI* v, VI* tmp, i64 m, bint by_id) noexcept nogil:
+    """Sort by (val desc, id asc) or by id (keys unique); ``tmp``: m // 2 + 1 entries."""
+    cdef i64 i, j, h, k
+    cdef VI t
+    if m <= 16:
+        for i in range(1, m):
+            t = v[i]
+            j = i - 1
+            while j >= 0 and _vi_lt(&t, &v[j], by_id):
+                v[j + 1] = v[j]
+                j -= 1
+            v[j + 1] = t
+        return
+    h = m // 2
+    _vi_sort(v, tmp, h, by_id)
+    _vi_sort(v + h, tmp, m - h, by_id)
+    if not _vi_lt(&v[h], &v[h - 1], by_id):
+        return
+    memcpy(tmp, v, h * sizeof(VI))
+    i = 0
+    j = h
+    k = 0
+    while i < h and j < m:
+        if _vi_lt(&v[j], &tmp[i], by_id):
+            v[k] = v[j]
+            j += 1
+        else:
+            v[k] = tmp[i]
+            i += 1
+        k += 1
+    while i < h:
+        v[k] = tmp[i]
+        i += 1
+        k += 1
+
+
+# --------------------------------------------------------------------------- float sums
+
+cdef inline double _py_sum(const double* x, i64 m) noexcept nogil:
+    """``sum(list_of_floats)`` (start 0) as this CPython computes it."""
+    return _py_sum_as(x, m, _NEUMAIER)
+
+
+cdef double _py_sum_as(const double* x, i64 m, bint neumaier) noexcept nogil:
+    """``sum(list_of_floats)`` (start 0): sequential (CPython < 3.12) or with Neumaier's
+    compensation (CPython >= 3.12, ``builtin_sum_impl``)."""
+    cdef double f, t, c = 0.0, v
+    cdef i64 k
+    if m == 0:
+        return 0.0
+    f = 0.0 + x[0]
+    if not neumaier:
+        for k in range(1, m):
+            f += x[k]
+        return f
+    for k in range(1, m):
+        v = x[k]
+        t = f + v
+        if fabs(f) >= fabs(v):
+            c += (f - t) + v
+        else:
+            c += (v - t) + f
+        f = t
+    if c != 0.0 and isfinite(c):
+        f += c
+    return f
+
+
+cdef double _pairwise(const double* a, i64 n) noexcept nogil:
+    """numpy's ``pairwise_sum`` of doubles (8 accumulators, blocks of 128)."""
+    cdef double res, r0, r1, r2, r3, r4, r5, r6, r7
+    cdef i64 i, n2
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[i]
+        return res
+    elif n <= 128:
+        r0 = a[0]; r1 = a[1]; r2 = a[2]; r3 = a[3]
+        r4 = a[4]; r5 = a[5]; r6 = a[6]; r7 = a[7]
+        i = 8
+        while i < n - (n % 8):
+            r0 += a[i]; r1 += a[i + 1]; r2 += a[i + 2]; r3 += a[i + 3]
+            r4 += a[i + 4]; r5 += a[i + 5]; r6 += a[i + 6]; r7 += a[i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise(a, n2) + _pairwise(a + n2, n - n2)
+
+
+def py_sum(const double[::1] x, neumaier=None):
+    """``sum(x.tolist())`` as computed inside the kernel (test hook); ``neumaier`` forces the
+    algorithm of CPython >= 3.12 (True) or < 3.12 (False) instead of this interpreter's."""
+    cdef bint nm = _NEUMAIER if neumaier is None else bool(neumaier)
+    return _py_sum_as(&x[0] if x.shape[0] else NULL, x.shape[0], nm)
+
+
+def np_sum(const double[::1] x):
+    """``x.sum()`` of a contiguous float64 vector as computed inside the kernel (test hook)."""
+    return 0.0 + _pairwise(&x[0] if x.shape[0] else NULL, x.shape[0])
+
+
+def libm_log(double x):
+    """libm ``log(x)`` as called inside the kernel (test hook: equals ``math.log``)."""
+    return log(x)
+
+
+# --------------------------------------------------------------------------- np.log table
+
+cdef object _LOG_TABLE = np.zeros(1)
+cdef const double* _log_ptr = NULL
+cdef i64 _log_len = 0
+
+
+cdef int _ensure_logs(i64 n) except -1:
+    """``_log_ptr[k - 1] == np.log(float(k))`` for k = 1 .. n (numpy's log, contiguous input)."""
+    global _LOG_TABLE, _log_ptr, _log_len
+    cdef i64 size
+    if n <= _log_len:
+        return 0
+    size = max(1024, 2 * n)
+    table = np.ascontiguousarray(np.log(np.arange(1, size + 1, dtype=np.float64)))
+    _LOG_TABLE = table
+    _log_ptr = <const double*>cnp.PyArray_DATA(<cnp.ndarray>table)
+    _log_len = size
+    return 0
+
+
+# --------------------------------------------------------------------------- arrays in and out
+
+cdef inline cnp.ndarray _empty(i64 m, int typenum):
+    cdef cnp.npy_intp d = m
+    return cnp.PyArray_EMPTY(1, &d, typenum, 0)
+
+
+cdef inline cnp.ndarray _zeros(i64 m, int typenum):
+    cdef cnp.npy_intp d = m
+    return cnp.PyArray_ZEROS(1, &d, typenum, 0)
+
+
+cdef inline i64* _p64(cnp.ndarray x) noexcept:
+    return <i64*>cnp.PyArray_DATA(x)
+
+
+cdef inline i32* _p32(cnp.ndarray x) noexcept:
+    return <i32*>cnp.PyArray_DATA(x)
+
+
+cdef inline double* _pf(cnp.ndarray x) noexcept:
+    return <double*>cnp.PyArray_DATA(x)
+
+
+_DTYPE_NAMES = {cnp.NPY_INT64: "int64", cnp.NPY_INT32: "int32", cnp.NPY_FLOAT64: "float64"}
+
+
+cdef cnp.ndarray _arg(dict a, str name, int typenum, i64 length, list keep):
+    """The array ``a[name]`` (1-D, given dtype, ``length`` entries unless -1), C-contiguous."""
+    obj = a.get(name)
+    if obj is None:
+        raise ValueError(f"encoding lacks the array {name!r}")
+    if not cnp.PyArray_Check(obj):
+        raise ValueError(f"array {name!r} must be a numpy array; got {type(obj).__name__}")
+    cdef cnp.ndarray arr = <cnp.ndarray>obj
+    if cnp.PyArray_TYPE(arr) != typenum or cnp.PyArray_NDIM(arr) != 1:
+        raise ValueError(f"array {name!r} must be a 1-D {_DTYPE_NAMES[typenum]} array; got "
+                         f"{(<object>arr).ndim}-D {(<object>arr).dtype}")
+    if length >= 0 and cnp.PyArray_DIM(arr, 0) != length:
+        raise ValueError(f"array {name!r} has {cnp.PyArray_DIM(arr, 0)} entries, expected {length}")
+    if not cnp.PyArray_ISCARRAY_RO(arr):
+        arr = np.ascontiguousarray(arr, dtype=(<object>arr).dtype.newbyteorder("="))
+    keep.append(arr)
+    return arr
+
+
+cdef cnp.ndarray _csr_ptr(dict a, str name, i64 n, list keep):
+    """``a[name]`` checked as a CSR ptr: n + 1 int64 entries from 0, never decreasing."""
+    cdef cnp.ndarray ptr = _arg(a, name, cnp.NPY_INT64, n + 1, keep)
+    cdef const i64* q = _p64(ptr)
+    cdef i64 r
+    if q[0] != 0:
+        raise ValueError(f"array {name!r} must start at 0")
+    for r in range(n):
+        if q[r + 1] < q[r]:
+            raise ValueError(f"array {name!r} decreases at row {r}")
+    return ptr
+
+
+cdef inline cnp.ndarray _copy(cnp.ndarray x):
+    return cnp.PyArray_NewCopy(x, cnp.NPY_CORDER)
+
+
+# --------------------------------------------------------------------------- pieces
+
+cdef i64 _first_codes(const i32* v, i64 m, i32* codes, Arena* ar) except -1:
+    """codes[k]: 0, 1, ... by first appearance of v[k] (-1 where v[k] < 0, as ``_codes_of``).
+    Returns the number of codes."""
+    cdef Map mp
+    cdef i64 k, s, nxt = 0
+    _map_init(&mp, m, ar)
+    for k in range(m):
+        if v[k] < 0:
+            codes[k] = -1
+            continue
+        s = _slot(&mp, v[k])
+        if mp.keys[s] == _EMPTY:
+            mp.keys[s] = v[k]
+            mp.vals[s] = nxt
+            nxt += 1
+        codes[k] = <i32>mp.vals[s]
+    return nxt
+
+
+cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* ar) except -1:
+    """perm[ptr[r]:ptr[r + 1]]: the entries of row r stably sorted by code (``np.lexsort``)."""
+    cdef i64 r, s, e, k, widest = 0
+    cdef bint ordered
+    cdef KP* buf = NULL
+    cdef KP* tmp = NULL
+    for r in range(n):
+        s = ptr[r]
+        e = ptr[r + 1]
+        ordered = True
+        for k in range(s + 1, e):
+            if codes[k] < codes[k - 1]:
+                ordered = False
+                break
+        if ordered:
+            for k in range(s, e):
+                perm[k] = k
+            continue
+        if buf == NULL:
+            for k in range(n):
+                if ptr[k + 1] - ptr[k] > widest:
+                    widest = ptr[k + 1] - ptr[k]
+            buf = <KP*>_alloc(ar, widest * sizeof(KP))
+            tmp = <KP*>_alloc(ar, (widest // 2 + 1) * sizeof(KP))
+        for k in range(s, e):
+            buf[k - s].key = codes[k]
+            buf[k - s].pos = k
+        _kp_sort(buf, tmp, e - s)
+        for k in range(s, e):
+            perm[k] = buf[k - s].pos
+    return 0
+
+
+cdef inline i64 _find(i64* parent, i64 x) noexcept nogil:
+    cdef i64 root = x, nxt
+    while parent[root] != root:
+        root = parent[root]
+    while parent[x] != root:
+        nxt = parent[x]
+        parent[x] = root
+        x = nxt
+    return root
+
+
+cdef inline void _union(i64* parent, i64 x, i64 y) noexcept nogil:
+    x = _find(parent, x)
+    y = _find(parent, y)
+    if x < y:
+        parent[y] = x
+    elif y < x:
+        parent[x] = y
+
+
+cdef int _components(i64 n, const i64* ptr, const i32* codes, i64 ncodes, int min_shared, i32* out,
+                     Arena* ar) except -1:
+    """Labels of the connected components of the rows linked by >= ``min_shared`` shared tokens
+    (``codes``: the tokens as codes 0 .. ncodes - 1; pairs of rows counted over the token
+    occurrences, as the twin counts them), numbered in the order of each component's first row."""
+    cdef i64 nnz = ptr[n], r, k, s, e, g, a, b, key, pairs = 0, nxt = 0
+    cdef i64* parent
+    cdef i64* row_of
+    cdef i64* start
+    cdef i64* occ
+    cdef i32* code_of
+    cdef Map mp
+    if n == 0:
+        return 0
+    parent = <i64*>_alloc(ar, n * sizeof(i64))
+    for r in range(n):
+        parent[r] = r
+    if nnz and ncodes < nnz:                 # else no token is shared
+        if min_shared <= 1:
+            start = <i64*>_alloc(ar, ncodes * sizeof(i64))     # first row holding each token
+            for k in range(ncodes):
+                start[k] = -1
+            for r in range(n):
+                for k in range(ptr[r], ptr[r + 1]):
+                    if start[codes[k]] < 0:
+                        start[codes[k]] = r
+                    else:
+                        _union(parent, r, start[codes[k]])
+        else:
+            # occurrences grouped by token, in entry order (= row order) within a token
+            row_of = <i64*>_alloc(ar, nnz * sizeof(i64))
+            start = <i64*>_alloc(ar, (ncodes + 1) * sizeof(i64))
+            occ = <i64*>_alloc(ar, nnz * sizeof(i64))
+            memset(start, 0, (ncodes + 1) * sizeof(i64))
+            for r in range(n):
+                for k in range(ptr[r], ptr[r + 1]):
+                    row_of[k] = r
+                    start[codes[k] + 1] += 1
+            for k in range(ncodes):
+                g = start[k + 1]
+                pairs += g * (g - 1) // 2
+                start[k + 1] += start[k]
+            for k in range(nnz):
+                occ[start[codes[k]]] = row_of[k]
+                start[codes[k]] += 1
+            if pairs:
+                _map_init(&mp, pairs, ar)
+                s = 0
+                for k in range(ncodes):              # start[k] is now the end of token k
+                    e = start[k]
+                    for a in range(s, e):
+                        for b in range(a + 1, e):
+                            key = occ[a] * n + occ[b]
+                            g = _slot(&mp, key)
+                            if mp.keys[g] == _EMPTY:
+                                mp.keys[g] = key
+                                mp.vals[g] = 1
+                            else:
+                                mp.vals[g] += 1
+                    s = e
+                for k in range(mp.mask + 1):
+                    if mp.keys[k] != _EMPTY and mp.vals[k] >= min_shared:
+                        _union(parent, mp.keys[k] // n, mp.keys[k] % n)
+    code_of = <i32*>_alloc(ar, n * sizeof(i32))
+    for r in range(n):
+        code_of[r] = -1
+    for r in range(n):
+        k = _find(parent, r)
+        if code_of[k] < 0:
+            code_of[k] = <i32>nxt
+            nxt += 1
+        out[r] = code_of[k]
+    return 0
+
+
+cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i32* ids, const double* w,
+                     i64 top, Arena* ar):
+    """(ptr, ids, w) of the component profiles: per component, the member weights summed per word
+    in entry order (from 0.0), the ``top`` largest (ties: smaller id), divided by their norm
+    (squares summed in that order, as ``sum()``), then sorted by word id; row r = component r."""
+    cdef i64 nnz = ptr[n], c, i, k, j, g, s, kept, width = 0, total = 0, key
+    cdef cnp.ndarray out_ptr = _zeros(n + 1, cnp.NPY_INT64)
+    cdef i64* optr = _p64(out_ptr)
+    cdef i64* start
+    cdef i64* members
+    cdef VI* grp
+    cdef VI* tmp
+    cdef double* sq
+    cdef double norm
+    cdef i32* res_ids
+    cdef double* res_w
+    cdef Map mp
+    cdef cnp.ndarray out_ids, out_w
+    if nnz == 0:
+        out_ids = _zeros(1, cnp.NPY_INT32)
+        out_w = _zeros(1, cnp.NPY_FLOAT64)
+        return out_ptr, out_ids, out_w
+    # members of each component, in mention order (counting sort)
+    start = <i64*>_alloc(ar, (ncomp + 1) * sizeof(i64))
+    members = <i64*>_alloc(ar, n * sizeof(i64))
+    memset(start, 0, (ncomp + 1) * sizeof(i64))
+    for i in range(n):
+        start[comp[i] + 1] += 1
+    for c in range(ncomp):
+        start[c + 1] += start[c]
+    for i in range(n):
+        members[start[comp[i]]] = i
+        start[comp[i]] += 1
+    for c in range(ncomp - 1, 0, -1):
+        start[c] = start[c - 1]
+    start[0] = 0
+    for k in range(nnz):
+        if ids[k] >= width:
+            width = <i64>ids[k] + 1
+    _map_init(&mp, nnz, ar)                     # (component, word) -> its entry in grp
+    grp = <VI*>_alloc(ar, nnz * sizeof(VI))
+    tmp = <VI*>_alloc(ar, (nnz // 2 + 1) * sizeof(VI))
+    sq = <double*>_alloc(ar, nnz * sizeof(double))
+    res_ids = <i32*>_alloc(ar, nnz * sizeof(i32))
+    res_w = <double*>_alloc(ar, nnz * sizeof(double))
+    for c in range(ncomp):
+        g = 0
+        for j in range(start[c], start[c + 1]):
+            i = members[j]
+            for k in range(ptr[i], ptr[i + 1]):
+                key = c * width + ids[k]
+                s = _slot(&mp, key)
+                if mp.keys[s] == _EMPTY:
+                    mp.keys[s] = key
+                    mp.vals[s] = g
+                    grp[g].val = 0.0
+                    grp[g].id = ids[k]
+                    g += 1
+                grp[mp.vals[s]].val += w[k]      # entry order, as np.bincount
+        if g == 0:
+            continue
+        _vi_sort(grp, tmp, g, False)            # largest first, then smaller id
+        kept = g if g < top else top
+        for k in range(kept):
+            sq[k] = grp[k].val * grp[k].val
+        norm = sqrt(_py_sum(sq, kept))
+        for k in range(kept):
+            grp[k].val = grp[k].val / norm
+        _vi_sort(grp, tmp, kept, True)          # by word id
+        for k in range(kept):
+            res_ids[total + k] = <i32>grp[k].id
+            res_w[total + k] = grp[k].val
+        total += kept
+        optr[c + 1] = kept
+    for c in range(n):
+        optr[c + 1] += optr[c]
+    out_ids = _empty(total + 1, cnp.NPY_INT32)
+    out_w = _empty(total + 1, cnp.NPY_FLOAT64)
+    memcpy(cnp.PyArray_DATA(out_ids), res_ids, total * sizeof(i32))
+    memcpy(cnp.PyArray_DATA(out_w), res_w, total * sizeof(double))
+    _p32(out_ids)[total] = 0
+    _pf(out_w)[total] = 0.0
+    return out_ptr, out_ids, out_w
+
+
+cdef double _coherence(i64 n, const i64* ptr, const i32* ids, const double* w, Arena* ar) except? -1.0:
+    """Squared norm of the summed rows (word sums in entry order; squares summed in order of
+    the words' first appearance, as ``sum()``) over the squared number of non-empty rows."""
+    cdef i64 rows = 0, r, k, nnz = ptr[n], nc
+    cdef i32* codes
+    cdef double* acc
+    for r in range(n):
+        if ptr[r + 1] != ptr[r]:
+            rows += 1
+    if rows == 0:
+        return 0.0
+    codes = <i32*>_alloc(ar, nnz * sizeof(i32))
+    nc = _first_codes(ids, nnz, codes, ar)
+    acc = <double*>_alloc(ar, nc * sizeof(double))
+    for k in range(nc):
+        acc[k] = 0.0
+    for k in range(nnz):
+        acc[codes[k]] += w[k]
+    for k in range(nc):
+        acc[k] = acc[k] * acc[k]
+    return _py_sum(acc, nc) / <double>(rows * rows)
+
+
+# --------------------------------------------------------------------------- the block
+
+# names of the arrays read and written (interned once: dict look-ups hash nothing per call)
+_TEXT_NAMES = tuple((p + "_ptr", p + "_ids", p + "_w") for p in TEXT_PREFIXES)
+_CODE_NAMES = (("venue_g", "venue_id"), ("affil_g", "affil_id"), ("first_g", "first_code"),
+               ("given_g", "given_code"))
+_COPY_NAMES = ("year", "first_init", "init_code", "init_len", "mid_init")
+_PROFILE_NAMES = (("pt_ptr", "pt_ids", "pt_w", 80), ("pv_ptr", "pv_ids", "pv_w", 25), ("pa_ptr", "pa_ids", "pa_w", 25))
+
+cdef enum:
+    SCRATCH_DOUBLES = 4096       # per-call scratch on the stack, 32 kB (beyond: PyMem_Malloc)
+
+
+def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
+    """Every array of the :class:`coref.features.EncodedBlock` of one block.
+
+    Parameters
+    ----------
+    a : dict of str -> ndarray
+        ``MentionEncoding.arrays`` of the block's mentions, in block row order (dtypes as
+        documented there; CSR ``*_ptr`` int64 of shape (n + 1,) starting at 0).
+    n_vocab : tuple of 5 int
+        V per TF-IDF field, in the order title, venue, affiliation, abstract, keywords.
+    n : int
+        Number of mentions.
+    n_topics : int
+        Columns of ``a["topic"]`` (shape (n, n_topics), float64).
+
+    Returns
+    -------
+    dict of str -> ndarray or tuple
+        The ``EncodedBlock`` fields except ``n``, ``n_topics`` and ``mention_id``
+        (``block_stats`` a tuple of 5 floats).
+
+    Raises
+    ------
+    ValueError
+        If an array is missing or has the wrong dtype, shape or CSR layout (the message
+        names it).
+    """
+    cdef list keep = []
+    cdef dict out = {}
+    cdef Arena ar
+    cdef double scratch[SCRATCH_DOUBLES]
+    if len(n_vocab) != 5:
+        raise ValueError(f"n_vocab must hold 5 sizes; got {n_vocab!r}")
+    if n < 0 or n_topics < 0:
+        raise ValueError(f"n and n_topics must be >= 0; got {n}, {n_topics}")
+    _arena_init(&ar, <char*>scratch, SCRATCH_DOUBLES * sizeof(double))
+    try:
+        _assemble(a, n_vocab, n, n_topics, out, keep, &ar)
+    finally:
+        _arena_free(&ar)
+    return out
+
+
+cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Arena* ar) except -1:
+    cdef i64 r, k, s, m, nnz, nc, V, nun, lo, hi, mid, ncomp1 = 0, c, i, key, n_middle = 0
+    cdef int f
+    cdef const i64* ptr
+    cdef const i32* ids
+    cdef const i32* iv
+    cdef const double* w
+    cdef i32* codes
+    cdef i32* co_codes
+    cdef i32* comp1
+    cdef i64* perm
+    cdef i64* cnt
+    cdef i64* un
+    cdef i64* vt_ptr
+    cdef KP* kp
+    cdef double* dw
+    cdef double* idf
+    cdef double* sq
+    cdef double norm, dn = <double>n
+    cdef Map mp, mp2, mpair
+    cdef cnp.ndarray x, optr, oids, ow, ofn, oi
+    cdef i32* text_ids[5]
+    cdef const double* text_w[5]
+    cdef const i64* text_ptr[5]
+    cdef const i32* first_g
+    cdef const i32* first0
+    cdef const i32* first_init
+    cdef const i32* year
+    cdef const i32* middle
+    cdef const i32* fs
+    cdef const double* T
+
+    # ---------------- coauthors: first-appearance codes, block-local IDF, rows sorted by code
+    optr = _csr_ptr(a, "co_ptr", n, keep)
+    ptr = _p64(optr)
+    nnz = ptr[n]
+    ids = _p32(_arg(a, "co_ids", cnp.NPY_INT32, nnz, keep))
+    co_codes = <i32*>_alloc(ar, nnz * sizeof(i32))
+    nc = _first_codes(ids, nnz, co_codes, ar)
+    cnt = <i64*>_alloc(ar, nc * sizeof(i64))
+    idf = <double*>_alloc(ar, nc * sizeof(double))
+    memset(cnt, 0, nc * sizeof(i64))
+    for k in range(nnz):
+        if co_codes[k] < 0:
+            raise ValueError("array 'co_ids' holds a negative id")
+        cnt[co_codes[k]] += 1
+    for k in range(nc):
+        idf[k] = log((1.0 + dn) / (1.0 + <double>cnt[k])) + 1.0
+    perm = <i64*>_alloc(ar, nnz * sizeof(i64))
+    _sort_rows(n, ptr, co_codes, perm, ar)
+    oids = _empty(nnz + 1, cnp.NPY_INT32)
+    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
+    for k in range(nnz):
+        _p32(oids)[k] = co_codes[perm[k]]
+        _pf(ow)[k] = idf[co_codes[perm[k]]]
+    _p32(oids)[nnz] = 0
+    _pf(ow)[nnz] = 0.0
+    out["co_ptr"] = _copy(optr)
+    out["co_ids"] = oids
+    out["co_w"] = ow
+
+    # components of the shared-coauthor graphs (>= 1 and >= 2 shared coauthors)
+    x = _empty(n, cnp.NPY_INT32)
+    comp1 = _p32(x)
+    _components(n, ptr, co_codes, nc, 1, comp1, ar)
+    out["comp1"] = x
+    x = _empty(n, cnp.NPY_INT32)
+    _components(n, ptr, co_codes, nc, 2, _p32(x), ar)
+    out["comp2"] = x
+    for i in range(n):
+        if comp1[i] + 1 > ncomp1:
+            ncomp1 = comp1[i] + 1
+
+    # ---------------- TF-IDF fields: unseen words get block-local columns V, V + 1, ... (sorted)
+    for f in range(5):
+        name_ptr, name_ids, name_w = _TEXT_NAMES[f]
+        V = n_vocab[f]
+        optr = _csr_ptr(a, name_ptr, n, keep)
+        ptr = _p64(optr)
+        nnz = ptr[n]
+        ids = _p32(_arg(a, name_ids, cnp.NPY_INT32, nnz, keep))
+        w = _pf(_arg(a, name_w, cnp.NPY_FLOAT64, nnz, keep))
+        oids = _empty(nnz + 1, cnp.NPY_INT32)
+        ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
+        memcpy(_pf(ow), w, nnz * sizeof(double))
+        _pf(ow)[nnz] = 0.0
+        memcpy(_p32(oids), ids, nnz * sizeof(i32))
+        _p32(oids)[nnz] = 0
+        nun = 0
+        for k in range(nnz):
+            if ids[k] >= V:
+                nun += 1
+        if nun:
+            un = <i64*>_alloc(ar, nun * sizeof(i64))
+            kp = <KP*>_alloc(ar, (nun + nun // 2 + 1) * sizeof(KP))
+            m = 0
+            for k in range(nnz):
+                if ids[k] >= V:
+                    kp[m].key = ids[k]
+                    kp[m].pos = m
+                    m += 1
+            _kp_sort(kp, kp + nun, nun)
+            un[0] = kp[0].key
+            m = 1
+            for k in range(1, nun):
+                if kp[k].key != un[m - 1]:
+                    un[m] = kp[k].key
+                    m += 1
+            for k in range(nnz):
+                if ids[k] >= V:
+                    lo = 0
+                    hi = m
+                    while lo < hi:                   # rank of ids[k] among the distinct unseen ids
+                        mid = (lo + hi) >> 1
+                        if un[mid] < ids[k]:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    _p32(oids)[k] = <i32>(V + lo)
+        x = _copy(optr)
+        out[name_ptr] = x
+        out[name_ids] = oids
+        out[name_w] = ow
+        text_ptr[f] = _p64(x)
+        text_ids[f] = _p32(oids)
+        text_w[f] = _pf(ow)
+
+    # ---------------- per-mention codes and copies
+    for name_in, name_out in _CODE_NAMES:
+        iv = _p32(_arg(a, name_in, cnp.NPY_INT32, n, keep))
+        x = _empty(n, cnp.NPY_INT32)
+        _first_codes(iv, n, _p32(x), ar)
+        out[name_out] = x
+    for name_in in _COPY_NAMES:
+        out[name_in] = _copy(_arg(a, name_in, cnp.NPY_INT32, n, keep))
+
+    # ---------------- venue acronyms (va) and venue words that are acronyms of the block (vt)
+    iv = _p32(_arg(a, "acr_g", cnp.NPY_INT32, n, keep))
+    codes = <i32*>_alloc(ar, n * sizeof(i32))
+    nc = _first_codes(iv, n, codes, ar)
+    _map_init(&mp, nc, ar)                       # acronym -> code
+    m = 0
+    for r in range(n):
+        if codes[r] >= 0:
+            s = _slot(&mp, iv[r])
+            mp.keys[s] = iv[r]
+            mp.vals[s] = codes[r]
+            m += 1
+    optr = _empty(n + 1, cnp.NPY_INT64)
+    oids = _empty(m + 1, cnp.NPY_INT32)
+    ow = _empty(m + 1, cnp.NPY_FLOAT64)
+    _p64(optr)[0] = 0
+    k = 0
+    for r in range(n):
+        if codes[r] >= 0:
+            _p32(oids)[k] = codes[r]
+            _pf(ow)[k] = 1.0
+            k += 1
+        _p64(optr)[r + 1] = k
+    _p32(oids)[m] = 0
+    _pf(ow)[m] = 0.0
+    out["va_ptr"] = optr
+    out["va_ids"] = oids
+    out["va_w"] = ow
+    optr = _csr_ptr(a, "vw_ptr", n, keep)
+    ptr = _p64(optr)
+    nnz = ptr[n]
+    ids = _p32(_arg(a, "vw_ids", cnp.NPY_INT32, nnz, keep))
+    codes = <i32*>_alloc(ar, nnz * sizeof(i32))
+    x = _empty(n + 1, cnp.NPY_INT64)
+    vt_ptr = _p64(x)
+    vt_ptr[0] = 0
+    m = 0
+    for r in range(n):
+        if nc:
+            for k in range(ptr[r], ptr[r + 1]):
+                s = _get(&mp, ids[k], -1)
+                if s >= 0:
+                    codes[m] = <i32>s
+                    m += 1
+        vt_ptr[r + 1] = m
+    perm = <i64*>_alloc(ar, m * sizeof(i64))
+    _sort_rows(n, vt_ptr, codes, perm, ar)
+    oids = _empty(m + 1, cnp.NPY_INT32)
+    ow = _empty(m + 1, cnp.NPY_FLOAT64)
+    for k in range(m):
+        _p32(oids)[k] = codes[perm[k]]
+        _pf(ow)[k] = 1.0
+    _p32(oids)[m] = 0
+    _pf(ow)[m] = 0.0
+    out["vt_ptr"] = x
+    out["vt_ids"] = oids
+    out["vt_w"] = ow
+
+    # ---------------- name rarity and initial ambiguity
+    first_g = _p32(_arg(a, "first_g", cnp.NPY_INT32, n, keep))
+    first0 = _p32(_arg(a, "first0", cnp.NPY_INT32, n, keep))
+    first_init = _p32(<cnp.ndarray>out["first_init"])
+    _map_init(&mp, n, ar)              # first name -> mentions
+    _map_init(&mp2, n, ar)             # letter -> distinct first names
+    _map_init(&mpair, n, ar)           # (letter, first name) seen
+    for r in range(n):
+        if first_g[r] < 0:
+            continue
+        s = _slot(&mp, first_g[r])
+        if mp.keys[s] == _EMPTY:
+            mp.keys[s] = first_g[r]
+            mp.vals[s] = 0
+        mp.vals[s] += 1
+        key = ((<i64>first0[r] + 1) << 32) | <i64>first_g[r]
+        s = _slot(&mpair, key)
+        if mpair.keys[s] == _EMPTY:
+            mpair.keys[s] = key
+            s = _slot(&mp2, first0[r])
+            if mp2.keys[s] == _EMPTY:
+                mp2.keys[s] = first0[r]
+                mp2.vals[s] = 0
+            mp2.vals[s] += 1
+    x = _zeros(n, cnp.NPY_FLOAT64)
+    for r in range(n):
+        if first_g[r] >= 0:
+            _pf(x)[r] = -log(<double>_get(&mp, first_g[r], 0) / dn)
+    out["name_rarity"] = x
+    x = _empty(n, cnp.NPY_FLOAT64)
+    for r in range(n):
+        _pf(x)[r] = log(1.0 + <double>_get(&mp2, first_init[r], 0)) if first_init[r] >= 0 else 0.0
+    out["init_amb"] = x
+
+    # ---------------- coauthors keyed by initial + last name (ck), with their full first names
+    optr = _csr_ptr(a, "ck_ptr", n, keep)
+    ptr = _p64(optr)
+    nnz = ptr[n]
+    ids = _p32(_arg(a, "ck_ids", cnp.NPY_INT32, nnz, keep))
+    iv = _p32(_arg(a, "ck_fn", cnp.NPY_INT32, nnz, keep))
+    codes = <i32*>_alloc(ar, nnz * sizeof(i32))
+    nc = _first_codes(ids, nnz, codes, ar)
+    for k in range(nnz):
+        if codes[k] < 0:
+            raise ValueError("array 'ck_ids' holds a negative id")
+    x = _empty(n, cnp.NPY_INT32)
+    _components(n, ptr, codes, nc, 1, _p32(x), ar)
+    out["comp3"] = x
+    x = _csr_ptr(a, "fs_ptr", n, keep)
+    m = _p64(x)[n]
+    fs = _p32(_arg(a, "fs_ids", cnp.NPY_INT32, m, keep))
+    _map_init(&mp, m, ar)               # full first name -> code by first appearance
+    nc = 0
+    for k in range(m):
+        if fs[k] < 0:
+            continue
+        s = _slot(&mp, fs[k])
+        if mp.keys[s] == _EMPTY:
+            mp.keys[s] = fs[k]
+            mp.vals[s] = nc
+            nc += 1
+    perm = <i64*>_alloc(ar, nnz * sizeof(i64))
+    _sort_rows(n, ptr, codes, perm, ar)
+    oids = _empty(nnz + 1, cnp.NPY_INT32)
+    ofn = _empty(nnz + 1, cnp.NPY_INT32)
+    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
+    for k in range(nnz):
+        _p32(oids)[k] = codes[perm[k]]
+        s = iv[perm[k]]
+        _p32(ofn)[k] = <i32>(_get(&mp, s, -1) if s >= 0 else -1)
+        _pf(ow)[k] = 1.0
+    _p32(oids)[nnz] = 0
+    _p32(ofn)[nnz] = -1
+    _pf(ow)[nnz] = 1.0
+    out["ck_ptr"] = _copy(optr)
+    out["ck_ids"] = oids
+    out["ck_w"] = ow
+    out["ck_fn"] = ofn
+
+    # ---------------- component sizes, profiles, year ranges
+    _ensure_logs(n)
+    cnt = <i64*>_alloc(ar, n * sizeof(i64))
+    memset(cnt, 0, n * sizeof(i64))
+    for i in range(n):
+        cnt[comp1[i]] += 1
+    x = _empty(n, cnp.NPY_FLOAT64)
+    for i in range(n):
+        _pf(x)[i] = _log_ptr[cnt[comp1[i]] - 1]
+    out["comp1_logsize"] = x
+    for f in range(3):
+        name_ptr, name_ids, name_w, top = _PROFILE_NAMES[f]
+        out[name_ptr], out[name_ids], out[name_w] = _profiles(
+            n, comp1, ncomp1, text_ptr[f], text_ids[f], text_w[f], top, ar)
+    year = _p32(<cnp.ndarray>out["year"])
+    oi = _empty(n, cnp.NPY_INT32)
+    x = _empty(n, cnp.NPY_INT32)
+    for i in range(n):
+        _p32(oi)[i] = -1
+        _p32(x)[i] = -1
+    for i in range(n):
+        if year[i] >= 0:
+            c = comp1[i]
+            if _p32(oi)[c] < 0 or year[i] < _p32(oi)[c]:
+                _p32(oi)[c] = year[i]
+            if year[i] > _p32(x)[c]:
+                _p32(x)[c] = year[i]
+    out["comp_ymin"] = oi
+    out["comp_ymax"] = x
+
+    # ---------------- topic vectors of the mentions and of the components (rows by label)
+    T = _pf(_topic_arg(a, n, kt, keep))
+    x = _empty(n * kt + 1, cnp.NPY_FLOAT64)
+    memcpy(_pf(x), T, n * kt * sizeof(double))
+    _pf(x)[n * kt] = 0.0
+    out["topic"] = x
+    x = _zeros(n * kt + 1, cnp.NPY_FLOAT64)
+    dw = _pf(x)
+    if kt and n:
+        for i in range(n):                       # np.add.at: rows added in mention order
+            c = comp1[i]
+            for k in range(kt):
+                dw[c * kt + k] += T[i * kt + k]
+        sq = <double*>_alloc(ar, kt * sizeof(double))
+        for c in range(ncomp1):                  # rows of unused labels stay 0 (norm 0)
+            for k in range(kt):
+                sq[k] = dw[c * kt + k] * dw[c * kt + k]
+            norm = sqrt(0.0 + _pairwise(sq, kt))
+            if norm > 0:
+                for k in range(kt):
+                    dw[c * kt + k] = dw[c * kt + k] / norm
+    out["comp_topic"] = x
+
+    # ---------------- block statistics
+    middle = _p32(_arg(a, "middle", cnp.NPY_INT32, n, keep))
+    for i in range(n):
+        n_middle += middle[i]
+    out["block_stats"] = (
+        <double>ncomp1 / dn if n else 0.0,
+        _coherence(n, text_ptr[0], text_ids[0], text_w[0], ar),
+        _coherence(n, text_ptr[1], text_ids[1], text_w[1], ar),
+        _coherence(n, text_ptr[2], text_ids[2], text_w[2], ar),
+        <double>n_middle / dn if n else 0.0,
+    )
+    return 0
+
+
+cdef cnp.ndarray _topic_arg(dict a, i64 n, i64 k, list keep):
+    obj = a.get("topic")
+    if obj is None:
+        raise ValueError("encoding lacks the array 'topic'")
+    if not cnp.PyArray_Check(obj):
+        raise ValueError(f"array 'topic' must be a numpy array; got {type(obj).__name__}")
+    cdef cnp.ndarray arr = <cnp.ndarray>obj
+    if cnp.PyArray_TYPE(arr) != cnp.NPY_FLOAT64 or cnp.PyArray_NDIM(arr) != 2 \
+            or cnp.PyArray_DIM(arr, 0) != n or cnp.PyArray_DIM(arr, 1) != k:
+        raise ValueError(f"array 'topic' must be a float64 array of shape ({n}, {k}); got "
+                         f"{(<object>arr).dtype} of shape {(<object>arr).shape}")
+    if not cnp.PyArray_ISCARRAY_RO(arr):
+        arr = np.ascontiguousarray(arr, dtype=(<object>arr).dtype.newbyteorder("="))
+    keep.append(arr)
+    return arr
+
+
+def components_csr(const long long[::1] ptr, const int[::1] ids, int min_shared):
+    """Labels (int32, shape (n,)) of the connected components of the rows of a CSR token list
+    linked by >= ``min_shared`` shared tokens, numbered in the order of each component's first
+    row (``ptr`` int64 of shape (n + 1,) from 0, ``ids`` int32 >= 0 of shape (ptr[-1],))."""
+    cdef i64 n = ptr.shape[0] - 1, r, nc
+    cdef i64 nnz = ids.shape[0]
+    cdef Arena ar
+    cdef i32* codes
+    if n < 0 or ptr[0] != 0 or ptr[n] != nnz:
+        raise ValueError("ptr must have n + 1 >= 1 entries, start at 0 and end at len(ids)")
+    for r in range(n):
+        if ptr[r + 1] < ptr[r]:
+            raise ValueError(f"ptr decreases at row {r}")
+    for r in range(nnz):
+        if ids[r] < 0:
+            raise ValueError("ids must be >= 0")
+    out = _empty(n, cnp.NPY_INT32)
+    _arena_init(&ar, NULL, 0)
+    try:
+        codes = <i32*>_alloc(&ar, nnz * sizeof(i32))
+        nc = _first_codes(<const i32*>(&ids[0] if nnz else NULL), nnz, codes, &ar)
+        _components(n, <const i64*>&ptr[0], codes, nc, min_shared, _p32(out), &ar)
+    finally:
+        _arena_free(&ar)
+    return out

@@ -1,0 +1,350 @@
+"""The compiled block assembly (coref._assemble) equals its pure-numpy twin bit for bit."""
+import math
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coref._assemble_py import _components_csr as components_py
+from coref._assemble_py import assemble_block_py
+from coref.features import MentionEncoding, Vocabulary, assemble_block, encode_parts
+from sampling._build import load_kernel
+
+from .test_coref_encode_identity import _corpus, _edge_blocks, _frame, _mention, assert_same_block
+
+asm = load_kernel("coref._assemble")
+
+
+def _check(enc):
+    got, ref = assemble_block(enc), assemble_block_py(enc)
+    assert_same_block(got, ref)
+    return got
+
+
+def _check_frame(df, voc):
+    enc = encode_parts(df, voc)
+    for _, idx in df.groupby("block", sort=False).indices.items():
+        _check(enc.take(idx))
+
+
+# --------------------------------------------------------------------------- real and synthetic data
+
+def test_every_shipped_block_equals_the_twin(aminer_dir):
+    from coref.inputs import resolve_model
+    from coref.io import load_mentions
+
+    df = load_mentions(aminer_dir, format="aminer")
+    df = df[0] if isinstance(df, tuple) else df
+    voc = resolve_model(None)[0].vocabulary_
+    enc = encode_parts(df, voc)
+    groups = df.groupby("block").indices
+    assert len(groups) == 108
+    sizes = []
+    for _, idx in groups.items():
+        sizes.append(_check(enc.take(idx)).n)
+    assert sum(sizes) == len(df)
+
+
+@pytest.mark.slow
+def test_every_block_of_20k_synthetic_mentions_equals_the_twin():
+    """All 1,890 blocks of ``coref synth --mentions 20000`` (seed 0), the shipped vocabulary."""
+    from coref.inputs import resolve_model
+    from coref.synth import synthesize_mentions
+
+    voc = resolve_model(None)[0].vocabulary_
+    df = synthesize_mentions(20_000, rng=0)
+    enc = encode_parts(df, voc)
+    groups = df.groupby("block").indices
+    assert len(groups) == 1890
+    for _, idx in groups.items():
+        _check(enc.take(idx))
+
+
+def test_synthetic_blocks_equal_the_twin():
+    """~300 blocks of synthetic mentions, the vocabulary fitted on another sample (unseen words)."""
+    from coref.synth import synthesize_mentions
+
+    voc = Vocabulary.fit(synthesize_mentions(400, rng=7), n_topics=32)
+    df = synthesize_mentions(2500, rng=3)
+    enc = encode_parts(df, voc)
+    groups = df.groupby("block").indices
+    assert len(groups) >= 200
+    unseen = 0
+    for _, idx in groups.items():
+        blk = _check(enc.take(idx))
+        unseen += int(np.count_nonzero(blk.ti_ids[:-1] >= voc.n_words("title")))
+    assert unseen > 0
+
+
+# --------------------------------------------------------------------------- edge cases
+
+def test_edge_blocks_equal_the_twin():
+    voc = Vocabulary.fit(_corpus(), n_topics=4)
+    df = _edge_blocks()
+    _check_frame(df, voc)
+    _check_frame(df.iloc[::-1].reset_index(drop=True), voc)
+    _check_frame(_frame(_edge_blocks().to_dict("records"), optional=False), voc)
+
+
+def test_single_mentions_missing_fields_unseen_words_and_duplicates():
+    voc = Vocabulary.fit(_corpus(), n_topics=4)
+    rows = [
+        _mention("s1", "S1"),                                                   # one mention, nothing but a name
+        _mention("n1", "N", co=[], title="graph kernels"),                     # no coauthors in the whole block
+        _mention("n2", "N", co=None, title="graph streams", year=2001),
+        _mention("m1", "M", name=None, co=None, title=None, venue=None, affil=None, abstract=None,
+                 keywords=None),                                               # every field missing
+        _mention("m2", "M", name="", co=[], title="", venue="", affil="null", abstract="", keywords=[]),
+        _mention("u1", "U", title="zork zork blarg graph", venue="zork conf", affil="blarg lab",
+                 abstract="zork", keywords=["blarg", "blarg"], co=["Q. Xu", "Q Xu", "Qi Xu", "Qi  Xu"]),
+        _mention("u2", "U", title="blarg zork", venue="ZC", co=["Qi Xu", "Qi Xu", "Bo Li", "Bo Li"]),
+        _mention("u3", "U", title="zork", venue="zork conf", co=["Bo Li", "Qi Xu"], year=1990),
+    ]
+    df = _frame(rows)
+    _check_frame(df, voc)
+    enc = encode_parts(df, voc)
+    blk = _check(enc.take(np.flatnonzero(df["block"].to_numpy() == "U")))
+    assert blk.ti_ids[:-1].max() >= voc.n_words("title")                      # unseen words present
+    assert blk.comp2.tolist() == [0, 1, 1]                                     # u2, u3 share 2 coauthors
+    _check(enc.take([]))                                                       # an empty block
+
+
+def _random_encoding(seed, *, dup=False):
+    """A random MentionEncoding of one block, straight as arrays (tables of the right sizes):
+    few distinct tokens (shared ids, equal weights: ties in the profile sort), unseen words,
+    optional repeated tokens in a row."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 14))
+    k_topics = int(rng.choice([0, 3, 8, 32]))
+    a = {}
+    tables = {}
+
+    def csr(universe, max_len, *, unique=True, sort=True):
+        rows = []
+        for _ in range(n):
+            m = int(rng.integers(0, max_len + 1))
+            if unique:
+                row = rng.choice(universe, size=min(m, universe), replace=False) if universe else []
+            else:
+                row = rng.integers(0, max(universe, 1), size=m if universe else 0)
+            row = np.asarray(row, dtype=np.int64)
+            rows.append(np.sort(row) if sort else row)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=ptr[1:])
+        ids = np.concatenate(rows).astype(np.int32) if rows else np.zeros(0, np.int32)
+        return ptr, ids
+
+    n_co = int(rng.integers(0, 7))
+    a["co_ptr"], a["co_ids"] = csr(n_co, 4, unique=not dup)
+    n_vocab = {}
+    weights = np.array([0.125, 0.25, 0.5, 0.3, 1.0])
+    for f, p, width in (("title", "ti", 40), ("venue", "ve", 60), ("affiliation", "af", 10),
+                        ("abstract", "ab", 12), ("keywords", "kw", 6)):
+        V = int(rng.integers(0, width // 2 + 1))
+        n_un = int(rng.integers(0, 6))
+        a[f"{p}_ptr"], a[f"{p}_ids"] = csr(V + n_un, 12)
+        a[f"{p}_w"] = rng.choice(weights, size=len(a[f"{p}_ids"]))
+        n_vocab[f] = V
+        tables[f"u_{f}"] = np.array([f"w{i}" for i in range(n_un)], dtype=str)
+    n_vtok = 8
+    a["vw_ptr"], a["vw_ids"] = csr(n_vtok, 3)
+    a["acr_g"] = rng.integers(-1, n_vtok, size=n).astype(np.int32)
+    n_ck, n_fn = int(rng.integers(0, 6)), int(rng.integers(0, 5))
+    a["ck_ptr"], a["ck_ids"] = csr(n_ck, 4, unique=not dup, sort=False)
+    a["ck_fn"] = rng.integers(-1, n_fn, size=len(a["ck_ids"])).astype(np.int32) if n_fn else \
+        np.full(len(a["ck_ids"]), -1, np.int32)
+    a["fs_ptr"], a["fs_ids"] = csr(n_fn, 3, sort=False)
+    a["year"] = np.where(rng.random(n) < 0.3, -1, rng.integers(1990, 2000, size=n)).astype(np.int32)
+    a["first_g"] = rng.integers(-1, 4, size=n).astype(np.int32)
+    a["first0"] = np.where(a["first_g"] >= 0, rng.integers(97, 99, size=n), -1).astype(np.int32)
+    a["first_init"] = rng.integers(96, 100, size=n).astype(np.int32)
+    a["first_init"][a["first_init"] == 96] = -1
+    for name in ("given_g", "venue_g", "affil_g"):
+        a[name] = rng.integers(-1, 4, size=n).astype(np.int32)
+    a["middle"] = rng.integers(0, 2, size=n).astype(np.int32)
+    a["init_len"] = rng.integers(0, 4, size=n).astype(np.int32)
+    a["init_code"] = rng.integers(0, 1 << 15, size=n).astype(np.int32)
+    a["mid_init"] = rng.integers(-1, 123, size=n).astype(np.int32)
+    T = rng.standard_normal((n, k_topics)) * np.exp(rng.uniform(-3, 3, size=(n, k_topics)))
+    T[rng.random(n) < 0.2] = 0.0
+    a["topic"] = T
+    for t, size in (("co", n_co), ("vtok", n_vtok), ("ck", n_ck), ("fn", n_fn), ("first", 4), ("given", 4),
+                    ("venue", 4), ("affil", 4)):
+        tables[t] = np.array([f"{t}{i:03d}" for i in range(size)], dtype=str)
+    mids = np.array([f"m{i}" for i in range(n)], dtype=object)
+    return MentionEncoding(mids, a, tables, n_vocab, k_topics)
+
+
+@pytest.mark.parametrize("dup", [False, True])
+def test_random_encodings_equal_the_twin(dup):
+    for seed in range(300):
+        enc = _random_encoding(seed, dup=dup)
+        if not dup:
+            enc.validate()
+        _check(enc)
+
+
+def test_profiles_cut_to_the_top_words_with_ties():
+    """One component with 60 venue words of equal summed weight: the top 25 by weight are the
+    25 smallest ids (ties broken by id), as in the twin."""
+    voc = Vocabulary.fit(_corpus(), n_topics=4)
+    words = [f"vx{i:02d}" for i in range(60)]
+    rows = [_mention(f"t{i}", "T", co=["Bo Li"], venue=" ".join(words[i::3]), title=" ".join(words[::-1]))
+            for i in range(3)]
+    df = _frame(rows)
+    blk = _check(encode_parts(df, voc).take([0, 1, 2]))
+    assert np.diff(blk.pv_ptr).tolist() == [25, 0, 0]
+    assert np.diff(blk.pt_ptr).tolist() == [60, 0, 0]
+
+
+def _chain_encoding(n, k_topics=4):
+    """n mentions, mention i with the coauthors i and i + 1 (one comp1 component of size n,
+    no comp2 link), every other field empty."""
+    a = {}
+    empty_ptr = np.zeros(n + 1, dtype=np.int64)
+    for p in ("ti", "ve", "af", "ab", "kw"):
+        a[f"{p}_ptr"], a[f"{p}_ids"], a[f"{p}_w"] = empty_ptr, np.zeros(0, np.int32), np.zeros(0)
+    a["co_ptr"] = np.arange(0, 2 * n + 1, 2, dtype=np.int64)
+    a["co_ids"] = (np.arange(n, dtype=np.int32)[:, None] + np.array([0, 1], np.int32)).ravel()
+    for p in ("vw", "ck", "fs"):
+        a[f"{p}_ptr"], a[f"{p}_ids"] = empty_ptr, np.zeros(0, np.int32)
+    a["ck_fn"] = np.zeros(0, np.int32)
+    for name in ("year", "first_init", "init_len", "init_code", "mid_init", "first0", "middle", "first_g",
+                 "given_g", "venue_g", "affil_g", "acr_g"):
+        a[name] = np.full(n, -1, np.int32)
+    a["topic"] = np.random.default_rng(n).standard_normal((n, k_topics))
+    tables = {t: np.array([f"{t}{i:06d}" for i in range(n + 1 if t == "co" else 0)], dtype=str)
+              for t in ("co", "vtok", "ck", "fn", "first", "given", "venue", "affil")}
+    tables.update({f"u_{f}": np.zeros(0, dtype="<U1")
+                   for f in ("title", "venue", "affiliation", "abstract", "keywords")})
+    n_vocab = {f: 0 for f in ("title", "venue", "affiliation", "abstract", "keywords")}
+    return MentionEncoding(np.array([f"m{i}" for i in range(n)], dtype=object), a, tables, n_vocab, k_topics)
+
+
+def test_component_log_sizes_are_numpys_log():
+    """log |comp1| is np.log's value (numpy's own SIMD log on AVX-512 machines, which differs
+    from libm's log for some integers, e.g. 9170, 19143): a component of 9170 mentions."""
+    enc = _chain_encoding(9170)
+    enc.validate()
+    blk = _check(enc)
+    assert blk.comp1.tolist() == [0] * 9170 and blk.comp2.tolist() == list(range(9170))
+    assert blk.comp1_logsize.tobytes() == np.log(np.full(9170, 9170.0)).tobytes()
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), dup=st.booleans())
+def test_hypothesis_random_encodings_equal_the_twin(seed, dup):
+    _check(_random_encoding(seed, dup=dup))
+
+
+# --------------------------------------------------------------------------- the float operations
+
+def _ill_conditioned(rng, m):
+    return (rng.standard_normal(m) * np.exp(rng.uniform(-30, 30, size=m))) ** 2
+
+
+def test_libm_log_equals_math_log():
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([np.arange(1, 20001, dtype=np.float64), (np.arange(1, 2001) + 1.0) / 7.0,
+                         np.exp(rng.uniform(-50, 50, size=20000))])
+    got = np.array([asm.libm_log(x) for x in xs.tolist()])
+    want = np.array([math.log(x) for x in xs.tolist()])
+    assert got.tobytes() == want.tobytes()
+
+
+def test_py_sum_is_python_sum():
+    rng = np.random.default_rng(1)
+    assert asm.NEUMAIER == (sys.version_info >= (3, 12))
+    for m in list(range(0, 40)) + [100, 1000]:
+        x = _ill_conditioned(rng, m)
+        want = float(sum(x.tolist()))
+        assert np.float64(asm.py_sum(x)).tobytes() == np.float64(want).tobytes(), m
+
+
+def test_np_sum_is_numpy_row_sum():
+    rng = np.random.default_rng(2)
+    for k in list(range(0, 40)) + [64, 127, 128, 129, 255, 256, 300, 1000]:
+        X = _ill_conditioned(rng, 3 * k).reshape(3, k)
+        want = X.sum(axis=1)
+        got = np.array([asm.np_sum(np.ascontiguousarray(r)) for r in X])
+        assert got.tobytes() == want.tobytes(), k
+
+
+def test_components_equal_the_twin():
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 30))
+        lens = rng.integers(0, 5, size=n)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        ids = rng.integers(0, int(rng.integers(1, 25)), size=int(ptr[-1])).astype(np.int32)
+        for min_shared in (1, 2, 3):
+            got = asm.components_csr(ptr, ids, min_shared)
+            want = components_py(ptr, ids, min_shared)
+            assert got.dtype == want.dtype == np.int32
+            np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_bad_arrays_are_named():
+    voc = Vocabulary.fit(_corpus(), n_topics=4)
+    enc = encode_parts(_edge_blocks(), voc).take([0, 1, 2, 3])
+
+    def with_array(name, value):
+        return MentionEncoding(enc.mention_id, {**enc.arrays, name: value}, enc.tables, enc.n_vocab, enc.n_topics)
+
+    with pytest.raises(ValueError, match="'co_ids' must be a 1-D int32 array; got 1-D int64"):
+        assemble_block(with_array("co_ids", enc.arrays["co_ids"].astype(np.int64)))
+    with pytest.raises(ValueError, match="'ti_ptr' has 4 entries, expected 5"):
+        assemble_block(with_array("ti_ptr", enc.arrays["ti_ptr"][:-1]))
+    with pytest.raises(ValueError, match="'ve_ptr' decreases at row"):
+        assemble_block(with_array("ve_ptr", enc.arrays["ve_ptr"][[0, 3, 1, 2, 4]]))
+    with pytest.raises(ValueError, match="'ck_fn' has"):
+        assemble_block(with_array("ck_fn", enc.arrays["ck_fn"][:-1]))
+    with pytest.raises(ValueError, match=r"'topic' must be a float64 array of shape \(4, 4\)"):
+        assemble_block(with_array("topic", enc.arrays["topic"][:, :2]))
+    with pytest.raises(ValueError, match="lacks the array 'middle'"):
+        assemble_block(MentionEncoding(enc.mention_id, {k: v for k, v in enc.arrays.items() if k != "middle"},
+                                       enc.tables, enc.n_vocab, enc.n_topics))
+    # a non-contiguous array is read as its values
+    strided = with_array("year", np.repeat(enc.arrays["year"], 2)[::2])
+    assert_same_block(assemble_block(strided), assemble_block_py(strided))
+
+
+def test_unbuilt_kernel_raises_the_build_hint(monkeypatch):
+    import coref.features as features
+
+    monkeypatch.setattr(features, "_ASSEMBLE", None)
+    monkeypatch.setitem(sys.modules, "coref._assemble", None)
+    enc = encode_parts(_edge_blocks(), Vocabulary.fit(_corpus(), n_topics=4)).take([0])
+    with pytest.raises(ImportError, match=r"coref\._assemble.*not built in this source tree"):
+        assemble_block(enc)
+
+
+def _sum_cpython312(xs):
+    """CPython >= 3.12 ``sum()`` of floats (start 0): Neumaier's compensated summation."""
+    if not xs:
+        return 0
+    f, c = 0 + xs[0], 0.0
+    for x in xs[1:]:
+        t = f + x
+        c += (f - t) + x if abs(f) >= abs(x) else (x - t) + f
+        f = t
+    return f + c if c and math.isfinite(c) else f
+
+
+def test_py_sum_both_cpython_algorithms():
+    rng = np.random.default_rng(4)
+    for m in list(range(0, 30)) + [500]:
+        x = _ill_conditioned(rng, m) * rng.choice([-1.0, 1.0], size=m)
+        seq = 0.0
+        for v in x.tolist():
+            seq += v
+        assert np.float64(asm.py_sum(x, neumaier=False)).tobytes() == np.float64(seq).tobytes(), m
+        assert np.float64(asm.py_sum(x, neumaier=True)).tobytes() == \
+            np.float64(_sum_cpython312(x.tolist())).tobytes(), m
+    x = np.array([1.0, 1e100, 1.0, -1e100])
+    assert asm.py_sum(x, neumaier=True) == 2.0 and asm.py_sum(x, neumaier=False) == 0.0
