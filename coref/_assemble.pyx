@@ -4,10 +4,11 @@
 :func:`assemble` does in one call what the numpy twin ``coref._assemble_py.assemble_block_py``
 does in ~35 numpy calls (whose per-call overhead, not the arithmetic, dominated on blocks
 of ~10 mentions): block-local first-appearance codes (coauthors, keys, venues, names,
-acronyms), block-local coauthor IDF, block-local columns of unseen words, the
-connected components of the shared-coauthor graphs (union-find), the component profiles
-(top words, summed TF-IDF, L2-normalised), component year ranges and topic vectors, the
-name statistics and the block statistics.
+acronyms), block-local coauthor IDF, block-local columns of unseen words, the component
+profiles (top words, summed TF-IDF, L2-normalised), component year ranges and topic
+vectors, the name statistics and the block statistics. The connected components of the
+coauthor graphs come in as arguments: scipy computes them (``coref._graph``), for many
+blocks in one call.
 
 Every array equals the twin's bit for bit (same dtypes, pads, tie-breaking and the same
 floating-point operations in the same order):
@@ -396,6 +397,20 @@ cdef cnp.ndarray _csr_ptr(dict a, str name, i64 n, list keep):
     return ptr
 
 
+cdef cnp.ndarray _comp_arg(dict comps, str name, i64 n, list keep):
+    """A copy of ``comps[name]``: n int32 component labels numbered by first mention (each
+    label at most one above every label before it), so 0 <= label < n."""
+    cdef cnp.ndarray arr = _copy(_arg(comps, name, cnp.NPY_INT32, n, keep))
+    cdef const i32* q = _p32(arr)
+    cdef i64 r, top = -1
+    for r in range(n):
+        if q[r] < 0 or q[r] > top + 1:
+            raise ValueError(f"array {name!r} is not numbered by first mention at row {r}")
+        if q[r] > top:
+            top = q[r]
+    return arr
+
+
 cdef inline cnp.ndarray _copy(cnp.ndarray x):
     return cnp.PyArray_NewCopy(x, cnp.NPY_CORDER)
 
@@ -451,101 +466,6 @@ cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* a
         _kp_sort(buf, tmp, e - s)
         for k in range(s, e):
             perm[k] = buf[k - s].pos
-    return 0
-
-
-cdef inline i64 _find(i64* parent, i64 x) noexcept nogil:
-    cdef i64 root = x, nxt
-    while parent[root] != root:
-        root = parent[root]
-    while parent[x] != root:
-        nxt = parent[x]
-        parent[x] = root
-        x = nxt
-    return root
-
-
-cdef inline void _union(i64* parent, i64 x, i64 y) noexcept nogil:
-    x = _find(parent, x)
-    y = _find(parent, y)
-    if x < y:
-        parent[y] = x
-    elif y < x:
-        parent[x] = y
-
-
-cdef int _components(i64 n, const i64* ptr, const i32* codes, i64 ncodes, int min_shared, i32* out,
-                     Arena* ar) except -1:
-    """Labels of the connected components of the rows linked by >= ``min_shared`` shared tokens
-    (``codes``: the tokens as codes 0 .. ncodes - 1; pairs of rows counted over the token
-    occurrences, as the twin counts them), numbered in the order of each component's first row."""
-    cdef i64 nnz = ptr[n], r, k, s, e, g, a, b, key, pairs = 0, nxt = 0
-    cdef i64* parent
-    cdef i64* row_of
-    cdef i64* start
-    cdef i64* occ
-    cdef i32* code_of
-    cdef Map mp
-    if n == 0:
-        return 0
-    parent = <i64*>_alloc(ar, n * sizeof(i64))
-    for r in range(n):
-        parent[r] = r
-    if nnz and ncodes < nnz:                 # else no token is shared
-        if min_shared <= 1:
-            start = <i64*>_alloc(ar, ncodes * sizeof(i64))     # first row holding each token
-            for k in range(ncodes):
-                start[k] = -1
-            for r in range(n):
-                for k in range(ptr[r], ptr[r + 1]):
-                    if start[codes[k]] < 0:
-                        start[codes[k]] = r
-                    else:
-                        _union(parent, r, start[codes[k]])
-        else:
-            # occurrences grouped by token, in entry order (= row order) within a token
-            row_of = <i64*>_alloc(ar, nnz * sizeof(i64))
-            start = <i64*>_alloc(ar, (ncodes + 1) * sizeof(i64))
-            occ = <i64*>_alloc(ar, nnz * sizeof(i64))
-            memset(start, 0, (ncodes + 1) * sizeof(i64))
-            for r in range(n):
-                for k in range(ptr[r], ptr[r + 1]):
-                    row_of[k] = r
-                    start[codes[k] + 1] += 1
-            for k in range(ncodes):
-                g = start[k + 1]
-                pairs += g * (g - 1) // 2
-                start[k + 1] += start[k]
-            for k in range(nnz):
-                occ[start[codes[k]]] = row_of[k]
-                start[codes[k]] += 1
-            if pairs:
-                _map_init(&mp, pairs, ar)
-                s = 0
-                for k in range(ncodes):              # start[k] is now the end of token k
-                    e = start[k]
-                    for a in range(s, e):
-                        for b in range(a + 1, e):
-                            key = occ[a] * n + occ[b]
-                            g = _slot(&mp, key)
-                            if mp.keys[g] == _EMPTY:
-                                mp.keys[g] = key
-                                mp.vals[g] = 1
-                            else:
-                                mp.vals[g] += 1
-                    s = e
-                for k in range(mp.mask + 1):
-                    if mp.keys[k] != _EMPTY and mp.vals[k] >= min_shared:
-                        _union(parent, mp.keys[k] // n, mp.keys[k] % n)
-    code_of = <i32*>_alloc(ar, n * sizeof(i32))
-    for r in range(n):
-        code_of[r] = -1
-    for r in range(n):
-        k = _find(parent, r)
-        if code_of[k] < 0:
-            code_of[k] = <i32>nxt
-            nxt += 1
-        out[r] = code_of[k]
     return 0
 
 
@@ -670,7 +590,7 @@ cdef enum:
     SCRATCH_DOUBLES = 4096       # per-call scratch on the stack, 32 kB (beyond: PyMem_Malloc)
 
 
-def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
+def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics, dict comps):
     """Every array of the :class:`coref.features.EncodedBlock` of one block.
 
     Parameters
@@ -684,6 +604,11 @@ def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
         Number of mentions.
     n_topics : int
         Columns of ``a["topic"]`` (shape (n, n_topics), float64).
+    comps : dict of str -> ndarray
+        ``comp1``, ``comp2``, ``comp3``: int32 of shape (n,), the components of the
+        shared-coauthor graphs (>= 1 and >= 2 shared coauthors, >= 1 shared initial + last
+        name key), numbered 0, 1, ... in the order of each component's first mention, as
+        :func:`coref._graph.token_components` (scipy) computes them.
 
     Returns
     -------
@@ -694,8 +619,8 @@ def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
     Raises
     ------
     ValueError
-        If an array is missing or has the wrong dtype, shape or CSR layout (the message
-        names it).
+        If an array is missing or has the wrong dtype, shape or CSR layout, or a component
+        array is not numbered by first mention (the message names it).
     """
     cdef list keep = []
     cdef dict out = {}
@@ -707,13 +632,13 @@ def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics):
         raise ValueError(f"n and n_topics must be >= 0; got {n}, {n_topics}")
     _arena_init(&ar, <char*>scratch, SCRATCH_DOUBLES * sizeof(double))
     try:
-        _assemble(a, n_vocab, n, n_topics, out, keep, &ar)
+        _assemble(a, n_vocab, n, n_topics, comps, out, keep, &ar)
     finally:
         _arena_free(&ar)
     return out
 
 
-cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Arena* ar) except -1:
+cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, list keep, Arena* ar) except -1:
     cdef i64 r, k, s, m, nnz, nc, V, nun, lo, hi, mid, ncomp1 = 0, c, i, key, n_middle = 0
     cdef int f
     cdef const i64* ptr
@@ -774,14 +699,11 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Ar
     out["co_ids"] = oids
     out["co_w"] = ow
 
-    # components of the shared-coauthor graphs (>= 1 and >= 2 shared coauthors)
-    x = _empty(n, cnp.NPY_INT32)
+    # components of the shared-coauthor graphs (>= 1 and >= 2 shared coauthors), given
+    x = _comp_arg(comps, "comp1", n, keep)
     comp1 = _p32(x)
-    _components(n, ptr, co_codes, nc, 1, comp1, ar)
     out["comp1"] = x
-    x = _empty(n, cnp.NPY_INT32)
-    _components(n, ptr, co_codes, nc, 2, _p32(x), ar)
-    out["comp2"] = x
+    out["comp2"] = _comp_arg(comps, "comp2", n, keep)
     for i in range(n):
         if comp1[i] + 1 > ncomp1:
             ncomp1 = comp1[i] + 1
@@ -952,9 +874,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict out, list keep, Ar
     for k in range(nnz):
         if codes[k] < 0:
             raise ValueError("array 'ck_ids' holds a negative id")
-    x = _empty(n, cnp.NPY_INT32)
-    _components(n, ptr, codes, nc, 1, _p32(x), ar)
-    out["comp3"] = x
+    out["comp3"] = _comp_arg(comps, "comp3", n, keep)
     x = _csr_ptr(a, "fs_ptr", n, keep)
     m = _p64(x)[n]
     fs = _p32(_arg(a, "fs_ids", cnp.NPY_INT32, m, keep))
@@ -1068,30 +988,3 @@ cdef cnp.ndarray _topic_arg(dict a, i64 n, i64 k, list keep):
         arr = np.ascontiguousarray(arr, dtype=(<object>arr).dtype.newbyteorder("="))
     keep.append(arr)
     return arr
-
-
-def components_csr(const long long[::1] ptr, const int[::1] ids, int min_shared):
-    """Labels (int32, shape (n,)) of the connected components of the rows of a CSR token list
-    linked by >= ``min_shared`` shared tokens, numbered in the order of each component's first
-    row (``ptr`` int64 of shape (n + 1,) from 0, ``ids`` int32 >= 0 of shape (ptr[-1],))."""
-    cdef i64 n = ptr.shape[0] - 1, r, nc
-    cdef i64 nnz = ids.shape[0]
-    cdef Arena ar
-    cdef i32* codes
-    if n < 0 or ptr[0] != 0 or ptr[n] != nnz:
-        raise ValueError("ptr must have n + 1 >= 1 entries, start at 0 and end at len(ids)")
-    for r in range(n):
-        if ptr[r + 1] < ptr[r]:
-            raise ValueError(f"ptr decreases at row {r}")
-    for r in range(nnz):
-        if ids[r] < 0:
-            raise ValueError("ids must be >= 0")
-    out = _empty(n, cnp.NPY_INT32)
-    _arena_init(&ar, NULL, 0)
-    try:
-        codes = <i32*>_alloc(&ar, nnz * sizeof(i32))
-        nc = _first_codes(<const i32*>(&ids[0] if nnz else NULL), nnz, codes, &ar)
-        _components(n, <const i64*>&ptr[0], codes, nc, min_shared, _p32(out), &ar)
-    finally:
-        _arena_free(&ar)
-    return out

@@ -2,7 +2,8 @@
 
 :func:`assemble_block_py` is the numpy implementation that :func:`coref.features.assemble_block`
 used before the kernel: ~35 numpy calls per block. The kernel must give the same arrays, bit
-for bit; ``tests/coref/test_coref_assemble_kernel.py`` compares them.
+for bit; ``tests/coref/test_coref_assemble_kernel.py`` compares them. Both take the
+coauthor-graph components from scipy (:func:`coref._graph.token_components`).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import math
 
 import numpy as np
 
+from coref._graph import token_components
 from coref.features import _TEXT_PREFIX, EncodedBlock, MentionEncoding, _tfidf_block
 
 __all__ = ["assemble_block_py"]
@@ -49,66 +51,6 @@ def _csr_sorted(n, row, ids, *values, pads=()):
     for v, pad in zip(values, pads):
         out.append(np.concatenate([v[order], np.full(1, pad, dtype=v.dtype)]))
     return out
-
-
-def _root_labels(n, u, v):
-    """Connected components of the graph on ``n`` nodes with edges (u[k], v[k]): the smallest
-    node of each node's component (hooking of roots and pointer jumping, numpy only)."""
-    label = np.arange(n, dtype=np.int64)
-    if len(u) == 0:
-        return label
-    while True:
-        lu, lv = label[u], label[v]
-        m = np.minimum(lu, lv)
-        new = label.copy()
-        np.minimum.at(new, lu, m)            # the larger root hooks under the smaller
-        np.minimum.at(new, lv, m)
-        while True:                          # pointer jumping until every node points at a root
-            nxt = new[new]
-            if np.array_equal(nxt, new):
-                break
-            new = nxt
-        if np.array_equal(new, label):
-            return label
-        label = new
-
-
-def _components_csr(ptr, ids, min_shared):
-    """Connected components of mentions linked by >= ``min_shared`` shared tokens (CSR token sets).
-
-    For ``min_shared == 1`` each mention is linked to the first mention holding each of its
-    tokens (the same components as the shared-token graph); otherwise the pairs of
-    mentions sharing a token are counted over the tokens. Returns int32 labels in
-    ``[0, n)``, numbered in the order of each component's first mention.
-    """
-    n = len(ptr) - 1
-    if n == 0:
-        return np.zeros(0, dtype=np.int32)
-    nnz = int(ptr[-1])
-    if nnz == 0:
-        return np.arange(n, dtype=np.int32)
-    tok = ids[:nnz]
-    row = _row_of(ptr)
-    _, first, inv = np.unique(tok, return_index=True, return_inverse=True)
-    if len(first) == nnz:                                # no token shared: every mention alone
-        return np.arange(n, dtype=np.int32)
-    if min_shared <= 1:
-        u, v = row, row[first][inv.reshape(-1)]
-    else:
-        order = np.lexsort((row, tok))
-        t, r = tok[order], row[order]
-        start = np.searchsorted(t, t, side="left")
-        end = np.searchsorted(t, t, side="right")
-        later = end - np.arange(nnz) - 1              # members after this one in its token group
-        a = np.repeat(np.arange(nnz), later)
-        offs = np.arange(len(a)) - np.repeat(np.cumsum(later) - later, later)
-        b = a + 1 + offs
-        del start
-        keys = r[a] * n + r[b]                        # rows ascending within a group: r[a] < r[b]
-        keys, counts = np.unique(keys, return_counts=True)
-        keys = keys[counts >= min_shared]
-        u, v = keys // n, keys % n
-    return _first_codes(_root_labels(n, u, v))[0].astype(np.int32)
 
 
 def _profiles(comp, ptr, ids, w, *, top):
@@ -225,9 +167,10 @@ def assemble_block_py(enc: MentionEncoding) -> EncodedBlock:
     logs = {c: math.log(1.0 + c) for c in set(amb.values()) | {0}}
     init_amb = np.array([logs[amb.get(i, 0)] if i >= 0 else 0.0 for i in first_init.tolist()], dtype=np.float64)
 
-    comp1 = _components_csr(a["co_ptr"], a["co_ids"], 1)
-    comp2 = _components_csr(a["co_ptr"], a["co_ids"], 2)
-    comp3 = _components_csr(a["ck_ptr"], a["ck_ids"], 1)
+    # the coauthor-graph components: scipy, as the compiled path gets them
+    comp1 = token_components(a["co_ptr"], a["co_ids"], 1)
+    comp2 = token_components(a["co_ptr"], a["co_ids"], 2)
+    comp3 = token_components(a["ck_ptr"], a["ck_ids"], 1)
     # coauthors keyed by initial + last name: block codes in order of appearance
     ck_code, _ = _first_codes(a["ck_ids"])
     fs_code, fs_vals = _first_codes(a["fs_ids"])

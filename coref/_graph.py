@@ -70,20 +70,22 @@ def token_components(ptr, ids, min_shared=1, group=None):
     if n == 0:
         return np.zeros(0, dtype=np.int32)
     row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-    if nnz:
+    if nnz == 0:
+        col, n_tok = np.zeros(0, dtype=np.int64), 0
+    elif group is None and int(tok.max()) < 4 * nnz + 64:
+        col, n_tok = tok, int(tok.max()) + 1                 # ids as columns (unused ones stay alone)
+    else:
         width = int(tok.max()) + 1
         _, col = np.unique(grp[row] * width + tok, return_inverse=True)   # a token per (block, id)
         col = col.reshape(-1)
         n_tok = int(col.max()) + 1
-    else:
-        col, n_tok = np.zeros(0, dtype=np.int64), 0
-    incidence = sp.csr_matrix((np.ones(nnz, dtype=np.int64), (row, col)), shape=(n, n_tok))
     if max(int(min_shared), 1) <= 1:
-        # mentions and tokens as one bipartite graph: the mentions' components are those of
-        # the shared-token graph
-        graph = sp.bmat([[None, incidence], [incidence.T, None]], format="csr") if n_tok else \
-            sp.csr_matrix((n, n))
+        # mentions and tokens as one bipartite graph (edge mention -> token; connected_components
+        # reads it as undirected): the mentions' components are those of the shared-token graph
+        indptr = np.concatenate([ptr, np.full(n_tok, nnz, dtype=np.int64)])
+        graph = sp.csr_matrix((np.ones(nnz, dtype=np.int8), n + col, indptr), shape=(n + n_tok, n + n_tok))
     else:
+        incidence = sp.csr_matrix((np.ones(nnz, dtype=np.int64), col, ptr), shape=(n, n_tok))
         shared = (incidence @ incidence.T).tocoo()           # shared-token counts of every pair
         keep = (shared.data >= int(min_shared)) & (shared.row != shared.col)
         graph = sp.csr_matrix((np.ones(int(keep.sum()), dtype=np.int8),

@@ -106,6 +106,8 @@ __all__ = [
     "MentionEncoding",
     "Vocabulary",
     "assemble_block",
+    "assemble_blocks",
+    "block_components",
     "encode_mentions",
     "encode_parts",
     "normalize_name",
@@ -1168,13 +1170,50 @@ def _components(token_lists, min_shared):
     """Connected components of mentions (token lists) linked by >= ``min_shared`` shared tokens.
 
     Returns int32 labels in ``[0, n)``, numbered in the order of each component's first
-    mention (compiled: ``coref._assemble.components_csr``).
+    mention (:func:`coref._graph.token_components`, scipy).
     """
+    from coref._graph import token_components
+
     _, ptr, ids = _intern_lists([sorted(set(map(str, t))) for t in token_lists])
-    return _assemble_kernel().components_csr(ptr, ids, min_shared)
+    return token_components(ptr, ids, min_shared)
 
 
-def assemble_block(enc: MentionEncoding) -> EncodedBlock:
+def block_components(encs):
+    """The coauthor-graph components of several blocks, with three scipy calls in all.
+
+    Parameters
+    ----------
+    encs : sequence of MentionEncoding
+        The mentions of each block (one encoding per block, in block row order).
+
+    Returns
+    -------
+    list of dict
+        Per block, ``comp1`` / ``comp2`` (mentions sharing >= 1 / >= 2 coauthors) and
+        ``comp3`` (>= 1 coauthor keyed by first initial + last name): int32 arrays of shape
+        (n_b,), numbered per block in the order of each component's first mention
+        (:func:`coref._graph.token_components`, scipy's ``connected_components``).
+    """
+    from coref._graph import token_components
+
+    encs = list(encs)
+    sizes = np.array([len(e) for e in encs], dtype=np.int64)
+    group = np.repeat(np.arange(len(encs), dtype=np.int64), sizes)
+    out = [{} for _ in encs]
+    for name, prefix, min_shared in (("comp1", "co", 1), ("comp2", "co", 2), ("comp3", "ck", 1)):
+        ptrs = [np.asarray(e.arrays[f"{prefix}_ptr"], dtype=np.int64) for e in encs]
+        ptr = np.zeros(int(sizes.sum()) + 1, dtype=np.int64)
+        if len(encs):
+            np.cumsum(np.concatenate([np.diff(p) for p in ptrs]), out=ptr[1:])
+        ids = np.concatenate([e.arrays[f"{prefix}_ids"][:int(p[-1])] for e, p in zip(encs, ptrs)]) \
+            if len(encs) else np.zeros(0, np.int32)
+        labels = token_components(ptr, ids, min_shared, group=group)
+        for k, (a, b) in enumerate(zip(np.cumsum(sizes) - sizes, np.cumsum(sizes))):
+            out[k][name] = labels[a:b]
+    return out
+
+
+def assemble_block(enc: MentionEncoding, components: dict | None = None) -> EncodedBlock:
     """The :class:`EncodedBlock` of one block from the per-mention encoding of its mentions.
 
     Block-local work, in one compiled call (``coref._assemble.assemble``): coauthor codes
@@ -1188,6 +1227,9 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     ----------
     enc : MentionEncoding
         The mentions of ONE block, in block row order (e.g. ``encode_parts(df).take(rows)``).
+    components : dict or None
+        The block's entry of :func:`block_components` (computed here when ``None``; pass it
+        to assemble many blocks with three scipy calls in all, see :func:`assemble_blocks`).
 
     Returns
     -------
@@ -1205,9 +1247,11 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     """
     n = len(enc)
     nv = enc.n_vocab
+    if components is None:
+        components = block_components([enc])[0]
     out = _assemble_kernel().assemble(
         enc.arrays, (nv["title"], nv["venue"], nv["affiliation"], nv["abstract"], nv["keywords"]), n,
-        enc.n_topics)
+        enc.n_topics, components)
     out["n"] = n
     out["n_topics"] = int(enc.n_topics)
     out["mention_id"] = tuple(map(str, enc.mention_id.tolist()))
@@ -1217,6 +1261,23 @@ def assemble_block(enc: MentionEncoding) -> EncodedBlock:
     blk = object.__new__(EncodedBlock)
     blk.__dict__.update(out)
     return blk
+
+
+def assemble_blocks(encs) -> list:
+    """:func:`assemble_block` of each of several blocks, their components in three scipy calls.
+
+    Parameters
+    ----------
+    encs : sequence of MentionEncoding
+        One encoding per block, each in block row order.
+
+    Returns
+    -------
+    list of EncodedBlock
+        ``[assemble_block(e) for e in encs]``, array for array.
+    """
+    encs = list(encs)
+    return [assemble_block(e, c) for e, c in zip(encs, block_components(encs))]
 
 
 def encode_mentions(df: pd.DataFrame, vocabulary: Vocabulary | None = None) -> EncodedBlock:

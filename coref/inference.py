@@ -241,15 +241,17 @@ def _infer_together(items, model, settings, margins):
     fit of that block alone. ``wall_s`` of a block is the call's time shared in
     proportion to the block's factor evaluations.
     """
-    from coref.features import assemble_block
+    from coref.features import assemble_blocks
 
     Gibbs = _gibbs_cls()
     sampler = items[0][0]
     encs, ids, names, inits, fixeds = {}, [], [], [], []
-    for s, f, b, bdf, extra in items:
-        parts = extra["parts"]
-        mids = np.asarray(parts.mention_id, dtype=object)
-        encs[str(b)] = (assemble_block(parts), mids.tolist())
+    # every block of the group assembled at once (its coauthor-graph components in three
+    # scipy calls for the whole group)
+    blocks = assemble_blocks([extra["parts"] for _, _, _, _, extra in items])
+    for (s, f, b, bdf, extra), enc in zip(items, blocks):
+        mids = np.asarray(extra["parts"].mention_id, dtype=object)
+        encs[str(b)] = (enc, mids.tolist())
         ids.append(mids)
         names.append(np.full(len(mids), str(b), dtype=object))
         if extra.get("initial") is not None:

@@ -3,13 +3,13 @@ import math
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coref._assemble_py import _components_csr as components_py
 from coref._assemble_py import assemble_block_py
-from coref.features import MentionEncoding, Vocabulary, assemble_block, encode_parts
+from coref.features import MentionEncoding, Vocabulary, assemble_block, assemble_blocks, block_components, encode_parts
 from sampling._build import load_kernel
 
 from .test_coref_encode_identity import _corpus, _edge_blocks, _frame, _mention, assert_same_block
@@ -272,19 +272,40 @@ def test_np_sum_is_numpy_row_sum():
         assert got.tobytes() == want.tobytes(), k
 
 
-def test_components_equal_the_twin():
-    rng = np.random.default_rng(3)
-    for _ in range(300):
-        n = int(rng.integers(0, 30))
-        lens = rng.integers(0, 5, size=n)
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lens, out=ptr[1:])
-        ids = rng.integers(0, int(rng.integers(1, 25)), size=int(ptr[-1])).astype(np.int32)
-        for min_shared in (1, 2, 3):
-            got = asm.components_csr(ptr, ids, min_shared)
-            want = components_py(ptr, ids, min_shared)
-            assert got.dtype == want.dtype == np.int32
-            np.testing.assert_array_equal(got, want)
+def test_many_blocks_at_once_equal_one_at_a_time():
+    """assemble_blocks (components of all blocks in three scipy calls) == assemble_block per block."""
+    voc = Vocabulary.fit(_corpus(), n_topics=4)
+    df = pd.concat([_edge_blocks(), _corpus()], ignore_index=True)
+    enc = encode_parts(df, voc)
+    groups = [np.flatnonzero((df["block"] == b).to_numpy()) for b in sorted(df["block"].unique())]
+    parts = [enc.take(g) for g in groups]
+    many = assemble_blocks(parts)
+    assert len(many) == len(parts) >= 4
+    for got, p in zip(many, parts):
+        assert_same_block(got, assemble_block(p))
+        assert_same_block(got, assemble_block_py(p))
+    assert assemble_blocks([]) == [] and block_components([]) == []
+
+
+def test_components_must_be_numbered_by_first_mention():
+    voc = Vocabulary.fit(_corpus(), n_topics=4)
+    enc = encode_parts(_edge_blocks(), voc).take([0, 1, 2, 3])
+    good = block_components([enc])[0]
+    nv = enc.n_vocab
+    args = (enc.arrays, (nv["title"], nv["venue"], nv["affiliation"], nv["abstract"], nv["keywords"]), len(enc),
+            enc.n_topics)
+    asm.assemble(*args, good)
+    for bad, msg in ((np.array([1, 0, 0, 0], np.int32), "'comp1' is not numbered by first mention at row 0"),
+                     (np.array([0, 2, 1, 0], np.int32), "'comp1' is not numbered by first mention at row 1"),
+                     (np.array([0, -1, 0, 0], np.int32), "'comp1' is not numbered by first mention at row 1")):
+        with pytest.raises(ValueError, match=msg):
+            asm.assemble(*args, {**good, "comp1": bad})
+    with pytest.raises(ValueError, match="'comp3' has 3 entries, expected 4"):
+        asm.assemble(*args, {**good, "comp3": good["comp3"][:3]})
+    with pytest.raises(ValueError, match="'comp2' must be a 1-D int32 array; got 1-D int64"):
+        asm.assemble(*args, {**good, "comp2": good["comp2"].astype(np.int64)})
+    with pytest.raises(ValueError, match="encoding lacks the array 'comp2'"):
+        asm.assemble(*args, {"comp1": good["comp1"], "comp3": good["comp3"]})
 
 
 # --------------------------------------------------------------------------- errors
