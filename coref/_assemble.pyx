@@ -319,20 +319,24 @@ def libm_log(double x):
 
 # --------------------------------------------------------------------------- np.log table
 
-cdef object _LOG_TABLE = np.zeros(1)
+#: every table ever made stays referenced: a call in another thread may still read an older
+#: one (``np.log`` can release the GIL while a larger table is computed)
+cdef list _LOG_TABLES = []
 cdef const double* _log_ptr = NULL
 cdef i64 _log_len = 0
 
 
 cdef int _ensure_logs(i64 n) except -1:
     """``_log_ptr[k - 1] == np.log(float(k))`` for k = 1 .. n (numpy's log, contiguous input)."""
-    global _LOG_TABLE, _log_ptr, _log_len
+    global _log_ptr, _log_len
     cdef i64 size
     if n <= _log_len:
         return 0
     size = max(1024, 2 * n)
     table = np.ascontiguousarray(np.log(np.arange(1, size + 1, dtype=np.float64)))
-    _LOG_TABLE = table
+    if size <= _log_len:            # another thread grew it meanwhile
+        return 0
+    _LOG_TABLES.append(table)
     _log_ptr = <const double*>cnp.PyArray_DATA(<cnp.ndarray>table)
     _log_len = size
     return 0
