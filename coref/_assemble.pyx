@@ -37,6 +37,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.math cimport fabs, isfinite, log, sqrt
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint64_t
 from libc.string cimport memcpy, memset
+from libc.stdlib cimport qsort
 
 cnp.import_array()
 
@@ -159,86 +160,40 @@ cdef struct VI:      # profile word: summed weight and id, ordered by (val desc,
     i64 id
 
 
-cdef inline bint _kp_lt(const KP* a, const KP* b) noexcept nogil:
-    return a.key < b.key
+cdef int _kp_cmp(const void* x, const void* y) noexcept nogil:
+    """By key, then by position: with distinct positions, the order of a stable sort by key."""
+    cdef const KP* a = <const KP*>x
+    cdef const KP* b = <const KP*>y
+    if a.key != b.key:
+        return -1 if a.key < b.key else 1
+    return (a.pos > b.pos) - (a.pos < b.pos)
 
 
-cdef inline bint _vi_lt(const VI* a, const VI* b, bint by_id) noexcept nogil:
-    if by_id:
-        return a.id < b.id
-    return a.val > b.val or (a.val == b.val and a.id < b.id)
+cdef int _vi_cmp_val(const void* x, const void* y) noexcept nogil:
+    """By summed weight, largest first, then by word id (ids distinct: a total order)."""
+    cdef const VI* a = <const VI*>x
+    cdef const VI* b = <const VI*>y
+    if a.val != b.val:
+        return -1 if a.val > b.val else 1
+    return (a.id > b.id) - (a.id < b.id)
 
 
-cdef void _kp_sort(KP* v, KP* tmp, i64 m) noexcept nogil:
-    """Stable sort by key (insertion sort up to 16 entries, else merge sort; ``tmp``: m // 2 + 1)."""
-    cdef i64 i, j, h, k
-    cdef KP t
-    if m <= 16:
-        for i in range(1, m):
-            t = v[i]
-            j = i - 1
-            while j >= 0 and _kp_lt(&t, &v[j]):
-                v[j + 1] = v[j]
-                j -= 1
-            v[j + 1] = t
-        return
-    h = m // 2
-    _kp_sort(v, tmp, h)
-    _kp_sort(v + h, tmp, m - h)
-    if not _kp_lt(&v[h], &v[h - 1]):
-        return
-    memcpy(tmp, v, h * sizeof(KP))
-    i = 0
-    j = h
-    k = 0
-    while i < h and j < m:
-        if _kp_lt(&v[j], &tmp[i]):
-            v[k] = v[j]
-            j += 1
-        else:
-            v[k] = tmp[i]
-            i += 1
-        k += 1
-    while i < h:
-        v[k] = tmp[i]
-        i += 1
-        k += 1
+cdef int _vi_cmp_id(const void* x, const void* y) noexcept nogil:
+    cdef const VI* a = <const VI*>x
+    cdef const VI* b = <const VI*>y
+    return (a.id > b.id) - (a.id < b.id)
 
 
-cdef void _vi_sort(VI* v, VI* tmp, i64 m, bint by_id) noexcept nogil:
-    """Sort by (val desc, id asc) or by id (keys unique); ``tmp``: m // 2 + 1 entries."""
-    cdef i64 i, j, h, k
-    cdef VI t
-    if m <= 16:
-        for i in range(1, m):
-            t = v[i]
-            j = i - 1
-            while j >= 0 and _vi_lt(&t, &v[j], by_id):
-                v[j + 1] = v[j]
-                j -= 1
-            v[j + 1] = t
-        return
-    h = m // 2
-    _vi_sort(v, tmp, h, by_id)
-    _vi_sort(v + h, tmp, m - h, by_id)
-    if not _vi_lt(&v[h], &v[h - 1], by_id):
-        return
-    memcpy(tmp, v, h * sizeof(VI))
-    i = 0
-    j = h
-    k = 0
-    while i < h and j < m:
-        if _vi_lt(&v[j], &tmp[i], by_id):
-            v[k] = v[j]
-            j += 1
-        else:
-            v[k] = tmp[i]
-            i += 1
-        k += 1
-    while i < h:
-        v[k] = tmp[i]
-        i += 1
-        k += 1
+cdef inline void _kp_sort(KP* v, i64 m) noexcept nogil:
+    """Stable sort by key (libc ``qsort`` on (key, position))."""
+    if m > 1:
+        qsort(v, m, sizeof(KP), _kp_cmp)
+
+
+cdef inline void _vi_sort(VI* v, i64 m, bint by_id) noexcept nogil:
+    """Sort by (val desc, id asc), or by id (``qsort``; ids are distinct)."""
+    if m > 1:
+        qsort(v, m, sizeof(VI), _vi_cmp_id if by_id else _vi_cmp_val)
 
 
 # --------------------------------------------------------------------------- float sums
@@ -445,7 +400,6 @@ cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* a
     cdef i64 r, s, e, k, widest = 0
     cdef bint ordered
     cdef KP* buf = NULL
-    cdef KP* tmp = NULL
     for r in range(n):
         s = ptr[r]
         e = ptr[r + 1]
@@ -463,11 +417,10 @@ cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* a
                 if ptr[k + 1] - ptr[k] > widest:
                     widest = ptr[k + 1] - ptr[k]
             buf = <KP*>_alloc(ar, widest * sizeof(KP))
-            tmp = <KP*>_alloc(ar, (widest // 2 + 1) * sizeof(KP))
         for k in range(s, e):
             buf[k - s].key = codes[k]
             buf[k - s].pos = k
-        _kp_sort(buf, tmp, e - s)
+        _kp_sort(buf, e - s)
         for k in range(s, e):
             perm[k] = buf[k - s].pos
     return 0
@@ -484,7 +437,6 @@ cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i3
     cdef i64* start
     cdef i64* members
     cdef VI* grp
-    cdef VI* tmp
     cdef double* sq
     cdef double norm
     cdef i32* res_ids
@@ -514,7 +466,6 @@ cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i3
             width = <i64>ids[k] + 1
     _map_init(&mp, nnz, ar)                     # (component, word) -> its entry in grp
     grp = <VI*>_alloc(ar, nnz * sizeof(VI))
-    tmp = <VI*>_alloc(ar, (nnz // 2 + 1) * sizeof(VI))
     sq = <double*>_alloc(ar, nnz * sizeof(double))
     res_ids = <i32*>_alloc(ar, nnz * sizeof(i32))
     res_w = <double*>_alloc(ar, nnz * sizeof(double))
@@ -534,14 +485,14 @@ cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i3
                 grp[mp.vals[s]].val += w[k]      # entry order, as np.bincount
         if g == 0:
             continue
-        _vi_sort(grp, tmp, g, False)            # largest first, then smaller id
+        _vi_sort(grp, g, False)                 # largest first, then smaller id
         kept = g if g < top else top
         for k in range(kept):
             sq[k] = grp[k].val * grp[k].val
         norm = sqrt(_py_sum(sq, kept))
         for k in range(kept):
             grp[k].val = grp[k].val / norm
-        _vi_sort(grp, tmp, kept, True)          # by word id
+        _vi_sort(grp, kept, True)               # by word id
         for k in range(kept):
             res_ids[total + k] = <i32>grp[k].id
             res_w[total + k] = grp[k].val
@@ -733,14 +684,14 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
                 nun += 1
         if nun:
             un = <i64*>_alloc(ar, nun * sizeof(i64))
-            kp = <KP*>_alloc(ar, (nun + nun // 2 + 1) * sizeof(KP))
+            kp = <KP*>_alloc(ar, nun * sizeof(KP))
             m = 0
             for k in range(nnz):
                 if ids[k] >= V:
                     kp[m].key = ids[k]
                     kp[m].pos = m
                     m += 1
-            _kp_sort(kp, kp + nun, nun)
+            _kp_sort(kp, nun)
             un[0] = kp[0].key
             m = 1
             for k in range(1, nun):
