@@ -28,7 +28,6 @@ clusters.csv and the new data, never read.
 """
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
@@ -157,8 +156,10 @@ def reuse_encodings(directory, manifest, clusters, model, model_info, *, strict=
 
 
 def _next_k(ids, block):
-    pat = re.compile(re.escape(f"{block}/") + r"(\d+)$")
-    ks = [int(m.group(1)) for m in map(pat.match, ids) if m]
+    """1 + the largest k of the ids ``{block}/{k}`` (k decimal digits), 0 if there is none."""
+    prefix = f"{block}/"
+    cut = len(prefix)
+    ks = [int(i[cut:]) for i in ids if i.startswith(prefix) and i[cut:].isdecimal()]
     return max(ks) + 1 if ks else 0
 
 
@@ -257,9 +258,10 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
 
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
-        in_touched = old_block_of.isin(touched).to_numpy()
+        touched_list = list(touched)
+        in_touched = pd.Index(old_block_of.to_numpy(dtype=object)).isin(touched_list)
         old_rows = old_block_of.index[in_touched]
-        new_in = new["block"].isin(touched).to_numpy()
+        new_in = pd.Index(new["block"].to_numpy(dtype=object)).isin(touched_list)
         if om is None:
             # the blocks are assembled from the encodings: infer_blocks reads only ids and blocks
             part = pd.DataFrame({"mention_id": np.r_[old_rows.to_numpy(dtype=object),
@@ -431,7 +433,9 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         margins = info.pop("margins")
         encodings = info.pop("encodings")
         info["old_encodings"] = enc_note
-        keep_new = new[~new["mention_id"].astype(str).isin(old_clusters["mention_id"].astype(str)).to_numpy()]
+        # (object arrays: Series.isin on pyarrow strings loops in Python)
+        old_ids = pd.Index(old_clusters["mention_id"].astype(str).to_numpy(dtype=object))
+        keep_new = new[~pd.Index(new["mention_id"].astype(str).to_numpy(dtype=object)).isin(old_ids)]
         cols = list(dict.fromkeys(list(old_mentions.columns) + list(keep_new.columns)))
         allm = pd.concat([old_mentions.reindex(columns=cols), keep_new.reindex(columns=cols)], ignore_index=True)
         if "gold" in clusters.columns:

@@ -860,6 +860,42 @@ class MentionEncoding:
             out[name] = a[name][rows]
         return MentionEncoding(self.mention_id[rows], out, self.tables, self.n_vocab, self.n_topics)
 
+    def split(self, bounds) -> list:
+        """The encodings of the consecutive row ranges ``bounds[k]:bounds[k + 1]`` (tables shared).
+
+        ``[e.split(b)[k] for k]`` equals ``e.take(range(b[k], b[k + 1]))`` array for array; the
+        per-mention arrays are views, so splitting one :meth:`take` of many blocks (rows
+        grouped by block) costs a few slices per block instead of a gather per field.
+
+        Parameters
+        ----------
+        bounds : array-like of int, shape (n_parts + 1,)
+            Non-decreasing row offsets from 0 to ``len(self)``.
+
+        Raises
+        ------
+        ValueError
+            If ``bounds`` does not run non-decreasing from 0 to ``len(self)``.
+        """
+        b = np.asarray(bounds, dtype=np.int64)
+        if b.ndim != 1 or len(b) < 1 or b[0] != 0 or b[-1] != len(self) or np.any(np.diff(b) < 0):
+            raise ValueError(f"bounds must run non-decreasing from 0 to {len(self)}")
+        a = self.arrays
+        csr = {p: a[f"{p}_ptr"] for p in _ME_CSR}
+        out = []
+        for lo, hi in zip(b[:-1].tolist(), b[1:].tolist()):
+            part = {}
+            for p, extra in _ME_CSR.items():
+                ptr = csr[p]
+                s, e = int(ptr[lo]), int(ptr[hi])
+                part[f"{p}_ptr"] = ptr[lo:hi + 1] - s
+                for name in ("ids",) + extra:
+                    part[f"{p}_{name}"] = a[f"{p}_{name}"][s:e]
+            for name in _ME_INT + ("topic",):
+                part[name] = a[name][lo:hi]
+            out.append(MentionEncoding(self.mention_id[lo:hi], part, self.tables, self.n_vocab, self.n_topics))
+        return out
+
     def compact(self) -> "MentionEncoding":
         """The same encoding with every table cut down to the strings it uses (smaller to ship)."""
         a = dict(self.arrays)

@@ -513,19 +513,26 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
         # the block is assembled from the encodings (rows in mention-id order, the order
         # Gibbs and the assembly use): an item carries the block's ids, not a copy of its rows
         ids = encodings.mention_id
-    items = []
+    groups = []
     for b, idx in pd.Series(np.arange(len(df))).groupby(blocks.to_numpy(), sort=False):
         if skip and b in skip:
             continue
         idx = idx.to_numpy()
         if encodings is not None:
             idx = idx[np.argsort(ids[idx], kind="stable")]
+        groups.append((b, idx))
+    parts = [None] * len(groups)
+    if encodings is not None and groups:
+        # one gather of every block's rows, then a slice per block
+        parts = encodings.take(np.concatenate([idx for _, idx in groups])).split(
+            np.cumsum([0] + [len(idx) for _, idx in groups]))
+    items = []
+    for (b, idx), part in zip(groups, parts):
         extra = None
         if initial is not None or fixed is not None:
             extra = {"initial": None if initial is None else np.asarray(initial, dtype=object)[idx],
                      "fixed": None if fixed is None else np.asarray(fixed, dtype=bool)[idx]}
-        if encodings is not None:
-            part = encodings.take(idx)
+        if part is not None:
             # tables cut to what the block uses before they travel to a Dask worker
             extra = {**(extra or {}), "parts": part if client is None else part.compact()}
         rows = ids[idx] if encodings is not None else df.iloc[idx].reset_index(drop=True)

@@ -179,3 +179,34 @@ def test_gibbs_takes_ready_encodings_without_the_block_frames(model_dir, split, 
     again = GibbsCoref(_EncodedMany(model, wrong), rng=3, record_history=False).fit(df)
     assert seen == [b0]
     assert np.array_equal(again.cluster_ids_, plain.cluster_ids_)
+
+
+def test_split_equals_take_of_each_range(split):
+    """MentionEncoding.split(bounds)[k] == take(range(bounds[k], bounds[k + 1])), array for array."""
+    from coref.features import MentionEncoding, Vocabulary, encode_parts
+
+    old, _ = split
+    enc = encode_parts(old, Vocabulary.fit(old))
+    bounds = [0, 0, 3, 4, 4, len(enc)]             # empty parts too
+    parts = enc.split(bounds)
+    assert len(parts) == len(bounds) - 1
+    for k, p in enumerate(parts):
+        want = enc.take(np.arange(bounds[k], bounds[k + 1]))
+        assert isinstance(p, MentionEncoding) and len(p) == len(want)
+        assert np.array_equal(p.mention_id, want.mention_id)
+        assert p.arrays.keys() == want.arrays.keys()
+        for name, v in want.arrays.items():
+            assert p.arrays[name].dtype == v.dtype and np.array_equal(p.arrays[name], v), name
+    for bad in ([1, len(enc)], [0, 5, 3, len(enc)], [0, len(enc) - 1], []):
+        with pytest.raises(ValueError, match=f"bounds must run non-decreasing from 0 to {len(enc)}"):
+            enc.split(bad)
+
+
+def test_next_cluster_number_of_a_block():
+    """Fresh ids continue after the block's largest number; other blocks and odd ids are ignored."""
+    from coref.add import _next_k
+
+    ids = ["A/0", "A/3", "A/x", "B/99", "A/12", "A/", "A/1/2", "AA/50"]
+    assert _next_k(ids, "A") == 13
+    assert _next_k(["a.b/4", "axb/9"], "a.b") == 5        # the block name is text, not a pattern
+    assert _next_k(["B/1"], "A") == 0 and _next_k([], "A") == 0
