@@ -258,10 +258,10 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
 
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
-        touched_list = list(touched)
-        in_touched = pd.Index(old_block_of.to_numpy(dtype=object)).isin(touched_list)
+        touched_set = set(touched)      # (a set: isin on pyarrow strings loops in Python)
+        in_touched = np.fromiter((b in touched_set for b in old_block_of.tolist()), bool, len(old_block_of))
         old_rows = old_block_of.index[in_touched]
-        new_in = pd.Index(new["block"].to_numpy(dtype=object)).isin(touched_list)
+        new_in = np.fromiter((b in touched_set for b in new["block"].tolist()), bool, len(new))
         if om is None:
             # the blocks are assembled from the encodings: infer_blocks reads only ids and blocks
             part = pd.DataFrame({"mention_id": np.r_[old_rows.to_numpy(dtype=object),
@@ -433,9 +433,10 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         margins = info.pop("margins")
         encodings = info.pop("encodings")
         info["old_encodings"] = enc_note
-        # (object arrays: Series.isin on pyarrow strings loops in Python)
-        old_ids = pd.Index(old_clusters["mention_id"].astype(str).to_numpy(dtype=object))
-        keep_new = new[~pd.Index(new["mention_id"].astype(str).to_numpy(dtype=object)).isin(old_ids)]
+        # (a set: isin on pyarrow strings loops in Python)
+        old_ids = set(old_clusters["mention_id"].astype(str).tolist())
+        keep_new = new[np.fromiter((m not in old_ids for m in new["mention_id"].astype(str).tolist()), bool,
+                                   len(new))]
         cols = list(dict.fromkeys(list(old_mentions.columns) + list(keep_new.columns)))
         allm = pd.concat([old_mentions.reindex(columns=cols), keep_new.reindex(columns=cols)], ignore_index=True)
         if "gold" in clusters.columns:

@@ -276,3 +276,19 @@ def test_add_with_reused_encodings_equals_encoding_the_old_mentions_again(data, 
     np.testing.assert_array_equal(ea.mention_id, eb.mention_id)
     for k in eb.arrays:
         np.testing.assert_array_equal(ea.arrays[k], eb.arrays[k], err_msg=k)
+
+
+def test_add_keeps_each_mention_once_when_new_data_repeats_old_ones(data, model_dir, tmp_path):
+    """Already clustered mentions in the new data are skipped: the saved mention table holds
+    every mention once, aligned with clusters.csv."""
+    from coref.add import read_clustered
+
+    old, new = data.iloc[::2].reset_index(drop=True), data.iloc[1::2].reset_index(drop=True)
+    predict(old, model=model_dir, out=tmp_path / "P", progress=False)
+    s = add(tmp_path / "P", pd.concat([new, old.iloc[:3]], ignore_index=True), model=model_dir,
+            out=tmp_path / "Q", progress=False)
+    assert s["n_mentions"] == len(data)
+    mentions, clusters, _ = read_clustered(tmp_path / "Q")
+    assert len(mentions) == len(clusters) == len(data)
+    assert sorted(mentions["mention_id"].astype(str)) == sorted(data["mention_id"].astype(str))
+    assert mentions["mention_id"].astype(str).tolist() == clusters["mention_id"].astype(str).tolist()
