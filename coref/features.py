@@ -775,6 +775,18 @@ def _str_table(values):
     return np.array(vals, dtype=str) if vals else _EMPTY_TABLE
 
 
+def _union_sorted(a, b):
+    """``np.unique(np.concatenate([a, b]))`` of two string tables, by merging when both are sorted
+    and unique (a search per entry of ``b`` instead of sorting both)."""
+    dtype = np.result_type(a.dtype, b.dtype)
+    if not (len(a) and len(b)) or np.any(a[1:] <= a[:-1]) or np.any(b[1:] <= b[:-1]):
+        return np.unique(np.concatenate([a, b]).astype(dtype))
+    pos = np.searchsorted(a, b)
+    found = a[np.minimum(pos, len(a) - 1)] == b
+    found &= pos < len(a)
+    return np.insert(a.astype(dtype), pos[~found], b[~found].astype(dtype))
+
+
 def _intern(values):
     """(table, int32 ids): ``table[ids[r]] == values[r]``; "" -> -1."""
     table = _str_table(v for v in values if v)
@@ -937,7 +949,9 @@ class MentionEncoding:
                                  f"({p.n_vocab}, {p.n_topics} topics vs {first.n_vocab}, {first.n_topics})")
         tables, remap = {}, []
         for t in list(_ME_REFS) + [f"u_{f}" for f in _TEXT_PREFIX]:
-            union = np.unique(np.concatenate([p.tables[t] for p in parts]))
+            union = parts[0].tables[t]
+            for p in parts[1:]:
+                union = _union_sorted(union, p.tables[t])
             tables[t] = union if union.size else _EMPTY_TABLE
         out = {}
         for name in [f"{p}_ptr" for p in _ME_CSR]:

@@ -357,3 +357,20 @@ def test_venue_acronym_matches_its_own_expansion_only():
     twin = np.empty_like(phi)
     _factors_py.pair_features(enc, I, J, twin)
     assert np.array_equal(phi, twin)
+
+
+def test_union_of_string_tables_equals_numpy_unique():
+    """MentionEncoding.concat's table merge == np.unique of the concatenation (values and dtype),
+    for sorted unique tables (merged) and for any others (sorted)."""
+    from coref.features import _union_sorted
+
+    rng = np.random.default_rng(0)
+    words = np.array(["", "a", "ab", "b", "ba", "zz", "\u00e9", "\u65e5\u672c", "a\u0301", "Z", "a much longer word"])
+    for k in range(1500):
+        x, y = (rng.choice(words, int(rng.integers(0, 7))) for _ in range(2))
+        if k % 3:                      # sorted unique tables, as encodings hold them
+            x, y = np.unique(x), np.unique(y)
+        x = x.astype(f"<U{rng.integers(1, 20)}") if k % 5 == 0 else x.astype(str)   # narrower dtype: cut words
+        want = np.unique(np.concatenate([x, y]))
+        got = _union_sorted(x, y)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (x, y)
