@@ -751,8 +751,8 @@ def _acronym(ws):
 #   batch): TF-IDF rows, topic vectors, name parts, normalised coauthor keys. Strings are
 #   interned in sorted tables, so the result is numpy arrays only (it can be saved as npz).
 # * :func:`assemble_block` does the block-level work from those pieces, in one compiled call
-#   (``coref._assemble``): block-local token ids and codes, coauthor IDF, components,
-#   profiles, block statistics.
+#   (``coref._assemble``): block-local token ids and codes, coauthor IDF, profiles, block
+#   statistics; the coauthor-graph components come from scipy (``coref._graph``).
 
 #: CSR lists of a :class:`MentionEncoding`: prefix -> (aligned value arrays besides ``ids``)
 _ME_CSR = {"co": (), "ti": ("w",), "ve": ("w",), "af": ("w",), "ab": ("w",), "kw": ("w",),
@@ -1200,7 +1200,9 @@ def _encode_batch(df: pd.DataFrame, voc: Vocabulary) -> MentionEncoding:
 #
 # The block-level work runs in the compiled kernel ``coref._assemble`` (one call per block:
 # numpy's per-call overhead dominated the ~35 numpy calls of the former implementation,
-# kept as the pure-numpy twin ``coref._assemble_py.assemble_block_py`` for the tests).
+# kept as the pure-numpy twin ``coref._assemble_py.assemble_block_py`` for the tests). The
+# connected components of the coauthor graphs come from scipy (``coref._graph``), for all
+# the blocks of a group in three calls (:func:`block_components`, :func:`assemble_blocks`).
 
 _ASSEMBLE = None
 _BLOCK_FIELDS = frozenset(f.name for f in fields(EncodedBlock))
