@@ -10,7 +10,7 @@ the wall and the CPU time (user + system of the child) of predict-all and of add
 ratios, B3 F1 of R and Q against the gold passed through, and how many existing cluster
 ids changed. On a shared machine compare the ratios, not the seconds.
 
-    python benchmarks/bench_coref_add.py [--synth 20000] [--repeat 2] [--seed 0]
+    python benchmarks/bench_coref_add.py [--synth 20000] [--repeat 2] [--seed 0] [--in-process]
 
 The processes run ``python -m coref`` from a temporary directory: the installed build, or
 the tree on ``PYTHONPATH`` (``PYTHONPATH=$PWD python benchmarks/bench_coref_add.py``).
@@ -35,8 +35,9 @@ shipped AMiner predict-all 1.71 s, add 0.88 s, ratio 0.516 (0.545-0.553 before t
 compiled block assembly, one gather of the encodings per group and the add-path clean-ups);
 synthetic 20k predict-all 2.44 s, add 1.45 s, ratio 0.595 (0.669 before). B3 F1 and ids as above.
 Start-up and imports are 0.44 s of every command (``coref add --help``), plus 0.16 s for
-scipy's graph module (the coauthor components); in one process, imports paid once, the
-shipped ratio is 0.33 (add 0.34 s, predict 1.03 s).
+scipy's graph module (the coauthor components). ``--in-process`` also times both through the
+Python API in the benchmark's own process (imports paid once): shipped add 0.353 s, predict
+1.071 s, ratio 0.330; 20k synthetic 0.900 s / 1.911 s, 0.471 (same day, same build).
 ``add`` does per-block work for every block that receives a new mention (assembly,
 Gibbs set-up): 20% new mentions touch 105 of the 108 shipped blocks and 1,283 of the
 1,890 small synthetic blocks, so the ratio tends to the share of touched blocks there.
@@ -103,11 +104,34 @@ def bench(name, df, d, *, repeat, seed):
           f"old ids changed {moved}", flush=True)
 
 
+def bench_in_process(name, d, *, repeat, seed):
+    """The same split, both through the Python API in THIS process (imports paid once)."""
+    import pandas as pd
+
+    from coref.add import add
+    from coref.predict import predict
+
+    old, all_, new = (pd.read_parquet(d / f"{x}.parquet") for x in ("old", "all", "new"))
+    predict(old, out=d / "Pi", seed=seed, progress=False)
+    best = {"predict": float("inf"), "add": float("inf")}
+    for k in range(repeat):
+        t0 = time.perf_counter()
+        predict(all_, out=d / f"Ri{k}", seed=seed, progress=False)
+        best["predict"] = min(best["predict"], time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        add(d / "Pi", new, out=d / f"Qi{k}", seed=seed, progress=False)
+        best["add"] = min(best["add"], time.perf_counter() - t0)
+    print(f"{name}, in one process: predict-all {best['predict']:.3f} s | add {best['add']:.3f} s | "
+          f"ratio {best['add'] / best['predict']:.3f}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2, help="alternating runs of predict-all and add (min reported)")
     ap.add_argument("--synth", type=int, default=20000, help="synthetic mentions (0: skip)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="also time predict and add through the Python API in this process (imports paid once)")
     args = ap.parse_args(argv)
     import pandas as pd
 
@@ -117,6 +141,8 @@ def main(argv=None):
     try:
         (d / "aminer").mkdir()
         bench("shipped AMiner", load_aminer(), d / "aminer", repeat=args.repeat, seed=args.seed)
+        if args.in_process:
+            bench_in_process("shipped AMiner", d / "aminer", repeat=args.repeat, seed=args.seed)
         if args.synth:
             (d / "synth").mkdir()
             subprocess.run([sys.executable, "-m", "coref", "synth", "--mentions", str(args.synth),
@@ -124,6 +150,8 @@ def main(argv=None):
                            env=os.environ.copy())
             bench(f"synthetic {args.synth}", pd.read_parquet(d / "synth" / "x.parquet"), d / "synth",
                   repeat=args.repeat, seed=args.seed)
+            if args.in_process:
+                bench_in_process(f"synthetic {args.synth}", d / "synth", repeat=args.repeat, seed=args.seed)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
