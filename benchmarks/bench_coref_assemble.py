@@ -14,7 +14,20 @@ it first on the path::
 
     PYTHONPATH=. python benchmarks/bench_coref_assemble.py --synth synth20k.parquet
 
-Measured (2026-11-24, shared 2-core machine, load ~0.7, best of 5; the 20k file is
+Three columns are timed: ``assemble_blocks`` over groups of about ``TOGETHER_MENTIONS``
+mentions as ``coref predict`` / ``coref add`` run it (the coauthor-graph components of a
+whole group in three scipy calls), ``assemble_block`` one block at a time (three scipy calls
+per block), and the numpy twin (one block at a time).
+
+Measured 2026-11-24 after the components moved to scipy (in-place build, 1M predict running
+on the other core, best of 3; ``--synth /tmp/add20/m.parquet``, 20k mentions)::
+
+    data                      blocks  mentions  grouped ms/blk  per-blk ms/blk  twin ms/block   twin/grouped
+    shipped AMiner               108     7,026           0.160           0.696          1.277            8.0
+    synthetic m.parquet        1,890    20,000           0.050           0.575          0.960           19.0
+
+Before that, with the kernel's own union-find for the components (2026-11-24, shared 2-core
+machine, load ~0.7, best of 5; the 20k file is
 ``python -m coref synth --mentions 20000 --out synth20k.parquet``, seed 0)::
 
     data                     blocks  mentions  compiled ms/block  twin ms/block  twin/compiled
