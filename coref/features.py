@@ -90,6 +90,7 @@ import functools
 import math
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -488,20 +489,19 @@ class Vocabulary:
         analyzer = _Analyzer(field_name)
         ptr = [0]
         cols, counts = [], []
-        unseen_rows = []
+        rows = {}       # text -> its row (venues and affiliations repeat: each distinct text once)
         for text in texts:
-            cnt = {}
-            for w in analyzer(text):
-                cnt[w] = cnt.get(w, 0) + 1
-            known = sorted((index[w], c) for w, c in cnt.items() if w in index)
-            cols.extend(k for k, _ in known)
-            counts.extend(c for _, c in known)
-            new = sorted((w, c) for w, c in cnt.items() if w not in index)
-            unseen_rows.append(new)
-            cols.extend(new)
-            counts.extend(c for _, c in new)
+            row = rows.get(text)
+            if row is None:
+                cnt = Counter(analyzer(text))
+                known = sorted((index[w], c) for w, c in cnt.items() if w in index)
+                new = sorted((w, c) for w, c in cnt.items() if w not in index)
+                # known columns, then the unseen words as (word, count) (numbered below)
+                row = rows[text] = ([k for k, _ in known] + new, [c for _, c in known] + [c for _, c in new])
+            cols.extend(row[0])
+            counts.extend(row[1])
             ptr.append(len(cols))
-        unseen = sorted({w for row in unseen_rows for w, _ in row})
+        unseen = sorted({c[0] for row in rows.values() for c in row[0] if not isinstance(c, int)})
         pos = {w: V + i for i, w in enumerate(unseen)}
         col = np.fromiter((c if isinstance(c, int) else pos[c[0]] for c in cols), dtype=np.int64, count=len(cols))
         val = np.asarray(counts, dtype=np.float64)
@@ -542,15 +542,12 @@ class Vocabulary:
         analyzer = _Analyzer("topic")
         ptr = [0]
         cols, counts = [], []
+        get = index.get
         for text in _topic_texts(df):
-            cnt = {}
-            for w in analyzer(text):
-                k = index.get(w)
-                if k is not None:
-                    cnt[k] = cnt.get(k, 0) + 1
-            for k in sorted(cnt):
-                cols.append(k)
-                counts.append(cnt[k])
+            cnt = Counter(k for k in map(get, analyzer(text)) if k is not None)
+            ks = sorted(cnt)
+            cols.extend(ks)
+            counts.extend(cnt[k] for k in ks)
             ptr.append(len(cols))
         data = np.asarray(counts, dtype=np.float64)
         col = np.asarray(cols, dtype=np.int32)
@@ -729,7 +726,12 @@ def _name_parts(name):
 
 def _coauthor_key(name):
     """(initial + last name key, full first name or "") of a coauthor name."""
-    tokens = normalize_name(name).replace("-", "").split()
+    return _coauthor_key_of(normalize_name(name).replace("-", ""))
+
+
+def _coauthor_key_of(norm):
+    """:func:`_coauthor_key` of a name already normalised (hyphens dropped)."""
+    tokens = norm.split()
     if not tokens:
         return "", ""
     if len(tokens) == 1:
@@ -1126,7 +1128,9 @@ def _encode_batch(df: pd.DataFrame, voc: Vocabulary) -> MentionEncoding:
         if co is None or (not isinstance(co, (list, tuple, np.ndarray))):
             co = []
         co_raw.append([a for a in co if isinstance(a, str)])
-    co_lists = [sorted({k for k in (normalize_name(a).replace("-", "") for a in co) if k}) for co in co_raw]
+    # each distinct coauthor name normalised once (names repeat across papers)
+    norm_of = {a: normalize_name(a).replace("-", "") for a in {a for co in co_raw for a in co}}
+    co_lists = [sorted({k for k in map(norm_of.__getitem__, co) if k}) for co in co_raw]
     tables["co"], arrays["co_ptr"], arrays["co_ids"] = _intern_lists(co_lists)
 
     # TF-IDF rows of the whole batch at once (a row does not depend on the other rows);
@@ -1172,10 +1176,11 @@ def _encode_batch(df: pd.DataFrame, voc: Vocabulary) -> MentionEncoding:
     # first name when known (None: missing, or two different full names); and every full
     # first name in order of appearance (the block codes them in that order)
     ck_rows, fs_rows = [], []
+    key_of = {a: _coauthor_key_of(k) for a, k in norm_of.items()}
     for co in co_raw:
         row, fs = {}, {}
         for a in co:
-            key, first = _coauthor_key(a)
+            key, first = key_of[a]
             if not key:
                 continue
             val = first or None
