@@ -218,8 +218,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         raise ValueError("old clusters: duplicate mention ids, e.g. " + repr(old_ids[old_ids.duplicated()][:3].tolist()))
     new = new_mentions.reset_index(drop=True).copy()
     new["mention_id"] = new["mention_id"].astype(str).to_numpy(dtype=object)
-    old_set = set(old_ids)
-    dup = np.fromiter((m in old_set for m in new["mention_id"]), bool, len(new))
+    # (.tolist(): iterating pandas' pyarrow strings element by element is slow)
+    old_set = set(old_ids.tolist())
+    dup = np.fromiter((m in old_set for m in new["mention_id"].tolist()), bool, len(new))
     skipped = new.loc[dup, "mention_id"].tolist()
     if skipped and settings.strict:
         raise ValueError(f"{len(skipped)} new mention id(s) are already clustered, e.g. {skipped[:3]}")
@@ -227,9 +228,10 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     new["block"] = new["block"].astype(str).to_numpy(dtype=object)
     old_block_of = pd.Series(old_clusters["block"].astype(str).to_numpy(dtype=object), index=old_ids)
     old_cid = pd.Series(old_clusters["cluster_id"].astype(str).to_numpy(dtype=object), index=old_ids)
-    old_blocks = set(old_block_of)
-    touched = sorted(set(new["block"]) & old_blocks)
-    fresh = sorted(set(new["block"]) - old_blocks)
+    old_blocks = set(old_block_of.tolist())
+    new_blocks = set(new["block"].tolist())
+    touched = sorted(new_blocks & old_blocks)
+    fresh = sorted(new_blocks - old_blocks)
 
     feats = [c for c in new.columns if c != "gold"]
     # per-mention encodings: the new mentions' from their text, in one batch; the old ones'
@@ -283,9 +285,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
                                initial=initial, fixed=fixed, margins=True, encodings=enc_part)
         margin_parts.extend(results)
-        used = set(old_cid)
+        used = set(old_cid.tolist())
         ids_by_block = {b: g.tolist() for b, g in old_cid.groupby(old_block_of.to_numpy(), sort=False)}
-        old_cid_of = dict(zip(old_ids, old_cid.to_numpy()))
+        old_cid_of = dict(zip(old_ids.tolist(), old_cid.tolist()))
         for r in results:
             stats["n_factor_evals"] += r.n_factor_evals
             stats["gibbs_wall_s"] += r.wall_s
@@ -338,9 +340,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
                                         np.concatenate([r.cluster_id for r in results]))
             new_cid_of.update(zip(mids.astype(str).tolist(), list(ids)))
 
-    final_old = pd.Series([final_old_of.get(m, c) for m, c in zip(old_ids, old_cid.to_numpy())], index=old_ids,
+    final_old = pd.Series([final_old_of.get(m, c) for m, c in zip(old_ids.tolist(), old_cid.tolist())], index=old_ids,
                           dtype=object)
-    new_cid = pd.Series([new_cid_of.get(m) for m in new["mention_id"]], index=pd.Index(new["mention_id"]),
+    new_cid = pd.Series([new_cid_of.get(m) for m in new["mention_id"].tolist()], index=pd.Index(new["mention_id"]),
                         dtype=object)
     changed = int((final_old != old_cid).sum())
     if changed and not settings.revisit:
@@ -354,8 +356,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         out_old["gold"] = old_clusters["gold"].to_numpy() if "gold" in old_clusters.columns else pd.NA
         out_new["gold"] = new["gold"].to_numpy() if "gold" in new.columns else pd.NA
     clusters = pd.concat([out_old, out_new], ignore_index=True)
-    existing = set(old_cid)
-    joined = np.fromiter((c in existing for c in out_new["cluster_id"]), bool, len(out_new))
+    existing = set(old_cid.tolist())
+    joined = np.fromiter((c in existing for c in out_new["cluster_id"].tolist()), bool, len(out_new))
     info = {"n_old_mentions": int(len(old_ids)), "n_new_mentions": int(len(new)),
             "n_skipped_duplicates": len(skipped), "skipped_duplicates": skipped[:20],
             "n_blocks_touched": len(touched), "n_blocks_new": len(fresh),
