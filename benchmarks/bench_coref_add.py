@@ -30,17 +30,21 @@ synthetic 20k       1,890    cpu 5.75 s      cpu 3.76 s  0.655 (wall    0.8971, 
 (before the per-mention encodings, on main: shipped add / predict 3.9 s / 8.6 s wall.)
 
 Measured on 2026-11-24 (later), installed build, quiet machine,
-``python benchmarks/bench_coref_add.py --repeat 3 --synth 20000`` run from /tmp (min of 3):
-shipped AMiner predict-all 1.71 s, add 0.88 s, ratio 0.516 (0.545-0.553 before this day's
-compiled block assembly, one gather of the encodings per group and the add-path clean-ups);
-synthetic 20k predict-all 2.44 s, add 1.45 s, ratio 0.595 (0.669 before). B3 F1 and ids as above.
-Start-up and imports are 0.44 s of every command (``coref add --help``), plus 0.16 s for
-scipy's graph module (the coauthor components). ``--in-process`` also times both through the
-Python API in the benchmark's own process (imports paid once): shipped add 0.353 s, predict
-1.071 s, ratio 0.330; 20k synthetic 0.900 s / 1.911 s, 0.471 (same day, same build).
-``add`` does per-block work for every block that receives a new mention (assembly,
-Gibbs set-up): 20% new mentions touch 105 of the 108 shipped blocks and 1,283 of the
-1,890 small synthetic blocks, so the ratio tends to the share of touched blocks there.
+``python benchmarks/bench_coref_add.py --repeat 3 --synth 20000 --in-process`` run from /tmp
+(min of 3), after the compiled block assembly, one gather of the encodings per group, the
+faster per-mention encoding and the add-path clean-ups of that day:
+
+==================  ===============  ===========  =============  ============================
+data                predict-all      add 20%      add / predict  in one process (add/predict)
+==================  ===============  ===========  =============  ============================
+shipped AMiner 7k   wall 1.47 s      wall 0.80 s  0.542          0.306 s / 0.951 s = 0.322
+synthetic 20k       wall 2.01 s      wall 1.24 s  0.616          0.814 s / 1.528 s = 0.533
+==================  ===============  ===========  =============  ============================
+
+(0.545-0.553 and 0.669 at the start of that day.) Start-up and imports are 0.44 s of every
+command (``coref add --help``), plus 0.16 s for scipy's graph module (the coauthor
+components); ``--in-process`` times both through the Python API in the benchmark's own
+process, imports paid once.
 """
 import argparse
 import os
