@@ -58,6 +58,55 @@ def pair_factors(object enc,                   # IN  EncodedBlock
             out[k] = block_factor(&d, I[k], J[k])
 
 
+def member_sums(object enc,                    # IN  EncodedBlock
+                const double[::1] theta,       # IN  (N_FEATURES,)
+                double bias,
+                const long long[::1] order,    # IN  (n,) rows grouped by cluster, ascending within
+                const long long[::1] start,    # IN  (n_clusters,) first position of each cluster in order
+                const long long[::1] size,     # IN  (n_clusters,) members of each cluster
+                const long long[::1] code,     # IN  (n,) cluster of each row
+                const long long[::1] rows,     # IN  (m,) the mentions to sum for
+                double[::1] out,               # OUT (m,)
+                memo=None):
+    """out[k] = sum of f_theta(x_i, x_j) over the other members j of the cluster of i = rows[k].
+
+    The members in ``order`` order, from 0.0 (the sums of ``np.bincount`` over the pairs
+    in that order, bit for bit).  Twin: ``coref._factors_py.member_sums``.
+
+    Raises
+    ------
+    ValueError
+        If the arrays disagree in length, or a row, code or cluster range is out of bounds.
+    """
+    cdef list keep = []
+    cdef Py_ssize_t k, p, i, j, c, m = rows.shape[0], n = order.shape[0], nc = start.shape[0]
+    cdef Py_ssize_t pairs = 0
+    cdef double s
+    if out.shape[0] != m or code.shape[0] != n or size.shape[0] != nc or enc.n != n:
+        raise ValueError("member_sums: out / rows, code / order / enc.n and size / start must agree in length")
+    for c in range(nc):
+        if start[c] < 0 or size[c] < 0 or start[c] + size[c] > n:
+            raise ValueError(f"member_sums: cluster {c} runs outside order")
+    for k in range(m):
+        if not 0 <= rows[k] < n or not 0 <= code[rows[k]] < nc:
+            raise ValueError(f"member_sums: rows[{k}] or its code is out of range")
+        pairs += size[code[rows[k]]]
+    for k in range(n):
+        if not 0 <= order[k] < n:
+            raise ValueError(f"member_sums: order[{k}] is out of range")
+    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, pairs))
+    with nogil:
+        for k in range(m):
+            i = rows[k]
+            c = code[i]
+            s = 0.0
+            for p in range(start[c], start[c] + size[c]):
+                j = order[p]
+                if j != i:
+                    s += block_factor(&d, i, j)
+            out[k] = s
+
+
 def row_factors(object enc,                    # IN  EncodedBlock
                 const double[::1] theta,       # IN  (N_FEATURES,)
                 double bias,

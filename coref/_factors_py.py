@@ -225,6 +225,18 @@ def pair_factors(enc, theta, bias, I, J, out):
         out[k] = block_factor(enc, theta, bias, int(I[k]), int(J[k]))
 
 
+def member_sums(enc, theta, bias, order, start, size, code, rows, out):
+    """Twin of the compiled ``member_sums``: per row, f summed over the other members of its cluster."""
+    for k, i in enumerate(rows):
+        c = code[i]
+        s = 0.0
+        for p in range(start[c], start[c] + size[c]):
+            j = order[p]
+            if j != i:
+                s += block_factor(enc, theta, bias, int(i), int(j))
+        out[k] = s
+
+
 def factor_matrix(enc, theta, bias, out):
     n = enc.n
     for i in range(n):

@@ -17,6 +17,7 @@ References
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -459,21 +460,15 @@ def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None, rows=N
     start = np.cumsum(sizes) - sizes                  # first position of each cluster in ``order``
     want = np.ones(len(codes), bool) if rows is None else np.asarray(rows, dtype=bool)
     n_of = sizes[codes]
-    # clusters of 2..cap members: every wanted mention against all the other members, all
-    # clusters at once (the pairs of a mention in ascending member order, as one cluster at
-    # a time would sum them)
+    # clusters of 2..cap members: every wanted mention against all the other members, in one
+    # compiled call (the pairs of a mention in ascending member order, as one cluster at a
+    # time would sum them)
     w = np.flatnonzero(want & (n_of >= 2) & (n_of <= cap))
     if len(w):
         n_w = n_of[w]
-        offs = np.arange(int(n_w.sum())) - np.repeat(np.cumsum(n_w) - n_w, n_w)
-        a = np.repeat(w, n_w)
-        b = order[np.repeat(start[codes[w]], n_w) + offs]
-        keep = a != b
-        a, b = a[keep], b[keep]
-        vals = np.empty(len(a))
-        _factors.pair_factors(enc, theta, float(bias), np.ascontiguousarray(a, dtype=np.int64),
-                              np.ascontiguousarray(b, dtype=np.int64), vals)
-        sums = np.bincount(np.repeat(np.arange(len(w)), n_w)[keep], weights=vals, minlength=len(w))
+        sums = np.empty(len(w))
+        i64 = functools.partial(np.ascontiguousarray, dtype=np.int64)
+        _factors.member_sums(enc, theta, float(bias), i64(order), i64(start), i64(sizes), i64(codes), i64(w), sums)
         n_ref = n_w - 1.0
         out[w] = sums * (n_w - 1) / np.maximum(n_ref, 1.0)
     # clusters above cap: a uniform subsample of members (one draw per cluster, by code)

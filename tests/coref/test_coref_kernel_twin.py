@@ -115,3 +115,34 @@ def test_row_mode_refused_on_unsorted_ids_falls_back_to_merges(shipped):
     assert _factors.row_factors(big, theta, float(model.bias_), r, J, a) is False
     _factors_py.pair_factors(big, theta, float(model.bias_), np.full(big.n, r, np.int64), J, b)
     assert a.tobytes() == b.tobytes()
+
+
+def test_member_sums_bit_identical_to_twin_and_checked(shipped):
+    """Within-cluster factor sums (report.cluster_margins) against the pure-Python twin."""
+    blocks, model = shipped
+    _, enc = blocks[0]
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    bias = float(model.bias_)
+    gen = np.random.default_rng(2)
+    code = gen.integers(0, 6, size=enc.n).astype(np.int64)
+    order = np.argsort(code, kind="stable").astype(np.int64)
+    size = np.bincount(code, minlength=6).astype(np.int64)
+    start = (np.cumsum(size) - size).astype(np.int64)
+    rows = gen.permutation(enc.n)[: enc.n // 2].astype(np.int64)
+    a, b = np.empty(len(rows)), np.empty(len(rows))
+    _factors.member_sums(enc, theta, bias, order, start, size, code, rows, a)
+    _factors_py.member_sums(enc, theta, bias, order, start, size, code, rows, b)
+    assert a.tobytes() == b.tobytes()
+    # one row by hand: the sum over its cluster's other members, in member order
+    i = int(rows[0])
+    mates = [int(j) for j in order[start[code[i]]:start[code[i]] + size[code[i]]] if j != i]
+    want = 0.0
+    for j in mates:
+        want += _factors_py.block_factor(enc, theta, bias, i, j)
+    assert a[0] == want
+    with pytest.raises(ValueError, match="must agree in length"):
+        _factors.member_sums(enc, theta, bias, order, start, size, code, rows, np.empty(len(rows) + 1))
+    with pytest.raises(ValueError, match="cluster 0 runs outside order"):
+        _factors.member_sums(enc, theta, bias, order, start - 1, size, code, rows, a)
+    with pytest.raises(ValueError, match=r"rows\[0\] or its code is out of range"):
+        _factors.member_sums(enc, theta, bias, order, start, size, code, np.array([enc.n], np.int64), np.empty(1))
