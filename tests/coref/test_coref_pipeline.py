@@ -180,6 +180,10 @@ def test_run_end_to_end_outputs_and_metrics(stand_ins, tiny_csv, tmp_path):
         ref = evaluate_clusters(pred, gold)
         for k in ("b3_precision", "b3_recall", "b3_f1", "pairwise_precision", "pairwise_recall", "pairwise_f1"):
             assert m[k] == pytest.approx(ref[k], abs=1e-12), (s, k)
+        # no gold author spans two blocks here: within-block B3 is the pooled one
+        assert (sc.groupby("gold")["block"].nunique() == 1).all()
+        for k in ("precision", "recall", "f1"):
+            assert m[f"b3_within_block_{k}"] == pytest.approx(m[f"b3_{k}"], abs=1e-12), (s, k)
         # the curve's last sweep is the final clustering; its first is all singletons
         cs = curves[curves["sampler"] == s].sort_values("sweep")
         assert cs["b3_f1"].iloc[-1] == pytest.approx(m["b3_f1"], abs=1e-12)
@@ -406,3 +410,18 @@ def test_real_shipped_data_default_run(tmp_path):
     assert c["ece_calibrated"] <= 0.03
     assert c["brier_calibrated"] < c["brier_sigmoid_f"]
     assert c["coverage_calibrated"] >= 0.70 and c["correct_calibrated"] >= 0.98
+
+
+def test_within_block_b3_cuts_gold_authors_at_block_boundaries():
+    """Author g1 has mentions in blocks A and B: pooled B3 counts the A-B pairs as missed
+    merges (recall 2/3), within-block B3 does not (recall 1)."""
+    from coref.evaluate import b3
+    from coref.pipeline import _within_block_b3
+
+    scored = pd.DataFrame({"block": ["A", "A", "B", "B"], "mention_id": ["m1", "m2", "m3", "m4"],
+                           "cluster_id": ["A/0", "A/0", "B/0", "B/1"], "gold": ["g1", "g1", "g1", "g2"]})
+    wb = _within_block_b3(scored)
+    assert wb == {"b3_within_block_precision": 1.0, "b3_within_block_recall": 1.0, "b3_within_block_f1": 1.0}
+    pooled = b3(scored.set_index("mention_id")["cluster_id"], scored.set_index("mention_id")["gold"])
+    assert pooled.precision == 1.0 and pooled.recall == pytest.approx(2 / 3)
+    assert _within_block_b3(scored.iloc[:0]) == dict.fromkeys(wb)
