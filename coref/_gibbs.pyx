@@ -301,8 +301,14 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* pool, long long* nC,
                       long long* bj, long long* bc,
                       double* us, char* gok, long long* lz,
-                      const long long* n_rounds) noexcept nogil:
-    """Resample labels[i]; return the chosen label (n_rounds[N] = _n_rounds(N, fb))."""
+                      const long long* n_rounds,
+                      const double* fm) noexcept nogil:
+    """Resample labels[i]; return the chosen label (n_rounds[N] = _n_rounds(N, fb)).
+
+    ``fm`` (exact sampler only; NULL = off): the block's factor matrix, row-major
+    (n, n), fm[i * n + j] = f_theta(x_i, x_j) for the rows of the movable mentions;
+    the step reads those instead of evaluating the factors (same values, same sums).
+    """
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
@@ -316,7 +322,8 @@ cdef Py_ssize_t _step(BlockData* d,
 
     size[old] -= 1
     # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
-    row_set(d, i)
+    if fm == NULL:
+        row_set(d, i)
     # candidate clusters, by increasing label, and their members (fill = their starts).
     # i leaves the pool now only if its cluster empties; otherwise it stays in its
     # cluster's run (c_old), skipped when members are read, and leaves it at the end
@@ -343,10 +350,16 @@ cdef Py_ssize_t _step(BlockData* d,
             gok[c] = 0
         for c in range(C):
             acc[c] = 0.0
-        for j in range(n):
-            if j != i:
-                acc[cidx[labels[j]]] += block_factor(d, i, j)
-        evals = n - 1 if n > 1 else 0
+        if fm != NULL:
+            # the cached row of i: the same values in the same order, nothing evaluated
+            for j in range(n):
+                if j != i:
+                    acc[cidx[labels[j]]] += fm[i * n + j]
+        else:
+            for j in range(n):
+                if j != i:
+                    acc[cidx[labels[j]]] += block_factor(d, i, j)
+            evals = n - 1 if n > 1 else 0
         best = C
         g_best = _gum(us, gumbels, gok, C)
         for c in range(C):
@@ -365,7 +378,8 @@ cdef Py_ssize_t _step(BlockData* d,
         labels[i] = l
         size[l] += 1
         _pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
-        row_clear(d)
+        if fm == NULL:
+            row_clear(d)
         return l
 
     # ---- racing: one pass over the candidate clusters draws the arms' uniforms (in
@@ -699,7 +713,9 @@ def anneal(object enc,                      # IN  EncodedBlock
            const double[:, ::1] b_table,    # IN  (>= n + 2, n_cols) bounds B[D, t*]
            unsigned long long[::1] rng_state,   # INOUT (4,) xoshiro256** state
            long long[:, ::1] lab_hist,      # OUT (n_sweeps, n) labels after each sweep, or (0, n)
-           long long[::1] evals):           # OUT (n_sweeps,) factors evaluated per sweep
+           long long[::1] evals,            # OUT (n_sweeps,) factors evaluated per sweep
+           double[:, ::1] fmat=None,        # INOUT (n, n) factor matrix (exact sampler), or None
+           int fmat_mode=0):                # 0 off, 1 compute the movable rows then use, 2 use
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
@@ -718,6 +734,13 @@ def anneal(object enc,                      # IN  EncodedBlock
     bound g_y + sum_{j in C_y} min(fmax_i, fmax_j) / tau is not behind the leader
     by more than B se_leader after the first mini-batch round (0 when the leader is
     exact); otherwise it is eliminated without evaluating a factor.
+
+    ``fmat_mode`` (exact sampler only; 1: first write f_theta(x_i, x_j) into
+    ``fmat[i, j]`` for every movable mention i and every j != i, n_mov (n - 1) factors
+    counted in ``evals[0]`` (both orders are evaluated: symmetry is not
+    assumed); 2: use ``fmat`` as given): every step then reads row i of the
+    matrix instead of evaluating factors, so a sweep evaluates none.  The labels,
+    the random stream and every sum are those of ``fmat_mode=0``.
     """
     cdef list keep = []
     cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True)
@@ -731,6 +754,7 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef long long[::1] nr = w.nr
     cdef char[::1] gok = w.gok
     cdef const double* fmx = NULL
+    cdef double* fmp = NULL
     cdef double fv
     cdef long long ev0 = 0
     cdef char[::1] alive = w.alive
@@ -747,6 +771,16 @@ def anneal(object enc,                      # IN  EncodedBlock
         raise ValueError("fmax must have one entry per mention")
     if b_table.shape[0] < n + 2:
         raise ValueError("b_table needs n + 2 rows")
+    if fmat_mode not in (0, 1, 2):
+        raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
+    if fmat_mode:
+        if racing:
+            raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler "
+                             "(racing = 0)")
+        if fmat is None or fmat.shape[0] != n or fmat.shape[1] != n:
+            raise ValueError(f"fmat must have shape ({n}, {n}) when fmat_mode is set")
+        if n > 0:
+            fmp = &fmat[0, 0]
     for k in range(4):
         st[k] = rng_state[k]
     with nogil:
@@ -792,6 +826,17 @@ def anneal(object enc,                      # IN  EncodedBlock
                 row_clear(&d)
             for i in range(n):
                 alive[i] = 0
+        if fmat_mode == 1 and n_sw > 0:
+            # the factor matrix: rows of the movable mentions (row mode, as a step)
+            for k in range(n_mov):
+                i = movable[k]
+                row_set(&d, i)
+                for j in range(n):
+                    if j != i:
+                        fmp[i * n + j] = block_factor(&d, i, j)
+                fmp[i * n + i] = 0.0
+                row_clear(&d)
+                ev0 += n - 1
         if racing and small_arm_bound and n > 0:
             fmx = &fmax[0]
         # rounds until an arm of population N is exhausted, for every N < n
@@ -820,7 +865,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
                          &est[0], &se2[0], &alive[0], fmx, &act[0],
                          &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
-                         &lz[0], &nr[0]) != tmp:
+                         &lz[0], &nr[0], fmp) != tmp:
                     moved = True
             evals[s] = ev
             if record:

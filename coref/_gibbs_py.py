@@ -55,8 +55,8 @@ def _n_rounds(N, fb):
 
 
 def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals,
-         fmax=None):
-    """Resample labels[i] in place; return the chosen label."""
+         fmax=None, fmat=None):
+    """Resample labels[i] in place; return the chosen label (``fmat``: cached factors, exact only)."""
     n = enc.n
     old = int(labels[i])
     size[old] -= 1
@@ -83,8 +83,8 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
     if not racing:
         for j in range(n):
             if j != i:
-                acc[cidx[int(labels[j])]] += f(j)
-        evals = n - 1 if n > 1 else 0
+                acc[cidx[int(labels[j])]] += f(j) if fmat is None else float(fmat[i][j])
+        evals = (n - 1 if n > 1 else 0) if fmat is None else 0
         best, g_best = C, g[C]
         for c in range(C):
             v = acc[c] * inv_temp + g[c]
@@ -203,13 +203,27 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
 
 
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
-           first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals):
+           first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
+           fmat=None, fmat_mode=0):
     """Same contract as ``coref._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
     still = used = 0
     fmax = None
     ev0 = 0
+    if fmat_mode not in (0, 1, 2):
+        raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
+    if fmat_mode and racing:
+        raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler (racing = 0)")
+    if fmat_mode and (fmat is None or fmat.shape != (n, n)):
+        raise ValueError(f"fmat must have shape ({n}, {n}) when fmat_mode is set")
+    if fmat_mode == 1 and len(inv_temps) > 0:
+        for i in (int(x) for x in movable):
+            for j in range(n):
+                if j != i:
+                    fmat[i, j] = block_factor(enc, theta, bias, i, j)
+            fmat[i, i] = 0.0
+            ev0 += n - 1
     if racing and small_arm_bound == 1 and len(inv_temps) > 0 and len(movable) == n > 0:
         fmax = [-math.inf] * n
         for i in range(n):
@@ -248,7 +262,7 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
         for i in order:
             before = int(labels[i])
             if step(enc, theta, bias, labels, size, i, float(inv_temp), racing, first_batch,
-                    b_table, rng, ev, fmax) != before:
+                    b_table, rng, ev, fmax, fmat if fmat_mode else None) != before:
                 moved = True
         evals[s] = ev[0]
         if len(lab_hist):

@@ -35,6 +35,20 @@ _gibbs = load_kernel("coref._gibbs")
 __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
 _SAMPLERS = ("racing", "exact")
+
+
+def _fmat_args(run):
+    """``(fmat, fmat_mode)`` of the next kernel call of a block (mode 1 once, then 2).
+
+    The mode sits in a one-element list of ``run`` so that the first call that
+    computes the matrix switches every later call of the block to reading it.
+    """
+    mode = run["fmat_mode"]
+    if run["fmat"] is None:
+        return None, 0
+    m = mode[0]
+    mode[0] = 2
+    return run["fmat"], m
 _INITS = ("singletons", "one")
 
 
@@ -167,6 +181,17 @@ class GibbsCoref:
     merge_max_temp : float > 0, default 0.2
         Merge proposals follow only sweeps at this temperature or colder (early
         merges at high temperature are hard to undo: there is no split move).
+    factor_cache_mb : float >= 0, default 0
+        Exact sampler only (racing does not read it: subsampling exists to avoid
+        evaluating factors).  When a block's n x n float64 factor matrix takes at most
+        this many MiB (8 n^2 bytes), every f_theta(x_i, x_j) the block's steps need is
+        evaluated once, n_mov (n - 1) factors for n_mov movable mentions (both orders
+        f(x_i, x_j) and f(x_j, x_i): symmetry is not assumed; counted in
+        ``n_factor_evals_`` and in sweep 1 of ``history_``), and every sweep, annealed or at temperature 1
+        (``n_samples``), reads the matrix.  The clusters, the random stream and every
+        sum are those of the uncached exact sampler; only the cost changes (one matrix
+        per block in memory while it is sampled).  Merge proposals (``merge_moves``)
+        still evaluate their factors.  0 = off.
     n_samples : int >= 0, default 0
         Sweeps at temperature 1 run after the annealed ones, from a copy of the
         annealed (MAP) state, to estimate posterior marginals (``pair_probs_``,
@@ -275,7 +300,7 @@ class GibbsCoref:
                  t_end=0.05, first_batch=3, init="singletons", rng=None,
                  record_history=True, buffer_size=None, n_samples=0, patience=3,
                  early_stop_temp=0.2, small_arm_bound=True, merge_moves=0,
-                 merge_exact_max=64, merge_max_temp=0.2):
+                 merge_exact_max=64, merge_max_temp=0.2, factor_cache_mb=0.0):
         self.model = model
         self.sampler = sampler
         self.delta = delta
@@ -294,6 +319,7 @@ class GibbsCoref:
         self.merge_moves = merge_moves
         self.merge_exact_max = merge_exact_max
         self.merge_max_temp = merge_max_temp
+        self.factor_cache_mb = factor_cache_mb
 
     # ------------------------------------------------------------------ checks
     def _validate(self):
@@ -321,6 +347,9 @@ class GibbsCoref:
         v = self.merge_max_temp
         if not (isinstance(v, numbers.Real) and np.isfinite(v) and v > 0):
             raise ValueError(f"merge_max_temp must be a finite number > 0; got {v!r}")
+        v = self.factor_cache_mb
+        if isinstance(v, bool) or not (isinstance(v, numbers.Real) and np.isfinite(v) and v >= 0):
+            raise ValueError(f"factor_cache_mb must be a finite number >= 0; got {v!r}")
         v = self.early_stop_temp
         if not (isinstance(v, numbers.Real) and np.isfinite(v) and v > 0):
             raise ValueError(f"early_stop_temp must be a finite number > 0; got {v!r}")
@@ -566,9 +595,14 @@ class GibbsCoref:
         if not rng_state.any():            # the one state xoshiro256** cannot leave
             rng_state[0] = 1
         fmax = np.full(n, -np.inf)
+        # exact sampler: the block's factor matrix when it fits the budget (mode 1 on the
+        # first kernel call computes the movable rows, later calls read them: mode 2)
+        fmat = None
+        if not racing and n > 1 and 8.0 * n * n <= float(self.factor_cache_mb) * 2.0**20:
+            fmat = np.zeros((n, n))
         run = dict(enc=enc, theta=theta, bias=bias, racing=racing, b_table=b_table,
                    movable=np.ascontiguousarray(movable, dtype=np.int64), rng_state=rng_state,
-                   fmax=fmax)
+                   fmax=fmax, fmat=fmat, fmat_mode=[0 if fmat is None else 1])
         patience = int(self.patience or 0)
         inv_temps = 1.0 / np.asarray(temps, dtype=np.float64)
         stop_mask = (np.asarray(temps) <= float(self.early_stop_temp)).astype(np.int8)
@@ -580,7 +614,7 @@ class GibbsCoref:
             used = _gibbs.anneal(enc, theta, bias, labels, size, run["movable"], inv_temps,
                                  stop_mask, patience, racing, int(self.first_batch),
                                  int(bool(self.small_arm_bound)), fmax, b_table, rng_state,
-                                 kh, ev[1:])
+                                 kh, ev[1:], *_fmat_args(run))
         if lab_hist is not None:
             lab_hist[used + 1:] = labels
         marg = None
@@ -608,7 +642,7 @@ class GibbsCoref:
                           np.array([inv_temp]), np.zeros(1, np.int8), 0, run["racing"],
                           int(self.first_batch), bound_mode if s == 0 else 2 * bound_mode,
                           run["fmax"], run["b_table"], run["rng_state"],
-                          np.zeros((0, n), np.int64), e)
+                          np.zeros((0, n), np.int64), e, *_fmat_args(run))
             if 1.0 / inv_temp <= float(self.merge_max_temp):
                 e[0] += self._merge_moves(labels, size, float(inv_temp), run, gen, fixed)
             ev[s + 1] = e[0]
@@ -682,13 +716,14 @@ class GibbsCoref:
         return evals
 
     def _sweep(self, labels, size, inv_temp, *, enc, theta, bias, racing, b_table, movable,
-               rng_state, fmax):
+               rng_state, fmax, fmat, fmat_mode):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
         ev = np.zeros(1, np.int64)
         _gibbs.anneal(enc, theta, bias, labels, size, movable, np.array([inv_temp]),
                       np.zeros(1, np.int8), 0, racing, int(self.first_batch),
                       2 * int(bool(self.small_arm_bound)), fmax, b_table, rng_state,
-                      np.zeros((0, enc.n), np.int64), ev)
+                      np.zeros((0, enc.n), np.int64), ev,
+                      *_fmat_args(dict(fmat=fmat, fmat_mode=fmat_mode)))
         return int(ev[0])
 
     def _sample_marginals(self, map_labels, map_size, run):

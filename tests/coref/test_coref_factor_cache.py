@@ -1,0 +1,218 @@
+"""The exact sampler over a cached factor matrix (``fmat_mode`` / ``factor_cache_mb``):
+kernel against twin, the same labels, random stream and sums as without the cache,
+factor counts, and the error paths."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from coref import _factors_py, _gibbs, _gibbs_py
+from coref.features import N_FEATURES, encode_mentions
+from coref.gibbs import GibbsCoref, bound_table
+
+
+def _df(n=14, seed=0):
+    """One block of mentions of three people, full and initial-only spellings of the name."""
+    rng = np.random.default_rng(seed)
+    people = [("Jiawei Han", "KDD", "UIUC"), ("Philip Yu", "ICDE", "IBM"), ("Ann Lee", "ISMB", "MIT")]
+    rows = []
+    for k in range(n):
+        p = int(rng.integers(0, 3))
+        co, ve, af = people[p]
+        rows.append(dict(mention_id=f"m{k:02d}", block="w wang",
+                         name=["Wei Wang", "W. Wang", "Wen Wang"][int(rng.integers(0, 3))],
+                         coauthors=[co] + ([f"X{rng.integers(0, 4)}"] if rng.random() < 0.5 else []),
+                         title=f"topic{p} words paper{k}", venue=ve,
+                         year=int(2000 + rng.integers(0, 5)),
+                         affiliation=af if rng.random() < 0.5 else "", gold=f"p{p}"))
+    df = pd.DataFrame(rows)
+    df["year"] = df["year"].astype("Int64")
+    df["gold"] = df["gold"].astype("string")
+    return df
+
+
+def _theta():
+    th = np.zeros(N_FEATURES)
+    th[0], th[6], th[8], th[9], th[15], th[41] = 3.0, 2.0, 1.0, 1.0, 0.7, -0.9
+    return th
+
+
+class _Model:
+    """A fitted-model stand-in with a fixed theta (no scikit-learn)."""
+
+    theta_ = _theta()
+    bias_ = -1.0
+
+    def encode(self, df):
+        return encode_mentions(df)
+
+
+def _anneal(mod, enc, labels, movable, inv_temps, state, fmat=None, fmat_mode=0):
+    n = enc.n
+    size = np.bincount(labels, minlength=n).astype(np.int64)
+    hist = np.zeros((len(inv_temps), n), np.int64)
+    ev = np.zeros(len(inv_temps), np.int64)
+    used = mod.anneal(enc, _theta(), -1.0, labels, size, np.asarray(movable, np.int64),
+                      np.asarray(inv_temps, float), np.zeros(len(inv_temps), np.int8), 0, 0, 3, 0,
+                      np.full(n, -np.inf), bound_table(0.05, n + 1), state, hist, ev, fmat,
+                      fmat_mode)
+    assert (np.bincount(labels, minlength=n) == size).all()
+    return used, hist, ev
+
+
+@pytest.mark.parametrize("fixed", [False, True], ids=["all-movable", "some-fixed"])
+def test_cached_exact_equals_uncached_and_twin(fixed):
+    enc = encode_mentions(_df())
+    n = enc.n
+    rng = np.random.default_rng(4)
+    labels0 = rng.choice(np.arange(0, n, 2), size=n).astype(np.int64)
+    movable = (np.sort(rng.choice(n, size=2 * n // 3, replace=False)) if fixed
+               else np.arange(n)).astype(np.int64)
+    temps = [0.5, 1.0, 3.0, 10.0]
+    runs = {}
+    for name, mod, mode in [("plain", _gibbs, 0), ("kernel", _gibbs, 1), ("twin", _gibbs_py, 1)]:
+        labels = labels0.copy()
+        state = np.array([7, 2**63 + 5, 31, 2**41 + 3], np.uint64)
+        fmat = np.full((n, n), np.nan) if mode else None
+        used, hist, ev = _anneal(mod, enc, labels, movable, temps, state, fmat, mode)
+        runs[name] = (hist, ev, state, fmat)
+    plain, kern, twin = runs["plain"], runs["kernel"], runs["twin"]
+    np.testing.assert_array_equal(kern[0], plain[0])          # same labels, sweep by sweep
+    np.testing.assert_array_equal(kern[2], plain[2])          # same random stream
+    np.testing.assert_array_equal(kern[0], twin[0])
+    np.testing.assert_array_equal(kern[2], twin[2])
+    np.testing.assert_array_equal(kern[3], twin[3])           # the matrix, NaN rows included
+    n_mov = len(movable)
+    assert kern[1].tolist() == [n_mov * (n - 1), 0, 0, 0]     # the matrix, then no factor
+    assert plain[1].tolist() == [n_mov * (n - 1)] * 4
+    # the movable rows hold f(i, j) as the step of i evaluates it (both orders are
+    # computed: symmetry is not assumed); the fixed rows are never read, so never written
+    fm = kern[3]
+    for i in movable:
+        for j in range(n):
+            want = 0.0 if i == j else _factors_py.block_factor(enc, _theta(), -1.0, int(i), j)
+            assert fm[i, j] == want
+    assert np.isnan(fm[np.setdiff1d(np.arange(n), movable)]).all()
+    assert (plain[0][-1] != labels0).any()
+
+
+def test_matrix_reused_across_calls():
+    """Mode 1 on the first call, mode 2 on later ones: the same as one call."""
+    enc = encode_mentions(_df(seed=2))
+    n = enc.n
+    temps = [0.7, 2.0, 8.0]
+    labels_a = np.arange(n, dtype=np.int64)
+    state_a = np.array([1, 2, 3, 4], np.uint64)
+    _, hist_a, _ = _anneal(_gibbs, enc, labels_a, np.arange(n), temps, state_a,
+                           np.zeros((n, n)), 1)
+    labels_b = np.arange(n, dtype=np.int64)
+    state_b = np.array([1, 2, 3, 4], np.uint64)
+    fmat = np.zeros((n, n))
+    rows = []
+    for s, t in enumerate(temps):
+        _, h, ev = _anneal(_gibbs, enc, labels_b, np.arange(n), [t], state_b, fmat,
+                           1 if s == 0 else 2)
+        rows.append(h[0])
+        assert ev[0] == (n * (n - 1) if s == 0 else 0)
+    np.testing.assert_array_equal(np.array(rows), hist_a)
+    np.testing.assert_array_equal(state_b, state_a)
+
+
+def test_factor_matrix_errors():
+    enc = encode_mentions(_df(n=6))
+    n = enc.n
+    lab = np.arange(n, dtype=np.int64)
+    size = np.ones(n, np.int64)
+    args = (enc, _theta(), -1.0, lab, size, np.arange(n, dtype=np.int64), np.ones(1),
+            np.zeros(1, np.int8), 0)
+    tail = (3, 0, np.full(n, -np.inf), bound_table(0.05, n + 1), np.array([1, 2, 3, 4], np.uint64),
+            np.zeros((0, n), np.int64), np.zeros(1, np.int64))
+    for mod in (_gibbs, _gibbs_py):
+        with pytest.raises(ValueError, match="for the exact sampler"):
+            mod.anneal(*args, 1, *tail, np.zeros((n, n)), 1)
+        with pytest.raises(ValueError, match=r"fmat must have shape \(6, 6\)"):
+            mod.anneal(*args, 0, *tail, np.zeros((n, n - 1)), 1)
+        with pytest.raises(ValueError, match="fmat_mode must be 0, 1 or 2"):
+            mod.anneal(*args, 0, *tail, np.zeros((n, n)), 3)
+    with pytest.raises(ValueError, match=r"fmat must have shape \(6, 6\)"):
+        _gibbs.anneal(*args, 0, *tail, None, 2)
+
+
+@pytest.mark.parametrize("n_samples", [0, 3])
+def test_gibbscoref_factor_cache_same_clusters(n_samples):
+    df = pd.concat([_df(seed=5), _df(n=9, seed=6).assign(block="x li",
+                                                       mention_id=lambda d: "x" + d["mention_id"])],
+                   ignore_index=True)
+    kw = dict(sampler="exact", rng=3, n_sweeps=8, n_samples=n_samples)
+    plain = GibbsCoref(_Model(), **kw).fit(df)
+    cached = GibbsCoref(_Model(), factor_cache_mb=1.0, **kw).fit(df)
+    np.testing.assert_array_equal(cached.labels_, plain.labels_)
+    np.testing.assert_array_equal(cached.labels_history_, plain.labels_history_)
+    if n_samples:
+        pd.testing.assert_frame_equal(cached.pair_probs_, plain.pair_probs_)
+        pd.testing.assert_series_equal(cached.mention_confidence_, plain.mention_confidence_)
+    # counts: n (n - 1) per block once, against n (n - 1) per sweep (and per sample sweep)
+    sizes = df.groupby("block").size()
+    assert cached.n_factor_evals_ == int((sizes * (sizes - 1)).sum())
+    assert plain.n_factor_evals_ > cached.n_factor_evals_
+    # a budget below one block's matrix (8 n^2 bytes) leaves that block uncached
+    small = GibbsCoref(_Model(), factor_cache_mb=8 * 9 * 9 / 2**20, **kw).fit(df)
+    np.testing.assert_array_equal(small.labels_, plain.labels_)
+    assert small.n_factor_evals_per_block_["x li"] == 9 * 8
+    assert small.n_factor_evals_per_block_["w wang"] == plain.n_factor_evals_per_block_["w wang"]
+
+
+def test_gibbscoref_factor_cache_fixed_mentions_and_racing():
+    df = _df(n=12, seed=8)
+    keys = pd.Series(["a"] * 4 + ["b"] * 3 + [None] * 5)
+    fixed = keys.notna().to_numpy()
+    kw = dict(rng=1, n_sweeps=6)
+    plain = GibbsCoref(_Model(), sampler="exact", **kw).fit(df, initial=keys, fixed=fixed)
+    cached = GibbsCoref(_Model(), sampler="exact", factor_cache_mb=1.0, **kw).fit(
+        df, initial=keys, fixed=fixed)
+    np.testing.assert_array_equal(cached.labels_, plain.labels_)
+    assert cached.n_factor_evals_ == 5 * 11                    # only the movable rows
+    # racing does not read the budget: the same run with or without it
+    r0 = GibbsCoref(_Model(), sampler="racing", **kw).fit(df)
+    r1 = GibbsCoref(_Model(), sampler="racing", factor_cache_mb=1.0, **kw).fit(df)
+    np.testing.assert_array_equal(r0.labels_, r1.labels_)
+    assert r0.n_factor_evals_ == r1.n_factor_evals_
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), True, "1"])
+def test_factor_cache_mb_validated(bad):
+    with pytest.raises(ValueError, match="factor_cache_mb must be a finite number >= 0"):
+        GibbsCoref(_Model(), factor_cache_mb=bad).fit(_df(n=4))
+
+
+def test_cached_exact_on_a_shipped_block():
+    """The shipped model's factors (every feature) on a real block: same labels as without
+    the cache, and the same as the twin."""
+    from coref.datasets import default_model_path, load_aminer
+    from coref.model import load_model
+
+    try:
+        df = load_aminer()
+        model, _ = load_model(default_model_path())
+    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data absent
+        pytest.skip(f"shipped AMiner data or default model absent: {exc}")
+    sizes = df.groupby("block").size().sort_values()
+    name = [b for b, s in sizes.items() if 20 <= s <= 30][0]
+    sub = df[df["block"] == name].sort_values("mention_id").reset_index(drop=True)
+    enc = model.encode(sub)
+    n = enc.n
+    theta = np.ascontiguousarray(model.theta_)
+    out = []
+    for mod, mode in [(_gibbs, 0), (_gibbs, 1), (_gibbs_py, 1)]:
+        labels = np.arange(n, dtype=np.int64)
+        size = np.ones(n, np.int64)
+        hist = np.zeros((4, n), np.int64)
+        state = np.array([3, 1, 4, 1], np.uint64)
+        mod.anneal(enc, theta, float(model.bias_), labels, size, np.arange(n, dtype=np.int64),
+                   np.array([1.0, 2.0, 6.0, 20.0]), np.zeros(4, np.int8), 0, 0, 3, 0,
+                   np.full(n, -np.inf), bound_table(0.05, n + 1), state, hist, np.zeros(4, np.int64),
+                   np.zeros((n, n)) if mode else None, mode)
+        out.append((hist, state))
+    for other in out[1:]:
+        np.testing.assert_array_equal(other[0], out[0][0])
+        np.testing.assert_array_equal(other[1], out[0][1])
+    assert len(np.unique(out[0][0][-1])) < n                   # clusters formed
