@@ -797,9 +797,10 @@ def _empty_conf():
 
 def _map_clusters(model, df, *, sampler, rng):
     """Predicted clustering (annealed Gibbs MAP) of ``df``: mention_id, block, cluster_id."""
-    from coref.gibbs import GibbsCoref
+    from coref.gibbs import INTERNAL_FACTOR_CACHE_MB, GibbsCoref
 
-    g = GibbsCoref(model, sampler=sampler, rng=rng, record_history=False).fit(df)
+    g = GibbsCoref(model, sampler=sampler, rng=rng, record_history=False,
+                   factor_cache_mb=INTERNAL_FACTOR_CACHE_MB).fit(df)
     cl = g.clusters_.rename("cluster_id").reset_index()
     cl["cluster_id"] = cl["cluster_id"].astype(str)
     cl["block"] = df.set_index(df["mention_id"].astype(str)).loc[cl["mention_id"].astype(str), "block"].to_numpy()

@@ -36,6 +36,12 @@ __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
 _SAMPLERS = ("racing", "exact")
 
+#: ``factor_cache_mb`` of the package's own exact Gibbs runs (the intercept tuning of
+#: ``PairwiseModel`` and the clusterings that confidence calibration is fitted on):
+#: a block whose n x n factor matrix fits (n <= 5,792) is sampled from the matrix, with
+#: the same clusters as without it.
+INTERNAL_FACTOR_CACHE_MB = 256.0
+
 
 def _fmat_args(run):
     """``(fmat, fmat_mode)`` of the next kernel call of a block (mode 1 once, then 2).

@@ -327,7 +327,7 @@ class PairwiseModel:
 
     def _tune_shift(self, df, gen):
         """Pick the shift with the best B3 F1 on (cross-fitted) training blocks."""
-        from coref.gibbs import GibbsCoref
+        from coref.gibbs import INTERNAL_FACTOR_CACHE_MB, GibbsCoref
 
         # only blocks with two labeled mentions can train a theta or score a shift: an
         # inner split over all blocks could leave a half with nothing to fit on
@@ -356,7 +356,8 @@ class PairwiseModel:
                 sub.bias_ = float(sub.intercept_ + s)
                 sub.shift_ = float(s)
                 g = GibbsCoref(sub, sampler="exact", n_sweeps=int(self.tune_sweeps),
-                               rng=0, record_history=False).fit(test)
+                               rng=0, record_history=False,
+                               factor_cache_mb=INTERNAL_FACTOR_CACHE_MB).fit(test)
                 f1 = b3(g.clusters_, test.set_index("mention_id")["gold"]).f1
                 scores[float(s)].append((len(test), f1))
         avg = {s: (sum(n * f for n, f in v) / sum(n for n, _ in v) if v else 0.0)
