@@ -374,7 +374,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
 
 
 def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing", seed=0, delta=0.05,
-        n_sweeps=None, format=None, strict=False, workers=None, scheduler=None, progress=True):
+        n_sweeps=None, format=None, strict=False, workers=None, scheduler=None, progress=True,
+        factor_cache_mb=0.0):
     """``coref add`` as a function: verify ``clusters_dir``, add ``data``, write ``out``.
 
     Parameters
@@ -391,7 +392,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         Let Gibbs also move the old mentions of the blocks that received new ones.
     n_sweeps : int or None
         Gibbs sweeps per block; ``None``: :data:`ADD_SWEEPS`.
-    sampler, seed, delta, format, strict, workers, scheduler, progress
+    sampler, seed, delta, format, strict, workers, scheduler, progress, factor_cache_mb
         As for :func:`coref.predict.predict`.
 
     Returns
@@ -411,14 +412,15 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
     from coref.inference import executor_context
     from coref.inputs import load_input, resolve_model
     from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
-    from coref.predict import write_outputs
+    from coref.predict import cache_params, write_outputs
     from coref.settings import make_settings
 
     t0 = time.perf_counter()
     if n_sweeps is None:
         n_sweeps = ADD_SWEEPS
     settings = make_settings("add", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
-                             strict=strict, workers=workers, scheduler=scheduler, revisit=revisit)
+                             strict=strict, workers=workers, scheduler=scheduler, revisit=revisit,
+                             gibbs_params=cache_params(factor_cache_mb))
     if Path(out).expanduser().resolve() == Path(clusters_dir).expanduser().resolve():
         raise ValueError("--out must differ from --clusters (the existing clustering is read, never overwritten)")
     with OutputDir(out, "add") as od:
@@ -487,7 +489,7 @@ def main(args):
         summary = add(args.clusters, args.data, model=args.model, out=args.out, revisit=args.revisit,
                       sampler=args.sampler, seed=args.seed, delta=args.delta, n_sweeps=args.n_sweeps,
                       format=args.format, strict=args.strict, workers=args.workers, scheduler=args.scheduler,
-                      progress=not args.quiet)
+                      progress=not args.quiet, factor_cache_mb=args.factor_cache_mb)
     except ERRORS as exc:
         return report_error("add", args, exc)
     print(f"added {summary['n_new_mentions']} mentions: {summary['n_joined_existing']} joined existing clusters, "

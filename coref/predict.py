@@ -25,6 +25,8 @@ References
 """
 from __future__ import annotations
 
+import math
+import numbers
 import sys
 import time
 
@@ -167,7 +169,8 @@ def _confidence(od, model, df, clusters, settings):
 
 
 def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sweeps=None, format=None,
-            strict=False, workers=None, scheduler=None, confidence=False, progress=True):
+            strict=False, workers=None, scheduler=None, confidence=False, progress=True,
+            factor_cache_mb=0.0):
     """``coref predict`` as a function: load, cluster, write ``out`` (see the module docstring).
 
     Parameters
@@ -184,6 +187,10 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
         Also write per-mention confidence (needs :mod:`coref.confidence`).
     progress : bool
         Progress bars on stderr.
+    factor_cache_mb : float >= 0
+        Exact sampler: sample each block whose n x n factor matrix fits this many MiB
+        from the matrix (:class:`coref.gibbs.GibbsCoref` ``factor_cache_mb``; same
+        clusters, factors evaluated once per block).  0 = off.
 
     Returns
     -------
@@ -205,7 +212,8 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
 
     t0 = time.perf_counter()
     settings = make_settings("predict", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
-                             strict=strict, workers=workers, scheduler=scheduler)
+                             strict=strict, workers=workers, scheduler=scheduler,
+                             gibbs_params=cache_params(factor_cache_mb))
     with OutputDir(out, "predict") as od:
         fitted, _, model_info = resolve_model(model)
         df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
@@ -261,9 +269,29 @@ def add_common_arguments(parser):
     where.add_argument("--workers", type=int, metavar="N", default=None,
                        help="run blocks on a local Dask cluster of N worker processes")
     where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="run blocks on this Dask scheduler")
+    parser.add_argument("--factor-cache-mb", type=float, default=0.0, metavar="MB",
+                        help="exact sampler: sample each block whose n x n factor matrix fits MB MiB "
+                             "from the matrix (same clusters, factors evaluated once; default 0 = off)")
     parser.add_argument("--strict", action="store_true", help="fail on the first bad record or file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+
+
+def cache_params(factor_cache_mb):
+    """``gibbs_params`` of :func:`coref.settings.make_settings` for a factor-cache budget.
+
+    ``None`` for 0, so that the settings (and the key of a run) are those of a run
+    without the option.
+
+    Raises
+    ------
+    ValueError
+        If the budget is not a finite number >= 0.
+    """
+    v = factor_cache_mb
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"--factor-cache-mb must be a finite number >= 0; got {v!r}")
+    return {"factor_cache_mb": float(v)} if v > 0 else None
 
 
 def report_error(command, args, exc):
@@ -300,7 +328,7 @@ def main(args):
         summary = predict(args.data, model=args.model, out=args.out, sampler=args.sampler, seed=args.seed,
                           delta=args.delta, n_sweeps=args.n_sweeps, format=args.format, strict=args.strict,
                           workers=args.workers, scheduler=args.scheduler, confidence=args.confidence,
-                          progress=not args.quiet)
+                          progress=not args.quiet, factor_cache_mb=args.factor_cache_mb)
     except ERRORS as exc:
         return report_error("predict", args, exc)
     print_summary(summary, args.out)

@@ -216,3 +216,33 @@ def test_cached_exact_on_a_shipped_block():
         np.testing.assert_array_equal(other[0], out[0][0])
         np.testing.assert_array_equal(other[1], out[0][1])
     assert len(np.unique(out[0][0][-1])) < n                   # clusters formed
+
+
+def test_predict_and_add_with_factor_cache(tmp_path):
+    """``coref predict --sampler exact --factor-cache-mb`` writes the clusters of the
+    uncached exact sampler with fewer factor evaluations; ``coref add`` takes it too;
+    a bad budget fails before any output is written."""
+    from coref.add import add
+    from coref.predict import predict
+    from coref.predict import main as predict_main
+    import argparse
+
+    from coref.predict import add_arguments
+
+    df = _df(n=16, seed=11).drop(columns="gold")
+    old, new = df.iloc[:11], df.iloc[11:]
+    s0 = predict(old, out=tmp_path / "p0", sampler="exact", progress=False)
+    s1 = predict(old, out=tmp_path / "p1", sampler="exact", progress=False, factor_cache_mb=64)
+    assert (tmp_path / "p0" / "clusters.csv").read_bytes() == (tmp_path / "p1" / "clusters.csv").read_bytes()
+    assert s1["n_factor_evals"] == 11 * 10 < s0["n_factor_evals"]
+    a0 = add(tmp_path / "p0", new, out=tmp_path / "a0", sampler="exact", progress=False)
+    a1 = add(tmp_path / "p1", new, out=tmp_path / "a1", sampler="exact", progress=False, factor_cache_mb=64)
+    assert (tmp_path / "a0" / "clusters.csv").read_bytes() == (tmp_path / "a1" / "clusters.csv").read_bytes()
+    assert a1["n_factor_evals"] < a0["n_factor_evals"]
+    with pytest.raises(ValueError, match="--factor-cache-mb must be a finite number >= 0"):
+        predict(old, out=tmp_path / "bad", sampler="exact", progress=False, factor_cache_mb=-1)
+    assert not (tmp_path / "bad").exists()
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--out", str(tmp_path / "bad2"), "--factor-cache-mb", "nan", "--quiet"])
+    assert predict_main(args) == 2 and not (tmp_path / "bad2").exists()
