@@ -34,13 +34,15 @@ _gibbs = load_kernel("coref._gibbs")
 
 __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
-_SAMPLERS = ("racing", "exact")
+_SAMPLERS = ("racing", "exact", "auto")
 
 #: ``factor_cache_mb`` of the package's own exact Gibbs runs (the intercept tuning of
 #: ``PairwiseModel`` and the clusterings that confidence calibration is fitted on):
 #: a block whose n x n factor matrix fits (n <= 5,792) is sampled from the matrix, with
 #: the same clusters as without it.
 INTERNAL_FACTOR_CACHE_MB = 256.0
+#: ``factor_cache_mb`` of ``sampler="auto"`` when it is left at 0.
+AUTO_FACTOR_CACHE_MB = 256.0
 
 
 def _fmat_args(run):
@@ -127,7 +129,12 @@ class GibbsCoref:
     ----------
     model : PairwiseModel
         Fitted pairwise factor (``model.encode``, ``theta_``, ``bias_``).
-    sampler : {"racing", "exact"}, default "racing"
+    sampler : {"racing", "exact", "auto"}, default "racing"
+        ``"auto"``: per block, exact Gibbs from the cached factor matrix when the
+        block's matrix fits ``factor_cache_mb`` (:data:`AUTO_FACTOR_CACHE_MB` when it
+        is 0), racing for larger blocks.  On blocked citation data most blocks fit,
+        and the exact sampler over cached factors is then the fastest (README,
+        "Which sampler is fastest"); racing is for blocks too large for a matrix.
     delta : float in (0, 1), default 0.05
         Allowed failure probability of each racing test.
     n_sweeps : int >= 1, default 30
@@ -188,7 +195,7 @@ class GibbsCoref:
         Merge proposals follow only sweeps at this temperature or colder (early
         merges at high temperature are hard to undo: there is no split move).
     factor_cache_mb : float >= 0, default 0
-        Exact sampler only (racing does not read it: subsampling exists to avoid
+        Exact and auto samplers (racing does not read it: subsampling exists to avoid
         evaluating factors).  When a block's n x n float64 factor matrix takes at most
         this many MiB (8 n^2 bytes), every f_theta(x_i, x_j) the block's steps need is
         evaluated once, n_mov (n - 1) factors for n_mov movable mentions (both orders
@@ -234,6 +241,9 @@ class GibbsCoref:
     n_factor_evals_per_block_ : dict of str -> int
     n_sweeps_used_ : dict of str -> int
         Annealed sweeps run per block (``n_sweeps`` unless stopped early).
+    cached_blocks_ : list of str
+        The blocks sampled by exact Gibbs from their cached factor matrix
+        (``factor_cache_mb``, ``sampler="auto"``), in the order sampled.
     pair_probs_ : pandas.DataFrame (only if ``n_samples > 0``)
         Columns ``block``, ``mention_a``, ``mention_b`` (mention ids, a < b in the
         block's canonical order), ``p``: the fraction of the ``n_samples``
@@ -448,6 +458,7 @@ class GibbsCoref:
         per_block_sweep = {}
         label_offsets = {}
         sweeps_used = {}
+        cached_blocks = []
         active = np.zeros(self.n_sweeps + 1, np.int64)
         sample_evals = 0
         pair_frames = []
@@ -476,6 +487,8 @@ class GibbsCoref:
             labels, ev, lab_hist, marg, used = self._fit_block(sub, str(block), seed, temps,
                                                                labels0, movable, enc=enc)
             sweeps_used[str(block)] = used
+            if self._block_cached:
+                cached_blocks.append(str(block))
             active[1:used + 1] += 1
             per_block[str(block)] = int(ev.sum())
             per_block_sweep[str(block)] = ev
@@ -512,6 +525,7 @@ class GibbsCoref:
         self.block_label_offsets_ = label_offsets
         self._active = active
         self.n_sweeps_used_ = sweeps_used
+        self.cached_blocks_ = cached_blocks
         if self.n_samples > 0:
             self.n_factor_evals_sample_ = sample_evals
             cols = {"block": "string", "mention_a": "string", "mention_b": "string",
@@ -580,7 +594,11 @@ class GibbsCoref:
             self._encode_s += time.perf_counter() - t_enc
         n = enc.n
         gen = block_rng(seed, block)
-        racing = 1 if self.sampler == "racing" else 0
+        budget = float(self.factor_cache_mb)
+        if self.sampler == "auto" and budget == 0.0:
+            budget = AUTO_FACTOR_CACHE_MB
+        fits = n > 1 and 8.0 * n * n <= budget * 2.0**20
+        racing = 1 if self.sampler == "racing" or (self.sampler == "auto" and not fits) else 0
         if labels0 is not None:
             labels = np.array(labels0, dtype=np.int64)
         elif self.init == "singletons":
@@ -603,9 +621,8 @@ class GibbsCoref:
         fmax = np.full(n, -np.inf)
         # exact sampler: the block's factor matrix when it fits the budget (mode 1 on the
         # first kernel call computes the movable rows, later calls read them: mode 2)
-        fmat = None
-        if not racing and n > 1 and 8.0 * n * n <= float(self.factor_cache_mb) * 2.0**20:
-            fmat = np.zeros((n, n))
+        fmat = np.zeros((n, n)) if not racing and fits else None
+        self._block_cached = fmat is not None
         run = dict(enc=enc, theta=theta, bias=bias, racing=racing, b_table=b_table,
                    movable=np.ascontiguousarray(movable, dtype=np.int64), rng_state=rng_state,
                    fmax=fmax, fmat=fmat, fmat_mode=[0 if fmat is None else 1])

@@ -646,12 +646,14 @@ def add_arguments(parser):
     parser.add_argument("--data", metavar="PATH", default=None,
                         help="mention file or directory (default: the shipped AMiner set data/aminer_na)")
     from coref.io import FORMATS
-    from coref.settings import SAMPLERS
+    from coref.settings import ALL_SAMPLERS
 
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="input format (default: detected from the path)")
-    parser.add_argument("--sampler", choices=SAMPLERS + ("both",), default="both",
-                        help="Gibbs conditional sampler: Racing-Normal, exact, or both (default)")
+    parser.add_argument("--sampler", choices=ALL_SAMPLERS + ("both",), default="both",
+                        help="Gibbs conditional sampler: Racing-Normal, exact, auto (exact from cached "
+                             "factors where a block's matrix fits, racing otherwise), or both (racing "
+                             "and exact; default)")
     parser.add_argument("--folds", type=int, default=5, help="grouped k-fold by block (default 5)")
     parser.add_argument("--out", metavar="DIR", default="results/", help="output directory (default results/)")
     where = parser.add_mutually_exclusive_group()

@@ -258,9 +258,12 @@ def add_arguments(parser):
 
 def add_common_arguments(parser):
     """Options shared by ``coref predict`` and ``coref add``."""
-    from coref.settings import SAMPLERS
+    from coref.settings import ALL_SAMPLERS
 
-    parser.add_argument("--sampler", choices=SAMPLERS, default="racing", help="Gibbs sampler (default racing)")
+    parser.add_argument("--sampler", choices=ALL_SAMPLERS, default="racing",
+                        help="Gibbs sampler (default racing); auto: exact Gibbs from the cached factor "
+                             "matrix for each block whose matrix fits --factor-cache-mb (256 MiB when "
+                             "not given), racing for larger blocks")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); same seed, same clusters")
     parser.add_argument("--delta", type=float, default=0.05, help="racing error level (default 0.05)")
     parser.add_argument("--sweeps", dest="n_sweeps", type=int, default=None, metavar="N",
@@ -270,8 +273,9 @@ def add_common_arguments(parser):
                        help="run blocks on a local Dask cluster of N worker processes")
     where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="run blocks on this Dask scheduler")
     parser.add_argument("--factor-cache-mb", type=float, default=0.0, metavar="MB",
-                        help="exact sampler: sample each block whose n x n factor matrix fits MB MiB "
-                             "from the matrix (same clusters, factors evaluated once; default 0 = off)")
+                        help="exact and auto samplers: sample each block whose n x n factor matrix fits "
+                             "MB MiB from the matrix (same clusters, factors evaluated once; default 0: "
+                             "off for exact, 256 for auto)")
     parser.add_argument("--strict", action="store_true", help="fail on the first bad record or file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")

@@ -129,12 +129,12 @@ def _fmt_int(v):
     return "-" if v is None else f"{int(v):,}"
 
 
-from coref.settings import SAMPLERS  # noqa: E402  (one definition of the sampler names)
+from coref.settings import ALL_SAMPLERS  # noqa: E402  (one definition of the sampler names)
 
 
 def sampler_items(metrics):
     """``(sampler, metrics dict)`` pairs of a metrics.json dict, racing first."""
-    return [(name, metrics[name]) for name in SAMPLERS if name in metrics]
+    return [(name, metrics[name]) for name in ALL_SAMPLERS if name in metrics]
 
 
 def format_summary(metrics):

@@ -13,10 +13,14 @@ import json
 import numbers
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["SAMPLERS", "CorefSettings", "make_settings"]
+__all__ = ["SAMPLERS", "ALL_SAMPLERS", "CorefSettings", "make_settings"]
 
 #: Gibbs conditional samplers of :class:`coref.gibbs.GibbsCoref` (racing first).
 SAMPLERS = ("racing", "exact")
+#: Every sampler a command accepts: :data:`SAMPLERS` (what ``"both"`` runs) and ``"auto"``
+#: (per block, exact Gibbs from the cached factor matrix when it fits, racing otherwise;
+#: see :class:`coref.gibbs.GibbsCoref`).
+ALL_SAMPLERS = SAMPLERS + ("auto",)
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,8 @@ def make_settings(command="predict", *, sampler="racing", seed=0, delta=0.05, n_
     ----------
     command : str
         Command name used in error messages (``coref.<command>``).
-    sampler : {"racing", "exact", "both"}
+    sampler : {"racing", "exact", "auto", "both"}
+        ``"both"`` = racing and exact.
     seed : int >= 0
     delta : float in (0, 1)
     n_sweeps : int >= 1 or None
@@ -138,11 +143,11 @@ def make_settings(command="predict", *, sampler="racing", seed=0, delta=0.05, n_
 
     if sampler == "both":
         samplers = SAMPLERS
-    elif sampler in SAMPLERS:
+    elif sampler in ALL_SAMPLERS:
         samplers = (sampler,)
     else:
-        raise ValueError(f"the sampler parameter of coref.{command} must be 'racing', 'exact' or 'both'; "
-                         f"got {sampler!r} instead")
+        raise ValueError(f"the sampler parameter of coref.{command} must be 'racing', 'exact', 'auto' or "
+                         f"'both'; got {sampler!r} instead")
     seed = _int("seed", seed, command, minimum=0)
     if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0.0 < float(delta) < 1.0:
         raise ValueError(f"the delta parameter of coref.{command} must be in (0, 1); got {delta!r} instead")

@@ -85,7 +85,7 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
 def add_arguments(parser):
     """Options of ``coref fit``."""
     from coref.io import FORMATS
-    from coref.settings import SAMPLERS
+    from coref.settings import ALL_SAMPLERS
 
     parser.add_argument("--data", metavar="LABELED", default=None,
                         help="labeled mention file or directory (default: the shipped AMiner set)")
@@ -93,7 +93,7 @@ def add_arguments(parser):
     parser.add_argument("--model", metavar="DIR", required=True, help="model directory to write")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--C", type=float, default=0.1, help="inverse L2 strength of the regression (default 0.1)")
-    parser.add_argument("--sampler", choices=SAMPLERS, default="racing", help="Gibbs sampler saved with the model")
+    parser.add_argument("--sampler", choices=ALL_SAMPLERS, default="racing", help="Gibbs sampler saved with the model")
     parser.add_argument("--delta", type=float, default=0.05, help="racing error level saved with the model")
     parser.add_argument("--sweeps", dest="n_sweeps", type=int, default=None, metavar="N",
                         help="Gibbs sweeps saved with the model")

@@ -246,3 +246,43 @@ def test_predict_and_add_with_factor_cache(tmp_path):
     add_arguments(parser)
     args = parser.parse_args(["--out", str(tmp_path / "bad2"), "--factor-cache-mb", "nan", "--quiet"])
     assert predict_main(args) == 2 and not (tmp_path / "bad2").exists()
+
+
+def test_auto_sampler_exact_where_the_matrix_fits_racing_elsewhere():
+    """``sampler="auto"``: a block whose matrix fits the budget gets the exact sampler's
+    clusters from cached factors, a larger one racing's clusters (blocks are sampled
+    independently: block_rng(seed, block))."""
+    big = _df(n=30, seed=12)
+    small = _df(n=9, seed=13).assign(block="x li", mention_id=lambda d: "x" + d["mention_id"])
+    df = pd.concat([big, small], ignore_index=True)
+    budget = 8 * 20 * 20 / 2**20                     # fits 9 mentions, not 30
+    kw = dict(rng=5, n_sweeps=10)
+    auto = GibbsCoref(_Model(), sampler="auto", factor_cache_mb=budget, **kw).fit(df)
+    exact = GibbsCoref(_Model(), sampler="exact", **kw).fit(df)
+    racing = GibbsCoref(_Model(), sampler="racing", **kw).fit(df)
+    assert auto.cached_blocks_ == ["x li"] and exact.cached_blocks_ == [] == racing.cached_blocks_
+    c = auto.clusters_
+    for ref, block in [(exact, "x li"), (racing, "w wang")]:
+        ids = df.loc[df["block"] == block, "mention_id"]
+        pd.testing.assert_series_equal(c.loc[ids], ref.clusters_.loc[ids])
+        assert auto.n_factor_evals_per_block_[block] == (
+            9 * 8 if block == "x li" else racing.n_factor_evals_per_block_[block])
+    # with the default budget (AUTO_FACTOR_CACHE_MB) both blocks fit
+    auto2 = GibbsCoref(_Model(), sampler="auto", **kw).fit(df)
+    assert sorted(auto2.cached_blocks_) == ["w wang", "x li"]
+    np.testing.assert_array_equal(auto2.labels_, exact.labels_)
+
+
+def test_auto_sampler_accepted_by_the_commands(tmp_path):
+    from coref.predict import predict
+    from coref.settings import make_settings
+
+    assert make_settings("predict", sampler="auto").samplers == ("auto",)
+    assert make_settings("run", sampler="both", folds=2).samplers == ("racing", "exact")
+    with pytest.raises(ValueError, match="must be 'racing', 'exact', 'auto' or 'both'"):
+        make_settings("predict", sampler="fast")
+    df = _df(n=12, seed=14).drop(columns="gold")
+    predict(df, out=tmp_path / "e", sampler="exact", progress=False)
+    s = predict(df, out=tmp_path / "a", sampler="auto", progress=False)
+    assert (tmp_path / "a" / "clusters.csv").read_bytes() == (tmp_path / "e" / "clusters.csv").read_bytes()
+    assert s["n_factor_evals"] == 12 * 11

@@ -283,7 +283,7 @@ def test_aminer_directory(stand_ins, tmp_path):
 # --------------------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("kwargs, err, match", [
-    (dict(sampler="gibbs"), ValueError, "sampler parameter of coref.run must be 'racing', 'exact' or 'both'"),
+    (dict(sampler="gibbs"), ValueError, "sampler parameter of coref.run must be 'racing', 'exact', 'auto' or 'both'"),
     (dict(folds=1), ValueError, "folds parameter of coref.run must be an int >= 2"),
     (dict(delta=1.5), ValueError, "delta parameter of coref.run must be in"),
     (dict(n_sweeps=0), ValueError, "n_sweeps parameter"),
