@@ -18,6 +18,7 @@ Usage::
     python benchmarks/bench_coref_scale.py --sizes 10000,100000,1000000 --sweeps 2
     python benchmarks/bench_coref_scale.py --sizes 100000 --workers 2   # Dask LocalCluster
     python benchmarks/bench_coref_scale.py --one 10000               # one size, JSON line
+    python benchmarks/bench_coref_scale.py --sampler auto --sweeps 30  # cached-factor exact where it fits
 
 Not run by the tests.
 
@@ -67,7 +68,8 @@ def _train_subset(df, n_train, max_block, seed):
     return df[df["block"].isin(set(chosen))].reset_index(drop=True)
 
 
-def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delta, buffer_size=None):
+def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delta, buffer_size=None,
+            factor_cache_mb=0.0):
     """Benchmark one size in this process; returns a dict of numbers."""
     import numpy as np
     import pandas as pd
@@ -79,7 +81,7 @@ def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delt
     from coref.synth import synthesize_mentions
 
     res = {"n_mentions": n, "sampler": sampler, "n_sweeps": sweeps, "seed": seed, "workers": workers or 0,
-           "buffer_size": buffer_size}
+           "buffer_size": buffer_size, "factor_cache_mb": factor_cache_mb}
     rss0 = _rss_mb()
     t = time.perf_counter()
     df = synthesize_mentions(n, rng=seed)
@@ -97,8 +99,10 @@ def run_one(n, *, sweeps, sampler, seed, n_train, max_train_block, workers, delt
     res["n_train_mentions"] = int(len(train))
     res["n_train_blocks"] = int(train["block"].nunique())
 
-    settings = make_settings(sampler=sampler, seed=seed, delta=delta, n_sweeps=sweeps,
-                             gibbs_params=None if buffer_size is None else {"buffer_size": buffer_size})
+    gp = {} if buffer_size is None else {"buffer_size": buffer_size}
+    if factor_cache_mb:
+        gp["factor_cache_mb"] = factor_cache_mb
+    settings = make_settings(sampler=sampler, seed=seed, delta=delta, n_sweeps=sweeps, gibbs_params=gp or None)
     with executor_context(None, workers, None) as (client, desc):
         t = time.perf_counter()
         results = infer_blocks(df, model, settings, record_history=False, client=client,
@@ -127,7 +131,10 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10000,100000", help="comma-separated mention counts")
     p.add_argument("--sweeps", type=int, default=5)
-    p.add_argument("--sampler", choices=("racing", "exact"), default="racing")
+    p.add_argument("--sampler", choices=("racing", "exact", "auto"), default="racing",
+                   help="auto: exact Gibbs from cached factors where a block's matrix fits, racing elsewhere")
+    p.add_argument("--factor-cache-mb", type=float, default=0.0,
+                   help="GibbsCoref factor_cache_mb (exact / auto samplers; 0: off for exact, 256 for auto)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--delta", type=float, default=0.05)
     p.add_argument("--train", type=int, default=3000, help="labeled mentions to fit theta on")
@@ -141,7 +148,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     kw = dict(sweeps=args.sweeps, sampler=args.sampler, seed=args.seed, n_train=args.train,
               max_train_block=args.max_train_block, workers=args.workers, delta=args.delta,
-              buffer_size=args.buffer_size)
+              buffer_size=args.buffer_size, factor_cache_mb=args.factor_cache_mb)
     if args.one is not None:
         print(json.dumps(run_one(args.one, **kw)), flush=True)
         return 0
@@ -154,6 +161,8 @@ def main(argv=None):
             cmd += ["--workers", str(args.workers)]
         if args.buffer_size:
             cmd += ["--buffer-size", str(args.buffer_size)]
+        if args.factor_cache_mb:
+            cmd += ["--factor-cache-mb", str(args.factor_cache_mb)]
         t = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
