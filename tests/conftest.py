@@ -67,3 +67,20 @@ def make_mentions(n_blocks=4, per=10, n_authors=2, seed=0, labeled=True):
 def mentions_factory():
     """``make_mentions(n_blocks, per, n_authors, seed, labeled)`` -> mention DataFrame."""
     return make_mentions
+
+
+@pytest.fixture(scope="session")
+def shipped_model_and_data():
+    """The shipped AMiner mentions and the shipped default model: ``(df, model)``.
+
+    Skips the test when either is absent (an installed copy without data).
+    """
+    from coref.datasets import default_model_path, load_aminer
+    from coref.model import load_model
+
+    try:
+        df = load_aminer()
+        model, _ = load_model(default_model_path())
+    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data absent
+        pytest.skip(f"shipped AMiner data or default model absent: {exc}")
+    return df, model

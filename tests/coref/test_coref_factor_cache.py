@@ -184,17 +184,10 @@ def test_factor_cache_mb_validated(bad):
         GibbsCoref(_Model(), factor_cache_mb=bad).fit(_df(n=4))
 
 
-def test_cached_exact_on_a_shipped_block():
+def test_cached_exact_on_a_shipped_block(shipped_model_and_data):
     """The shipped model's factors (every feature) on a real block: same labels as without
     the cache, and the same as the twin."""
-    from coref.datasets import default_model_path, load_aminer
-    from coref.model import load_model
-
-    try:
-        df = load_aminer()
-        model, _ = load_model(default_model_path())
-    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data absent
-        pytest.skip(f"shipped AMiner data or default model absent: {exc}")
+    df, model = shipped_model_and_data
     sizes = df.groupby("block").size().sort_values()
     name = [b for b, s in sizes.items() if 20 <= s <= 30][0]
     sub = df[df["block"] == name].sort_values("mention_id").reset_index(drop=True)

@@ -10,15 +10,8 @@ from coref.gibbs import GibbsCoref, bound_table
 
 
 @pytest.fixture(scope="module")
-def shipped():
-    from coref.datasets import default_model_path, load_aminer
-    from coref.model import load_model
-
-    try:
-        df = load_aminer()
-        model, _ = load_model(default_model_path())
-    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data absent
-        pytest.skip(f"shipped AMiner data or default model absent: {exc}")
+def shipped(shipped_model_and_data):
+    df, model = shipped_model_and_data
     sizes = df.groupby("block").size().sort_values()
     name = [b for b, s in sizes.items() if 30 <= s <= 45][0]
     sub = df[df["block"] == name].sort_values("mention_id").reset_index(drop=True)

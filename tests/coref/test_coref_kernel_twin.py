@@ -8,15 +8,8 @@ from coref.features import N_FEATURES
 
 
 @pytest.fixture(scope="module")
-def shipped():
-    from coref.datasets import default_model_path, load_aminer
-    from coref.model import load_model
-
-    try:
-        df = load_aminer()
-        model, _ = load_model(default_model_path())
-    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data absent
-        pytest.skip(f"shipped AMiner data or default model absent: {exc}")
+def shipped(shipped_model_and_data):
+    df, model = shipped_model_and_data
     sizes = df.groupby("block").size().sort_values()
     # three blocks of 40-90 mentions (all their pairs stay quick in pure Python)
     names = [b for b, s in sizes.items() if 40 <= s <= 90][:3]
