@@ -57,6 +57,8 @@ def _fmat_args(run):
     m = mode[0]
     mode[0] = 2
     return run["fmat"], m
+
+
 _INITS = ("singletons", "one")
 
 
@@ -200,8 +202,8 @@ class GibbsCoref:
         this many MiB (8 n^2 bytes), every f_theta(x_i, x_j) the block's steps need is
         evaluated once, n_mov (n - 1) factors for n_mov movable mentions (both orders
         f(x_i, x_j) and f(x_j, x_i): symmetry is not assumed; counted in
-        ``n_factor_evals_`` and in sweep 1 of ``history_``), and every sweep, annealed or at temperature 1
-        (``n_samples``), reads the matrix.  The clusters, the random stream and every
+        ``n_factor_evals_`` and in sweep 1 of ``history_``), and every sweep,
+        annealed or at temperature 1 (``n_samples``), reads the matrix.  The clusters, the random stream and every
         sum are those of the uncached exact sampler; only the cost changes (one matrix
         per block in memory while it is sampled).  Merge proposals (``merge_moves``)
         still evaluate their factors.  0 = off.
@@ -287,7 +289,8 @@ class GibbsCoref:
     The second mini-batch is (N_y - 3) // 10 but at least 1 (Appx. C.3 writes
     ``(|C_y| - 3)/10 ∧ 1``); Eq. 26 is used as the standard error of the difference of
     two independent totals, (se_x^2 + se_y^2)^(1/2).  ``n_factor_evals_`` counts every
-    f_theta evaluated: n - 1 per step for the exact sampler, the sum of T_y for racing
+    f_theta evaluated: n - 1 per step for the exact sampler (none from a cached factor matrix,
+    whose n_mov (n - 1) factors count once), the sum of T_y for racing
     (plus the n (n - 1) / 2 factors of ``small_arm_bound`` and those of merge tests).
     Both samplers use the same random-number streams (one xoshiro256** generator per
     block inside the compiled kernel), so with ``first_batch`` at least the block size
