@@ -147,8 +147,39 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, margins,
     return summary
 
 
-def _confidence(od, model, df, clusters, settings):
-    """confidence.csv, pairs.csv and the report section (coref.confidence, if present)."""
+class _BlockEncodings:
+    """The fitted model, encoding a block from the run's per-mention encoding.
+
+    ``encode(df_block)`` assembles the block from the rows of ``encodings`` (one per
+    mention of the run, aligned with ``mention_ids``) instead of encoding its text
+    again: the same :class:`coref.features.EncodedBlock`, bit for bit
+    (:func:`coref.features.assemble_block`).  A block with a mention the run did not
+    encode falls back to ``model.encode``.  Every other attribute is the model's.
+    """
+
+    def __init__(self, model, encodings, mention_ids):
+        self._model = model
+        self._encodings = encodings
+        self._pos = pd.Index(np.asarray(mention_ids, dtype=object).astype(str))
+
+    def encode(self, df_block):
+        from coref.features import assemble_block
+
+        rows = self._pos.get_indexer(df_block["mention_id"].astype(str).to_numpy(dtype=object))
+        if len(rows) == 0 or (rows < 0).any():
+            return self._model.encode(df_block)
+        return assemble_block(self._encodings.take(rows))
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def _confidence(od, model, df, clusters, settings, encodings=None):
+    """confidence.csv, pairs.csv and the report section (coref.confidence, if present).
+
+    ``encodings``: the run's per-mention encoding of ``df`` (rows of ``df``), so that
+    blocks are assembled from it rather than encoded again.
+    """
     try:
         from coref.confidence import assignment_confidence, write_confidence_report
     except ImportError as exc:
@@ -156,6 +187,8 @@ def _confidence(od, model, df, clusters, settings):
     from coref.report import write_csv
 
     features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
+    if encodings is not None:
+        model = _BlockEncodings(model, encodings, df["mention_id"].to_numpy())
     conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
                                         delta=settings.delta, rng=settings.seed)
     write_csv(od.path("confidence.csv"), conf)
@@ -221,10 +254,12 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
             clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress,
                                                return_encodings=True)
         margins = stats.pop("margins")
-        # written (and released) first: the encodings are the largest object of a big run
-        write_encodings(od.path(ENCODINGS_FILE), stats.pop("encodings"),
-                        model_sha256=model_info["model_json_sha256"])
-        conf_md = _confidence(od, fitted, df, clusters, settings) if confidence else None
+        # written first and released after confidence (which assembles blocks from them):
+        # the encodings are the largest object of a big run
+        encodings = stats.pop("encodings")
+        write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
+        conf_md = _confidence(od, fitted, df, clusters, settings, encodings) if confidence else None
+        del encodings
         summary = {
             "command": "predict", "n_mentions": int(len(df)), "n_blocks": int(df["block"].nunique()),
             "n_clusters": int(clusters["cluster_id"].nunique()),

@@ -292,3 +292,30 @@ def test_add_keeps_each_mention_once_when_new_data_repeats_old_ones(data, model_
     assert len(mentions) == len(clusters) == len(data)
     assert sorted(mentions["mention_id"].astype(str)) == sorted(data["mention_id"].astype(str))
     assert mentions["mention_id"].astype(str).tolist() == clusters["mention_id"].astype(str).tolist()
+
+
+def test_confidence_assembles_blocks_from_the_run_encodings(data, model_dir):
+    """``coref predict --confidence`` encodes nothing again: each block is assembled from
+    the run's per-mention encoding, field for field equal to ``model.encode``; a block with
+    a mention the run did not encode falls back to ``model.encode``."""
+    from dataclasses import fields
+
+    from coref.features import encode_parts
+    from coref.model import load_model
+    from coref.predict import _BlockEncodings
+
+    model, _ = load_model(model_dir)
+    df = data.drop(columns="gold").reset_index(drop=True)
+    wrapped = _BlockEncodings(model, encode_parts(df, model.vocabulary_), df["mention_id"].to_numpy())
+    assert wrapped.theta_ is model.theta_                    # everything else is the model's
+    for _, sub in df.groupby("block"):
+        sub = sub.iloc[::-1]                                  # any row order
+        got, want = wrapped.encode(sub), model.encode(sub)
+        for f in fields(want):
+            a, b = getattr(got, f.name), getattr(want, f.name)
+            if isinstance(b, np.ndarray):
+                np.testing.assert_array_equal(a, b, err_msg=f.name)
+            else:
+                assert a == b, f.name
+    stranger = df.iloc[:3].assign(mention_id=["new-1", "new-2", "new-3"])
+    np.testing.assert_array_equal(wrapped.encode(stranger).co_ids, model.encode(stranger).co_ids)
