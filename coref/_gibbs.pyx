@@ -882,3 +882,90 @@ def anneal(object enc,                      # IN  EncodedBlock
     for k in range(4):
         rng_state[k] = st[k]
     return used
+
+
+def marginal_sweep(const double[:, ::1] F,       # IN  (n, n) factors / temperature, zero diagonal
+                   double[:, ::1] S,              # INOUT (n, n) S[i, c] = sum_{j in slot c} F[i, j]
+                   long long[::1] lab,            # INOUT (n,) slot of each mention
+                   long long[::1] size,           # INOUT (n,) mentions per slot
+                   const long long[::1] perm,     # IN  (n,) visiting order of the sweep
+                   const double[::1] u,           # IN  (n,) one uniform per visit, in visiting order
+                   exp):                          # numpy.exp (the ufunc), see below
+    """One single-site Gibbs sweep of :func:`coref.confidence.gibbs_marginals`, compiled.
+
+    Visit k resamples mention i = perm[k] among the non-empty slots and one new slot
+    (the slot of i if it has just emptied, else the first empty one) with weights
+    exp(S[i, c] - m) and exp(-m), m = max(0, max_c S[i, c]), by inverse CDF at
+    u[k] * (total weight) on the running sum over slots in increasing order (numpy's
+    ``searchsorted(..., side="right")``, stepping back over zero weights), and moves F's
+    column i between the columns of S.  The exponentials are computed by ``exp``
+    (``numpy.exp``) on one array per visit, so that every weight, sum and draw is the
+    numpy implementation's bit for bit (``numpy.exp`` and the C library's ``exp`` differ
+    in the last bit for some arguments).
+    """
+    import numpy as np
+    cdef Py_ssize_t n = F.shape[0], k, c, nv, b, a, i, lo, hi, mid
+    cdef double m, x, tot
+    xs_arr = np.empty(n + 1)
+    es_arr = np.empty(n + 1)
+    cdef double[::1] xs = xs_arr
+    cdef double[::1] es = es_arr
+    cdef double[::1] w = np.zeros(n)
+    cdef double[::1] cs = np.zeros(n)
+    cdef long long[::1] slot = np.zeros(n + 1, np.int64)
+    if S.shape[0] != n or S.shape[1] != n or lab.shape[0] != n or size.shape[0] != n \
+            or perm.shape[0] != n or u.shape[0] != n or F.shape[1] != n:
+        raise ValueError("F and S must be (n, n); lab, size, perm and u must have n entries")
+    for k in range(n):
+        i = perm[k]
+        a = lab[i]
+        size[a] -= 1
+        # non-empty slots (increasing), their S[i, c], and m
+        nv = 0
+        m = 0.0
+        for c in range(n):
+            if size[c] > 0:
+                slot[nv] = c
+                xs[nv] = S[i, c]
+                if S[i, c] > m:
+                    m = S[i, c]
+                nv += 1
+        for c in range(nv):
+            xs[c] = xs[c] - m
+        xs[nv] = -m
+        exp(xs_arr[:nv + 1], out=es_arr[:nv + 1])
+        # the new-cluster slot: a if it has just emptied, else the first empty slot
+        if size[a] == 0:
+            b = a
+        else:
+            b = 0
+            while b < n and size[b] > 0:
+                b += 1
+        for c in range(n):
+            w[c] = 0.0
+        for c in range(nv):
+            w[slot[c]] = es[c]
+        w[b] = es[nv]
+        tot = 0.0
+        for c in range(n):
+            tot = tot + w[c]
+            cs[c] = tot
+        x = u[k] * cs[n - 1]
+        # first index with cs[idx] > x (searchsorted side="right"), at most n - 1
+        lo = 0
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cs[mid] > x:
+                hi = mid
+            else:
+                lo = mid + 1
+        b = lo if lo < n - 1 else n - 1
+        while w[b] == 0.0:
+            b -= 1
+        if b != a:
+            for c in range(n):
+                S[c, a] -= F[c, i]
+                S[c, b] += F[c, i]
+            lab[i] = b
+        size[b] += 1

@@ -311,7 +311,39 @@ def event_probability(sub, constraint, *, method="auto", delta=0.05, time_limit=
 
 # ----------------------------------------------------------------------- sampled marginals
 
-def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0):
+def _marginal_sweep_kernel():
+    from sampling._build import load_kernel
+
+    return load_kernel("coref._gibbs").marginal_sweep
+
+
+def _marginal_sweep_py(F, S, lab, size, perm, u, exp):
+    """Pure-numpy twin of ``coref._gibbs.marginal_sweep`` (one sweep, arrays in place)."""
+    n = F.shape[0]
+    for k, i in enumerate(perm):
+        a = lab[i]
+        size[a] -= 1
+        valid = size > 0
+        w = np.zeros(n)
+        si = S[i, valid]
+        # the new-cluster option: slot a if it has just emptied, else the first empty slot
+        e = a if size[a] == 0 else int(np.argmin(valid))
+        m = max(si.max(initial=0.0), 0.0)
+        w[valid] = exp(si - m)
+        w[e] = exp(-m)
+        c = np.cumsum(w)
+        b = int(np.searchsorted(c, u[k] * c[-1], side="right"))
+        b = min(b, n - 1)
+        while w[b] == 0.0:  # float edge: step back to a slot with weight
+            b -= 1
+        if b != a:
+            S[:, a] -= F[:, i]
+            S[:, b] += F[:, i]
+            lab[i] = b
+        size[b] += 1
+
+
+def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0, _sweep=None):
     """Rao-Blackwellised pair marginals from single-site Gibbs at a fixed temperature.
 
     The chain targets p(y | x) proportional to exp(sum_{i < j, y_i = y_j} F[i, j] / T)
@@ -354,9 +386,11 @@ def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0):
 
     Notes
     -----
-    Pure numpy, O(n) per site update and O(n^2) per kept sweep (the matrix of
+    O(n) per site update, in one compiled call per sweep (``coref._gibbs.marginal_sweep``,
+    which takes its exponentials from ``numpy.exp``; twin ``_marginal_sweep_py``, the
+    earlier all-numpy loop), and O(n^2) per kept sweep in numpy (the matrix of
     conditionals of every mention); the cluster sums S[i, c] = sum_{j in c} F[i, j]
-    are updated incrementally.
+    are updated incrementally.  ``_sweep`` (tests): the sweep function to use.
     """
     F = np.array(F, dtype=float) / float(temperature)
     n = F.shape[0]
@@ -373,28 +407,12 @@ def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0):
     P = np.zeros((n, n))
     alone = np.zeros(n)
     rows = np.arange(n)
+    sweep = _marginal_sweep_kernel() if _sweep is None else _sweep
     for t in range(int(n_burn) + int(n_samples)):
-        for i in rng.permutation(n):
-            a = lab[i]
-            size[a] -= 1
-            valid = size > 0
-            w = np.zeros(n)
-            si = S[i, valid]
-            # the new-cluster option: slot a if it has just emptied, else the first empty slot
-            e = a if size[a] == 0 else int(np.argmin(valid))
-            m = max(si.max(initial=0.0), 0.0)
-            w[valid] = np.exp(si - m)
-            w[e] = np.exp(-m)
-            c = np.cumsum(w)
-            b = int(np.searchsorted(c, rng.random() * c[-1], side="right"))
-            b = min(b, n - 1)
-            while w[b] == 0.0:  # float edge: step back to a slot with weight
-                b -= 1
-            if b != a:
-                S[:, a] -= F[:, i]
-                S[:, b] += F[:, i]
-                lab[i] = b
-            size[b] += 1
+        # the visiting order, then one uniform per visit (the stream of drawing them in turn)
+        perm = rng.permutation(n).astype(np.int64)
+        u = rng.random(n)
+        sweep(F, S, lab, size, perm, u, np.exp)
         if t < int(n_burn):
             continue
         sz = np.broadcast_to(size, (n, n)).copy()
