@@ -27,8 +27,10 @@ class AuthorCoref(BaseEstimator):
 
     Parameters
     ----------
-    sampler : {"racing", "exact"}, default "racing"
-        Gibbs conditional sampler.
+    sampler : {"racing", "exact", "auto"}, default "racing"
+        Gibbs conditional sampler (``"auto"``: exact Gibbs from the cached factor matrix
+        for each block whose matrix fits 256 MiB, racing for larger blocks; see
+        :class:`coref.gibbs.GibbsCoref`).
     delta : float in (0, 1), default 0.05
         Allowed failure probability of each racing test.
     n_sweeps : int >= 1 or None, default None

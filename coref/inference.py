@@ -471,7 +471,7 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
         Fitted model (scattered once to the workers when ``client`` is given).
     settings : coref.settings.CorefSettings
         Seed, delta, sweeps and further Gibbs parameters (validated).
-    sampler : {"racing", "exact"} or None
+    sampler : {"racing", "exact", "auto"} or None
         ``None``: the first of ``settings.samplers``.
     fold : int
         Recorded in the results.

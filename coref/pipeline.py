@@ -296,8 +296,10 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
         already loaded mention table. ``None``: the shipped AMiner set ``aminer_na``.
     format : {None, "aminer", "han", "s2and", "crossref", "csv", "parquet"}
         Loader format; ``None`` lets the loader detect it.
-    sampler : {"both", "racing", "exact"}
-        Gibbs conditional sampler(s): Racing-Normal subsampling or exact.
+    sampler : {"both", "racing", "exact", "auto"}
+        Gibbs conditional sampler(s): Racing-Normal subsampling, exact, ``"auto"`` (exact
+        from the cached factor matrix where a block's matrix fits, racing elsewhere), or
+        ``"both"`` (racing and exact).
     folds : int
         Number of folds (>= 2) of the grouped k-fold by block.
     out : str or os.PathLike
