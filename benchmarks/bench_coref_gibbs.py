@@ -18,7 +18,10 @@ interleaved block by block, so that load on a shared machine hits both alike.
         [--folds 5] [--seed 0] [--repeat 1] [--json OUT.json]
 
 A variant is ``NAME:key=value,...`` with GibbsCoref keyword arguments (ints, floats,
-``None``, ``True`` / ``False``, strings).
+``None``, ``True`` / ``False``, strings); e.g. ``--variant cached:sampler=exact,factor_cache_mb=256``
+for exact Gibbs from each block's cached factor matrix (2026-11-24, shipped data: Gibbs wall
+0.139 s against racing 0.512 s and exact 1.076 s, exact's clusters;
+``benchmarks/measured/coref_factor_cache_2026-11-24.txt``).
 
 Run it from the repository root with ``PYTHONPATH=$PWD`` to measure the checkout
 (``python benchmarks/...`` puts ``benchmarks/`` first on sys.path, so without it the
