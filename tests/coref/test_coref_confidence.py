@@ -219,3 +219,30 @@ def test_brute_force_check_catches_label_symmetry():
     bf = brute_log_z(F, S, a)
     assert naive - bf > 1.0  # overcounted by a large factor
     assert abs(log_partition(build_graphical_model(sub)) - bf) < 1e-9
+
+
+def test_encode_once_wrapper_encodes_each_block_once():
+    """fit_confidence_calibration's wrapper: one model.encode per (block, mention order),
+    the model's own encoding returned, every other attribute the model's."""
+    import pandas as pd
+
+    from coref.confidence import _EncodeOnce
+
+    class Counting:
+        theta_ = "theta"
+
+        def __init__(self):
+            self.calls = []
+
+        def encode(self, df):
+            self.calls.append(tuple(df["mention_id"]))
+            return object()
+
+    m = Counting()
+    w = _EncodeOnce(m)
+    a = pd.DataFrame({"mention_id": ["x1", "x2"], "block": ["b", "b"]})
+    e1, e2 = w.encode(a), w.encode(a.copy())
+    assert e1 is e2 and m.calls == [("x1", "x2")]
+    e3 = w.encode(a.iloc[::-1])                           # another row order: encoded anew
+    assert e3 is not e1 and len(m.calls) == 2
+    assert w.theta_ == "theta"
