@@ -813,36 +813,12 @@ def _empty_conf():
 
 # ----------------------------------------------------------------------- calibration on labeled data
 
-class _EncodeOnce:
-    """The model, with ``encode`` remembered per (block, mention ids in order).
-
-    ``GibbsCoref.fit`` and :func:`assignment_confidence` both encode each block in
-    mention-id order; with this wrapper the second asks for an encoding the first made.
-    Every other attribute is the model's.
-    """
-
-    def __init__(self, model):
-        self._model = model
-        self._memo = {}
-
-    def encode(self, df_block):
-        key = (str(df_block["block"].iloc[0]) if len(df_block) else "",
-               tuple(df_block["mention_id"].astype(str).tolist()))
-        hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = self._model.encode(df_block)
-        return hit
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-
 def _map_clusters(model, df, *, sampler, rng):
     """Predicted clustering (annealed Gibbs MAP) of ``df``: mention_id, block, cluster_id."""
-    from coref.gibbs import INTERNAL_FACTOR_CACHE_MB, GibbsCoref
+    from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
 
     g = GibbsCoref(model, sampler=sampler, rng=rng, record_history=False,
-                   factor_cache_mb=INTERNAL_FACTOR_CACHE_MB).fit(df)
+                   factor_cache_mb=FACTOR_CACHE_MB).fit(df)
     cl = g.clusters_.rename("cluster_id").reset_index()
     cl["cluster_id"] = cl["cluster_id"].astype(str)
     cl["block"] = df.set_index(df["mention_id"].astype(str)).loc[cl["mention_id"].astype(str), "block"].to_numpy()
@@ -889,7 +865,9 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     if "gold" not in df.columns:
         raise ValueError("fitting a calibration needs labeled mentions: df has no 'gold' column")
     # the blocks are encoded once for the clustering and the confidences that follow
-    model = _EncodeOnce(model)
+    from coref.inference import encode_blocks
+
+    model = encode_blocks(model, df)
     if clusters is None:
         clusters = _map_clusters(model, df, sampler=sampler, rng=rng)
     kw = {**confidence_kw, "pair_min_p": 0.0, "calibration": None, "rng": rng}

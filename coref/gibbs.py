@@ -36,27 +36,23 @@ __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
 _SAMPLERS = ("racing", "exact", "auto")
 
-#: ``factor_cache_mb`` of the package's own exact Gibbs runs (the intercept tuning of
-#: ``PairwiseModel`` and the clusterings that confidence calibration is fitted on):
-#: a block whose n x n factor matrix fits (n <= 5,792) is sampled from the matrix, with
-#: the same clusters as without it.
-INTERNAL_FACTOR_CACHE_MB = 256.0
-#: ``factor_cache_mb`` of ``sampler="auto"`` when it is left at 0.
-AUTO_FACTOR_CACHE_MB = 256.0
+#: Factor-matrix budget (MiB) of ``sampler="auto"`` when ``factor_cache_mb`` is 0, and of
+#: the package's own exact Gibbs runs (the intercept tuning of ``PairwiseModel``, the
+#: clusterings that confidence calibration is fitted on): a block whose n x n matrix fits
+#: (n <= 5,792) is sampled from it, with the same clusters as without it.
+FACTOR_CACHE_MB = 256.0
 
 
-def _fmat_args(run):
-    """``(fmat, fmat_mode)`` of the next kernel call of a block (mode 1 once, then 2).
+def _fmat_args(fmat, mode):
+    """``(fmat, fmat_mode)`` of the next kernel call of a block: 1 once (compute), then 2.
 
-    The mode sits in a one-element list of ``run`` so that the first call that
-    computes the matrix switches every later call of the block to reading it.
+    ``mode`` is the block's one-element list, so that the call that computes the matrix
+    switches every later call of the block to reading it.
     """
-    mode = run["fmat_mode"]
-    if run["fmat"] is None:
+    if fmat is None:
         return None, 0
-    m = mode[0]
-    mode[0] = 2
-    return run["fmat"], m
+    m, mode[0] = mode[0], 2
+    return fmat, m
 
 
 _INITS = ("singletons", "one")
@@ -133,7 +129,7 @@ class GibbsCoref:
         Fitted pairwise factor (``model.encode``, ``theta_``, ``bias_``).
     sampler : {"racing", "exact", "auto"}, default "racing"
         ``"auto"``: per block, exact Gibbs from the cached factor matrix when the
-        block's matrix fits ``factor_cache_mb`` (:data:`AUTO_FACTOR_CACHE_MB` when it
+        block's matrix fits ``factor_cache_mb`` (:data:`FACTOR_CACHE_MB` when it
         is 0), racing for larger blocks.  On blocked citation data most blocks fit,
         and the exact sampler over cached factors is then the fastest (README,
         "Which sampler is fastest"); racing is for blocks too large for a matrix.
@@ -599,7 +595,7 @@ class GibbsCoref:
         gen = block_rng(seed, block)
         budget = float(self.factor_cache_mb)
         if self.sampler == "auto" and budget == 0.0:
-            budget = AUTO_FACTOR_CACHE_MB
+            budget = FACTOR_CACHE_MB
         fits = n > 1 and 8.0 * n * n <= budget * 2.0**20
         racing = 1 if self.sampler == "racing" or (self.sampler == "auto" and not fits) else 0
         if labels0 is not None:
@@ -640,7 +636,7 @@ class GibbsCoref:
             used = _gibbs.anneal(enc, theta, bias, labels, size, run["movable"], inv_temps,
                                  stop_mask, patience, racing, int(self.first_batch),
                                  int(bool(self.small_arm_bound)), fmax, b_table, rng_state,
-                                 kh, ev[1:], *_fmat_args(run))
+                                 kh, ev[1:], *_fmat_args(run["fmat"], run["fmat_mode"]))
         if lab_hist is not None:
             lab_hist[used + 1:] = labels
         marg = None
@@ -668,7 +664,7 @@ class GibbsCoref:
                           np.array([inv_temp]), np.zeros(1, np.int8), 0, run["racing"],
                           int(self.first_batch), bound_mode if s == 0 else 2 * bound_mode,
                           run["fmax"], run["b_table"], run["rng_state"],
-                          np.zeros((0, n), np.int64), e, *_fmat_args(run))
+                          np.zeros((0, n), np.int64), e, *_fmat_args(run["fmat"], run["fmat_mode"]))
             if 1.0 / inv_temp <= float(self.merge_max_temp):
                 e[0] += self._merge_moves(labels, size, float(inv_temp), run, gen, fixed)
             ev[s + 1] = e[0]
@@ -749,7 +745,7 @@ class GibbsCoref:
                       np.zeros(1, np.int8), 0, racing, int(self.first_batch),
                       2 * int(bool(self.small_arm_bound)), fmax, b_table, rng_state,
                       np.zeros((0, enc.n), np.int64), ev,
-                      *_fmat_args(dict(fmat=fmat, fmat_mode=fmat_mode)))
+                      *_fmat_args(fmat, fmat_mode))
         return int(ev[0])
 
     def _sample_marginals(self, map_labels, map_size, run):

@@ -228,6 +228,22 @@ class _EncodedMany:
         return getattr(self._model, name)
 
 
+def encode_blocks(model, df):
+    """Every block of ``df`` encoded once, in the row order ``GibbsCoref.fit`` uses.
+
+    Returns ``model`` wrapped (:class:`_EncodedMany`) with the encoding of each block's
+    rows sorted by mention id, so that later ``GibbsCoref`` fits and
+    ``coref.confidence.assignment_confidence`` calls on these blocks (and any
+    ``model.bias_`` set meanwhile) encode nothing again.
+    """
+    encs = {}
+    for b, rows in df.groupby("block", sort=False).indices.items():
+        part = df.iloc[rows]
+        part = part.iloc[np.argsort(part["mention_id"].astype(str).to_numpy(dtype=object), kind="stable")]
+        encs[str(b)] = (model.encode(part), part["mention_id"].astype(str).tolist())
+    return _EncodedMany(model, encs)
+
+
 #: blocks assembled from encodings are sampled together, in groups of about this many mentions
 TOGETHER_MENTIONS = 2000
 

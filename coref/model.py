@@ -327,8 +327,8 @@ class PairwiseModel:
 
     def _tune_shift(self, df, gen):
         """Pick the shift with the best B3 F1 on (cross-fitted) training blocks."""
-        from coref.gibbs import INTERNAL_FACTOR_CACHE_MB, GibbsCoref
-        from coref.inference import _EncodedMany
+        from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
+        from coref.inference import encode_blocks
 
         # only blocks with two labeled mentions can train a theta or score a shift: an
         # inner split over all blocks could leave a half with nothing to fit on
@@ -353,21 +353,14 @@ class PairwiseModel:
                                 pl_max_anchors=self.pl_max_anchors, pl_alone=self.pl_alone,
                                 pl_pair_C=self.pl_pair_C, pl_merge_C=self.pl_merge_C)
             sub.fit(train)
-            # each test block encoded once for all shifts (a shift moves the bias only), in
-            # the order GibbsCoref.fit sorts a block's rows: by mention id
-            encs = {}
-            for b, rows in test.groupby("block", sort=False).indices.items():
-                part = test.iloc[rows]
-                part = part.iloc[np.argsort(part["mention_id"].astype(str).to_numpy(dtype=object),
-                                            kind="stable")]
-                encs[str(b)] = (sub.encode(part), part["mention_id"].astype(str).tolist())
-            pre = _EncodedMany(sub, encs)
+            # each test block encoded once for all shifts (a shift moves the bias only)
+            pre = encode_blocks(sub, test)
             for s in self.shift_grid:
                 sub.bias_ = float(sub.intercept_ + s)
                 sub.shift_ = float(s)
                 g = GibbsCoref(pre, sampler="exact", n_sweeps=int(self.tune_sweeps),
                                rng=0, record_history=False,
-                               factor_cache_mb=INTERNAL_FACTOR_CACHE_MB).fit(test)
+                               factor_cache_mb=FACTOR_CACHE_MB).fit(test)
                 f1 = b3(g.clusters_, test.set_index("mention_id")["gold"]).f1
                 scores[float(s)].append((len(test), f1))
         avg = {s: (sum(n * f for n, f in v) / sum(n for n, _ in v) if v else 0.0)

@@ -221,12 +221,13 @@ def test_brute_force_check_catches_label_symmetry():
     assert abs(log_partition(build_graphical_model(sub)) - bf) < 1e-9
 
 
-def test_encode_once_wrapper_encodes_each_block_once():
-    """fit_confidence_calibration's wrapper: one model.encode per (block, mention order),
-    the model's own encoding returned, every other attribute the model's."""
+def test_encode_blocks_encodes_each_block_once():
+    """coref.inference.encode_blocks (used by fit_confidence_calibration and the intercept
+    tuning): one model.encode per block, in mention-id order; later encode calls for that
+    order return it, another row order is encoded anew; every other attribute is the model's."""
     import pandas as pd
 
-    from coref.confidence import _EncodeOnce
+    from coref.inference import encode_blocks
 
     class Counting:
         theta_ = "theta"
@@ -239,10 +240,12 @@ def test_encode_once_wrapper_encodes_each_block_once():
             return object()
 
     m = Counting()
-    w = _EncodeOnce(m)
-    a = pd.DataFrame({"mention_id": ["x1", "x2"], "block": ["b", "b"]})
+    df = pd.DataFrame({"mention_id": ["x2", "x1", "y1"], "block": ["b", "b", "c"]})
+    w = encode_blocks(m, df)
+    assert sorted(m.calls) == [("x1", "x2"), ("y1",)]
+    a = df.iloc[[1, 0]]
     e1, e2 = w.encode(a), w.encode(a.copy())
-    assert e1 is e2 and m.calls == [("x1", "x2")]
+    assert e1 is e2 and len(m.calls) == 2
     e3 = w.encode(a.iloc[::-1])                           # another row order: encoded anew
-    assert e3 is not e1 and len(m.calls) == 2
+    assert e3 is not e1 and len(m.calls) == 3
     assert w.theta_ == "theta"

@@ -260,7 +260,7 @@ def test_auto_sampler_exact_where_the_matrix_fits_racing_elsewhere():
         pd.testing.assert_series_equal(c.loc[ids], ref.clusters_.loc[ids])
         assert auto.n_factor_evals_per_block_[block] == (
             9 * 8 if block == "x li" else racing.n_factor_evals_per_block_[block])
-    # with the default budget (AUTO_FACTOR_CACHE_MB) both blocks fit
+    # with the default budget (FACTOR_CACHE_MB) both blocks fit
     auto2 = GibbsCoref(_Model(), sampler="auto", **kw).fit(df)
     assert sorted(auto2.cached_blocks_) == ["w wang", "x li"]
     np.testing.assert_array_equal(auto2.labels_, exact.labels_)
