@@ -41,6 +41,8 @@ class AuthorCoref(BaseEstimator):
         Shift of the fitted intercept (``"auto"``: tuned on the training blocks).
     max_pairs_per_block : int, default 3000
         Labeled pairs per training block.
+    block_prior : {"pcc", "none"}, default "pcc"
+        Per-block prior odds of coreference (:class:`coref.model.PairwiseModel`).
     rng : None or int >= 0, default 0
         Seed of pair sampling, tuning and Gibbs (block ``b`` uses
         ``coref.gibbs.block_rng(seed, b)``); ``None`` draws one at ``fit``.
@@ -63,7 +65,8 @@ class AuthorCoref(BaseEstimator):
     """
 
     def __init__(self, *, sampler="racing", delta=0.05, n_sweeps=None, C=0.1, bias_shift="auto",
-                 max_pairs_per_block=3000, rng=0):
+                 max_pairs_per_block=3000, rng=0, block_prior="pcc"):
+        self.block_prior = block_prior
         self.sampler = sampler
         self.delta = delta
         self.n_sweeps = n_sweeps
@@ -134,7 +137,8 @@ class AuthorCoref(BaseEstimator):
             raise ValueError("AuthorCoref.fit needs a 'gold' column (gold author per mention; NA = unlabeled)")
         with single_thread():  # theta must not depend on the BLAS thread count
             self.model_ = PairwiseModel(C=self.C, bias_shift=self.bias_shift,
-                                        max_pairs_per_block=self.max_pairs_per_block, rng=seed).fit(df)
+                                        max_pairs_per_block=self.max_pairs_per_block, rng=seed,
+                                        block_prior=self.block_prior).fit(df)
         self.seed_ = seed
         return self
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from coref.model import block_bias
+
 __all__ = ["Explanation", "explain_pair", "feature_groups", "add_arguments", "main"]
 
 
@@ -155,7 +157,7 @@ def explain_pair(model, df, mention_a, mention_b):
     phi = model.pair_features(enc, [i], [j])[0]
     theta = np.asarray(model.theta_, dtype=float)
     contrib = theta * phi
-    bias = float(model.bias_)
+    bias = block_bias(model, enc)           # bias_ + the block's prior shift
     f = float(model.pairwise_factor(enc, i, j))
     from coref import features
 

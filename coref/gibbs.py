@@ -30,6 +30,8 @@ import pandas as pd
 
 from sampling._build import load_kernel
 
+from coref.model import block_bias
+
 _gibbs = load_kernel("coref._gibbs")
 
 __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
@@ -606,7 +608,7 @@ class GibbsCoref:
             labels = np.zeros(n, dtype=np.int64)
         size = np.bincount(labels, minlength=n).astype(np.int64)
         theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
-        bias = float(model.bias_)
+        bias = block_bias(model, enc)       # bias_ + the block's prior shift (coref.model)
         b_table = _bound_table_ro(float(self.delta), n + 1)
         ev = np.zeros(len(temps) + 1, np.int64)
         lab_hist = np.zeros((len(temps) + 1, n), np.int64) if self.record_history else None

@@ -21,6 +21,23 @@ each value of ``shift_grid`` and keeping the one with the best training B3 F1
 (factors computed from a theta cross-fitted over training-block folds, so that
 the shift is tuned on blocks the theta did not see).
 
+Each block also gets its own prior odds (``block_prior="pcc"``, the default).  The
+logistic intercept is the log prior odds of a co-referent pair pooled over the training
+blocks, but blocks differ: "Robert Schreiber" is one author, "Lei Wang" a hundred.  A block's
+coreference rate is estimated from the model's own pair probabilities in that block (the
+mean of sigmoid(f) over its pairs: probabilistic classify-and-count, Bella et al. 2010),
+and f is shifted by the change of prior log-odds against the same mean over the training
+blocks, the prior-shift correction of Saerens, Latinne & Decaestecker (2002, eq. 2.4; one
+step of their EM, clipped to +-``block_prior_cap``)::
+
+    f_b(x_i, x_j) = theta . phi + bias + d_b,   d_b = logit(r_b) - logit(r_train),
+    r_b = mean over the block's pairs of sigmoid(theta . phi + bias).
+
+Every factor of the block (Gibbs, margins, confidence, explanations) uses ``bias + d_b``
+(:meth:`PairwiseModel.block_bias`), so the Gibbs model stays the paper's pairwise model,
+with a block-constant intercept.  Measured under the grouped k-fold protocol:
+benchmarks/measured/coref_block_prior_2026-11-24.txt.
+
 Saved model format (:func:`save_model` / :func:`load_model`), a directory of three
 files, none of them executable::
 
@@ -29,9 +46,13 @@ files, none of them executable::
                     "params": {C, max_pairs_per_block, class_weight, bias_shift, shift_grid,
                                shift_tol, tune_sweeps, tune_max_blocks, rng,
                                objective, pl_C, pl_max_anchors, pl_alone, pl_pair_C,
-                               pl_merge_C},   # the last six optional (absent: a logistic
+                               pl_merge_C,    # the last six optional (absent: a logistic
                                               # theta, "logistic", 1.0, 400, false, 0, 0)
+                               block_prior, block_prior_cap, block_prior_pairs},
+                                              # optional (absent: "none", a model saved
+                                              # before block priors)
                     "intercept": float, "shift": float, "bias": float, "n_pairs": int,
+                    "pair_rate": float,               # r_train in (0, 1); with block_prior "pcc"
                     "shift_scores": {str(shift): float},
                     "vocabulary": {"n_docs": int, "tables": {"title"|"venue"|"affiliation": {word: int}}},
                     "extra": {...},                    # e.g. AuthorCoref settings, training data summary
@@ -172,6 +193,13 @@ class PairwiseModel:
     pl_merge_C : float >= 0, default 0
         Weight of the cluster-merge conditionals (two gold clusters stay apart, two
         halves of one merge; :func:`coref._pseudolik.block_candidates`).
+    block_prior : {"pcc", "none"}, default "pcc"
+        ``"pcc"``: each block's factors get the intercept ``bias_ + d_b`` (module
+        docstring; :meth:`block_bias`). ``"none"``: ``bias_`` everywhere.
+    block_prior_cap : float > 0, default 3.0
+        |d_b| is clipped to this (natural-log odds).
+    block_prior_pairs : int >= 1, default 20000
+        At most this many pairs per block estimate its rate (:func:`rate_pairs`).
 
     Attributes
     ----------
@@ -190,13 +218,20 @@ class PairwiseModel:
     pl_info_ : dict
         With ``objective="pseudolik"``: -PL before / after, anchors, candidates and
         L-BFGS iterations (:func:`coref._pseudolik.fit_pseudolik`); else empty.
+    pair_rate_ : float in (0, 1)
+        r_train: mean of sigmoid(theta_ . phi + bias_) over the pairs of the training
+        blocks (all their mentions, labeled or not; pooled over pairs, big blocks
+        subsampled and reweighted), the reference of the block prior.
     """
 
     def __init__(self, *, C=0.1, max_pairs_per_block=3000, class_weight=None,
                  bias_shift="auto", shift_grid=(0.0, 0.5, 1.0),
                  shift_tol=0.005, tune_sweeps=12, tune_max_blocks=40, rng=0,
                  objective="logistic", pl_C=1.0, pl_max_anchors=400, pl_alone=False, pl_pair_C=0.0,
-                 pl_merge_C=0.0):
+                 pl_merge_C=0.0, block_prior="pcc", block_prior_cap=3.0, block_prior_pairs=20000):
+        self.block_prior = block_prior
+        self.block_prior_cap = block_prior_cap
+        self.block_prior_pairs = block_prior_pairs
         self.objective = objective
         self.pl_merge_C = pl_merge_C
         self.pl_pair_C = pl_pair_C
@@ -224,11 +259,13 @@ class PairwiseModel:
         if missing:
             raise ValueError(f"df is missing the mention column(s) {missing}")
 
-    def _pairs(self, df, vocab, gen):
+    def _pairs(self, df, vocab, gen, encs=None):
         feats, ys = [], []
         for _, sub in df.groupby("block", sort=True):
             gold = np.array([None if pd.isna(g) else str(g) for g in sub["gold"]], dtype=object)
             enc = encode_mentions(sub, vocab)
+            if encs is not None:
+                encs.append(enc)
             I, J, y = labeled_pairs(enc, gold, max_pairs=int(self.max_pairs_per_block), rng=gen)
             if len(I) == 0:
                 continue
@@ -308,22 +345,59 @@ class PairwiseModel:
             v = getattr(self, k)
             if not (isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v) >= 0):
                 raise ValueError(f"{k} must be a number >= 0; got {v!r}")
+        self._check_block_prior(ValueError)
         gen = as_generator(self.rng)
         self.vocabulary_ = Vocabulary.fit(df)
-        X, y = self._pairs(df, self.vocabulary_, gen)
+        encs = []
+        X, y = self._pairs(df, self.vocabulary_, gen, encs)
         self.theta_, self.intercept_ = self._regress(X, y)
         self.pl_info_ = {}
         if self.objective == "pseudolik":
             self._pseudolik(df, gen, X, y)
         self.n_pairs_ = int(len(y))
         self.feature_names_ = FEATURE_NAMES
+        self._rate_scores(encs)
         if self.bias_shift == "auto":
             self.shift_, self.shift_scores_ = self._tune_shift(df, gen)
         else:
             self.shift_ = float(self.bias_shift)
             self.shift_scores_ = {}
-        self.bias_ = float(self.intercept_ + self.shift_)
+        self._set_bias(float(self.intercept_ + self.shift_))
         return self
+
+    def _check_block_prior(self, error):
+        if self.block_prior not in ("pcc", "none"):
+            raise error(f"block_prior must be 'pcc' or 'none'; got {self.block_prior!r}")
+        cap = self.block_prior_cap
+        if not (isinstance(cap, numbers.Real) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0):
+            raise error(f"block_prior_cap must be a finite number > 0; got {cap!r}")
+        m = self.block_prior_pairs
+        if not (isinstance(m, numbers.Integral) and not isinstance(m, bool) and m >= 1):
+            raise error(f"block_prior_pairs must be an integer >= 1; got {m!r}")
+
+    def _rate_scores(self, encs):
+        """theta . phi (no intercept) and the weight of the rate pairs of the training blocks."""
+        z, w = [], []
+        for enc in encs:
+            I, J, wt = rate_pairs(enc.n, int(self.block_prior_pairs))
+            if len(I):
+                out = np.empty(len(I))
+                _factors.pair_factors(enc, self.theta_, 0.0, I, J, out)
+                z.append(out)
+                w.append(np.full(len(I), wt))
+        self._rate_z = np.concatenate(z) if z else np.zeros(0)
+        self._rate_w = np.concatenate(w) if w else np.zeros(0)
+
+    def _set_bias(self, bias):
+        """Set ``bias_`` and the reference rate ``pair_rate_`` it implies on the training pairs."""
+        from scipy.special import expit
+
+        self.bias_ = float(bias)
+        if len(self._rate_z) == 0:
+            self.pair_rate_ = 0.5
+        else:
+            r = float(np.sum(self._rate_w * expit(self._rate_z + self.bias_)) / np.sum(self._rate_w))
+            self.pair_rate_ = min(max(r, 1e-12), 1.0 - 1e-12)
 
     def _tune_shift(self, df, gen):
         """Pick the shift with the best B3 F1 on (cross-fitted) training blocks."""
@@ -351,12 +425,14 @@ class PairwiseModel:
                                 class_weight=self.class_weight, bias_shift=0.0,
                                 rng=gen, objective=self.objective, pl_C=self.pl_C,
                                 pl_max_anchors=self.pl_max_anchors, pl_alone=self.pl_alone,
-                                pl_pair_C=self.pl_pair_C, pl_merge_C=self.pl_merge_C)
+                                pl_pair_C=self.pl_pair_C, pl_merge_C=self.pl_merge_C,
+                                block_prior=self.block_prior, block_prior_cap=self.block_prior_cap,
+                                block_prior_pairs=self.block_prior_pairs)
             sub.fit(train)
             # each test block encoded once for all shifts (a shift moves the bias only)
             pre = encode_blocks(sub, test)
             for s in self.shift_grid:
-                sub.bias_ = float(sub.intercept_ + s)
+                sub._set_bias(float(sub.intercept_ + s))
                 sub.shift_ = float(s)
                 g = GibbsCoref(pre, sampler="exact", n_sweeps=int(self.tune_sweeps),
                                rng=0, record_history=False,
@@ -383,8 +459,40 @@ class PairwiseModel:
         self._check_df(df_block, need_gold=False)
         return encode_mentions(df_block, self.vocabulary_)
 
+    def block_shift(self, enc: EncodedBlock) -> float:
+        """d_b, the change of the prior log-odds of a co-referent pair in this block.
+
+        ``logit(r_b) - logit(pair_rate_)``, clipped to +-``block_prior_cap``, with r_b
+        the mean of sigmoid(theta_ . phi + bias_) over the block's :func:`rate_pairs`
+        (Saerens et al. 2002, eq. 2.4, one EM step from the training prior).  0.0 with
+        ``block_prior="none"``, for blocks of fewer than two mentions, and for models
+        loaded from files saved before block priors.
+
+        Returns
+        -------
+        float
+            Natural-log odds.
+        """
+        self._check_fitted()
+        if getattr(self, "block_prior", "none") != "pcc" or enc.n < 2:
+            return 0.0
+        from scipy.special import expit, logit
+
+        I, J, _ = rate_pairs(enc.n, int(self.block_prior_pairs))
+        out = np.empty(len(I))
+        _factors.pair_factors(enc, self.theta_, self.bias_, I, J, out)
+        r = min(max(float(np.mean(expit(out))), 1e-12), 1.0 - 1e-12)
+        cap = float(self.block_prior_cap)
+        return float(np.clip(logit(r) - logit(self.pair_rate_), -cap, cap))
+
+    def block_bias(self, enc: EncodedBlock) -> float:
+        """The intercept of every factor within the block ``enc``: ``bias_ + block_shift(enc)``."""
+        return float(self.bias_ + self.block_shift(enc))
+
     def pairwise_factor(self, enc: EncodedBlock, i: int, j: int) -> float:
         """f_theta(x_i, x_j), natural-log odds that mentions i and j co-refer.
+
+        The intercept is the block's (:meth:`block_bias`): ``enc`` must be the whole block.
 
         Raises
         ------
@@ -396,18 +504,19 @@ class PairwiseModel:
             if not 0 <= int(v) < enc.n:
                 raise IndexError(f"{name} must be in [0, {enc.n}); got {v}")
         out = np.empty(1)
-        _factors.pair_factors(enc, self.theta_, self.bias_, np.array([int(i)], np.int64),
+        _factors.pair_factors(enc, self.theta_, self.block_bias(enc), np.array([int(i)], np.int64),
                               np.array([int(j)], np.int64), out)
         return float(out[0])
 
     def factor_matrix(self, enc: EncodedBlock) -> np.ndarray:
         """All factors of a block, ndarray of shape (n, n), symmetric, zero diagonal.
 
-        Memory O(n^2): meant for small blocks and tests.
+        Memory O(n^2): meant for small blocks and tests. The intercept is the block's
+        (:meth:`block_bias`): ``enc`` must be the whole block.
         """
         self._check_fitted()
         out = np.zeros((enc.n, enc.n))
-        _factors.factor_matrix(enc, self.theta_, self.bias_, out)
+        _factors.factor_matrix(enc, self.theta_, self.block_bias(enc), out)
         return out
 
     def pair_features(self, enc: EncodedBlock, I, J) -> np.ndarray:
@@ -420,6 +529,42 @@ class PairwiseModel:
 
 
 # --------------------------------------------------------------------------- persistence
+
+def rate_pairs(n: int, max_pairs: int) -> tuple:
+    """Pairs (i < j) over which a block's coreference rate is averaged, and their weight.
+
+    All ``n (n - 1) / 2`` pairs when there are at most ``max_pairs``; otherwise
+    ``max_pairs`` pairs drawn uniformly with replacement from a generator seeded by
+    ``n`` (the same block gives the same pairs in every run and process).
+
+    Returns
+    -------
+    I, J : ndarray of int64, shape (m,)
+    weight : float
+        Pairs of the block per pair returned (``n (n - 1) / 2 / m``; 0.0 when m = 0).
+    """
+    n = int(n)
+    total = n * (n - 1) // 2
+    if total == 0:
+        e = np.zeros(0, np.int64)
+        return e, e, 0.0
+    if total <= max_pairs:
+        a, b = np.triu_indices(n, 1)
+    else:
+        gen = np.random.default_rng(n)
+        x = gen.integers(0, n, size=max_pairs)
+        z = gen.integers(0, n - 1, size=max_pairs)
+        z = z + (z >= x)                   # uniform over j != i
+        a, b = np.minimum(x, z), np.maximum(x, z)
+    return a.astype(np.int64), b.astype(np.int64), total / len(a)
+
+
+def block_bias(model, enc) -> float:
+    """The intercept of ``model``'s factors within the block ``enc`` (``bias_`` for models
+    without :meth:`PairwiseModel.block_bias`, e.g. test stand-ins)."""
+    f = getattr(model, "block_bias", None)
+    return float(model.bias_) if f is None else float(f(enc))
+
 
 def _sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -438,7 +583,8 @@ def _params_state(model):
             "rng": None if rng is None else int(rng), "objective": str(model.objective),
             "pl_C": float(model.pl_C), "pl_max_anchors": int(model.pl_max_anchors),
             "pl_alone": bool(model.pl_alone), "pl_pair_C": float(model.pl_pair_C),
-            "pl_merge_C": float(model.pl_merge_C)}
+            "pl_merge_C": float(model.pl_merge_C), "block_prior": str(model.block_prior),
+            "block_prior_cap": float(model.block_prior_cap), "block_prior_pairs": int(model.block_prior_pairs)}
 
 
 def save_model(model, path, *, extra=None):
@@ -476,7 +622,7 @@ def save_model(model, path, *, extra=None):
     doc = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "coref_version": __version__,
            "feature_names": list(model.feature_names_), "params": _params_state(model),
            "intercept": float(model.intercept_), "shift": float(model.shift_), "bias": float(model.bias_),
-           "n_pairs": int(model.n_pairs_),
+           "n_pairs": int(model.n_pairs_), "pair_rate": float(getattr(model, "pair_rate_", 0.5)),
            "shift_scores": {repr(float(k)): float(v) for k, v in model.shift_scores_.items()},
            "vocabulary": vocab, "extra": extra or {}}
     cal = getattr(model, "calibration_", None)
@@ -494,6 +640,7 @@ def save_model(model, path, *, extra=None):
 
 
 _PL_PARAMS = ("objective", "pl_C", "pl_max_anchors", "pl_alone", "pl_pair_C", "pl_merge_C")
+_BP_PARAMS = ("block_prior", "block_prior_cap", "block_prior_pairs")
 
 _BIG = 256  # numeric lists longer than this go to the npz, referenced as {"$npz": name}
 
@@ -638,7 +785,10 @@ def load_model(path):
                                                     "shift_grid", "shift_tol", "tune_sweeps", "tune_max_blocks",
                                                     "rng")},
                               # absent in models saved before the pseudo-likelihood fit (logistic theta)
-                              **{"objective": "logistic", **{k: p[k] for k in _PL_PARAMS if k in p}})
+                              **{"objective": "logistic", **{k: p[k] for k in _PL_PARAMS if k in p}},
+                              # absent in models saved before block priors: none
+                              **{"block_prior": "none", **{k: p[k] for k in _BP_PARAMS if k in p}})
+        model._check_block_prior(lambda msg: ModelFormatError("params." + msg, path=jpath))
         if model.objective not in ("logistic", "pseudolik"):
             raise ModelFormatError(f"params.objective must be 'logistic' or 'pseudolik'; got {model.objective!r}",
                                    path=jpath)
@@ -672,6 +822,11 @@ def load_model(path):
     if abs(model.bias_ - (model.intercept_ + model.shift_)) > 1e-9 * max(1.0, abs(model.bias_)):
         raise ModelFormatError("bias must equal intercept + shift", path=jpath)
     model.n_pairs_ = int(_field(doc, "n_pairs", "int", jpath))
+    model.pair_rate_ = 0.5
+    if model.block_prior == "pcc":
+        model.pair_rate_ = float(_field(doc, "pair_rate", "float", jpath))
+        if not 0.0 < model.pair_rate_ < 1.0:
+            raise ModelFormatError(f"field 'pair_rate' must be in (0, 1); got {model.pair_rate_!r}", path=jpath)
     scores = _field(doc, "shift_scores", "dict", jpath)
     try:
         model.shift_scores_ = {float(k): float(v) for k, v in scores.items()}

@@ -18,7 +18,7 @@ __all__ = ["fit", "add_arguments", "main"]
 
 
 def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="racing",
-        delta=0.05, n_sweeps=None, calibration="isotonic"):
+        delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc"):
     """Fit on ``data`` and save to the directory ``model``.
 
     Parameters
@@ -29,7 +29,7 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
         Model directory to write.
     format, strict
         Loader options.
-    rng, C, bias_shift, sampler, delta, n_sweeps
+    rng, C, bias_shift, sampler, delta, n_sweeps, block_prior
         :class:`coref.estimator.AuthorCoref` parameters (saved with the model).
     calibration : {"isotonic", "temperature", "none"}, default "isotonic"
         Fit the confidence calibration maps (pair probabilities and mention
@@ -60,7 +60,8 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
         raise ValueError(f"the calibration parameter must be 'isotonic', 'temperature' or 'none'; got {calibration!r}")
     t0 = time.perf_counter()
     df, desc = load_input(data, format=format, strict=strict, command="fit", need_gold=True)
-    est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps).fit(df)
+    est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps,
+                      block_prior=block_prior).fit(df)
     fit_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     cal_info = None
@@ -100,6 +101,9 @@ def add_arguments(parser):
     parser.add_argument("--calibration", choices=("isotonic", "temperature", "none"), default="isotonic",
                         help="confidence calibration maps fitted on the training mentions and saved with the "
                              "model, applied by `coref predict --confidence` (default isotonic)")
+    parser.add_argument("--block-prior", dest="block_prior", choices=("pcc", "none"), default="pcc",
+                        help="per-block prior odds of coreference, estimated from the block's own pair "
+                             "probabilities (pcc, default) or the pooled training intercept for every block (none)")
     parser.add_argument("--strict", action="store_true", help="fail on the first bad record or file")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
@@ -111,7 +115,8 @@ def main(args):
     try:
         r = fit(args.data, model=args.model, format=args.format, strict=args.strict, rng=args.seed, C=args.C,
                 sampler=args.sampler, delta=args.delta, n_sweeps=args.n_sweeps,
-                calibration=getattr(args, "calibration", "isotonic"))
+                calibration=getattr(args, "calibration", "isotonic"),
+                block_prior=getattr(args, "block_prior", "pcc"))
     except ERRORS as exc:
         return report_error("fit", args, exc)
     print(f"fitted theta on {r['n_pairs']:,} labeled pairs from {r['n_labeled']} labeled mentions in "

@@ -37,7 +37,7 @@ def test_fit_factor_consistency_and_save_load(tmp_path):
     F = m.factor_matrix(enc)
     assert F[2, 7] == m.pairwise_factor(enc, 2, 7) == m.pairwise_factor(enc, 7, 2)
     phi = m.pair_features(enc, [2], [7])
-    assert F[2, 7] == pytest.approx(phi[0] @ m.theta_ + m.bias_)
+    assert F[2, 7] == pytest.approx(phi[0] @ m.theta_ + m.block_bias(enc))
     # same-person pairs score higher on average
     gold = df[df["block"] == "B0"]["gold"].to_numpy()
     same = gold[:, None] == gold[None, :]
@@ -48,6 +48,8 @@ def test_fit_factor_consistency_and_save_load(tmp_path):
     assert extra == {"note": "x"}
     np.testing.assert_array_equal(m2.factor_matrix(m2.encode(df[df["block"] == "B0"])), F)
     assert (m2.bias_, m2.shift_, m2.C, m2.bias_shift) == (m.bias_, m.shift_, m.C, m.bias_shift)
+    assert (m2.block_prior, m2.block_prior_cap, m2.block_prior_pairs, m2.pair_rate_) == \
+        ("pcc", 3.0, 20000, m.pair_rate_)
 
 
 def test_auto_shift_picks_from_grid():

@@ -112,7 +112,8 @@ def test_cluster_margins_are_within_cluster_factor_sums(mentions_factory):
     enc = model.encode(blk)
     F = model.factor_matrix(enc)
     labels = np.array([0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 4, 5])
-    m = cluster_margins(enc, model.theta_, model.bias_, labels)
+    bias = model.block_bias(enc)                     # the block's intercept, as factor_matrix uses
+    m = cluster_margins(enc, model.theta_, bias, labels)
     for i in range(len(labels)):
         same = (labels == labels[i]) & (np.arange(len(labels)) != i)
         if same.any():
@@ -120,11 +121,11 @@ def test_cluster_margins_are_within_cluster_factor_sums(mentions_factory):
         else:
             assert np.isnan(m[i])
     only = np.arange(12) % 2 == 0
-    part = cluster_margins(enc, model.theta_, model.bias_, labels, rows=only)
+    part = cluster_margins(enc, model.theta_, bias, labels, rows=only)
     np.testing.assert_array_equal(np.isnan(part[~only]), True)
     np.testing.assert_allclose(part[only], m[only])
     # a capped cluster: a subsample of 3 members, scaled by (n - 1) / (members compared)
-    capped = cluster_margins(enc, model.theta_, model.bias_, np.zeros(12, int), max_members=3, rng=1)
+    capped = cluster_margins(enc, model.theta_, bias, np.zeros(12, int), max_members=3, rng=1)
     assert np.isfinite(capped).all() and capped.shape == (12,)
     cl = pd.DataFrame({"mention_id": blk["mention_id"], "cluster_id": [f"c{k}" for k in labels]})
     w = weakest_merges(cl, pd.Series(m, index=blk["mention_id"]), n_weakest=3)

@@ -1,0 +1,192 @@
+"""Per-block prior odds (PairwiseModel(block_prior="pcc")): the shift d_b, its reference rate,
+its use by every factor of the block, save / load, and errors."""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit, logit
+
+from coref import _gibbs
+from coref.exceptions import ModelFormatError
+from coref.gibbs import GibbsCoref, block_rng, bound_table
+from coref.model import PairwiseModel, block_bias, load_model, rate_pairs, save_model
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_coref_gibbs import _df  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    df = _df(n=20, n_blocks=4, seed=3)
+    return df, PairwiseModel(bias_shift=0.0).fit(df)
+
+
+def _f0(model, enc):
+    """The factor matrix at the pooled intercept bias_ (no block shift), upper triangle."""
+    from coref.model import _factors
+
+    F = np.zeros((enc.n, enc.n))
+    _factors.factor_matrix(enc, model.theta_, model.bias_, F)
+    return F[np.triu_indices(enc.n, 1)]
+
+
+def test_rate_pairs_all_then_seeded_sample():
+    I, J, w = rate_pairs(5, 10)
+    assert sorted(zip(I.tolist(), J.tolist())) == [(a, b) for a in range(5) for b in range(a + 1, 5)]
+    assert w == 1.0
+    I, J, w = rate_pairs(200, 500)
+    assert len(I) == 500 and np.all(I < J) and J.max() < 200
+    assert w == pytest.approx(200 * 199 / 2 / 500)
+    I2, J2, _ = rate_pairs(200, 500)                     # the same block size gives the same pairs
+    np.testing.assert_array_equal(I, I2)
+    np.testing.assert_array_equal(J, J2)
+    for n in (0, 1):
+        I, J, w = rate_pairs(n, 10)
+        assert len(I) == 0 and w == 0.0
+
+
+def test_pair_rate_is_the_pooled_training_mean(fitted):
+    df, m = fitted
+    p = []
+    for _, sub in df.groupby("block", sort=True):
+        p.append(expit(_f0(m, m.encode(sub.drop(columns=["gold"])))))
+    assert m.pair_rate_ == pytest.approx(np.concatenate(p).mean(), rel=1e-12)
+
+
+def test_block_shift_is_the_prior_log_odds_change(fitted):
+    df, m = fitted
+    for b, sub in df.groupby("block"):
+        enc = m.encode(sub.drop(columns=["gold"]))
+        want = logit(expit(_f0(m, enc)).mean()) - logit(m.pair_rate_)
+        assert m.block_shift(enc) == pytest.approx(float(np.clip(want, -3, 3)), abs=1e-12)
+        assert m.block_bias(enc) == m.bias_ + m.block_shift(enc)
+    # a block of very similar mentions (one author) gets a positive shift: more merging
+    one = df[df["gold"] == df["gold"].iloc[0]]
+    d = m.block_shift(m.encode(one.drop(columns=["gold"])))
+    assert d > 0
+
+
+def test_cap_none_and_tiny_blocks(fitted):
+    df, m = fitted
+    enc = m.encode(df[df["block"] == "B0"].drop(columns=["gold"]))
+    d = m.block_shift(enc)
+    assert d != 0.0
+    m.block_prior_cap = abs(d) / 2
+    try:
+        assert m.block_shift(enc) == pytest.approx(np.sign(d) * abs(d) / 2)
+    finally:
+        m.block_prior_cap = 3.0
+    m.block_prior = "none"
+    try:
+        assert m.block_shift(enc) == 0.0 and m.block_bias(enc) == m.bias_
+    finally:
+        m.block_prior = "pcc"
+    one = m.encode(df.iloc[:1].drop(columns=["gold"]))
+    assert m.block_shift(one) == 0.0
+
+
+def test_every_factor_of_the_block_uses_the_block_intercept(fitted):
+    df, m = fitted
+    sub = df[df["block"] == "B1"].drop(columns=["gold"]).reset_index(drop=True)
+    enc = m.encode(sub)
+    d = m.block_shift(enc)
+    assert abs(d) > 1e-3
+    F = m.factor_matrix(enc)
+    iu = np.triu_indices(enc.n, 1)
+    np.testing.assert_allclose(F[iu], _f0(m, enc) + d, rtol=0, atol=1e-12)
+    assert m.pairwise_factor(enc, 1, 4) == F[1, 4]
+    assert block_bias(m, enc) == m.block_bias(enc)
+
+    class StandIn:                                        # no block_bias: the pooled intercept
+        bias_ = 1.25
+    assert block_bias(StandIn(), enc) == 1.25
+    # GibbsCoref anneals with bias_ + d_b: the kernel called with it gives the same clusters
+    # a reference rate far below the block's: d_b = +cap = 30 nats, which merges everything
+    import copy
+    m = copy.deepcopy(m)
+    m.block_prior_cap, m.pair_rate_ = 30.0, 1e-200
+    assert m.block_bias(enc) == m.bias_ + 30.0
+    g = GibbsCoref(m, sampler="exact", n_sweeps=6, rng=4, record_history=False).fit(sub)
+    got = pd.Series(g.clusters_.reindex(sub["mention_id"].astype(str)).to_numpy()).factorize()[0]
+
+    def kernel(bias):
+        n = enc.n
+        labels = np.arange(n, dtype=np.int64)            # init="singletons"
+        size = np.ones(n, np.int64)
+        state = block_rng(4, "B1").integers(0, 2**64, size=4, dtype=np.uint64, endpoint=False)
+        temps = np.asarray(g.temperatures_, float)
+        _gibbs.anneal(enc, m.theta_, bias, labels, size, np.arange(n, dtype=np.int64), 1.0 / temps,
+                      (temps <= g.early_stop_temp).astype(np.int8), int(g.patience or 0), 0,
+                      int(g.first_batch), int(bool(g.small_arm_bound)), np.full(n, -np.inf),
+                      bound_table(float(g.delta), n + 1), state, np.zeros((0, n), np.int64),
+                      np.zeros(len(temps), np.int64))
+        return pd.Series(labels).factorize()[0]
+
+    assert got.tolist() == kernel(m.block_bias(enc)).tolist()
+    # with the pooled intercept the block stays split: the check above can fail
+    assert got.tolist() != kernel(m.bias_).tolist()
+
+
+def test_save_load_and_old_models(fitted, tmp_path):
+    df, m = fitted
+    enc = m.encode(df[df["block"] == "B2"].drop(columns=["gold"]))
+    save_model(m, tmp_path / "m")
+    m2, _ = load_model(tmp_path / "m")
+    assert m2.block_shift(enc) == m.block_shift(enc)
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert doc["params"]["block_prior"] == "pcc" and 0 < doc["pair_rate"] < 1
+
+    def rewrite(mutate):
+        import hashlib
+        d = json.loads(json.dumps(doc))
+        mutate(d)
+        (tmp_path / "m" / "model.json").write_text(json.dumps(d))
+        man = json.loads((tmp_path / "m" / "manifest.json").read_text())
+        man["files"]["model.json"] = hashlib.sha256((tmp_path / "m" / "model.json").read_bytes()).hexdigest()
+        (tmp_path / "m" / "manifest.json").write_text(json.dumps(man))
+
+    # a model saved before block priors (no such params, no pair_rate) loads with none
+    def old(d):
+        for k in ("block_prior", "block_prior_cap", "block_prior_pairs"):
+            del d["params"][k]
+        del d["pair_rate"]
+    rewrite(old)
+    m3, _ = load_model(tmp_path / "m")
+    assert m3.block_prior == "none" and m3.block_shift(enc) == 0.0
+    rewrite(lambda d: d.__setitem__("pair_rate", 1.0))
+    with pytest.raises(ModelFormatError, match="'pair_rate' must be in"):
+        load_model(tmp_path / "m")
+    rewrite(lambda d: d["params"].__setitem__("block_prior", "em"))
+    with pytest.raises(ModelFormatError, match="params.block_prior must be"):
+        load_model(tmp_path / "m")
+    rewrite(lambda d: d["params"].__setitem__("block_prior_cap", -1))
+    with pytest.raises(ModelFormatError, match="params.block_prior_cap must be"):
+        load_model(tmp_path / "m")
+
+
+@pytest.mark.parametrize("kw, match", [({"block_prior": "EM"}, "block_prior must be 'pcc' or 'none'"),
+                                       ({"block_prior_cap": 0.0}, "block_prior_cap must be a finite number > 0"),
+                                       ({"block_prior_pairs": 0}, "block_prior_pairs must be an integer >= 1")])
+def test_bad_params(kw, match):
+    with pytest.raises(ValueError, match=match):
+        PairwiseModel(bias_shift=0.0, **kw).fit(_df(n=8, n_blocks=2, seed=0))
+
+
+def test_coref_fit_block_prior_flag(tmp_path):
+    """``coref fit --block-prior none`` saves a model without block shifts; the default saves pcc."""
+    from coref import train
+
+    df = _df(n=10, n_blocks=4, seed=6)
+    for flag, want in ((["--block-prior", "none"], "none"), ([], "pcc")):
+        import argparse
+
+        ap = argparse.ArgumentParser()
+        train.add_arguments(ap)
+        args = ap.parse_args(["--model", str(tmp_path / want), "--calibration", "none"] + flag)
+        args.data = df
+        assert train.main(args) == 0
+        m, _ = load_model(tmp_path / want)
+        assert m.block_prior == want
