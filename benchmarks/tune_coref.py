@@ -150,7 +150,7 @@ def scan(df, args, shifts):
 
     pred = {s: pd.Series(index=df["mention_id"], dtype="string") for s in shifts}
     for k, (tr, te) in enumerate(GroupKFold(n_splits=args.folds).split(df, groups=df["block"])):
-        model = PairwiseModel(C=args.C, bias_shift=0.0, max_pairs_per_block=args.max_pairs,
+        model = PairwiseModel(C=args.C, bias_shift=0.0, block_prior="none", max_pairs_per_block=args.max_pairs,
                               rng=args.seed).fit(df.iloc[tr])
         test = df.iloc[te]
         for s in shifts:

@@ -157,7 +157,7 @@ def explain_pair(model, df, mention_a, mention_b):
     phi = model.pair_features(enc, [i], [j])[0]
     theta = np.asarray(model.theta_, dtype=float)
     contrib = theta * phi
-    bias = block_bias(model, enc)           # bias_ + the block's prior shift
+    bias = block_bias(model, enc)[0]        # bias_ + the block's prior shift
     f = float(model.pairwise_factor(enc, i, j))
     from coref import features
 

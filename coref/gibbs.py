@@ -229,7 +229,9 @@ class GibbsCoref:
         ``temperature`` (NaN for sweep 0), ``n_blocks_active`` (blocks that ran
         this sweep: fewer once blocks stop early; 0 for sweep 0). Built on first access.
     n_factor_evals_per_sweep_ : ndarray of int64, shape (n_sweeps + 1,)
-        Factors evaluated in each sweep (entry 0: none; not cumulative).
+        Factors evaluated in each sweep, not cumulative. Entry 0: before the first sweep,
+        the factors of each block's prior estimate (``PairwiseModel.block_shift_evals``;
+        0 for a model without block prior).
     n_factor_evals_per_block_sweep_ : dict of str -> ndarray of int64, shape (n_sweeps + 1,)
         The same per block (the small-arm bound's factors count in sweep 1).
     block_label_offsets_ : dict of str -> int
@@ -608,9 +610,11 @@ class GibbsCoref:
             labels = np.zeros(n, dtype=np.int64)
         size = np.bincount(labels, minlength=n).astype(np.int64)
         theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
-        bias = block_bias(model, enc)       # bias_ + the block's prior shift (coref.model)
+        # bias_ + the block's prior shift (coref.model), whose estimate counts in sweep 0
+        bias, prior_evals = block_bias(model, enc)
         b_table = _bound_table_ro(float(self.delta), n + 1)
         ev = np.zeros(len(temps) + 1, np.int64)
+        ev[0] = prior_evals
         lab_hist = np.zeros((len(temps) + 1, n), np.int64) if self.record_history else None
         if lab_hist is not None:
             lab_hist[0] = labels

@@ -485,6 +485,12 @@ class PairwiseModel:
         cap = float(self.block_prior_cap)
         return float(np.clip(logit(r) - logit(self.pair_rate_), -cap, cap))
 
+    def block_shift_evals(self, n: int) -> int:
+        """Pairwise factors :meth:`block_shift` evaluates for a block of ``n`` mentions."""
+        if getattr(self, "block_prior", "none") != "pcc" or n < 2:
+            return 0
+        return min(n * (n - 1) // 2, int(self.block_prior_pairs))
+
     def block_bias(self, enc: EncodedBlock) -> float:
         """The intercept of every factor within the block ``enc``: ``bias_ + block_shift(enc)``."""
         return float(self.bias_ + self.block_shift(enc))
@@ -559,11 +565,14 @@ def rate_pairs(n: int, max_pairs: int) -> tuple:
     return a.astype(np.int64), b.astype(np.int64), total / len(a)
 
 
-def block_bias(model, enc) -> float:
-    """The intercept of ``model``'s factors within the block ``enc`` (``bias_`` for models
-    without :meth:`PairwiseModel.block_bias`, e.g. test stand-ins)."""
+def block_bias(model, enc) -> tuple:
+    """The intercept of ``model``'s factors within the block ``enc``, and the factors its
+    estimate evaluated: ``(bias_, 0)`` for models without :meth:`PairwiseModel.block_bias`
+    (e.g. test stand-ins)."""
     f = getattr(model, "block_bias", None)
-    return float(model.bias_) if f is None else float(f(enc))
+    if f is None:
+        return float(model.bias_), 0
+    return float(f(enc)), int(model.block_shift_evals(enc.n))
 
 
 def _sha256(path):

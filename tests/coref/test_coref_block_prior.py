@@ -33,6 +33,17 @@ def _f0(model, enc):
     return F[np.triu_indices(enc.n, 1)]
 
 
+def test_block_shift_evals_counts_the_rate_pairs(fitted):
+    _, m = fitted
+    assert [m.block_shift_evals(n) for n in (0, 1, 2, 5)] == [0, 0, 1, 10]
+    assert m.block_shift_evals(10**4) == m.block_prior_pairs == len(rate_pairs(10**4, m.block_prior_pairs)[0])
+    m.block_prior = "none"
+    try:
+        assert m.block_shift_evals(5) == 0
+    finally:
+        m.block_prior = "pcc"
+
+
 def test_rate_pairs_all_then_seeded_sample():
     I, J, w = rate_pairs(5, 10)
     assert sorted(zip(I.tolist(), J.tolist())) == [(a, b) for a in range(5) for b in range(a + 1, 5)]
@@ -98,11 +109,11 @@ def test_every_factor_of_the_block_uses_the_block_intercept(fitted):
     iu = np.triu_indices(enc.n, 1)
     np.testing.assert_allclose(F[iu], _f0(m, enc) + d, rtol=0, atol=1e-12)
     assert m.pairwise_factor(enc, 1, 4) == F[1, 4]
-    assert block_bias(m, enc) == m.block_bias(enc)
+    assert block_bias(m, enc) == (m.block_bias(enc), enc.n * (enc.n - 1) // 2)
 
     class StandIn:                                        # no block_bias: the pooled intercept
         bias_ = 1.25
-    assert block_bias(StandIn(), enc) == 1.25
+    assert block_bias(StandIn(), enc) == (1.25, 0)
     # GibbsCoref anneals with bias_ + d_b: the kernel called with it gives the same clusters
     # a reference rate far below the block's: d_b = +cap = 30 nats, which merges everything
     import copy
@@ -126,6 +137,8 @@ def test_every_factor_of_the_block_uses_the_block_intercept(fitted):
         return pd.Series(labels).factorize()[0]
 
     assert got.tolist() == kernel(m.block_bias(enc)).tolist()
+    # the prior's factors count before the first sweep
+    assert g.n_factor_evals_per_sweep_[0] == enc.n * (enc.n - 1) // 2 == m.block_shift_evals(enc.n)
     # with the pooled intercept the block stays split: the check above can fail
     assert got.tolist() != kernel(m.bias_).tolist()
 
