@@ -73,12 +73,14 @@ class Explanation:
     f : float
         theta . phi + b, natural-log odds that the two co-refer.
     bias : float
-        The intercept b (with the tuned shift).
+        The intercept b of the block: the model's ``bias_`` (with the tuned shift) plus
+        the block's prior shift d_b (:meth:`coref.model.PairwiseModel.block_bias`).
     by_feature : pandas.DataFrame
         feature, label, group, phi, theta, contribution (= theta * phi), nonzero terms
         sorted by |contribution|.
     by_group : pandas.DataFrame
         group, contribution, cumulative (waterfall order: intercept first, then the
+        block prior d_b (only for a model with one, ``block_prior="pcc"``), then the
         block baseline: the sum of the block-constant features (block size, coherence),
         equal for every pair of the block, then the pair's own evidence by group, by
         decreasing |contribution|).
@@ -175,8 +177,11 @@ def explain_pair(model, df, mention_a, mention_b):
     # of the block: they shift the baseline the pair's own evidence is read against
     block_terms = float(grp.pop(_BLOCK_GROUP)) if _BLOCK_GROUP in grp.index else 0.0
     grp = grp.reindex(grp.abs().sort_values(ascending=False, kind="stable").index)
-    by_group = pd.DataFrame({"group": ["intercept (b)", _BASELINE_LABEL] + list(grp.index),
-                             "contribution": [bias, block_terms] + grp.tolist()})
+    # the block's prior odds: the pooled intercept, then this block's shift of it
+    prior = [("block prior (d_b)", bias - float(model.bias_))] if getattr(model, "block_prior", "none") == "pcc" else []
+    lead = [("intercept (b)", bias - sum(v for _, v in prior))] + prior + [(_BASELINE_LABEL, block_terms)]
+    by_group = pd.DataFrame({"group": [g for g, _ in lead] + list(grp.index),
+                             "contribution": [v for _, v in lead] + grp.tolist()})
     by_group["cumulative"] = by_group["contribution"].cumsum()
     return Explanation(str(mention_a), str(mention_b), ba, f, bias, feat.reset_index(drop=True), by_group)
 

@@ -23,13 +23,24 @@ def test_terms_sum_to_the_factor(model_and_data):
     assert e.bias + e.by_feature["contribution"].sum() == pytest.approx(e.f, abs=1e-9)
     assert e.by_group["cumulative"].iloc[-1] == pytest.approx(e.f, abs=1e-9)
     assert e.by_group["group"].iloc[0] == "intercept (b)"
+    assert e.by_group["contribution"].iloc[0] == model.bias_            # the pooled intercept
+    # then the block's prior shift d_b: together the block's intercept
+    assert e.by_group["group"].iloc[1] == "block prior (d_b)"
+    assert e.by_group["contribution"].iloc[1] == pytest.approx(model.block_shift(enc), abs=1e-12)
+    assert e.bias == model.block_bias(enc)
     # the block-constant features form one baseline row, the same for every pair of the block
-    assert e.by_group["group"].iloc[1] == "block baseline (size, coherence)"
+    assert e.by_group["group"].iloc[2] == "block baseline (size, coherence)"
     for x, y in ((0, 1), (1, 4), (3, 6)):
         other = explain_pair(model, df, blk["mention_id"].iloc[x], blk["mention_id"].iloc[y])
-        assert other.by_group["contribution"].iloc[1] == pytest.approx(e.by_group["contribution"].iloc[1],
-                                                                       abs=1e-12)
+        assert other.by_group["contribution"].iloc[1:3].tolist() == pytest.approx(
+            e.by_group["contribution"].iloc[1:3].tolist(), abs=1e-12)
     assert "block" not in set(e.by_group["group"])
+    import copy                                            # no block prior: no d_b row
+    pooled = copy.deepcopy(model)
+    pooled.block_prior = "none"
+    p = explain_pair(pooled, df, a, b)
+    assert p.by_group["group"].iloc[:2].tolist() == ["intercept (b)", "block baseline (size, coherence)"]
+    assert p.bias == model.bias_ and p.f == pytest.approx(e.f - model.block_shift(enc), abs=1e-9)
     np.testing.assert_allclose(e.by_feature["contribution"], e.by_feature["theta"] * e.by_feature["phi"])
     assert (e.by_feature["contribution"].abs().diff().dropna() <= 0).all()      # largest first
     text = e.text()
