@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coref.model import block_bias
+from coref.model import block_bias_evals
 
 __all__ = ["Explanation", "explain_pair", "feature_groups", "add_arguments", "main"]
 
@@ -159,7 +159,7 @@ def explain_pair(model, df, mention_a, mention_b):
     phi = model.pair_features(enc, [i], [j])[0]
     theta = np.asarray(model.theta_, dtype=float)
     contrib = theta * phi
-    bias = block_bias(model, enc)[0]        # bias_ + the block's prior shift
+    bias = block_bias_evals(model, enc)[0]        # bias_ + the block's prior shift
     f = float(model.pairwise_factor(enc, i, j))
     from coref import features
 

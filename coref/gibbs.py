@@ -30,7 +30,7 @@ import pandas as pd
 
 from sampling._build import load_kernel
 
-from coref.model import block_bias
+from coref.model import block_bias_evals
 
 _gibbs = load_kernel("coref._gibbs")
 
@@ -611,7 +611,7 @@ class GibbsCoref:
         size = np.bincount(labels, minlength=n).astype(np.int64)
         theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
         # bias_ + the block's prior shift (coref.model), whose estimate counts in sweep 0
-        bias, prior_evals = block_bias(model, enc)
+        bias, prior_evals = block_bias_evals(model, enc)
         b_table = _bound_table_ro(float(self.delta), n + 1)
         ev = np.zeros(len(temps) + 1, np.int64)
         ev[0] = prior_evals

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from coref.model import block_bias
+from coref.model import block_bias_evals
 
 __all__ = ["BlockResult", "infer_blocks", "executor_context", "single_thread"]
 
@@ -181,7 +181,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     if margins:
         from coref.report import cluster_margins
 
-        margin = cluster_margins(enc, model.theta_, block_bias(model, enc)[0], cluster_id, rng=settings.seed,
+        margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                  rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
                        margin)
@@ -301,7 +301,7 @@ def _infer_together(items, model, settings, margins):
             from coref.report import cluster_margins
 
             fx = extra.get("fixed")
-            margin = cluster_margins(enc, model.theta_, block_bias(model, enc)[0], cluster_id, rng=settings.seed,
+            margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                      rows=None if fx is None else ~np.asarray(fx, dtype=bool))
         out.append(BlockResult(s, int(f), str(b), mids, cluster_id, n_evals, wall * n_evals / total,
                                np.array([0, n_evals], dtype=np.int64), None, margin))

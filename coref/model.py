@@ -565,7 +565,7 @@ def rate_pairs(n: int, max_pairs: int) -> tuple:
     return a.astype(np.int64), b.astype(np.int64), total / len(a)
 
 
-def block_bias(model, enc) -> tuple:
+def block_bias_evals(model, enc) -> tuple:
     """The intercept of ``model``'s factors within the block ``enc``, and the factors its
     estimate evaluated: ``(bias_, 0)`` for models without :meth:`PairwiseModel.block_bias`
     (e.g. test stand-ins)."""
