@@ -84,7 +84,7 @@ from coref._calibration import (CalibrationMap, ConfidenceCalibration, brier_sco
 
 __all__ = ["submodel", "assignment_confidence", "event_probability", "EventProbability", "apply_calibration",
            "calibration_scores", "fit_calibration", "CalibrationMap", "write_confidence_report",
-           "ConfidenceCalibration", "fit_confidence_calibration", "confidence_figures", "gibbs_marginals",
+           "ConfidenceCalibration", "fit_confidence_calibration", "calibration_from_scores", "with_calibration", "confidence_figures", "gibbs_marginals",
            "acceptance_score", "pair_score",
            "CONFIDENCE_COLUMNS", "PAIR_COLUMNS", "DEFAULT_MAX_SUBMODEL", "DEFAULT_MAX_EXACT"]
 
@@ -752,11 +752,22 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     conf = pd.concat(conf_rows, ignore_index=True)
     conf["method"] = conf["method"].astype(str)
     pairs = pd.concat(pair_frames, ignore_index=True)
-    cal = _resolve_calibration(model, calibration)
-    conf["p_calibrated"] = np.nan if cal is None else cal.mention.apply(acceptance_score(conf))
-    pairs["p_calibrated"] = np.nan if cal is None else cal.pair.apply(pair_score(pairs))
+    conf, pairs = with_calibration(conf, pairs, _resolve_calibration(model, calibration))
     cols = list(PAIR_COLUMNS) + (["f"] if pair_factors else [])
     return conf[list(CONFIDENCE_COLUMNS)], pairs[cols]
+
+
+def with_calibration(confidence_df, pairs_df, calibration):
+    """The two outputs of :func:`assignment_confidence` with their ``p_calibrated`` columns
+    (re)computed by ``calibration`` (a :class:`ConfidenceCalibration`; None: NaN).
+
+    The mention map takes :func:`acceptance_score`, the pair map :func:`pair_score`. The
+    frames are modified in place and returned.
+    """
+    cal = calibration
+    confidence_df["p_calibrated"] = np.nan if cal is None else cal.mention.apply(acceptance_score(confidence_df))
+    pairs_df["p_calibrated"] = np.nan if cal is None else cal.pair.apply(pair_score(pairs_df))
+    return confidence_df, pairs_df
 
 
 def _resolve_calibration(model, calibration):
@@ -826,29 +837,37 @@ def _map_clusters(model, df, *, sampler, rng):
 
 
 def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", sampler="exact", rng=0,
-                               **confidence_kw):
+                               folds=0, refit=None, **confidence_kw):
     """Fit the pair and mention calibration maps on labeled (training) mentions.
 
-    The mentions of ``df`` are clustered with ``model`` (annealed Gibbs MAP, unless
-    ``clusters`` is given), their confidences computed with
-    :func:`assignment_confidence` (every pair within a block), and two maps are fitted
-    with :func:`fit_calibration`: the pair score :func:`pair_score` ((p + sigmoid(f)) / 2)
-    against 1{gold_a = gold_b}, and
-    the mention score :func:`acceptance_score` (min(p, p_direct)) against correctness (the mention's gold author is the majority
-    gold author of its predicted cluster, :func:`coref._calibration.mention_correct`).
-    Only the labels of ``df`` are used: pass the training folds only.
+    The mentions of ``df`` are clustered (annealed Gibbs MAP, unless ``clusters`` is
+    given), their confidences computed with :func:`assignment_confidence` (every pair
+    within a block), and the maps fitted by :func:`calibration_from_scores`.  Only the
+    labels of ``df`` are used: pass the training folds only.
+
+    With ``folds >= 2`` and ``refit`` the scores are cross-fitted: the blocks of ``df``
+    are split into ``folds`` groups (``sklearn.model_selection.GroupKFold``), and each
+    group is clustered and scored by ``refit(the other groups)``, a model that never
+    saw its labels, so that the maps learn the model's confidence on data it was not
+    fitted on (in-sample scores are over-confident). Otherwise every mention is
+    clustered and scored by ``model`` itself.
 
     Parameters
     ----------
     model : PairwiseModel
-        Fitted (on these or other labeled mentions).
+        Fitted (on these or other labeled mentions); unused with cross-fitting.
     df : pandas.DataFrame
         Labeled mentions (``gold``; unlabeled mentions are clustered but not used).
     clusters : pandas.DataFrame, optional
         ``mention_id``, ``block``, ``cluster_id``; default: cluster with ``sampler``.
+        Not allowed with cross-fitting (each group is clustered by its own model).
     method : {"isotonic", "temperature"}, default "isotonic"
     sampler : {"exact", "racing"}, default "exact"
     rng : int, default 0
+    folds : int, default 0
+        Cross-fitting groups (0: none).
+    refit : callable, optional
+        ``refit(df_train) -> fitted model``; required with ``folds >= 2``.
     **confidence_kw
         Passed to :func:`assignment_confidence` (``pair_min_p`` is forced to 0 and no
         calibration is applied).
@@ -860,34 +879,91 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     Raises
     ------
     ValueError
-        If ``df`` has no ``gold`` column, or no labeled pair or mention to fit on.
+        If ``df`` has no ``gold`` column, no labeled pair or mention to fit on, fewer
+        blocks than ``folds``, or ``folds`` without ``refit`` (or with ``clusters``).
     """
     if "gold" not in df.columns:
         raise ValueError("fitting a calibration needs labeled mentions: df has no 'gold' column")
-    # the blocks are encoded once for the clustering and the confidences that follow
-    from coref.inference import encode_blocks
-
-    model = encode_blocks(model, df)
-    if clusters is None:
-        clusters = _map_clusters(model, df, sampler=sampler, rng=rng)
+    if not (isinstance(folds, numbers.Integral) and not isinstance(folds, bool) and (folds == 0 or folds >= 2)):
+        raise ValueError(f"folds must be 0 (no cross-fitting) or an integer >= 2; got {folds!r}")
+    if folds and (refit is None or clusters is not None):
+        raise ValueError("cross-fitting (folds >= 2) needs refit and takes no clusters")
     kw = {**confidence_kw, "pair_min_p": 0.0, "calibration": None, "rng": rng}
-    features = df.drop(columns=["gold"])
-    conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]], **kw)
     gold = df.set_index(df["mention_id"].astype(str))["gold"]
-    ok, y = _pair_labels_for(pairs, gold)
+    parts = []
+    if folds:
+        from sklearn.model_selection import GroupKFold
+
+        blocks = df["block"].astype(str).to_numpy()
+        if len(np.unique(blocks)) < folds:
+            raise ValueError(f"cross-fitting in {folds} folds needs at least {folds} blocks; "
+                             f"df has {len(np.unique(blocks))}")
+        for tr, te in GroupKFold(n_splits=int(folds)).split(np.zeros(len(df)), groups=blocks):
+            parts.append((refit(df.iloc[tr].reset_index(drop=True)), df.iloc[te].reset_index(drop=True), None))
+        source = f"training mentions, cross-fitted: each of {int(folds)} block groups clustered and scored by a " \
+                 "model fitted on the others"
+    else:
+        parts.append((model, df, clusters))
+        source = "training mentions clustered and scored by the model"
+    scored = []
+    for m, part, cl in parts:
+        from coref.inference import encode_blocks
+
+        m = encode_blocks(m, part)     # each block encoded once for its clustering and confidences
+        if cl is None:
+            cl = _map_clusters(m, part, sampler=sampler, rng=rng)
+        cl = cl[["mention_id", "block", "cluster_id"]]
+        conf, pairs = assignment_confidence(m, part.drop(columns=["gold"]), cl, **kw)
+        scored.append((conf, pairs, cl))
+    conf, pairs, cl = (pd.concat([x[i] for x in scored], ignore_index=True) for i in range(3))
+    info = {"source": source, "n_blocks": int(df["block"].nunique()),
+            "n_samples": int(kw.get("n_samples", DEFAULT_N_SAMPLES)), "n_burn": int(kw.get("n_burn", DEFAULT_N_BURN))}
+    return calibration_from_scores(conf, pairs, cl, gold, method=method, info=info)
+
+
+def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="isotonic", info=None):
+    """Fit the two calibration maps on scored, labeled mentions.
+
+    The pair map (:func:`fit_calibration`) takes :func:`pair_score` ((p + sigmoid(f)) / 2)
+    to 1{gold_a = gold_b}; the mention map takes :func:`acceptance_score`
+    (min(p, p_direct)) to correctness (the mention's gold author is the majority gold
+    author of its predicted cluster, :func:`coref._calibration.mention_correct`).
+
+    Parameters
+    ----------
+    confidence_df, pairs_df : pandas.DataFrame
+        From :func:`assignment_confidence` with ``pair_min_p=0``.
+    clusters : pandas.DataFrame
+        ``mention_id``, ``cluster_id`` of the clustering they score.
+    gold : pandas.Series
+        Gold author per mention_id (NA: unlabeled, left out).
+    method : {"isotonic", "temperature"}, default "isotonic"
+    info : dict, optional
+        Copied into the result's ``info`` (with ``method``, ``n_pairs``, ``n_mentions``).
+
+    Returns
+    -------
+    ConfidenceCalibration
+
+    Raises
+    ------
+    ValueError
+        If there is no labeled pair within a block or no labeled mention.
+    """
+    g = gold.copy()
+    g.index = g.index.astype(str)
+    ok, y = _pair_labels_for(pairs_df, g)
     if not ok.any():
         raise ValueError("no labeled pair within a block to fit the pair calibration on")
-    correct = mention_correct(clusters, gold)
-    score = pd.Series(acceptance_score(conf), index=conf["mention_id"].astype(str).to_numpy())
-    cp = score.reindex(correct.index).to_numpy(float)
+    correct = mention_correct(clusters, g)
     if correct.empty:
         raise ValueError("no labeled mention to fit the mention calibration on")
-    pair_map = fit_calibration(pair_score(pairs)[ok], y, method=method)
+    score = pd.Series(acceptance_score(confidence_df), index=confidence_df["mention_id"].astype(str).to_numpy())
+    cp = score.reindex(correct.index).to_numpy(float)
+    pair_map = fit_calibration(pair_score(pairs_df)[ok], y, method=method)
     mention_map = fit_calibration(cp, correct.to_numpy(float), method=method)
-    info = {"method": method, "n_pairs": int(ok.sum()), "n_mentions": int(len(correct)),
-            "n_blocks": int(df["block"].nunique()), "source": "training mentions clustered and scored by the model",
-            "n_samples": int(kw.get("n_samples", DEFAULT_N_SAMPLES)), "n_burn": int(kw.get("n_burn", DEFAULT_N_BURN))}
-    return ConfidenceCalibration(pair_map, mention_map, info)
+    meta = {"method": method, "n_pairs": int(ok.sum()), "n_mentions": int(len(correct)), **(info or {})}
+    return ConfidenceCalibration(pair_map, mention_map, meta)
 
 
 def _pair_labels_for(pairs, gold):

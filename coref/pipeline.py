@@ -553,13 +553,14 @@ def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calib
                        threshold=0.95, progress=False, confidence_kw=None):
     """Calibration of the confidences on held-out folds (issue 13, items 4-5).
 
-    For each fold k: the calibration maps (pair and mention,
-    :func:`coref.confidence.fit_confidence_calibration`) are fitted on the labeled
-    blocks of the OTHER folds only, clustered and scored by fold k's theta (so no label
-    of fold k enters the map); then the held-out clusters of fold k (``sampler``) get
-    their confidences (:func:`coref.confidence.assignment_confidence`, every pair
-    within a block, Rao-Blackwellised Gibbs marginals at temperature 1) and the maps
-    are applied. Figures per fold and pooled: :func:`coref.confidence.confidence_figures`.
+    The held-out clusters of each fold k (``sampler``) get their confidences from fold
+    k's model (:func:`coref.confidence.assignment_confidence`, every pair within a
+    block, Rao-Blackwellised Gibbs marginals at temperature 1). Fold k's calibration
+    maps (pair and mention, :func:`coref.confidence.calibration_from_scores`) are then
+    fitted on the held-out scores of the OTHER folds, each from its own fold model
+    (cross-fitting): no label of fold k enters its map, and every map learns from
+    scores of mentions their model was not fitted on, as the maps of ``coref fit``
+    do. Figures per fold and pooled: :func:`coref.confidence.confidence_figures`.
 
     Parameters
     ----------
@@ -596,7 +597,8 @@ def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calib
 
     from tqdm import tqdm
 
-    from coref.confidence import assignment_confidence, confidence_figures, fit_confidence_calibration
+    from coref.confidence import (assignment_confidence, calibration_from_scores, confidence_figures,
+                                  with_calibration)
 
     if calibration not in ("isotonic", "temperature", "none"):
         raise ValueError(f"the calibration parameter must be 'isotonic', 'temperature' or 'none'; got {calibration!r}")
@@ -607,23 +609,30 @@ def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calib
     gold = df.set_index(df["mention_id"].astype(str))["gold"]
     fold = df["block"].map(fold_of)
     lab = df["block"].isin(labeled)
-    per_fold, confs, pairs_all, cls = [], [], [], []
+    scored = {}                                      # fold -> (confidences, pairs, clusters), uncalibrated
     for k in tqdm(sorted(models), desc="confidence", unit="fold", disable=not progress, file=sys.stderr,
                   leave=False):
-        model = models[k]
         test = df[(fold == k) & lab].reset_index(drop=True)
         if test.empty:
             continue
-        cal = None
-        if calibration != "none":
-            train = df[(fold != k) & lab].reset_index(drop=True)
-            with single_thread():
-                cal = fit_confidence_calibration(model, train, method=calibration, rng=seed, **kw)
         cl = clusters[(clusters["sampler"] == sampler) & (clusters["fold"] == k)
                       & clusters["block"].isin(test["block"].unique())]
         cl = cl[["mention_id", "block", "cluster_id"]].astype({"mention_id": str, "cluster_id": str})
-        conf, pairs = assignment_confidence(model, test.drop(columns="gold"), cl, calibration=cal, pair_min_p=0.0,
-                                            pair_factors=True, rng=seed, **kw)
+        conf, pairs = assignment_confidence(models[k], test.drop(columns="gold"), cl, calibration=None,
+                                            pair_min_p=0.0, pair_factors=True, rng=seed, **kw)
+        scored[k] = (conf, pairs, cl)
+    per_fold, confs, pairs_all, cls = [], [], [], []
+    for k, (conf, pairs, cl) in scored.items():
+        others = [v for j, v in scored.items() if j != k]
+        cal = None
+        if calibration != "none" and others:
+            with single_thread():
+                cal = calibration_from_scores(*(pd.concat([o[i] for o in others], ignore_index=True)
+                                                for i in range(3)), gold, method=calibration,
+                                              info={"source": "held-out scores of the other folds, each from "
+                                                              "its own fold model",
+                                                    "folds": sorted(int(j) for j in scored if j != k)})
+        conf, pairs = with_calibration(conf, pairs, cal)
         fig = confidence_figures(conf, pairs, gold, cl, threshold=threshold)
         fig.pop("reliability", None)
         per_fold.append({"fold": int(k), **fig,

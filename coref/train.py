@@ -18,7 +18,7 @@ __all__ = ["fit", "add_arguments", "main"]
 
 
 def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="racing",
-        delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc"):
+        delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc", calibration_folds=5):
     """Fit on ``data`` and save to the directory ``model``.
 
     Parameters
@@ -37,6 +37,12 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
         training mentions, clustered and scored by the fitted model, and save them
         with it (``model.json`` field ``calibration``); ``coref predict --confidence``
         applies them (``p_calibrated`` columns). ``"none"``: no maps.
+    calibration_folds : int, default 5
+        The maps are fitted on cross-fitted scores: the labeled blocks are split into
+        this many groups, each clustered and scored by a model fitted (with the same
+        parameters) on the others (:func:`coref.confidence.fit_confidence_calibration`).
+        Capped at the number of labeled blocks; below 2 (or 0): the final model scores
+        its own training mentions (in-sample, over-confident).
 
     Returns
     -------
@@ -68,9 +74,20 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     if calibration != "none":
         from coref.confidence import fit_confidence_calibration
 
-        lab = df[df["gold"].notna()]
-        est.model_.calibration_ = fit_confidence_calibration(est.model_, lab.reset_index(drop=True),
-                                                             method=calibration, rng=int(est.seed_))
+        if not (isinstance(calibration_folds, int) and not isinstance(calibration_folds, bool)
+                and calibration_folds >= 0):
+            raise ValueError(f"calibration_folds must be an integer >= 0; got {calibration_folds!r}")
+        lab = df[df["gold"].notna()].reset_index(drop=True)
+        folds = min(int(calibration_folds), int(lab["block"].nunique()))
+        folds = folds if folds >= 2 else 0
+
+        import sklearn.base
+
+        def refit(train):            # the same estimator parameters, on the other groups only
+            return sklearn.base.clone(est).fit(train).model_
+
+        est.model_.calibration_ = fit_confidence_calibration(est.model_, lab, method=calibration, rng=int(est.seed_),
+                                                             folds=folds, refit=refit if folds else None)
         cal_info = est.model_.calibration_.info
     cal_s = time.perf_counter() - t1
     training = {"path": desc["path"], "format": desc["format"], "n_mentions": int(len(df)),
@@ -101,6 +118,9 @@ def add_arguments(parser):
     parser.add_argument("--calibration", choices=("isotonic", "temperature", "none"), default="isotonic",
                         help="confidence calibration maps fitted on the training mentions and saved with the "
                              "model, applied by `coref predict --confidence` (default isotonic)")
+    parser.add_argument("--calibration-folds", dest="calibration_folds", type=int, default=5, metavar="K",
+                        help="fit the calibration maps on scores cross-fitted over K groups of blocks (default 5; "
+                             "0: the final model scores its own training mentions)")
     parser.add_argument("--block-prior", dest="block_prior", choices=("pcc", "none"), default="pcc",
                         help="per-block prior odds of coreference, estimated from the block's own pair "
                              "probabilities (pcc, default) or the pooled training intercept for every block (none)")
@@ -116,14 +136,16 @@ def main(args):
         r = fit(args.data, model=args.model, format=args.format, strict=args.strict, rng=args.seed, C=args.C,
                 sampler=args.sampler, delta=args.delta, n_sweeps=args.n_sweeps,
                 calibration=getattr(args, "calibration", "isotonic"),
-                block_prior=getattr(args, "block_prior", "pcc"))
+                block_prior=getattr(args, "block_prior", "pcc"),
+                calibration_folds=getattr(args, "calibration_folds", 5))
     except ERRORS as exc:
         return report_error("fit", args, exc)
     print(f"fitted theta on {r['n_pairs']:,} labeled pairs from {r['n_labeled']} labeled mentions in "
           f"{r['n_blocks']} blocks (intercept shift {r['shift']:+.2f}) in {r['fit_s']:.1f} s", file=sys.stdout)
     if r["calibration"] is not None:
         c = r["calibration"]
+        how = "cross-fitted scores" if "cross-fitted" in str(c.get("source", "")) else "in-sample scores"
         print(f"calibration ({c['method']}) fitted on {c['n_pairs']:,} pairs and {c['n_mentions']} mentions of the "
-              f"training data in {r['calibration_s']:.1f} s")
+              f"training data ({how}) in {r['calibration_s']:.1f} s")
     print(f"model: {r['model']}/ (model.json, theta.npz, manifest.json)")
     return 0

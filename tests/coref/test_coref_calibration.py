@@ -206,6 +206,78 @@ def test_map_fitted_on_training_folds_only(synth):
     assert sum(pooled["reliability"]["raw"]["n"]) == pooled["n_pairs"]
 
 
+def test_heldout_map_is_fitted_on_the_other_folds_heldout_scores(synth):
+    """Fold k's map: the other folds' held-out scores, each from its own fold model (cross-fitting)."""
+    from coref.confidence import calibration_from_scores
+
+    df, fold_of, labeled, models = synth
+    clusters = _clusters_from(models, df, fold_of)
+    out = heldout_confidence(df, fold_of, labeled, models, clusters, sampler="exact", calibration="isotonic", seed=0)
+    gold = df.set_index(df["mention_id"].astype(str))["gold"]
+    scored = {}
+    for k, m in models.items():
+        part = df[df["block"].map(fold_of) == k].reset_index(drop=True)
+        cl = clusters[clusters["fold"] == k][["mention_id", "block", "cluster_id"]].astype(
+            {"mention_id": str, "cluster_id": str})
+        conf, pairs = assignment_confidence(m, part.drop(columns="gold"), cl, calibration=None, pair_min_p=0.0,
+                                            pair_factors=True, rng=0)
+        scored[k] = (conf, pairs, cl)
+    for k in models:
+        others = [scored[j] for j in models if j != k]
+        cal = calibration_from_scores(*(pd.concat([o[i] for o in others], ignore_index=True) for i in range(3)),
+                                      gold, method="isotonic")
+        row = [r for r in out["folds"] if r["fold"] == k][0]
+        assert row["calibration_info"]["folds"] == [j for j in sorted(models) if j != k]
+        # the same maps (the stored info adds where they came from)
+        assert hashlib.sha256(json.dumps({**cal.to_dict(), "info": row["calibration_info"]},
+                                         sort_keys=True).encode()).hexdigest() == row["calibration_sha256"]
+
+
+def test_cross_fitted_calibration_scores_each_group_with_a_model_that_never_saw_it(synth):
+    from sklearn.model_selection import GroupKFold
+
+    from coref.confidence import _map_clusters, calibration_from_scores
+
+    df, _, _, models = synth
+    seen = []
+
+    def refit(train):
+        seen.append(sorted(train["block"].unique()))
+        return PairwiseModel(bias_shift=0.0).fit(train)
+
+    cal = fit_confidence_calibration(models[0], df, folds=3, refit=refit)
+    assert "cross-fitted" in cal.info["source"]
+    groups = [sorted(df["block"].iloc[te].unique())
+              for _, te in GroupKFold(n_splits=3).split(np.zeros(len(df)), groups=df["block"].astype(str))]
+    blocks = sorted(df["block"].unique())
+    assert seen == [sorted(set(blocks) - set(g)) for g in groups]       # each fit leaves its group out
+    # the same maps from the scores computed by hand, group by group
+    parts = []
+    for g in groups:
+        m = PairwiseModel(bias_shift=0.0).fit(df[~df["block"].isin(g)].reset_index(drop=True))
+        part = df[df["block"].isin(g)].reset_index(drop=True)
+        cl = _map_clusters(m, part, sampler="exact", rng=0)[["mention_id", "block", "cluster_id"]]
+        conf, pairs = assignment_confidence(m, part.drop(columns="gold"), cl, calibration=None, pair_min_p=0.0,
+                                            rng=0)
+        parts.append((conf, pairs, cl))
+    ref = calibration_from_scores(*(pd.concat([p[i] for p in parts], ignore_index=True) for i in range(3)),
+                                  df.set_index("mention_id")["gold"], method="isotonic")
+    assert cal.to_dict()["pair"] == ref.to_dict()["pair"] and cal.to_dict()["mention"] == ref.to_dict()["mention"]
+    # in-sample scores give other maps: the check above can fail
+    ins = fit_confidence_calibration(models[0], df)
+    assert ins.info["source"] == "training mentions clustered and scored by the model"
+    assert ins.to_dict()["pair"] != cal.to_dict()["pair"]
+
+
+@pytest.mark.parametrize("kw, match", [({"folds": 1}, "folds must be 0 .* or an integer >= 2"),
+                                       ({"folds": 2}, "cross-fitting .* needs refit"),
+                                       ({"folds": 7, "refit": lambda d: None}, "needs at least 7 blocks")])
+def test_cross_fitting_errors(synth, kw, match):
+    df, _, _, models = synth
+    with pytest.raises(ValueError, match=match):
+        fit_confidence_calibration(models[0], df, **kw)
+
+
 def test_confidence_figures_against_direct_computation(synth):
     df, fold_of, labeled, models = synth
     part = df[df["block"].map(fold_of) == 1].reset_index(drop=True)
@@ -315,6 +387,23 @@ def test_coref_fit_saves_calibration_and_none_skips_it(tmp_path):
     assert "calibration" not in json.loads((tmp_path / "n" / "model.json").read_text())
     with pytest.raises(ValueError, match="calibration parameter"):
         fit(df, model=tmp_path / "o", calibration="platt")
+
+
+def test_coref_fit_cross_fits_the_calibration_scores(tmp_path):
+    """Default: 5 groups capped at the blocks (4 here); 0: the final model's in-sample scores."""
+    from coref.train import fit
+
+    df = _noisy_df(n_blocks=4, n=10, seed=8)
+    cross = fit(df, model=tmp_path / "c")["calibration"]
+    assert cross["source"].startswith("training mentions, cross-fitted: each of 4 block groups")
+    ins = fit(df, model=tmp_path / "i", calibration_folds=0)["calibration"]
+    assert ins["source"] == "training mentions clustered and scored by the model"
+    mc, mi = load_model(tmp_path / "c")[0], load_model(tmp_path / "i")[0]
+    np.testing.assert_array_equal(mc.theta_, mi.theta_)                 # the same model, other maps
+    assert mc.calibration_.to_dict()["pair"] != mi.calibration_.to_dict()["pair"]
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="calibration_folds must be an integer >= 0"):
+            fit(df, model=tmp_path / "b", calibration_folds=bad)
 
 
 def test_confidence_report_orders_review_queue_by_calibrated_p(tmp_path):
