@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_coref_accuracy import SETS  # noqa: E402
-from coref_shift_oracle import b3_sums, pooled  # noqa: E402
+from coref_shift_oracle import b3_sums, labeled_sets, pooled  # noqa: E402
 
 
 def block_rate(model, enc):
@@ -135,23 +135,12 @@ def main(argv=None):
     ap.add_argument("--variants", default="none,pcc,em,pac")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    import coref
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     for v in variants:
         if v not in ("none", "pcc", "em", "pac") and not v.startswith("alpha="):
             ap.error(f"unknown variant {v!r}")
-    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
-        if name not in SETS:
-            ap.error(f"unknown set {name!r}; choose from {list(SETS)}")
-        path, fmt, folds = SETS[name]
-        if not path.exists():
-            print(f"{name}: {path} absent, skipped")
-            continue
-        df = coref.load_mentions(str(path), format=fmt)
-        df = df[0] if isinstance(df, tuple) else df
-        df = df[df["gold"].notna()].reset_index(drop=True)
-        print(f"{name}: {len(df)} labeled mentions, {df['block'].nunique()} blocks, {folds} folds")
+    for _, df, folds in labeled_sets(ap, args.sets):
         rows = run(df, folds, variants, seed=args.seed)
         for v in variants:
             sel = rows[rows["variant"] == v]

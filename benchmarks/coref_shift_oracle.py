@@ -135,15 +135,14 @@ def learned_choice(rows, stats):
     return rows[[chosen[b] == s for b, s in zip(rows["block"], rows["shift"])]]
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="aminer", help=f"comma-separated subset of {','.join(SETS)}")
-    ap.add_argument("--learn", action="store_true", help="also predict the shifts from block statistics")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+def labeled_sets(ap, sets):
+    """(name, labeled mentions, folds) of each set named in the comma-separated ``sets``.
+
+    Unknown names are a usage error of ``ap``; sets whose data is absent are reported and skipped.
+    """
     import coref
 
-    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+    for name in [s.strip() for s in sets.split(",") if s.strip()]:
         if name not in SETS:
             ap.error(f"unknown set {name!r}; choose from {list(SETS)}")
         path, fmt, folds = SETS[name]
@@ -154,6 +153,17 @@ def main(argv=None):
         df = df[0] if isinstance(df, tuple) else df
         df = df[df["gold"].notna()].reset_index(drop=True)
         print(f"{name}: {len(df)} labeled mentions, {df['block'].nunique()} blocks, {folds} folds")
+        yield name, df, folds
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="aminer", help=f"comma-separated subset of {','.join(SETS)}")
+    ap.add_argument("--learn", action="store_true", help="also predict the shifts from block statistics")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    for name, df, folds in labeled_sets(ap, args.sets):
         rows = shift_rows(df, folds, seed=args.seed)
         for d in GRID:
             print("  shift %+.1f       B3 P %.4f R %.4f F1 %.4f" % ((d,) + pooled(rows[rows["shift"] == d])))
