@@ -277,7 +277,8 @@ class AuthorCoref(BaseEstimator):
         params = extra.get("params", {}) if isinstance(extra.get("params", {}), dict) else None
         if params is None or set(params) - set(cls().get_params()):
             raise ModelFormatError("extra.params must hold AuthorCoref parameters", path=f"{path}/model.json")
-        est = cls(**params)
+        # saved before block priors: the parameter is absent and the model has none
+        est = cls(**{"block_prior": getattr(model, "block_prior", "none"), **params})
         try:
             est.seed_ = est._seed() if est.rng is not None else int(extra.get("seed", 0))
             est._settings("load")

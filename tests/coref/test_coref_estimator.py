@@ -61,6 +61,21 @@ def test_save_load_predicts_the_same(fitted, test_df, tmp_path):
     back = AuthorCoref.load(tmp_path / "m")
     assert back.get_params() == fitted.get_params()
     pd.testing.assert_frame_equal(back.predict(test_df), fitted.predict(test_df))
+    # an estimator saved before block priors: no such parameter, a model without one
+    import hashlib
+    import json
+
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    for k in ("block_prior", "block_prior_cap", "block_prior_pairs"):
+        doc["params"].pop(k)
+    doc["extra"]["params"].pop("block_prior")
+    doc.pop("pair_rate")
+    (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
+    man = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    man["files"]["model.json"] = hashlib.sha256((tmp_path / "m" / "model.json").read_bytes()).hexdigest()
+    (tmp_path / "m" / "manifest.json").write_text(json.dumps(man))
+    old = AuthorCoref.load(tmp_path / "m")
+    assert old.block_prior == old.model_.block_prior == "none"
     (tmp_path / "m" / "model.json").write_text("{}")
     with pytest.raises(ModelFormatError, match="model.json: SHA-256 does not match"):
         AuthorCoref.load(tmp_path / "m")
