@@ -43,23 +43,14 @@ def block_rate(model, enc):
     """r_b: the mean of sigmoid(f) over the block's rate pairs, f at the pooled intercept."""
     from scipy.special import expit
 
-    from coref.model import _factors, rate_pairs
-
-    I, J, _ = rate_pairs(enc.n, int(model.block_prior_pairs))
-    out = np.empty(len(I))
-    _factors.pair_factors(enc, model.theta_, model.bias_, I, J, out)
-    return float(np.mean(expit(out)))
+    return float(np.mean(expit(model.rate_factors(enc))))
 
 
 def em_shift(model, enc, iters=500):
     """Saerens et al.'s EM for the block's prior, from the training prior, to convergence."""
     from scipy.special import expit, logit
 
-    from coref.model import _factors, rate_pairs
-
-    I, J, _ = rate_pairs(enc.n, int(model.block_prior_pairs))
-    f = np.empty(len(I))
-    _factors.pair_factors(enc, model.theta_, model.bias_, I, J, f)
+    f = model.rate_factors(enc)
     d = 0.0
     for _ in range(iters):
         r = min(max(float(np.mean(expit(f + d))), 1e-6), 1 - 1e-6)

@@ -905,10 +905,10 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     else:
         parts.append((model, df, clusters))
         source = "training mentions clustered and scored by the model"
+    from coref.inference import encode_blocks
+
     scored = []
     for m, part, cl in parts:
-        from coref.inference import encode_blocks
-
         m = encode_blocks(m, part)     # each block encoded once for its clustering and confidences
         if cl is None:
             cl = _map_clusters(m, part, sampler=sampler, rng=rng)

@@ -474,20 +474,28 @@ class PairwiseModel:
             Natural-log odds.
         """
         self._check_fitted()
-        if getattr(self, "block_prior", "none") != "pcc" or enc.n < 2:
+        if self.block_prior != "pcc" or enc.n < 2:
             return 0.0
         from scipy.special import expit, logit
 
-        I, J, _ = rate_pairs(enc.n, int(self.block_prior_pairs))
-        out = np.empty(len(I))
-        _factors.pair_factors(enc, self.theta_, self.bias_, I, J, out)
-        r = min(max(float(np.mean(expit(out))), 1e-12), 1.0 - 1e-12)
+        r = min(max(float(np.mean(expit(self.rate_factors(enc)))), 1e-12), 1.0 - 1e-12)
         cap = float(self.block_prior_cap)
         return float(np.clip(logit(r) - logit(self.pair_rate_), -cap, cap))
 
+    def rate_factors(self, enc: EncodedBlock) -> np.ndarray:
+        """f at the pooled intercept ``bias_`` over the block's :func:`rate_pairs`, ndarray of shape (m,).
+
+        The values the block's rate r_b is the mean sigmoid of (natural-log odds).
+        """
+        self._check_fitted()
+        I, J, _ = rate_pairs(enc.n, int(self.block_prior_pairs))
+        out = np.empty(len(I))
+        _factors.pair_factors(enc, self.theta_, self.bias_, I, J, out)
+        return out
+
     def block_shift_evals(self, n: int) -> int:
         """Pairwise factors :meth:`block_shift` evaluates for a block of ``n`` mentions."""
-        if getattr(self, "block_prior", "none") != "pcc" or n < 2:
+        if self.block_prior != "pcc" or n < 2:
             return 0
         return min(n * (n - 1) // 2, int(self.block_prior_pairs))
 
