@@ -476,11 +476,28 @@ class PairwiseModel:
         self._check_fitted()
         if self.block_prior != "pcc" or enc.n < 2:
             return 0.0
-        from scipy.special import expit, logit
+        from scipy.special import logit
 
-        r = min(max(float(np.mean(expit(self.rate_factors(enc)))), 1e-12), 1.0 - 1e-12)
         cap = float(self.block_prior_cap)
-        return float(np.clip(logit(r) - logit(self.pair_rate_), -cap, cap))
+        return float(np.clip(logit(self._block_rate(enc)) - logit(self.pair_rate_), -cap, cap))
+
+    def _block_rate(self, enc):
+        """r_b of :meth:`block_shift`, computed once per block and model state.
+
+        Gibbs, the cluster margins, confidence and ``explain`` all need the intercept of
+        the same block: the rate is kept on the encoding (outside its dataclass fields),
+        keyed by what it depends on (theta_, bias_, block_prior_pairs), so a changed
+        model never reads a stale value.
+        """
+        from scipy.special import expit
+
+        key = (self.theta_.tobytes(), float(self.bias_), int(self.block_prior_pairs))
+        memo = getattr(enc, "_rate_memo", None)
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        r = min(max(float(np.mean(expit(self.rate_factors(enc)))), 1e-12), 1.0 - 1e-12)
+        object.__setattr__(enc, "_rate_memo", (key, r))     # frozen dataclass: not a field
+        return r
 
     def rate_factors(self, enc: EncodedBlock) -> np.ndarray:
         """f at the pooled intercept ``bias_`` over the block's :func:`rate_pairs`, ndarray of shape (m,).

@@ -1,5 +1,6 @@
 """Per-block prior odds (PairwiseModel(block_prior="pcc")): the shift d_b, its reference rate,
 its use by every factor of the block, save / load, and errors."""
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -78,6 +79,29 @@ def test_block_shift_is_the_prior_log_odds_change(fitted):
     one = df[df["gold"] == df["gold"].iloc[0]]
     d = m.block_shift(m.encode(one.drop(columns=["gold"])))
     assert d > 0
+
+
+def test_block_rate_is_computed_once_per_block_and_model_state(fitted, monkeypatch):
+    df, m = fitted
+    sub = df[df["block"] == "B1"].drop(columns=["gold"])
+    enc = m.encode(sub)
+    calls = []
+    real = PairwiseModel.rate_factors
+    monkeypatch.setattr(PairwiseModel, "rate_factors", lambda self, e: calls.append(e) or real(self, e))
+    d = m.block_shift(enc)
+    assert m.block_bias(enc) == m.bias_ + d and block_bias_evals(m, enc)[0] == m.bias_ + d
+    assert len(calls) == 1                                # Gibbs, margins, explain: one estimate
+    assert m.block_shift(m.encode(sub)) == d and len(calls) == 2    # a new encoding: its own
+    old = m.bias_
+    try:
+        m.bias_ = old + 1.0                               # another model state: recomputed
+        want = logit(expit(_f0(m, enc)).mean()) - logit(m.pair_rate_)
+        assert m.block_shift(enc) == pytest.approx(float(np.clip(want, -3, 3)), abs=1e-12)
+        assert len(calls) == 3 and m.block_shift(enc) != d
+    finally:
+        m.bias_ = old
+    assert m.block_shift(enc) == d and len(calls) == 4
+    assert "_rate_memo" not in {f.name for f in dataclasses.fields(enc)}
 
 
 def test_cap_none_and_tiny_blocks(fitted):
