@@ -207,8 +207,10 @@ def _within_block_b3(scored):
 
 # --------------------------------------------------------------------------- run
 
-def _fit_fold_model(df, labeled, fold):
+def _fit_fold_model(df, labeled, fold, model_kw=None):
     """Fit theta on the labeled blocks outside ``fold``; returns (model, seconds).
+
+    ``model_kw``: keyword arguments of the model class (``None``: its defaults).
 
     Runs with one BLAS / OpenMP thread: the solver's floating-point sums then do not
     depend on how many threads the process (driver or Dask worker) would use, so
@@ -217,7 +219,7 @@ def _fit_fold_model(df, labeled, fold):
     t0 = time.perf_counter()
     train = df[(df["_fold"] != fold) & df["block"].isin(labeled)].drop(columns="_fold").reset_index(drop=True)
     with single_thread():
-        model = _model_cls()().fit(train)
+        model = _model_cls()(**(model_kw or {})).fit(train)
     return model, time.perf_counter() - t0
 
 
@@ -248,7 +250,7 @@ def _load_fold_model(store, fold):
     return model, float(extra.get("fit_s", 0.0))
 
 
-def _fit_models(df, labeled, need_folds, store, *, resume, client, progress):
+def _fit_models(df, labeled, need_folds, store, *, resume, client, progress, model_kw=None):
     """Fitted model per fold in ``need_folds`` (from checkpoints with ``resume``); fits run on ``client`` if given."""
     from tqdm import tqdm
 
@@ -264,14 +266,14 @@ def _fit_models(df, labeled, need_folds, store, *, resume, client, progress):
               file=sys.stderr, leave=False) as bar:
         if client is None:
             for f in todo:
-                models[f], fit_s[f] = _fit_fold_model(df, labeled, f)
+                models[f], fit_s[f] = _fit_fold_model(df, labeled, f, model_kw)
                 _save_fold_model(store, f, models[f], fit_s[f])
                 bar.update(1)
         elif todo:
             from distributed import as_completed
 
             df_future = client.scatter(df, hash=False)
-            futures = {client.submit(_fit_fold_model, df_future, labeled, f, pure=False): f for f in todo}
+            futures = {client.submit(_fit_fold_model, df_future, labeled, f, model_kw, pure=False): f for f in todo}
             try:
                 for fut in as_completed(list(futures)):
                     f = futures[fut]
@@ -286,7 +288,7 @@ def _fit_models(df, labeled, need_folds, store, *, resume, client, progress):
 
 def run(data=None, *, format=None, sampler="both", folds=5, out="results/", executor=None, workers=None,
         scheduler=None, seed=0, delta=0.05, n_sweeps=None, resume=False, strict=False, progress=True,
-        plots=True, confidence=True, calibration="isotonic"):
+        plots=True, confidence=True, calibration="isotonic", block_prior="pcc"):
     """Author coreference end to end with grouped k-fold cross-validation by block.
 
     Parameters
@@ -334,6 +336,9 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
         section and ``reliability.png``.
     calibration : {"isotonic", "temperature", "none"}, default "isotonic"
         Calibration map fitted on each fold's training folds only.
+    block_prior : {"pcc", "none"}, default "pcc"
+        Per-block prior odds of the fold models (:class:`coref.model.PairwiseModel`);
+        ``"none"`` fits them with the pooled intercept only, to compare the two.
 
     Returns
     -------
@@ -372,6 +377,10 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
     from coref.settings import make_settings
 
     t_start = time.perf_counter()
+    if block_prior not in ("pcc", "none"):
+        raise ValueError(f"the block_prior parameter must be 'pcc' or 'none'; got {block_prior!r}")
+    # the default model is PairwiseModel() as it always was (stand-ins in tests take no keywords)
+    model_kw = {} if block_prior == "pcc" else {"block_prior": block_prior}
     settings = make_settings("run", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, folds=folds,
                              workers=workers, scheduler=scheduler, format=format, strict=strict)
     samplers, folds = list(settings.samplers), settings.folds
@@ -386,7 +395,9 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
         fold_of, labeled = assign_folds(df, folds)
         df["_fold"] = df["block"].map(fold_of).astype(int)
         data_sha = mentions_checksum(df.drop(columns="_fold"))
-        settings_key = settings.key(data_sha, "checkpoint-v2")
+        # another block prior = other fold models and clusters: its own checkpoints (the
+        # default keeps the key it always had)
+        settings_key = settings.key(data_sha, "checkpoint-v2", *([] if block_prior == "pcc" else [block_prior]))
         store = CheckpointStore(out, settings_key)
 
         # reuse checkpoints (validated against block, mention ids and settings key)
@@ -410,7 +421,7 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
             need_folds = sorted({f for s in samplers for f, bs in blocks_by_fold.items() for b in bs
                                  if (s, f, b) not in results})
             models, fit_s = _fit_models(df, labeled, need_folds, store, resume=resume, client=client,
-                                        progress=progress)
+                                        progress=progress, model_kw=model_kw)
             if resume:
                 for f in range(folds):
                     if f not in fit_s:
@@ -519,7 +530,7 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
                 "sampler": sampler, "samplers": samplers, "folds": folds, "seed": seed, "delta": delta,
                 "n_sweeps": n_sweeps, "n_sweeps_used": n_sweeps_used, "executor": executor_desc,
                 "resume": bool(resume), "strict": bool(strict), "checkpoint_key": settings_key,
-                "settings_key": settings.key(),
+                "settings_key": settings.key(), "block_prior": block_prior,
             },
             "n_checkpoints_refused": len(store.refused),
             "checkpoints_refused": store.refused[:20],
@@ -532,7 +543,7 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
             for f in range(folds):
                 if f not in models and hasattr(_model_cls(), "factor_matrix"):  # stand-ins: no confidence
                     m_f = _load_fold_model(store, f)[0]
-                    models[f] = m_f if m_f is not None else _fit_fold_model(df, labeled, f)[0]
+                    models[f] = m_f if m_f is not None else _fit_fold_model(df, labeled, f, model_kw)[0]
             metrics["confidence"] = heldout_confidence(
                 df.drop(columns="_fold"), {b: int(f) for b, f in fold_of.items()}, labeled, models, clusters,
                 sampler=samplers[0], calibration=calibration, seed=seed, progress=progress)
@@ -683,6 +694,9 @@ def add_arguments(parser):
                         help="skip the held-out confidence calibration figures")
     parser.add_argument("--calibration", choices=("isotonic", "temperature", "none"), default="isotonic",
                         help="confidence calibration map, fitted on each fold's training folds (default isotonic)")
+    parser.add_argument("--block-prior", dest="block_prior", choices=("pcc", "none"), default="pcc",
+                        help="per-block prior odds of coreference in the fold models (default pcc; none: "
+                             "the pooled intercept only)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
 
@@ -696,7 +710,8 @@ def main(args):
         result = run(args.data, format=args.format, sampler=args.sampler, folds=args.folds, out=args.out,
                      workers=args.workers, scheduler=args.scheduler, seed=args.seed, delta=args.delta,
                      n_sweeps=args.n_sweeps, resume=args.resume, strict=args.strict, progress=not args.quiet,
-                     confidence=getattr(args, "confidence", True), calibration=getattr(args, "calibration", "isotonic"))
+                     confidence=getattr(args, "confidence", True), calibration=getattr(args, "calibration", "isotonic"),
+                     block_prior=getattr(args, "block_prior", "pcc"))
     except (FileNotFoundError, NotADirectoryError, MentionFormatError, ValueError, TypeError, ConnectionError,
             OutputError) as exc:
         if getattr(args, "debug", False):

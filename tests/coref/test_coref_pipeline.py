@@ -289,7 +289,8 @@ def test_aminer_directory(stand_ins, tmp_path):
     (dict(n_sweeps=0), ValueError, "n_sweeps parameter"),
     (dict(workers=2, scheduler="tcp://127.0.0.1:1"), ValueError, "not both"),
     (dict(executor="threads"), TypeError, "executor parameter of coref.run"),
-], ids=["sampler", "folds", "delta", "sweeps", "workers+scheduler", "executor"])
+    (dict(block_prior="em"), ValueError, "block_prior parameter must be 'pcc' or 'none'; got 'em'"),
+], ids=["sampler", "folds", "delta", "sweeps", "workers+scheduler", "executor", "block_prior"])
 def test_bad_parameters(stand_ins, tmp_path, kwargs, err, match):
     with pytest.raises(err, match=match):
         pipeline.run(tiny_mentions(), out=tmp_path, progress=False, **{"folds": 2, **kwargs})
@@ -326,6 +327,23 @@ def test_cli_run(stand_ins, tiny_csv, tmp_path, capsys):
     assert "reused 5 block results" in capsys.readouterr().out
 
 
+def test_cli_run_block_prior_flag(monkeypatch, tmp_path):
+    from coref.cli import main
+
+    seen = []
+
+    def fake_run(*a, **kw):
+        seen.append(kw["block_prior"])
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(pipeline, "run", fake_run)
+    for flag, want in ((["--block-prior", "none"], "none"), ([], "pcc")):
+        assert main(["run", "--out", str(tmp_path), "--quiet"] + flag) == 2
+    assert seen == ["none", "pcc"]
+    with pytest.raises(SystemExit):
+        main(["run", "--block-prior", "em"])
+
+
 def test_cli_bad_data_is_a_clear_error(tmp_path, capsys):
     from coref.cli import main
 
@@ -358,6 +376,27 @@ def test_real_model_end_to_end(tmp_path):
         assert cs["b3_f1"].iloc[-1] == pytest.approx(m["b3_f1"])
         assert cs["n_factor_evals"].iloc[-1] == m["n_factor_evals"] > 0
     assert res.clusters["cluster_id"].notna().all()
+
+
+def test_real_model_block_prior_none(tmp_path):
+    """``block_prior="none"``: fold models with the pooled intercept only, their own checkpoints."""
+    from coref.model import load_model
+
+    kw = dict(folds=2, n_sweeps=4, progress=False, plots=False, confidence=False, sampler="racing")
+    data = tiny_mentions(n_labeled=4, per=8)
+    res = {bp: pipeline.run(data, out=tmp_path / bp, block_prior=bp, **kw) for bp in ("pcc", "none")}
+    for bp, r in res.items():
+        assert r.metrics["settings"]["block_prior"] == bp
+        models = sorted((tmp_path / bp / ".checkpoint").rglob("model.json"))
+        assert len(models) == 2 and all(load_model(m.parent)[0].block_prior == bp for m in models)
+    keys = {bp: r.metrics["settings"]["checkpoint_key"] for bp, r in res.items()}
+    assert keys["pcc"] != keys["none"]
+    # the default run keeps the checkpoint key it had before the option existed
+    again = pipeline.run(data, out=tmp_path / "again", **kw)
+    assert again.metrics["settings"]["checkpoint_key"] == keys["pcc"]
+    # resuming the "none" run reuses its own blocks and refuses nothing
+    r2 = pipeline.run(data, out=tmp_path / "none", block_prior="none", resume=True, **kw)
+    assert r2.metrics["n_checkpoints_refused"] == 0 and r2.n_computed == 0
 
 
 def test_real_blocks_match_one_gibbs_over_the_whole_fold():
