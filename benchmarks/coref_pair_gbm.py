@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coref_shift_oracle import b3_sums, labeled_sets, pooled  # noqa: E402
+from coref_shift_oracle import b3_sums, labeled_sets, pooled
 
 CHUNK = 200_000
 
