@@ -6,8 +6,8 @@ the grouped k-fold protocol (``sklearn.model_selection.GroupKFold`` over blocks,
 ``coref run``), this fits the shipped ``PairwiseModel()`` (logistic, block prior) and a
 ``HistGradientBoostingClassifier`` on labeled within-block pairs of the training blocks
 (``--pairs`` per block, the same sampler as the logistic fit), and clusters every held-out
-block alone by annealed exact Gibbs (``coref._gibbs.anneal`` on the block's factor matrix,
-the default schedule, seed 0) with
+block alone by annealed exact Gibbs from its factor matrix (``coref_structured._map``: the
+default schedule, seed 0) with
 
 * ``linear``: the logistic factors with the block's intercept (what ``coref run`` uses);
 * ``gbm``: the boosted log-odds plus the same per-block prior shift d_b, estimated the same
@@ -28,16 +28,20 @@ set         boosted model                          linear  gbm     gbm_noprior
 AMiner      3000 pairs/block, 300 x 31 leaves      0.8859  0.8863  0.8863
 AMiner      20000 pairs/block, 1000 stumps         0.8859  0.8827  0.8858
 AMiner      20000 pairs/block, 300 x 4 leaves      0.8859  0.8866  0.8884
-AMiner      20000 pairs/block, 500 x 63 leaves     0.8859  0.8906  0.8915
-S2AND Qian  20000 pairs/block, 500 x 63 leaves     0.8123  0.8141  0.8084
-Han DBLP    20000 pairs/block, 500 x 63 leaves     0.7181  0.6883  0.6719
+AMiner      20000 pairs/block, 500 x 63 leaves     0.8868  0.8885  0.8924
+S2AND Qian  20000 pairs/block, 500 x 63 leaves     0.8123  0.8124  0.8076
+Han DBLP    20000 pairs/block, 500 x 63 leaves     0.7272  0.6740  0.6805
 ==========  =====================================  ======  ======  ===========
 
-(the first three AMiner rows are the same protocol in a scratch copy.)  An additive model
-(stumps) gains nothing; deep trees on many pairs gain +0.005 on AMiner and +0.002 on Qian,
-far from the targets (0.90, 0.85), and lose 0.03 on Han (3 training blocks per fold), at a
-factor that would cost hundreds of tree nodes per pair instead of one dot product.  Not adopted: the missing accuracy is
-evidence the features do not carry, as the structured-perceptron and shift-oracle runs found.
+(the last three rows are this script; the first three a scratch copy of the same protocol
+with another Gibbs random stream, which gave 0.8859 / 0.8906 / 0.8915 for the fourth row,
+0.8123 / 0.8141 / 0.8084 for Qian and 0.7181 / 0.6883 / 0.6719 for Han: the Gibbs stream
+alone moves a figure by up to 0.009.)  An additive model (stumps) gains nothing; deep trees
+on many pairs gain +0.002 to +0.006 on AMiner and 0.000 to +0.002 on Qian, far from the
+targets (0.90, 0.85), and lose 0.03-0.05 on Han (3 training blocks per fold), at a factor
+that would cost hundreds of tree nodes per pair instead of one dot product.  Not adopted: the
+missing accuracy is evidence the features do not carry, as the structured-perceptron and
+shift-oracle runs found.
 """
 from __future__ import annotations
 
@@ -51,27 +55,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from coref_shift_oracle import b3_sums, labeled_sets, pooled
+from coref_structured import _map  # annealed exact Gibbs from pair factors
 
 CHUNK = 200_000
-
-
-def exact_gibbs(enc, F, seed=0):
-    """Annealed exact Gibbs MAP labels of one block from its factor matrix ``F`` (n, n)."""
-    from coref import _gibbs
-    from coref.features import N_FEATURES
-    from coref.gibbs import GibbsCoref, _bound_table_ro, temperature_schedule
-
-    g = GibbsCoref(None)
-    n = enc.n
-    labels = np.arange(n, dtype=np.int64)
-    size = np.ones(n, np.int64)
-    temps = temperature_schedule(g.n_sweeps, g.t_start, g.t_end)
-    rs = np.random.default_rng(seed).integers(0, 2**63, size=4, dtype=np.uint64)
-    _gibbs.anneal(enc, np.zeros(N_FEATURES), 0.0, labels, size, np.arange(n, dtype=np.int64), 1.0 / temps,
-                  (temps <= g.early_stop_temp).astype(np.int8), int(g.patience), 0, int(g.first_batch), 0,
-                  np.full(n, -np.inf), _bound_table_ro(g.delta, n + 1), rs, np.zeros((0, n), np.int64),
-                  np.zeros(len(temps), np.int64), np.ascontiguousarray(F), 2)
-    return labels
 
 
 def boosted_scores(gb, model, enc, I, J):
@@ -130,14 +116,9 @@ def main(argv=None):
                 RI, RJ, _ = rate_pairs(enc.n, model.block_prior_pairs)
                 r_b = np.clip(np.mean(expit(boosted_scores(gb, model, enc, RI, RJ))), 1e-12, 1 - 1e-12)
                 d = float(np.clip(logit(r_b) - logit(r_train), -model.block_prior_cap, model.block_prior_cap))
-                F = np.zeros((enc.n, enc.n))
-                variants = {"linear": model.factor_matrix(enc), "gbm": z + d, "gbm_noprior": z}
+                variants = {"linear": model.factor_matrix(enc)[I, J], "gbm": z + d, "gbm_noprior": z}
                 for v, f in variants.items():
-                    if v != "linear":
-                        F[I, J] = f
-                        F[J, I] = f
-                        f = F
-                    P, R, c = b3_sums(exact_gibbs(enc, f), blk["gold"].to_numpy())
+                    P, R, c = b3_sums(_map(enc, f, I, J, model.theta_, 0.0, 0), blk["gold"].to_numpy())
                     rows.append({"v": v, "block": b, "P": P, "R": R, "n": c})
             print(f"  fold {k + 1}/{folds} {time.perf_counter() - t0:.0f} s", flush=True)
         rows = pd.DataFrame(rows)
