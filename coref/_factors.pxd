@@ -869,6 +869,26 @@ cdef inline void _row_tables(BlockData* d, list keep) except *:
     d.scatter_ok = True
 
 
+cdef inline tuple memo_arrays(object comp1, Py_ssize_t memo_max_bytes):
+    """The component memo tables of a block: ``(n_comp, comp_idx, cc_memo, mc_memo)``.
+
+    comp_idx: int32 (n,), the dense index of each mention's comp1 label; cc_memo:
+    float64 (n_comp^2 MEMO_CC,) and mc_memo: float64 (n n_comp,), NaN = not computed,
+    each None when it would take more than ``memo_max_bytes``.
+    """
+    import numpy as np
+    cdef Py_ssize_t n = len(comp1), n_comp
+    uniq, inv = np.unique(np.asarray(comp1), return_inverse=True)
+    n_comp = len(uniq)
+    comp_idx_arr = np.ascontiguousarray(inv.reshape(-1), dtype=np.int32)
+    cc_arr = mc_arr = None
+    if n_comp * n_comp * MEMO_CC * 8 <= memo_max_bytes:
+        cc_arr = np.full(n_comp * n_comp * MEMO_CC, np.nan)
+    if n * n_comp * 8 <= memo_max_bytes:
+        mc_arr = np.full(n * n_comp, np.nan)
+    return (n_comp, comp_idx_arr, cc_arr, mc_arr)
+
+
 cdef inline BlockData make_block(object enc, const double[::1] theta, double bias,
                                  list keep, Py_ssize_t memo_max_bytes,
                                  bint row_tables=False) except *:
@@ -991,22 +1011,22 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.comp_idx = NULL
     d.cc_memo = NULL
     d.mc_memo = NULL
-    if memo_max_bytes > 0:
-        uniq, inv = np.unique(np.asarray(comp1), return_inverse=True)
-        n_comp = len(uniq)
-        comp_idx_arr = np.ascontiguousarray(inv.reshape(-1), dtype=np.int32)
-        keep.append(comp_idx_arr)
+    # the memo tables hold features (no theta), so calls on one encoding may share them:
+    # ``share_memo`` keeps a set on the encoding (see ``memo_arrays``); otherwise each
+    # call allocates its own when ``memo_max_bytes`` > 0
+    tables = getattr(enc, "_feature_memo", None)
+    if tables is None and memo_max_bytes > 0:
+        tables = memo_arrays(comp1, memo_max_bytes)
+    if tables is not None:
+        n_comp, comp_idx_arr, cc_arr, mc_arr = tables
+        keep.append(tables)
         comp_idx = comp_idx_arr
         d.n_comp = n_comp
         d.comp_idx = &comp_idx[0]
-        if n_comp * n_comp * MEMO_CC * 8 <= memo_max_bytes:
-            cc_arr = np.full(n_comp * n_comp * MEMO_CC, np.nan)
-            keep.append(cc_arr)
+        if cc_arr is not None:
             cc_memo = cc_arr
             d.cc_memo = &cc_memo[0]
-        if d.n * n_comp * 8 <= memo_max_bytes:
-            mc_arr = np.full(d.n * n_comp, np.nan)
-            keep.append(mc_arr)
+        if mc_arr is not None:
             mc_memo = mc_arr
             d.mc_memo = &mc_memo[0]
     # packed per-mention records (after comp_idx, which they copy)

@@ -14,10 +14,28 @@ results are the same with or without them.  ``None`` = on when the call evaluate
 at least n^2 / 8 pairs (the tables cost about n^2 entries to set up).
 """
 from coref._factors cimport (BlockData, make_block, block_phi, block_factor, N_FEATURES,
-                             row_set, row_clear)
+                             row_set, row_clear, memo_arrays)
 
 n_features = N_FEATURES
 MEMO_MAX_BYTES = 64 * 1024 * 1024
+
+
+def share_memo(object enc, Py_ssize_t max_bytes=MEMO_MAX_BYTES):
+    """Keep one set of component memo tables on ``enc`` for every kernel call until ``unshare_memo``.
+
+    The tables hold features of the block (no model parameter), filled on first use
+    with the values a call would compute, so the calls on one encoding (the block
+    prior's pairs, then the Gibbs sweeps) compute each entry once instead of once per
+    call; no value changes.  Each table is left out when it would take more than
+    ``max_bytes``.  The tables are kept outside the encoding's dataclass fields.
+    """
+    object.__setattr__(enc, "_feature_memo", memo_arrays(enc.comp1, max_bytes))
+
+
+def unshare_memo(object enc):
+    """Drop the tables of ``share_memo`` (no-op if there are none)."""
+    if getattr(enc, "_feature_memo", None) is not None:
+        object.__delattr__(enc, "_feature_memo")
 
 
 cdef Py_ssize_t _memo_bytes(object memo, object enc, Py_ssize_t m):
@@ -49,13 +67,31 @@ def pair_factors(object enc,                   # IN  EncodedBlock
                  const long long[::1] J,       # IN  (m,)
                  double[::1] out,              # OUT (m,)
                  memo=None):
-    """f_theta(x_I[k], x_J[k]) for every k into ``out``."""
+    """f_theta(x_I[k], x_J[k]) for every k into ``out``.
+
+    Runs of equal ``I[k]`` (e.g. the pairs of ``numpy.triu_indices``) are evaluated in
+    row mode (``row_set``: mention I[k]'s id lists scattered once per run, each id of
+    J[k] looked up), which gives the merges' values bit for bit.
+    """
     cdef list keep = []
     cdef Py_ssize_t k, m = I.shape[0]
-    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, m))
+    cdef bint rows = m >= 2 and _runs(I) * 4 <= m
+    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, m), rows)
     with nogil:
         for k in range(m):
+            if rows and d.row != I[k]:
+                row_clear(&d)
+                row_set(&d, I[k])
             out[k] = block_factor(&d, I[k], J[k])
+        row_clear(&d)
+
+
+cdef Py_ssize_t _runs(const long long[::1] I) noexcept nogil:
+    """Number of runs of equal values in I."""
+    cdef Py_ssize_t k, r = 1 if I.shape[0] > 0 else 0
+    for k in range(1, I.shape[0]):
+        r += I[k] != I[k - 1]
+    return r
 
 
 def member_sums(object enc,                    # IN  EncodedBlock

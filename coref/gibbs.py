@@ -33,6 +33,7 @@ from sampling._build import load_kernel
 from coref.model import block_bias_evals
 
 _gibbs = load_kernel("coref._gibbs")
+_factors = load_kernel("coref._factors")
 
 __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
@@ -595,6 +596,17 @@ class GibbsCoref:
             enc = model.encode(sub)
             self._encode_cpu += time.thread_time() - c_enc
             self._encode_s += time.perf_counter() - t_enc
+        # one set of component memo tables for the prior's pairs and every kernel call of
+        # this block (they hold features only; coref._factors.share_memo), dropped after
+        _factors.share_memo(enc)
+        try:
+            return self._fit_encoded(enc, block, seed, temps, labels0, movable, sub)
+        finally:
+            _factors.unshare_memo(enc)
+
+    def _fit_encoded(self, enc, block, seed, temps, labels0, movable, sub):
+        """``_fit_block`` once the block is encoded."""
+        model = self.model
         n = enc.n
         gen = block_rng(seed, block)
         budget = float(self.factor_cache_mb)

@@ -227,3 +227,24 @@ def test_coref_fit_block_prior_flag(tmp_path):
         assert train.main(args) == 0
         m, _ = load_model(tmp_path / want)
         assert m.block_prior == want
+
+
+def test_fit_shares_the_memo_tables_with_the_prior_and_drops_them(fitted, monkeypatch):
+    """GibbsCoref.fit: the block prior's pairs run with the block's shared memo tables
+    (coref._factors.share_memo), and none is left on the encoding afterwards (it would
+    ride along wherever the encoding goes, e.g. to a Dask worker)."""
+    from coref.inference import _EncodedOnce
+
+    df, m = fitted
+    sub = df[df["block"] == "B2"].drop(columns=["gold"]).sort_values("mention_id").reset_index(drop=True)
+    enc = m.encode(sub)
+    seen = []
+    real = PairwiseModel.rate_factors
+    monkeypatch.setattr(PairwiseModel, "rate_factors",
+                        lambda self, e: seen.append(getattr(e, "_feature_memo", None) is not None) or real(self, e))
+    wrapped = _EncodedOnce(m, enc, sub["mention_id"].astype(str).tolist())
+    g = GibbsCoref(wrapped, sampler="racing", n_sweeps=4, rng=1).fit(sub)
+    assert seen == [True]
+    assert not hasattr(enc, "_feature_memo")
+    h = GibbsCoref(m, sampler="racing", n_sweeps=4, rng=1).fit(sub)      # its own encoding
+    pd.testing.assert_series_equal(g.clusters_, h.clusters_)

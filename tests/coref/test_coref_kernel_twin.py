@@ -139,3 +139,85 @@ def test_member_sums_bit_identical_to_twin_and_checked(shipped):
         _factors.member_sums(enc, theta, bias, order, start - 1, size, code, rows, a)
     with pytest.raises(ValueError, match=r"rows\[0\] or its code is out of range"):
         _factors.member_sums(enc, theta, bias, order, start, size, code, np.array([enc.n], np.int64), np.empty(1))
+
+
+def test_pair_factors_in_row_runs_bit_identical(shipped):
+    """pair_factors in row mode (pairs grouped by I, as numpy.triu_indices gives them:
+    the block prior's pairs) against the twin, with and without memo tables."""
+    blocks, model = shipped
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    bias = float(model.bias_)
+    for name, enc in blocks:
+        I, J = _all_pairs(enc.n)
+        want = np.empty(len(I))
+        _factors_py.pair_factors(enc, theta, bias, I, J, want)
+        for memo in (True, False):
+            got = np.empty(len(I))
+            _factors.pair_factors(enc, theta, bias, I, J, got, memo=memo)
+            assert got.tobytes() == want.tobytes(), (name, memo)
+
+
+def test_shared_memo_tables_fill_once_and_change_no_value(shipped):
+    """share_memo: the calls on one encoding share its component memo tables (filled by
+    the first call, read by later ones, also by a call asked for no memo), every value
+    still the twin's; unshare_memo drops them."""
+    blocks, model = shipped
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    bias = float(model.bias_)
+    name, enc = blocks[1]
+    I, J = _all_pairs(enc.n)
+    want = np.empty(len(I))
+    _factors_py.pair_factors(enc, theta, bias, J, I, want)
+    _factors.share_memo(enc)
+    try:
+        n_comp, comp_idx, cc, mc = enc._feature_memo
+        assert n_comp == len(np.unique(enc.comp1)) and comp_idx.shape == (enc.n,)
+        assert np.isnan(cc).all() and np.isnan(mc).all()
+        _factors.pair_factors(enc, theta, bias, I, J, np.empty(len(I)))
+        filled_cc, filled_mc = int((~np.isnan(cc)).sum()), int((~np.isnan(mc)).sum())
+        assert filled_cc > 0 and filled_mc > 0
+        got = np.empty(len(I))
+        _factors.pair_factors(enc, theta, bias, J, I, got, memo=False)   # reads the shared tables
+        assert got.tobytes() == want.tobytes()
+        assert int((~np.isnan(mc)).sum()) >= filled_mc
+    finally:
+        _factors.unshare_memo(enc)
+    assert not hasattr(enc, "_feature_memo")
+    _factors.unshare_memo(enc)          # a second call is a no-op
+
+
+def test_anneal_with_prefilled_shared_memo_gives_the_same_sweeps(shipped):
+    """Gibbs sweeps on an encoding whose memo tables another call has filled: the labels,
+    the random stream and the factor counts of a run with fresh tables, both samplers."""
+    from coref import _gibbs
+    from coref.gibbs import bound_table
+
+    blocks, model = shipped
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    bias = float(model.bias_)
+    name, enc = blocks[2]
+    n = enc.n
+    b_table = bound_table(0.05, n + 1)
+    inv_temps = 1.0 / np.linspace(1.0, 0.05, 6)
+
+    def run(racing):
+        labels = np.arange(n, dtype=np.int64)
+        size = np.ones(n, np.int64)
+        rng_state = np.array([1, 2, 3, 4], np.uint64)
+        evals = np.zeros(len(inv_temps), np.int64)
+        _gibbs.anneal(enc, theta, bias, labels, size, np.arange(n, dtype=np.int64), inv_temps,
+                      np.zeros(len(inv_temps), np.int8), 0, racing, 3, 1, np.full(n, -np.inf),
+                      b_table, rng_state, np.zeros((0, n), np.int64), evals)
+        return labels, rng_state, evals
+
+    for racing in (0, 1):
+        fresh = run(racing)
+        _factors.share_memo(enc)
+        try:
+            I, J = _all_pairs(n)
+            _factors.pair_factors(enc, theta, bias + 0.5, I, J, np.empty(len(I)))
+            shared = run(racing)
+        finally:
+            _factors.unshare_memo(enc)
+        for a, b in zip(fresh, shared):
+            np.testing.assert_array_equal(a, b)
