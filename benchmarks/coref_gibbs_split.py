@@ -50,21 +50,16 @@ def measure(folds=5, seed=0):
     cur = [None]
     anneal, bias_evals = G._gibbs.anneal, G.block_bias_evals
 
-    def timed_anneal(*a, **k):
-        t = time.perf_counter()
-        try:
-            return anneal(*a, **k)
-        finally:
-            acc[cur[0]]["kernel_s"] += time.perf_counter() - t
+    def timed(fn, key):
+        def call(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                acc[cur[0]][key] += time.perf_counter() - t
+        return call
 
-    def timed_bias(*a, **k):
-        t = time.perf_counter()
-        try:
-            return bias_evals(*a, **k)
-        finally:
-            acc[cur[0]]["prior_s"] += time.perf_counter() - t
-
-    G._gibbs.anneal, G.block_bias_evals = timed_anneal, timed_bias
+    G._gibbs.anneal, G.block_bias_evals = timed(anneal, "kernel_s"), timed(bias_evals, "prior_s")
     try:
         with single_thread():
             for f in range(folds):
