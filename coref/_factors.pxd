@@ -18,7 +18,9 @@ cosine) and the title-vs-profile dots are memoised per block (tables of at most
 Row mode (``make_block(..., row_tables=True)``, ``row_set(d, i)``): the id lists of
 one mention i are scattered into dense per-block tables indexed by id (weight, 0.0 =
 absent), and a factor (i, j) walks j's lists once, looking each id up, instead of
-merging two sorted lists: the shared ids come in the same increasing order and an
+merging two sorted lists (so are the profiles of i's coauthor component: the profile
+cosines and title-vs-profile dots of a pair in two components are lookups too, which
+matters where the memo tables do not fit, in blocks of thousands of mentions): the shared ids come in the same increasing order and an
 absent id adds 0.0 * w = +-0.0, which leaves a sum that starts at +0.0 unchanged, so
 the values are the merges' bit for bit (refused, merges kept, when an id list is not
 strictly increasing, an id is negative, a weight is not finite, or the tables would
@@ -170,6 +172,9 @@ cdef struct BlockData:
     double* wm_kw
     double* wm_va            # va and vt share one code space
     double* wm_vt
+    double* wm_pt            # the row's comp1 profiles (title words: the ti code space, the
+    double* wm_pv            #   table as long as wm_ti; venue words; affiliation words)
+    double* wm_pa
     unsigned char* hm_co     # 1 = the row holds this id
     unsigned char* hm_ve
     unsigned char* hm_ck
@@ -339,9 +344,18 @@ cdef inline void _comp_terms(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
             for k in range(MEMO_CC):
                 out[k] = m[k]
             return
-    out[0] = _dot_sorted(d.pt_ptr, d.pt_ids, d.pt_w, ci, cj, &c, &sw)
-    out[1] = _dot_sorted(d.pv_ptr, d.pv_ids, d.pv_w, ci, cj, &c, &sw)
-    out[2] = _dot_sorted(d.pa_ptr, d.pa_ids, d.pa_w, ci, cj, &c, &sw)
+    if d.row == i:
+        # row mode: ci's profiles are scattered (row_set); look cj's ids up (same sums)
+        out[0] = _look(d.wm_pt, d.pt_ids + d.pt_ptr[cj], d.pt_w + d.pt_ptr[cj],
+                       d.pt_ptr[cj + 1] - d.pt_ptr[cj])
+        out[1] = _look(d.wm_pv, d.pv_ids + d.pv_ptr[cj], d.pv_w + d.pv_ptr[cj],
+                       d.pv_ptr[cj + 1] - d.pv_ptr[cj])
+        out[2] = _look(d.wm_pa, d.pa_ids + d.pa_ptr[cj], d.pa_w + d.pa_ptr[cj],
+                       d.pa_ptr[cj + 1] - d.pa_ptr[cj])
+    else:
+        out[0] = _dot_sorted(d.pt_ptr, d.pt_ids, d.pt_w, ci, cj, &c, &sw)
+        out[1] = _dot_sorted(d.pv_ptr, d.pv_ids, d.pv_w, ci, cj, &c, &sw)
+        out[2] = _dot_sorted(d.pa_ptr, d.pa_ids, d.pa_w, ci, cj, &c, &sw)
     out[3] = 0.0
     if d.comp_ymin[ci] >= 0 and d.comp_ymin[cj] >= 0:
         if d.comp_ymin[ci] > d.comp_ymax[cj]:
@@ -364,8 +378,13 @@ cdef inline void _comp_terms(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
 
 
 cdef inline double _title_profile(const BlockData* d, const Mention* mi,
-                                  Py_ssize_t i, const Mention* mj) noexcept nogil:
-    """Title of mention i against the title profile of the comp1 component of j."""
+                                  Py_ssize_t i, const Mention* mj, int mode) noexcept nogil:
+    """Title of mention i against the title profile of the comp1 component of j.
+
+    ``mode`` 0: merge the two sorted lists; 1: i is the row (its title scattered in
+    ``wm_ti``): look the profile's ids up; 2: j is the row (its component's title
+    profile scattered in ``wm_pt``): look i's title ids up.  Same sums, bit for bit.
+    """
     cdef double* m = NULL
     cdef double v
     cdef int c = 0
@@ -376,8 +395,13 @@ cdef inline double _title_profile(const BlockData* d, const Mention* mi,
         if m[0] == m[0]:
             return m[0]
     p0 = d.pt_ptr[mj.comp1]
-    v = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti, d.pt_ids + p0, d.pt_w + p0,
-               d.pt_ptr[mj.comp1 + 1] - p0, &c, &sw)
+    if mode == 1:
+        v = _look(d.wm_ti, d.pt_ids + p0, d.pt_w + p0, d.pt_ptr[mj.comp1 + 1] - p0)
+    elif mode == 2:
+        v = _look_rev(d.wm_pt, d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti)
+    else:
+        v = _merge(d.ti_ids + mi.ti, d.ti_w + mi.ti, mi.n_ti, d.pt_ids + p0, d.pt_w + p0,
+                   d.pt_ptr[mj.comp1 + 1] - p0, &c, &sw)
     if m != NULL:
         m[0] = v
     return v
@@ -526,8 +550,8 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[21] = ct[1]
         phi[22] = ct[2]
         phi[23] = ct[3]
-        dot = _title_profile(d, mi, i, mj)
-        dot += _title_profile(d, mj, j, mi)
+        dot = _title_profile(d, mi, i, mj, 1 if rowm else 0)
+        dot += _title_profile(d, mj, j, mi, 2 if rowm else 0)
         phi[24] = 0.5 * dot
         phi[25] = mi.comp1_logsize + mj.comp1_logsize
     phi[26] = 1.0 if mi.comp3 == mj.comp3 else 0.0
@@ -768,7 +792,7 @@ cdef inline void _unscatter(double* wm, const int* ids, long long a, long long n
 
 
 cdef inline void row_set(BlockData* d, Py_ssize_t i) noexcept nogil:
-    """Scatter the id lists of mention i into the row tables (row mode on for i).
+    """Scatter the id lists of mention i (and the profiles of its comp1) into the row tables.
 
     Factors (i, j) then look the ids of j up instead of merging (same values, bit for
     bit); call ``row_clear(d)`` before scattering another mention.  No-op when the
@@ -776,6 +800,7 @@ cdef inline void row_set(BlockData* d, Py_ssize_t i) noexcept nogil:
     """
     cdef const Mention* m
     cdef long long k
+    cdef int c
     if not d.scatter_ok:
         return
     m = d.men + i
@@ -794,6 +819,10 @@ cdef inline void row_set(BlockData* d, Py_ssize_t i) noexcept nogil:
     for k in range(m.ck, m.ck + m.n_ck):
         d.hm_ck[d.ck_ids[k]] = 1
         d.fm_ck[d.ck_ids[k]] = d.ck_fn[k]
+    c = m.comp1
+    _scatter(d.wm_pt, d.pt_ids, d.pt_w, d.pt_ptr[c], d.pt_ptr[c + 1] - d.pt_ptr[c])
+    _scatter(d.wm_pv, d.pv_ids, d.pv_w, d.pv_ptr[c], d.pv_ptr[c + 1] - d.pv_ptr[c])
+    _scatter(d.wm_pa, d.pa_ids, d.pa_w, d.pa_ptr[c], d.pa_ptr[c + 1] - d.pa_ptr[c])
     d.row = i
 
 
@@ -801,6 +830,7 @@ cdef inline void row_clear(BlockData* d) noexcept nogil:
     """Undo ``row_set``: every row table back to zero, row mode off."""
     cdef const Mention* m
     cdef long long k
+    cdef int c
     if d.row < 0:
         return
     m = d.men + d.row
@@ -819,13 +849,22 @@ cdef inline void row_clear(BlockData* d) noexcept nogil:
     for k in range(m.ck, m.ck + m.n_ck):
         d.hm_ck[d.ck_ids[k]] = 0
         d.fm_ck[d.ck_ids[k]] = 0
+    c = m.comp1
+    _unscatter(d.wm_pt, d.pt_ids, d.pt_ptr[c], d.pt_ptr[c + 1] - d.pt_ptr[c])
+    _unscatter(d.wm_pv, d.pv_ids, d.pv_ptr[c], d.pv_ptr[c + 1] - d.pv_ptr[c])
+    _unscatter(d.wm_pa, d.pa_ids, d.pa_ptr[c], d.pa_ptr[c + 1] - d.pa_ptr[c])
     d.row = -1
 
 
-cdef inline void _row_tables(BlockData* d, list keep) except *:
-    """Allocate the row tables of ``row_set`` (zeros), or set ``scatter_ok`` = 0."""
+cdef inline void _row_tables(BlockData* d, list keep, Py_ssize_t n_pt, Py_ssize_t n_pv,
+                             Py_ssize_t n_pa) except *:
+    """Allocate the row tables of ``row_set`` (zeros), or set ``scatter_ok`` = 0.
+
+    ``n_pt``, ``n_pv``, ``n_pa``: rows of the component profiles (one per comp1 label).
+    """
     import numpy as np
     cdef int mco = -1, mti = -1, mve = -1, maf = -1, mck = -1, mab = -1, mkw = -1, mv = -1
+    cdef int mpv = -1, mpa = -1
     cdef bint ok
     cdef double[::1] a
     cdef unsigned char[::1] h
@@ -839,10 +878,15 @@ cdef inline void _row_tables(BlockData* d, list keep) except *:
               and _scan_field(d.ab_ptr, d.ab_ids, d.ab_w, d.n, &mab)
               and _scan_field(d.kw_ptr, d.kw_ids, d.kw_w, d.n, &mkw)
               and _scan_field(d.va_ptr, d.va_ids, d.va_w, d.n, &mv)
-              and _scan_field(d.vt_ptr, d.vt_ids, d.vt_w, d.n, &mv))
+              and _scan_field(d.vt_ptr, d.vt_ids, d.vt_w, d.n, &mv)
+              # profiles: title words share the ti table's code space (mti: the larger)
+              and _scan_field(d.pt_ptr, d.pt_ids, d.pt_w, n_pt, &mti)
+              and _scan_field(d.pv_ptr, d.pv_ids, d.pv_w, n_pv, &mpv)
+              and _scan_field(d.pa_ptr, d.pa_ids, d.pa_w, n_pa, &mpa))
     if not ok:
         return
-    n_w = <Py_ssize_t>mco + 1 + mti + 1 + mve + 1 + maf + 1 + mab + 1 + mkw + 1 + 2 * (mv + 1) + 1
+    n_w = (<Py_ssize_t>mco + 1 + 2 * (mti + 1) + mve + 1 + maf + 1 + mab + 1 + mkw + 1 + 2 * (mv + 1)
+           + mpv + 1 + mpa + 1 + 1)
     if n_w * 8 + (<Py_ssize_t>mco + mve + mck + 4) * 5 > ROW_MAX_BYTES:
         return
     arr = np.zeros(n_w)
@@ -856,6 +900,9 @@ cdef inline void _row_tables(BlockData* d, list keep) except *:
     d.wm_kw = d.wm_ab + mab + 1
     d.wm_va = d.wm_kw + mkw + 1
     d.wm_vt = d.wm_va + mv + 1
+    d.wm_pt = d.wm_vt + mv + 1
+    d.wm_pv = d.wm_pt + mti + 1
+    d.wm_pa = d.wm_pv + mpv + 1
     harr = np.zeros(mco + 1 + mve + 1 + mck + 1 + 1, np.uint8)
     keep.append(harr)
     h = harr
@@ -1037,5 +1084,5 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
         _fill_records(&d, <Mention*>&men_buf[0])
     d.men = <const Mention*>&men_buf[0]
     if row_tables:
-        _row_tables(&d, keep)
+        _row_tables(&d, keep, pt_ptr.shape[0] - 1, pv_ptr.shape[0] - 1, pa_ptr.shape[0] - 1)
     return d

@@ -221,3 +221,26 @@ def test_anneal_with_prefilled_shared_memo_gives_the_same_sweeps(shipped):
             _factors.unshare_memo(enc)
         for a, b in zip(fresh, shared):
             np.testing.assert_array_equal(a, b)
+
+
+def test_row_mode_profile_lookups_cover_cross_component_pairs(shipped):
+    """Row mode looks the coauthor-component profile terms up too (phi[20..22] and the
+    title-vs-profile dot phi[24] of pairs in different components, no memo): the blocks
+    have such pairs with non-zero terms, and row_factors still equals the twin."""
+    blocks, model = shipped
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    bias = float(model.bias_)
+    name, enc = blocks[0]
+    I, J = _all_pairs(enc.n)
+    cross = enc.comp1[I] != enc.comp1[J]
+    assert cross.sum() > 100
+    phi = np.empty((len(I), N_FEATURES))
+    _factors_py.pair_features(enc, I, J, phi)
+    for k in (20, 21, 24):
+        assert np.count_nonzero(phi[cross, k]) > 10, k
+    for i in np.unique(I[cross])[:40]:
+        js = np.flatnonzero(enc.comp1 != enc.comp1[i]).astype(np.int64)
+        a, b = np.empty(len(js)), np.empty(len(js))
+        assert _factors.row_factors(enc, theta, bias, int(i), js, a, memo=False) is True
+        _factors_py.pair_factors(enc, theta, bias, np.full(len(js), i, np.int64), js, b)
+        assert a.tobytes() == b.tobytes(), (name, int(i))
