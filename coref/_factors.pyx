@@ -69,16 +69,27 @@ def pair_factors(object enc,                   # IN  EncodedBlock
                  memo=None):
     """f_theta(x_I[k], x_J[k]) for every k into ``out``.
 
-    Runs of equal ``I[k]`` (e.g. the pairs of ``numpy.triu_indices``) are evaluated in
-    row mode (``row_set``: mention I[k]'s id lists scattered once per run, each id of
-    J[k] looked up), which gives the merges' values bit for bit.
+    Pairs are evaluated in row mode (``row_set``: mention I[k]'s id lists scattered
+    once, each id of J[k] looked up), which gives the merges' values bit for bit, when
+    each distinct I[k] has four pairs or more on average: in the given order when equal
+    I[k] are adjacent (e.g. the pairs of ``numpy.triu_indices``), else grouped by I[k]
+    (a stable argsort; each value still goes to its own ``out[k]``).
     """
+    import numpy as np
     cdef list keep = []
-    cdef Py_ssize_t k, m = I.shape[0]
+    cdef Py_ssize_t k, q, m = I.shape[0]
+    cdef Py_ssize_t[::1] order
     cdef bint rows = m >= 2 and _runs(I) * 4 <= m
+    cdef bint sort = False
+    if m >= 2 and not rows:
+        o = np.argsort(np.asarray(I), kind="stable")
+        if _runs(np.asarray(I)[o]) * 4 <= m:
+            order = o.astype(np.intp)
+            rows = sort = True
     cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, m), rows)
     with nogil:
-        for k in range(m):
+        for q in range(m):
+            k = order[q] if sort else q
             if rows and d.row != I[k]:
                 row_clear(&d)
                 row_set(&d, I[k])

@@ -143,7 +143,8 @@ def test_member_sums_bit_identical_to_twin_and_checked(shipped):
 
 def test_pair_factors_in_row_runs_bit_identical(shipped):
     """pair_factors in row mode (pairs grouped by I, as numpy.triu_indices gives them:
-    the block prior's pairs) against the twin, with and without memo tables."""
+    the block prior's pairs; or shuffled, then grouped inside the call) against the twin,
+    with and without memo tables."""
     blocks, model = shipped
     theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
     bias = float(model.bias_)
@@ -155,6 +156,12 @@ def test_pair_factors_in_row_runs_bit_identical(shipped):
             got = np.empty(len(I))
             _factors.pair_factors(enc, theta, bias, I, J, got, memo=memo)
             assert got.tobytes() == want.tobytes(), (name, memo)
+        # shuffled (grouped by I inside the call, each value to its own slot), e.g. the
+        # prior's pairs drawn at random on a large block
+        perm = np.random.default_rng(7).permutation(len(I))
+        got = np.empty(len(I))
+        _factors.pair_factors(enc, theta, bias, I[perm], J[perm], got)
+        assert got.tobytes() == want[perm].tobytes(), name
 
 
 def test_shared_memo_tables_fill_once_and_change_no_value(shipped):
