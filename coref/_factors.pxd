@@ -21,8 +21,9 @@ absent), and a factor (i, j) walks j's lists once, looking each id up, instead o
 merging two sorted lists (so are the profiles of i's coauthor component: the profile
 cosines and title-vs-profile dots of a pair in two components are lookups too, which
 matters where the memo tables do not fit, in blocks of thousands of mentions): the
-shared ids come in the same increasing order and an absent id adds 0.0 * w = +-0.0, which leaves a sum that starts at +0.0 unchanged, so
-the values are the merges' bit for bit (refused, merges kept, when an id list is not
+shared ids come in the same increasing order and an absent id adds 0.0 * w = +-0.0,
+which leaves a sum that starts at +0.0 unchanged, so the values are the merges' bit
+for bit (refused, merges kept, when an id list is not
 strictly increasing, an id is negative, a weight is not finite, or the tables would
 take more than ROW_MAX_BYTES).
 """
