@@ -257,7 +257,7 @@ def main(argv=None):
     if args.out:
         import pandas as pd
 
-        from sampling._atomic import atomic_open
+        from sampling.utils.atomic import atomic_open
 
         with atomic_open(args.out, "w", newline="") as fh:
             pd.DataFrame(rows).to_csv(fh, index=False)

@@ -156,7 +156,7 @@ def ab(name, ref_kernel, cap, n_rounds, draws, i_bound, seed, memory_mb=1024.0, 
     seed (order alternating per round). The draws must be identical (checked); prints the
     CPU time per expansion and per draw of each and the median of the per-chunk / per-round
     ratios A/B."""
-    import sampling._build as build
+    import sampling.utils.kernels as build
     from sampling.bounds.aobfs import AOBFS
     from sampling.bounds.dis import _evaluator
     from sampling.bounds.importance import dis_rounds, make_fast_proposal

@@ -115,7 +115,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sampling._atomic import atomic_path
+from sampling.utils.atomic import atomic_path
 from sampling.bounds.dis import run
 from sampling.bounds.trace import BoundTrace, bound_area, plot_traces
 from sampling.bounds.uai import read_uai

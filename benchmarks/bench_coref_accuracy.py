@@ -155,7 +155,7 @@ def main(argv=None):
     if args.csv:
         import pandas as pd
 
-        from sampling._atomic import atomic_path
+        from sampling.utils.atomic import atomic_path
 
         with atomic_path(args.csv) as tmp:
             pd.DataFrame(rows, columns=COLUMNS).to_csv(tmp, index=False)

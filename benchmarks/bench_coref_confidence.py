@@ -529,7 +529,7 @@ def main(argv=None):
     res["seconds"] = time.perf_counter() - t0
     _log(f"total {res['seconds']:.0f} s")
     if args.out:
-        from sampling._atomic import atomic_write_text
+        from sampling.utils.atomic import atomic_write_text
 
         atomic_write_text(args.out, json.dumps(res, indent=1, default=float))
     return 0

@@ -191,7 +191,7 @@ def main(argv=None):
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     if args.json:
-        from sampling._atomic import atomic_write_text
+        from sampling.utils.atomic import atomic_write_text
 
         atomic_write_text(args.json, json.dumps(rows, indent=1))
     return table

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from sampling._atomic import atomic_path
+from sampling.utils.atomic import atomic_path
 from sampling.bounds_normal import _b_normal_cached, b_normal, simulate_b_normal
 
 # Appendix B, Table 1 (columns pi1 = 1e-4, 1e-3, 1e-2) at the deltas below that it lists

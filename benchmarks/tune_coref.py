@@ -51,7 +51,7 @@ def _read_aminer_fallback(folder):
 
 
 def load(path=None):
-    from sampling._data import data_path
+    from sampling.utils.data import data_path
 
     path = path or str(data_path("aminer_na"))
     try:

@@ -12,11 +12,11 @@ Train once, cluster, add::
 
 Names are imported lazily from their modules (table below) so that importing
 ``coref`` does not import Dask or scikit-learn until they are needed. The compiled
-kernels are imported with :func:`sampling._build.load_kernel`: on an unbuilt source
+kernels are imported with :func:`sampling.utils.kernels.load_kernel`: on an unbuilt source
 tree the first name that needs them raises an ImportError saying to run
 ``pip install -e .``.
 """
-from sampling._cli import lazy_exports
+from sampling.utils.cli import lazy_exports
 
 __version__ = "0.2.0"
 

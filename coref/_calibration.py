@@ -393,7 +393,7 @@ def _plots(out_dir, confidence_df, pairs_df, gold):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sampling._atomic import atomic_path
+    from sampling.utils.atomic import atomic_path
 
     files = []
     fig, ax = plt.subplots(figsize=(5, 3.5))

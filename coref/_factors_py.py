@@ -8,8 +8,7 @@ import math
 
 import numpy as np
 
-N_BASE = 53
-N_FEATURES = 106
+from coref.factors.names import N_BASE, N_FEATURES
 
 
 def _dot_sorted(ptr, ids, w, i, j):

@@ -5,7 +5,7 @@ and ``main(args) -> int``. This file only routes.
 """
 import sys
 
-from sampling._cli import route
+from sampling.utils.cli import route
 
 # name -> (module, one-line help)
 SUBCOMMANDS = {

@@ -293,7 +293,7 @@ def event_probability(sub, constraint, *, method="auto", delta=0.05, time_limit=
         la = exact_log_z(sub, cons)
         p = _ratio(la, lz)
         return EventProbability(p, p, p, "exact", (lz, lz, lz), (la, la, la))
-    from sampling._rng import as_generator
+    from sampling.utils.rng import as_generator
 
     gen = as_generator(rng)
     d = float(delta) / 2.0
@@ -312,7 +312,7 @@ def event_probability(sub, constraint, *, method="auto", delta=0.05, time_limit=
 # ----------------------------------------------------------------------- sampled marginals
 
 def _marginal_sweep_kernel():
-    from sampling._build import load_kernel
+    from sampling.utils.kernels import load_kernel
 
     return load_kernel("coref._gibbs").marginal_sweep
 

@@ -21,7 +21,7 @@ def data_path(*parts):
     FileNotFoundError
         If no data root holds it; the message lists every place searched.
     """
-    from sampling._data import data_path as _data_path
+    from sampling.utils.data import data_path as _data_path
 
     return _data_path(*parts)
 

@@ -97,6 +97,7 @@ import numpy as np
 import pandas as pd
 
 from coref.blocking import normalize_name
+from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES, N_BASE, N_FEATURES
 
 __all__ = [
     "FEATURE_NAMES",
@@ -115,73 +116,6 @@ __all__ = [
     "words",
 ]
 
-_BASE_FEATURES = (
-    # name, group, label
-    ("co_log_count", "coauthors", "number of shared coauthors (log)"),
-    ("co_jaccard", "coauthors", "share of coauthors in common (Jaccard)"),
-    ("co_idf", "coauthors", "rarity-weighted shared coauthors"),
-    ("co_any", "coauthors", "at least one shared coauthor"),
-    ("co_missing", "coauthors", "a mention lists no coauthor"),
-    ("co_two", "coauthors", "at least two shared coauthors"),
-    ("title_cos", "title", "title word similarity"),
-    ("venue_cos", "venue", "venue word similarity"),
-    ("venue_eq", "venue", "same venue"),
-    ("affil_cos", "affiliation", "affiliation word similarity"),
-    ("affil_missing", "affiliation", "an affiliation is missing"),
-    ("affil_eq", "affiliation", "same affiliation"),
-    ("year_gap", "year", "years apart (per decade)"),
-    ("year_gap2", "year", "years apart, squared"),
-    ("year_missing", "year", "a year is missing"),
-    ("name_compat", "name", "first names compatible"),
-    ("co_log_count_logn", "coauthors", "shared coauthors, scaled by block size"),
-    ("same_comp1", "coauthors", "linked through a chain of shared coauthors"),
-    ("same_comp2", "coauthors", "linked through a chain of 2+ shared coauthors"),
-    ("same_comp1_logsize", "coauthors", "size of the coauthor group linking them"),
-    ("comp_title_cos", "title", "title similarity of their coauthor groups"),
-    ("comp_venue_cos", "venue", "venue similarity of their coauthor groups"),
-    ("comp_affil_cos", "affiliation", "affiliation similarity of their coauthor groups"),
-    ("comp_year_gap", "year", "years between their coauthor groups"),
-    ("mention_comp_title", "title", "title similarity with the other's coauthor group"),
-    ("comp_logsizes", "coauthors", "sizes of their (different) coauthor groups"),
-    ("same_comp_initials", "coauthors", "linked through coauthors matched by initials"),
-    ("log_n", "block", "block size (log)"),
-    ("comp_frac", "block", "coauthor groups per mention in the block"),
-    ("title_coherence", "block", "title coherence of the block"),
-    ("venue_coherence", "block", "venue coherence of the block"),
-    ("affil_coherence", "block", "affiliation coherence of the block"),
-    ("name_middle", "block", "share of names with a middle name in the block"),
-    ("co_init_log_count", "coauthors", "coauthors shared by initial + last name (log)"),
-    ("co_init_extra", "coauthors", "coauthors shared only through initials"),
-    ("name_first_eq", "name", "same full first name"),
-    ("name_first_conflict", "name", "different first names"),
-    ("name_init_only", "name", "names agree only through an initial"),
-    ("name_middle_conflict", "name", "different middle initials"),
-    ("name_full_eq", "name", "same full given names"),
-    ("name_rarity", "name", "rarity of the shared first name in the block"),
-    ("name_init_ambiguity", "name", "full first names an initial could stand for"),
-    ("abstract_cos", "abstract", "abstract word similarity"),
-    ("abstract_missing", "abstract", "an abstract is missing"),
-    ("keyword_cos", "keywords", "keyword similarity"),
-    ("keyword_missing", "keywords", "keywords are missing"),
-    ("topic_cos", "title", "topic similarity (title, venue, abstract, keywords)"),
-    ("comp_topic_cos", "title", "topic similarity of their coauthor groups"),
-    ("venue_acronym", "venue", "one venue is the acronym of the other"),
-    ("venue_contain", "venue", "one venue name contains the other"),
-    ("topic_drift", "title", "topic similarity times years apart"),
-    ("co_compat_log_count", "coauthors", "coauthors matched by compatible names (log)"),
-    ("co_conflict_log_count", "coauthors", "coauthor names that clash (log)"),
-)
-N_BASE = len(_BASE_FEATURES)
-FEATURE_NAMES = tuple(n for n, _, _ in _BASE_FEATURES)
-FEATURE_NAMES = FEATURE_NAMES + tuple(f"{name}*same_comp1" for name in FEATURE_NAMES)
-#: feature name -> what it measures, in words a person understands
-FEATURE_LABELS = {n: lab for n, _, lab in _BASE_FEATURES}
-FEATURE_LABELS.update({f"{n}*same_comp1": f"{lab} (within one coauthor group)" for n, _, lab in _BASE_FEATURES})
-#: feature name -> evidence group ("coauthors", "title", "venue", "affiliation", "year",
-#: "name", "abstract", "keywords", "block"), to sum an explanation by group
-FEATURE_GROUPS = {n: g for n, g, _ in _BASE_FEATURES}
-FEATURE_GROUPS.update({f"{n}*same_comp1": g for n, g, _ in _BASE_FEATURES})
-N_FEATURES = len(FEATURE_NAMES)
 
 _REQUIRED = ("mention_id", "name", "coauthors", "title", "venue", "year", "affiliation")
 #: optional text columns (absent in old files: then every mention misses them)
@@ -1217,7 +1151,7 @@ def _assemble_kernel():
     """The compiled ``coref._assemble`` module (ImportError with how to build it if unbuilt)."""
     global _ASSEMBLE
     if _ASSEMBLE is None:
-        from sampling._build import load_kernel
+        from sampling.utils.kernels import load_kernel
 
         _ASSEMBLE = load_kernel("coref._assemble")
     return _ASSEMBLE

@@ -28,7 +28,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from sampling._build import load_kernel
+from sampling.utils.kernels import load_kernel
 
 from coref.model import block_bias_evals
 

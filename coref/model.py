@@ -94,8 +94,8 @@ import pandas as pd
 from coref.evaluate import b3
 from coref.exceptions import ModelFormatError
 from coref.features import FEATURE_NAMES, N_FEATURES, EncodedBlock, Vocabulary, encode_mentions
-from sampling._build import load_kernel
-from sampling._rng import as_generator
+from sampling.utils.kernels import load_kernel
+from sampling.utils.rng import as_generator
 
 _factors = load_kernel("coref._factors")
 
@@ -644,7 +644,7 @@ def save_model(model, path, *, extra=None):
     RuntimeError
         If the model is not fitted.
     """
-    from sampling._atomic import atomic_path, atomic_write_text
+    from sampling.utils.atomic import atomic_path, atomic_write_text
 
     from coref import __version__
 

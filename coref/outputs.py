@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sampling._atomic import atomic_path, atomic_write_text
+from sampling.utils.atomic import atomic_path, atomic_write_text
 
 __all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest",
            "CheckpointStore", "MANIFEST", "LOCK", "ENCODINGS_FILE", "EncodingsError", "write_encodings",

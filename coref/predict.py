@@ -130,7 +130,7 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, margins,
     """
     from coref.io import write_mentions
     from coref.report import largest_clusters, render_predict_md, weakest_merges, write_csv, write_json
-    from sampling._atomic import atomic_write_text
+    from sampling.utils.atomic import atomic_write_text
 
     write_csv(od.path("clusters.csv"), clusters)
     mentions = df if "gold" in df.columns else df.assign(gold=pd.array([pd.NA] * len(df), dtype="string"))

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sampling._atomic import atomic_open, atomic_path, atomic_write_text
+from sampling.utils.atomic import atomic_open, atomic_path, atomic_write_text
 
 __all__ = [
     "largest_clusters",

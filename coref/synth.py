@@ -33,7 +33,7 @@ import unicodedata
 import numpy as np
 import pandas as pd
 
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 
 __all__ = ["synthesize_mentions", "add_arguments", "main"]
 
@@ -148,7 +148,7 @@ def synthesize_mentions(n_mentions, *, rng=None, n_authors=None, papers_per_auth
     n_mentions : int
         Number of rows (author mentions); >= 1.
     rng : None, int or numpy.random.Generator
-        Randomness (see :func:`sampling._rng.as_generator`); same seed, same frame.
+        Randomness (see :func:`sampling.utils.rng.as_generator`); same seed, same frame.
     n_authors : int, optional
         Number of distinct true authors; default ``n_mentions / papers_per_author``
         (rounded, at least 1). Authors with no paper drawn do not appear.

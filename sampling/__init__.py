@@ -4,13 +4,13 @@ anytime bounds on partition functions (Lou, Dechter & Ihler, 2017).
 The public API is re-exported here (see ``__all__``) and imported lazily, on first
 use: ``import sampling`` does not import SciPy, the compiled kernels or the
 sub-packages, so that ``coref`` commands start fast and an unbuilt source tree fails
-with a clear ImportError (``sampling._build``) only where a kernel is needed.
+with a clear ImportError (``sampling.utils.kernels``) only where a kernel is needed.
 ``import sampling; sampling.arch.select_order(...)`` works like ``import sampling.arch``.
 """
-from sampling._cli import lazy_exports
+from sampling.utils.cli import lazy_exports
 
 _EXPORTS = {
-    "as_generator": "sampling._rng",
+    "as_generator": "sampling.utils.rng",
     "gumbel_max": "sampling.gumbel",
     "b_normal": "sampling.bounds_normal",
     "race": "sampling.racing",

@@ -10,7 +10,7 @@ One place for what :func:`sampling.race`, :func:`sampling.lil_ucb`,
 * the mini-batch index samplers (:class:`IndexSampler`, :class:`PermutationSampler`);
 * the engine :func:`run_race` (Alg. 1 on validated inputs);
 * the compiled kernels :data:`kernels` (``sampling._racing``, imported through
-  :func:`sampling._build.load_kernel`: an unbuilt tree raises an ImportError that
+  :func:`sampling.utils.kernels.load_kernel`: an unbuilt tree raises an ImportError that
   says how to build; the pure-Python twin ``sampling._racing_py`` is for tests only).
 
 The public modules import from here by design; nothing else in the package reaches
@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from sampling._build import load_kernel
+from sampling.utils.kernels import load_kernel
 from sampling.bounds_normal import b_normal, schedule_proportions
 
 __all__ = [

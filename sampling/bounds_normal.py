@@ -227,7 +227,7 @@ def simulate_b_normal(delta, pi1, *, n_paths=100_000, rng=None):
     float
         The empirical quantile.
     """
-    from sampling._rng import as_generator
+    from sampling.utils.rng import as_generator
 
     delta = _check_delta(delta, "simulate_b_normal")
     pis = schedule_proportions(pi1)

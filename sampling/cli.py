@@ -5,7 +5,7 @@ One sub-command per module, registered below. Each sub-command lives in the modu
 """
 import sys
 
-from sampling._cli import route
+from sampling.utils.cli import route
 
 # name -> (module, one-line help)
 SUBCOMMANDS = {

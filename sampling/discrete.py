@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 from sampling.lil_ucb import lil_ucb
 from sampling._race_core import check_delta, check_gumbels, check_int, check_log_f0
 from sampling.racing import RaceResult, race

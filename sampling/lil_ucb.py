@@ -21,7 +21,7 @@ import numbers
 
 import numpy as np
 
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 from sampling.control_variates import check_control_variate
 from sampling._race_core import (
     IndexSampler, check_delta, check_gumbels, check_int, check_log_f0, kernels,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sampling._race_core import check_common, check_reward_range, run_race
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 from sampling.control_variates import check_control_variate
 
 __all__ = ["mh_accept", "MHTestResult"]

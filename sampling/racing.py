@@ -34,7 +34,7 @@ from sampling._race_core import (
     KAPPA_EBS, check_common, check_gumbels, check_log_f0, check_reward_range, ebs_coefficients,
     normal_coefficient, run_race,
 )
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 from sampling.control_variates import check_control_variate
 
 __all__ = ["race", "RaceResult", "KAPPA_EBS", "ebs_coefficients", "normal_coefficient"]

@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 
 __all__ = ["sgld_proposal", "log_q", "sgld_step"]
 

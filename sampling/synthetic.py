@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling._atomic import atomic_path
-from sampling._rng import as_generator
+from sampling.utils.atomic import atomic_path
+from sampling.utils.rng import as_generator
 
 __all__ = ["DEFAULT_LOG_P", "make_rewards", "MatrixLogF", "exact_state", "run_study", "plot_study", "ALGORITHMS"]
 

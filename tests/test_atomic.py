@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from sampling._atomic import atomic_open, atomic_path, atomic_write_text
+from sampling.utils.atomic import atomic_open, atomic_path, atomic_write_text
 
 
 def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):

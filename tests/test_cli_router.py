@@ -1,6 +1,6 @@
 import pytest
 
-from sampling._cli import lazy_exports, route
+from sampling.utils.cli import lazy_exports, route
 
 
 def test_route_reports_missing_module(capsys):

@@ -175,7 +175,7 @@ def load_mentions(path, format=None, *, strict=False, return_report=False):
 
     Examples
     --------
-    >>> from sampling._data import data_path
+    >>> from sampling.utils.data import data_path
     >>> df, report = load_mentions(data_path("aminer_na"), return_report=True)
     >>> df.shape, df["block"].nunique(), report.files_ignored[0][1]
     ((7026, 15), 108, 'documentation, not data')

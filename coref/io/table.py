@@ -22,7 +22,7 @@ from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
 from coref.io._common import (ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, OPTIONAL_COLUMNS,
                               TEXT_COLUMNS, gc_paused, list_column)
-from sampling._atomic import atomic_path
+from sampling.utils.atomic import atomic_path
 
 __all__ = ["load_table", "write_mentions"]
 

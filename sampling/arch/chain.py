@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from sampling._build import load_kernel
+from sampling.utils.kernels import load_kernel
 from sampling.bounds_normal import b_normal
 from sampling.control_variates import ControlVariate
 

@@ -27,7 +27,7 @@ import zipfile
 
 import numpy as np
 
-from sampling._atomic import atomic_open
+from sampling.utils.atomic import atomic_open
 from sampling.exceptions import CheckpointError
 
 from .model import LaplaceApprox

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sampling._atomic import atomic_path, atomic_write_text
+from sampling.utils.atomic import atomic_path, atomic_write_text
 from sampling.exceptions import CheckpointError, ReturnsDataError
 
 

@@ -28,7 +28,7 @@ from scipy import optimize, special
 
 from sampling.exceptions import ConvergenceWarning, ReturnsDataError
 
-from sampling._build import load_kernel
+from sampling.utils.kernels import load_kernel
 
 _loglik = load_kernel("sampling.arch._loglik")
 
@@ -93,7 +93,7 @@ def simulate_arch(n, alpha, nu, *, rng=None):
     ValueError
         If ``nu <= 2`` or ``alpha_0 <= 0`` or an ``alpha_i < 0``.
     """
-    from sampling._rng import as_generator
+    from sampling.utils.rng import as_generator
 
     alpha = np.asarray(alpha, dtype=float)
     if not nu > 2:
@@ -111,7 +111,7 @@ def simulate_arch(n, alpha, nu, *, rng=None):
 
 def default_returns_path():
     """Path of the default shipped series (SPY 1-minute bars, January 2011)."""
-    from sampling._data import data_path
+    from sampling.utils.data import data_path
 
     return data_path("returns", DEFAULT_RETURNS_FILE)
 

@@ -62,7 +62,7 @@ from scipy.special import logsumexp
 
 from threadpoolctl import threadpool_limits
 
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 from sampling.exceptions import LowESSWarning
 
 from ._cv import BinnedProxy, GradientCV

@@ -8,7 +8,7 @@ sampling (DIS). Everything is in natural log (``log_Z``).
 Names are imported lazily from their modules (table below) so that importing
 ``sampling.bounds`` stays cheap.
 """
-from sampling._cli import lazy_exports
+from sampling.utils.cli import lazy_exports
 
 _EXPORTS = {
     # model and I/O

@@ -199,7 +199,7 @@ class AOBFS:
         kernel = None
         tables = getattr(wmb, "tables", None)  # a duck-typed heuristic has none
         if self.backend != "python" and tables is not None:
-            from .._build import load_kernel
+            from ..utils.kernels import load_kernel
 
             _k = load_kernel("sampling.bounds._aobfs")  # ImportError saying how to build
             kernel = (_k.AndOrTree, _k.LookupSum)
@@ -364,7 +364,7 @@ def _query_functions(wmb):
     if tables is None:
         return wmb.log_arc_weight, wmb.log_heuristic
     arcs, heurs = tables.arc, tables.heuristic
-    from .._build import load_kernel
+    from ..utils.kernels import load_kernel
 
     LookupSum = load_kernel("sampling.bounds._aobfs").LookupSum
     cards = np.ascontiguousarray(wmb.model.cards, dtype=np.int64)

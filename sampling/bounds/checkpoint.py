@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .._atomic import atomic_write_text
+from ..utils.atomic import atomic_write_text
 
 __all__ = ["FORMAT", "model_fingerprint", "save_checkpoint", "load_checkpoint", "validate_state"]
 

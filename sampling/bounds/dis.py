@@ -28,7 +28,7 @@ import os
 import time
 import warnings
 
-from .._rng import as_generator
+from ..utils.rng import as_generator
 from .aobfs import AOBFS, tree_structure
 from .checkpoint import load_checkpoint, model_fingerprint, save_checkpoint
 from .importance import (FactorEvaluator, ImportanceAccumulator, constant_bucket, dis_rounds,
@@ -565,7 +565,7 @@ def check_writable(path, what):
     """Raise ValueError (naming ``what`` and ``path``) unless a file can be written at ``path``.
 
     The check creates and removes a temporary file in the target directory (the atomic
-    writers of :mod:`sampling._atomic` write there and rename), so that an unwritable output
+    writers of :mod:`sampling.utils.atomic` write there and rename), so that an unwritable output
     is found before a long run, not after it.
 
     Parameters

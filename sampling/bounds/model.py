@@ -26,7 +26,7 @@ import numbers
 
 import numpy as np
 
-from .._build import load_kernel
+from ..utils.kernels import load_kernel
 
 _kernels = load_kernel("sampling.bounds._wmb")
 
@@ -364,7 +364,7 @@ def random_model(n_vars, n_factors, *, max_scope=3, max_card=3, zero_prob=0.0, s
     -------
     GraphicalModel
     """
-    from .._rng import as_generator
+    from ..utils.rng import as_generator
 
     gen = as_generator(rng)
     cards = gen.integers(1, max_card + 1, n_vars)

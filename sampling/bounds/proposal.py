@@ -194,7 +194,7 @@ def _load_kernel(pure_python=False):
     if pure_python:
         from . import _proposal_py as mod
     else:
-        from .._build import load_kernel
+        from ..utils.kernels import load_kernel
 
         mod = load_kernel("sampling.bounds._proposal")
     return mod.ProposalKernel
@@ -306,7 +306,7 @@ class FastProposal:
 def make_fast_proposal(wmb, evaluator):
     """A :class:`FastProposal` for ``wmb``, or None (with a PerformanceWarning) if the WMB
     does not expose its proposal tables (a duck-typed heuristic). An unbuilt compiled kernel
-    raises the ImportError of :func:`sampling._build.load_kernel`."""
+    raises the ImportError of :func:`sampling.utils.kernels.load_kernel`."""
     from ..exceptions import PerformanceWarning
 
     try:

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from sampling._atomic import atomic_open, atomic_path, atomic_write_text
+from sampling.utils.atomic import atomic_open, atomic_path, atomic_write_text
 
 __all__ = ["BoundTrace", "bound_area", "normalized_areas", "plot_traces", "sidecar_path"]
 

@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-from .._atomic import atomic_write_text
+from ..utils.atomic import atomic_write_text
 from ..exceptions import UAIFormatError
 from .model import Factor, GraphicalModel
 
@@ -141,7 +141,7 @@ def read_uai(path, evidence=None):
 
     Examples
     --------
-    >>> from sampling._data import data_path
+    >>> from sampling.utils.data import data_path
     >>> from sampling.bounds import read_uai, log_partition
     >>> m = read_uai(data_path("uai", "bn", "BN_0.uai"), evidence=data_path("uai", "bn", "BN_0.uai.evid"))
     >>> round(log_partition(m) / 2.302585092994046, 6)  # log10 P(evidence)

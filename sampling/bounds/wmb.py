@@ -42,10 +42,10 @@ import warnings
 
 import numpy as np
 
-from .._rng import as_generator
+from ..utils.rng import as_generator
 from ..exceptions import ConvergenceWarning
 from .exact import _check_memory, default_order
-from .._build import load_kernel
+from ..utils.kernels import load_kernel
 from .model import GraphicalModel, _broadcast_sum, _logsumexp0, _strides
 from .ordering import PseudoTree, _check_order
 

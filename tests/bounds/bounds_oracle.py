@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from sampling._rng import as_generator
+from sampling.utils.rng import as_generator
 from sampling.bounds.proposal import FactorEvaluator, _cards
 
 _NEG_INF = -math.inf

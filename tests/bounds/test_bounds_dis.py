@@ -10,7 +10,7 @@ from sampling.bounds.aobfs import AOBFS
 from sampling.bounds.dis import run
 from bounds_oracle import BruteForceHeuristic
 from sampling.bounds.importance import (FactorEvaluator, ImportanceAccumulator, sample_search_tree)
-from sampling._data import data_path
+from sampling.utils.data import data_path
 from sampling.bounds.model import Factor, GraphicalModel
 
 PEDIGREE1_LN_Z = -32.4830  # SOURCES.md (our VE: log10 Z = -14.107169)

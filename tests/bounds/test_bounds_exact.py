@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sampling._data import data_path
+from sampling.utils.data import data_path
 from sampling.bounds.exact import default_order, log_partition, log_partition_enumerate
 from sampling.bounds.ordering import log2_max_table
 from sampling.bounds.model import Factor, GraphicalModel, random_model

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sampling._data import data_path
+from sampling.utils.data import data_path
 from sampling.bounds.exact import log_partition_enumerate
 from sampling.bounds.model import random_model
 from sampling.bounds.uai import read_evidence, read_uai, write_evidence, write_uai

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sampling._data import data_path
+from sampling.utils.data import data_path
 from sampling.bounds import _wmb, _wmb_py
 from sampling.bounds.exact import log_partition, log_partition_enumerate
 from sampling.bounds.model import Factor, GraphicalModel, _logsumexp0, random_model

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from coref._assemble_py import assemble_block_py
 from coref.features import MentionEncoding, Vocabulary, assemble_block, assemble_blocks, block_components, encode_parts
-from sampling._build import load_kernel
+from sampling.utils.kernels import load_kernel
 
 from .test_coref_encode_identity import _corpus, _edge_blocks, _frame, _mention, assert_same_block
 

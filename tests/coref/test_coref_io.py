@@ -10,7 +10,7 @@ import coref
 from coref.exceptions import MentionFormatError, SkippedFilesWarning, SkippedRecordsWarning
 from coref.io import ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, OPTIONAL_COLUMNS, LoadReport, load_mentions, \
     write_mentions
-from sampling._data import data_path
+from sampling.utils.data import data_path
 
 FIX = Path(__file__).resolve().parent.parent / "data" / "coref"
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import coref.cli
 from coref.exceptions import MentionFormatError, MixedFormatsError, SkippedFilesWarning, SkippedRecordsWarning
 from coref.io import (ALL_COLUMNS, FORMATS, IDENTIFIER_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, OPTIONAL_COLUMNS,
                       LoadReport, add_optional_columns, empty_mentions, load_mentions, write_mentions)
-from sampling._data import data_path
+from sampling.utils.data import data_path
 
 FIX = Path(__file__).resolve().parent.parent / "data" / "coref"
 # five of the smallest shipped AMiner files (47 mentions)

@@ -267,7 +267,7 @@ def test_resume_reuses_checkpoints(stand_ins, tmp_path):
 
 
 def test_aminer_directory(stand_ins, tmp_path):
-    from sampling._data import data_path
+    from sampling.utils.data import data_path
 
     src = data_path("aminer_na")
     d = tmp_path / "aminer"

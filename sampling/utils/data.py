@@ -15,7 +15,7 @@ def data_dirs():
     env = os.environ.get("RACING_INFERENCE_DATA")
     if env:
         dirs.append(Path(env))
-    dirs.append(Path(__file__).resolve().parent.parent / "data")
+    dirs.append(Path(__file__).resolve().parents[2] / "data")
     dirs.append(Path.cwd() / "data")
     for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, getattr(sys, "exec_prefix", sys.prefix)]):
         dirs.append(Path(prefix) / "share" / "racing-inference" / "data")
