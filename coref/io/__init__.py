@@ -74,15 +74,15 @@ import warnings
 from pathlib import Path
 
 from coref.exceptions import MentionFormatError, SkippedFilesWarning, SkippedRecordsWarning
-from coref.io._common import (ALL_COLUMNS, FORMATS, IDENTIFIER_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS,
-                              OPTIONAL_COLUMNS, Collector, LoadReport, add_optional_columns, empty_mentions,
-                              gc_paused)
+from coref.io._collect import Collector, LoadReport, gc_paused
+from coref.io._frame import add_optional_columns, empty_mentions
 from coref.io._scan import guess_file_format, plan_folder
 from coref.io.aminer import load_aminer_file
 from coref.io.crossref import load_crossref
 from coref.io.han import han_blocks, load_han_file
 from coref.io.s2and import load_s2and
 from coref.io.table import load_table, write_mentions
+from coref.schema import ALL_COLUMNS, FORMATS, IDENTIFIER_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, OPTIONAL_COLUMNS
 
 __all__ = ["load_mentions", "write_mentions", "add_optional_columns", "empty_mentions", "LoadReport",
            "MENTION_COLUMNS", "OPTIONAL_COLUMNS", "ALL_COLUMNS", "LIST_COLUMNS", "IDENTIFIER_COLUMNS", "FORMATS"]

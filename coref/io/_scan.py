@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coref.exceptions import MentionFormatError, MixedFormatsError
-from coref.io._common import FORMATS
 from coref.io.crossref import CROSSREF_GOLD
+from coref.schema import FORMATS
 
 # extension (lower case) -> format; ".json" belongs to S2AND / Crossref folders only
 DATA_EXTENSIONS = {".xml": "aminer", ".txt": "han", ".jsonl": "crossref", ".csv": "csv", ".parquet": "parquet",

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from coref.blocking import name_key, normalize_name
 from coref.exceptions import MentionFormatError
-from coref.io._common import set_year, split_keywords, text
+from coref.io._cells import set_year, split_keywords, text
 
 __all__ = ["read_xml", "load_aminer_file"]
 

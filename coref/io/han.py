@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from coref.exceptions import MentionFormatError
-from coref.io._common import year_value
+from coref.io._cells import year_value
 
 __all__ = ["han_blocks", "load_han_file"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
-from coref.io._common import set_year, split_keywords, text
+from coref.io._cells import set_year, split_keywords, text
 
 __all__ = ["read_json", "s2and_companions", "load_s2and"]
 

@@ -20,8 +20,9 @@ import pandas as pd
 
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
-from coref.io._common import (ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, OPTIONAL_COLUMNS,
-                              TEXT_COLUMNS, gc_paused, list_column)
+from coref.io._cells import list_column
+from coref.io._collect import gc_paused
+from coref.schema import ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, OPTIONAL_COLUMNS, TEXT_COLUMNS
 from sampling.utils.atomic import atomic_path
 
 __all__ = ["load_table", "write_mentions"]
