@@ -57,3 +57,12 @@ class SkippedFilesWarning(SkippedRecordsWarning):
     A subclass of :class:`SkippedRecordsWarning`, so a filter on that class
     also catches this one.
     """
+
+
+class OutputError(OSError):
+    """An output directory cannot be used (locked, unwritable, not a directory, unfinished)."""
+
+
+class EncodingsError(ValueError):
+    """A saved per-mention encoding cannot be reused (unreadable, foreign, tampered, stale or of another
+    encoding version)."""

@@ -11,6 +11,7 @@ import pytest
 
 from coref import pipeline
 from coref.outputs import LOCK, MANIFEST, OutputDir, OutputError, read_manifest
+from coref.outputs import encodings as encodings_file
 from coref.settings import make_settings
 
 
@@ -151,6 +152,27 @@ def test_checkpoint_of_other_settings_is_not_reused(data, tmp_path):
     _run(data, out, seed=1)
     again = _run(data, out, seed=2, resume=True)
     assert again.n_reused == 0
+
+
+def test_encodings_of_another_encoding_version_are_refused(data, tmp_path, monkeypatch):
+    # like S2AND's FeaturizationInfo(featurizer_version=...): a changed encoder invalidates old files
+    from coref.exceptions import EncodingsError
+    from coref.features import Vocabulary, encode_parts
+
+    voc = Vocabulary.fit(data, n_topics=2)
+    enc = encode_parts(data, voc)
+    p = tmp_path / encodings_file.ENCODINGS_FILE
+    ids = data["mention_id"].tolist()
+    encodings_file.write_encodings(p, enc, model_sha256="ab" * 32)
+    with np.load(p, allow_pickle=False) as z:
+        header = json.loads(str(z["header"][()]))
+    assert header["encoding_version"] == encodings_file.ENCODING_VERSION
+    back = encodings_file.read_encodings(p, model_sha256="ab" * 32, mention_ids=ids, vocabulary=voc)
+    assert back.mention_id.tolist() == ids
+    monkeypatch.setattr(encodings_file, "ENCODING_VERSION", encodings_file.ENCODING_VERSION + 1)
+    with pytest.raises(EncodingsError, match=r"encodings.npz: header field 'encoding_version' is 1, expected 2 "
+                                             r"\(encoded by another version"):
+        encodings_file.read_encodings(p, model_sha256="ab" * 32, mention_ids=ids)
 
 
 def test_no_unpickling_in_coref(repo_root):
