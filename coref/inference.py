@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from coref.margins import cluster_margins
 from coref.model import block_bias_evals
 
 __all__ = ["BlockResult", "infer_blocks", "executor_context", "single_thread"]
@@ -114,7 +115,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
 
     ``initial`` / ``fixed`` (per row of ``block_df``) start Gibbs from given clusters and
     keep some mentions where they are (``coref add``). ``margins``: also return each
-    mention's margin (:func:`coref.report.cluster_margins`) from the same encoding.
+    mention's margin (:func:`coref.margins.cluster_margins`) from the same encoding.
     ``parts``: the per-mention encoding of the rows of ``block_df``
     (:class:`coref.features.MentionEncoding`); the block is then assembled from it
     (:func:`coref.features.assemble_block`) instead of encoded from the text, and
@@ -179,8 +180,6 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
             evals = pad(evals, n_rows)
     margin = None
     if margins:
-        from coref.report import cluster_margins
-
         margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                  rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
@@ -298,8 +297,6 @@ def _infer_together(items, model, settings, margins):
         n_evals = int(per_block.get(str(b), 0))
         margin = None
         if margins:
-            from coref.report import cluster_margins
-
             fx = extra.get("fixed")
             margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                      rows=None if fx is None else ~np.asarray(fx, dtype=bool))

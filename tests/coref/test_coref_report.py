@@ -1,4 +1,4 @@
-"""Outputs of ``coref run``: atomic writes, metrics.json, report.md and the Fig. 3 plots."""
+"""Outputs of ``coref run``: atomic writes, metrics.json, report.md and the Fig. 3 plots; margins."""
 import json
 import math
 import os
@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref import report
+from coref.margins import cluster_margins, member_margins, weakest_merges
+from coref.outputs import plots, report
 
 
 def _metrics():
@@ -71,7 +72,7 @@ def test_write_report_writes_every_file(tmp_path):
     for key in ("fig_evals", "fig_sweeps"):
         assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = paths["report"].read_text()
-    assert report.FIGURES["evals"] in md and report.FIGURES["sweeps"] in md
+    assert plots.FIGURES["evals"] in md and plots.FIGURES["sweeps"] in md
     assert "| racing |" in md and "| exact |" in md
     assert "4.00 times" in md
     assert "inferred but not scored" in md
@@ -97,14 +98,13 @@ def test_format_summary_has_one_row_per_sampler():
 
 def test_plot_curves_skips_zero_evals_on_log_axis(tmp_path):
     # sweep 0 has 0 factor evaluations; it cannot be drawn on a log axis but must not break the plot
-    report.plot_curves(_curves(), tmp_path / "f.png", x="n_factor_evals")
+    plots.plot_curves(_curves(), tmp_path / "f.png", x="n_factor_evals")
     assert (tmp_path / "f.png").stat().st_size > 1000
     assert not math.isnan(_curves()["b3_f1"].iloc[0])
 
 
 def test_cluster_margins_are_within_cluster_factor_sums(mentions_factory):
     from coref.model import PairwiseModel
-    from coref.report import cluster_margins, weakest_merges
 
     df = mentions_factory(n_blocks=3, per=12, seed=31)
     model = PairwiseModel(bias_shift=0.0).fit(df)
@@ -147,7 +147,7 @@ def test_write_report_confidence_section_and_reliability_diagram(tmp_path):
     paths = report.write_report(tmp_path, clusters=clusters, metrics=m, curves=_curves())
     assert paths["fig_reliability"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = paths["report"].read_text()
-    assert "## Confidence calibration on held-out folds" in md and report.FIGURES["reliability"] in md
+    assert "## Confidence calibration on held-out folds" in md and plots.FIGURES["reliability"] in md
     assert "| 0 | 8 | 0.1234 | 0.0456 | 0.0789 | 0.2000 | 0.1500 | 0.1800 | 6 | 0.5000 | 1.0000 | n/a | n/a |" in md
     assert "| pooled | 8 |" in md
     assert json.loads(paths["metrics"].read_text())["confidence"]["folds"][0]["coverage_calibrated"] is None
@@ -159,9 +159,7 @@ def test_write_report_confidence_section_and_reliability_diagram(tmp_path):
 
 
 def _margins_one_cluster_at_a_time(enc, theta, bias, labels, *, rng=0, cap=300, rows=None):
-    """The per-cluster loop ``cluster_margins`` replaced (its slow twin)."""
-    from coref.model import _factors
-
+    """The per-cluster loop ``cluster_margins`` replaced (its slow twin): every pair by ``pair_factors``."""
     codes, _ = pd.factorize(np.asarray(labels))
     out = np.full(len(codes), np.nan)
     gen = np.random.default_rng(rng)
@@ -175,16 +173,7 @@ def _margins_one_cluster_at_a_time(enc, theta, bias, labels, *, rng=0, cap=300, 
         idx = np.sort(idx).astype(np.int64)
         ref = np.arange(n) if n <= cap else np.sort(gen.choice(n, cap, replace=False))
         mine = np.flatnonzero(want[idx])
-        a = np.repeat(mine, len(ref))
-        b = np.tile(ref, len(mine))
-        keep = a != b
-        a, b = a[keep], b[keep]
-        vals = np.empty(len(a))
-        _factors.pair_factors(enc, np.ascontiguousarray(theta, dtype=np.float64), float(bias),
-                              np.ascontiguousarray(idx[a]), np.ascontiguousarray(idx[b]), vals)
-        sums = np.bincount(a, weights=vals, minlength=n)[mine]
-        n_ref = len(ref) - np.isin(mine, ref).astype(float)
-        out[idx[mine]] = sums * (n - 1) / np.maximum(n_ref, 1.0)
+        out[idx[mine]] = member_margins(enc, np.ascontiguousarray(theta, dtype=np.float64), bias, idx, ref, mine)
     return out
 
 
@@ -192,7 +181,6 @@ def _margins_one_cluster_at_a_time(enc, theta, bias, labels, *, rng=0, cap=300, 
 def test_cluster_margins_all_clusters_at_once_equal_one_at_a_time(mentions_factory, cap):
     """Bit for bit, with clusters above the cap (subsampled, in code order) among small ones."""
     from coref.model import PairwiseModel
-    from coref.report import cluster_margins
 
     df = mentions_factory(n_blocks=2, per=40, seed=7)
     model = PairwiseModel(bias_shift=0.0).fit(df)
