@@ -5,7 +5,8 @@ in-process ("local") or a Dask cluster (``workers=N`` starts a
 ``distributed.LocalCluster``, ``scheduler=ADDRESS`` connects to a running one). Each
 block gets its own random generator ``coref.gibbs.block_rng(seed, block)`` and runs with
 one BLAS / OpenMP thread, so the clusters do not depend on the executor, on the number
-of workers or on the order in which blocks finish.
+of workers or on the order in which blocks finish. The executors themselves (Dask
+clusters, one thread per task, the progress bar) are :mod:`coref.executors`.
 
 References
 ----------
@@ -14,27 +15,25 @@ References
 """
 from __future__ import annotations
 
-import contextlib
-import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from coref.executors import chunks, executor_context, progress_bar, run_on_dask, single_thread
+from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
 from coref.model import block_bias_evals
 
-__all__ = ["BlockResult", "infer_blocks", "executor_context", "single_thread"]
+__all__ = ["BlockResult", "TOGETHER_MENTIONS", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
+           "single_thread"]
 
-CONNECT_TIMEOUT = "20s"  # --scheduler: give up connecting after this long
 CHUNK_MENTIONS = 400  # Dask: group small blocks into tasks of about this many mentions
 
 
 def _gibbs_cls():
     """The sampler class, looked up at call time (tests substitute a stand-in)."""
-    from coref.gibbs import GibbsCoref
-
     return GibbsCoref
 
 
@@ -44,8 +43,6 @@ def _samples_many_blocks(cls):
     Only it reports each block's labels and factor counts apart after one ``fit`` of
     several blocks (a test's stand-in sampler fits one block per call).
     """
-    from coref.gibbs import GibbsCoref
-
     cls = getattr(cls, "func", cls)
     return isinstance(cls, type) and issubclass(cls, GibbsCoref)
 
@@ -343,17 +340,9 @@ def _infer_frames_together(items, model, settings, record_history):
     return out
 
 
-def _together_groups(items, target):
-    """Consecutive groups of about ``target`` mentions (blocks kept whole)."""
-    group, size = [], 0
-    for it in items:
-        group.append(it)
-        size += len(it[3])
-        if size >= target:
-            yield group
-            group, size = [], 0
-    if group:
-        yield group
+def _n_rows(item):
+    """Mentions of a work item ``(sampler, fold, block, rows, extra)``."""
+    return len(item[3])
 
 
 def _infer_chunk(items, model, settings, record_history, margins=False):
@@ -364,13 +353,6 @@ def _infer_chunk(items, model, settings, record_history, margins=False):
                 for s, f, b, bdf, extra in items]
 
 
-def single_thread():
-    """Context limiting BLAS and OpenMP to one thread (same arithmetic on every executor)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1)
-
-
 def pad(a, n):
     """Repeat the last entry (or row) of ``a`` until it has ``n`` entries; truncate if longer."""
     a = np.asarray(a)
@@ -378,99 +360,6 @@ def pad(a, n):
         return a[:n]
     reps = np.repeat(a[-1:], n - len(a), axis=0)
     return np.concatenate([a, reps], axis=0)
-
-
-def _local_cluster(n_workers):
-    """A ``distributed.LocalCluster``: worker processes with one thread each, loopback only.
-
-    The dashboard is off; the scheduler's small HTTP server (health checks only) gets a
-    free loopback port instead of 8787, so several clusters can run side by side.
-    """
-    import logging
-
-    from distributed import LocalCluster
-
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        dashboard_address=None, silence_logs=logging.ERROR,
-                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0", "dashboard": False})
-
-
-@contextlib.contextmanager
-def executor_context(executor, workers, scheduler):
-    """Yield (client or None, description). Closes only what it started.
-
-    Raises
-    ------
-    ValueError
-        If both an executor and workers / scheduler are given.
-    TypeError
-        For an executor that is neither None, "local" nor a ``distributed.Client``.
-    ConnectionError
-        If ``scheduler`` cannot be reached.
-    """
-    if executor is not None and (workers is not None or scheduler is not None):
-        raise ValueError("give either executor or workers / scheduler, not both")
-    if workers is not None and scheduler is not None:
-        raise ValueError("give either workers (start a local Dask cluster) or scheduler (connect to one), not both")
-    if workers is not None:
-        from distributed import Client
-
-        cluster = _local_cluster(workers)
-        try:
-            with Client(cluster) as client:
-                yield client, f"dask LocalCluster ({workers} workers x 1 thread, loopback)"
-        finally:
-            cluster.close()
-        return
-    if scheduler is not None:
-        from distributed import Client
-
-        try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise ConnectionError(f"--scheduler {scheduler!r}: could not connect to a Dask scheduler ({exc})") from exc
-        try:
-            yield client, f"dask scheduler {scheduler}"
-        finally:
-            client.close()
-        return
-    if executor is None or (isinstance(executor, str) and executor == "local"):
-        yield None, "local"
-        return
-    if hasattr(executor, "submit") and hasattr(executor, "scatter"):
-        yield executor, f"dask client {getattr(executor, 'scheduler', '')}"
-        return
-    raise TypeError(
-        "the executor parameter of coref.run must be None, 'local' or a distributed.Client; "
-        f"got {executor!r} instead"
-    )
-
-
-
-class _NoBar(contextlib.nullcontext):
-    """Stands in for a disabled tqdm bar."""
-
-    def update(self, n=1):
-        pass
-
-    def set_postfix_str(self, *args, **kwargs):
-        pass
-
-    def __enter__(self):
-        return self
-
-
-def _chunks(items, target):
-    """Group items of one model into lists of about ``target`` mentions."""
-    chunk, size = [], 0
-    for it in items:
-        chunk.append(it)
-        size += len(it[3])
-        if size >= target:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
 
 
 def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=True, client=None,
@@ -559,64 +448,66 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
 
 
 def execute(items, models, client, settings, *, record_history, progress, on_result, desc, margins=False):
-    """Run (sampler, fold, block, df, extra) items; ``models`` maps fold -> fitted model."""
-    results = []
-    n_mentions = sum(len(it[3]) for it in items)
-    if progress:
-        from tqdm import tqdm
+    """Run work items on this process or a Dask client; ``models`` maps fold -> fitted model.
 
-        bar_cm = tqdm(total=n_mentions, desc=desc, unit="mention", leave=False, file=sys.stderr, dynamic_ncols=True)
-    else:  # no bar: do not import tqdm at all
-        bar_cm = _NoBar()
-    with bar_cm as bar:
-        together = (not record_history and items and len({(it[0], it[1]) for it in items}) == 1
+    Parameters
+    ----------
+    items : list of (str, int, str, pandas.DataFrame or ndarray, dict or None)
+        ``(sampler, fold, block, rows, extra)`` per block: ``rows`` the block's mentions
+        (or, with ``extra["parts"]``, their ids), ``extra`` the keyword arguments of
+        :func:`_infer_block` for it (``initial``, ``fixed``, ``parts``).
+    models : dict of int -> coref.model.PairwiseModel
+    client : distributed.Client or None
+    settings : coref.settings.CorefSettings
+    record_history, margins : bool
+        As in :func:`infer_blocks`.
+    progress : bool
+        Show a tqdm bar over mentions, labelled ``desc``.
+    on_result : callable or None
+        Called with each :class:`BlockResult` as it arrives.
+
+    Returns
+    -------
+    list of BlockResult
+        In the order they finished.
+    """
+    results = []
+    with progress_bar(sum(len(it[3]) for it in items), desc, progress) as bar:
+        def done(r):
+            results.append(r)
+            if on_result is not None:
+                on_result(r)
+            bar.update(len(r.mention_id))
+
+        def done_chunk(rs):
+            for r in rs:
+                done(r)
+
+        one_model = bool(items) and len({(it[0], it[1]) for it in items}) == 1
+        together = (not record_history and one_model
                     and all(it[4] is not None and it[4].get("parts") is not None for it in items))
         # blocks given as DataFrames with nothing else (coref run): several per fit call too
-        frames = (not together and not margins and items and len({(it[0], it[1]) for it in items}) == 1
-                  and all(it[4] is None for it in items) and _samples_many_blocks(_gibbs_cls()))
+        frames = (not together and not margins and one_model and all(it[4] is None for it in items)
+                  and _samples_many_blocks(_gibbs_cls()))
         if client is None and (together or frames):
             with single_thread():
-                for group in _together_groups(items, TOGETHER_MENTIONS):
+                for group in chunks(items, TOGETHER_MENTIONS, _n_rows):
                     model = models[group[0][1]]
-                    rs = (_infer_together(group, model, settings, margins) if together
-                          else _infer_frames_together(group, model, settings, record_history))
-                    for r in rs:
-                        results.append(r)
-                        if on_result is not None:
-                            on_result(r)
-                        bar.update(len(r.mention_id))
+                    done_chunk(_infer_together(group, model, settings, margins) if together
+                               else _infer_frames_together(group, model, settings, record_history))
             return results
         if client is None:
             with single_thread():
                 for s, f, b, bdf, extra in items:
                     bar.set_postfix_str(f"fold {f} block {b} ({len(bdf)})", refresh=False)
-                    r = _infer_block(bdf, models[f], sampler=s, fold=f, block=b, settings=settings,
-                                     record_history=record_history, margins=margins, **(extra or {}))
-                    results.append(r)
-                    if on_result is not None:
-                        on_result(r)
-                    bar.update(len(bdf))
+                    done(_infer_block(bdf, models[f], sampler=s, fold=f, block=b, settings=settings,
+                                      record_history=record_history, margins=margins, **(extra or {})))
             return results
-        from distributed import as_completed
-
         scattered = {f: client.scatter(m, broadcast=True, hash=False) for f, m in models.items()}
         by_model = {}
         for it in sorted(items, key=lambda it: -len(it[3])):  # big blocks first: better load balance
             by_model.setdefault((it[0], it[1]), []).append(it)
-        futures = []
-        for (s, f), its in by_model.items():
-            for chunk in _chunks(its, CHUNK_MENTIONS):
-                futures.append(client.submit(_infer_chunk, chunk, scattered[f], settings, record_history, margins,
-                                             pure=False, priority=sum(len(c[3]) for c in chunk)))
-        try:
-            for fut in as_completed(futures):
-                for r in fut.result():
-                    results.append(r)
-                    if on_result is not None:
-                        on_result(r)
-                    bar.update(len(r.mention_id))
-                fut.release()
-        except BaseException:
-            client.cancel(futures)
-            raise
+        tasks = [(_infer_chunk, (chunk, scattered[f], settings, record_history, margins), sum(map(_n_rows, chunk)))
+                 for (s, f), its in by_model.items() for chunk in chunks(its, CHUNK_MENTIONS, _n_rows)]
+        run_on_dask(client, tasks, done_chunk)
     return results

@@ -11,41 +11,21 @@ pytest.importorskip("coref.model", reason="coref.model (H5) not available yet")
 pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
 distributed = pytest.importorskip("distributed")
 
-from coref import inference, pipeline  # noqa: E402
+from coref import executors, pipeline  # noqa: E402
 from coref.settings import make_settings  # noqa: E402
-
-
-def small_mentions(n_blocks=6, per=10, seed=7):
-    """Blocks of 2-3 authors, each author with its own coauthors, venue and title words."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for b in range(n_blocks):
-        n_auth = 2 + b % 2
-        for i in range(per):
-            a = int(rng.integers(n_auth))
-            rows.append(dict(
-                mention_id=f"B{b}/{i}", block=f"Name_{b}", name=f"J. Doe{b}",
-                coauthors=[f"co_{b}_{a}_{k}" for k in rng.choice(4, size=2, replace=False)],
-                title=f"topic{a} method{a} study {i}", venue=f"Venue{a}", year=2000 + int(rng.integers(10)),
-                affiliation=f"Univ {a}" if rng.random() < 0.5 else "", gold=f"Name_{b}/{a}",
-            ))
-    df = pd.DataFrame(rows)
-    df["year"] = df["year"].astype("Int64")
-    df["gold"] = df["gold"].astype("string")
-    return df
 
 
 @pytest.fixture(scope="module")
 def client():
     # the code path of ``coref run --workers 2``: LocalCluster, processes, 1 thread, loopback, no dashboard
-    with inference.executor_context(None, 2, None) as (c, desc):
+    with executors.executor_context(None, 2, None) as (c, desc):
         assert desc.startswith("dask LocalCluster (2 workers")
         assert c.scheduler.address.startswith("tcp://127.0.0.1:")
         yield c
 
 
-def test_dask_run_equals_local_run(client, tmp_path):
-    df = small_mentions()
+def test_dask_run_equals_local_run(client, tmp_path, mentions_factory):
+    df = mentions_factory(n_blocks=6, per=10, n_authors=3, seed=7)
     kw = dict(folds=2, n_sweeps=6, seed=11, progress=False, plots=False)
     local = pipeline.run(df, out=tmp_path / "local", **kw)
     # connect by address, as ``coref run --scheduler ADDRESS`` does
@@ -60,10 +40,10 @@ def test_dask_run_equals_local_run(client, tmp_path):
     assert len(client.scheduler_info()["workers"]) == 2
 
 
-def test_infer_blocks_dask_equals_local(client):
+def test_infer_blocks_dask_equals_local(client, mentions_factory):
     from coref.model import PairwiseModel
 
-    df = small_mentions(n_blocks=5, seed=3)
+    df = mentions_factory(n_blocks=5, per=10, n_authors=3, seed=3)
     model = PairwiseModel().fit(df[df["block"] != "Name_0"].reset_index(drop=True))
     test = df[df["block"].isin(["Name_0", "Name_1", "Name_2"])].reset_index(drop=True)
     settings = make_settings(seed=5, n_sweeps=5)
@@ -76,13 +56,13 @@ def test_infer_blocks_dask_equals_local(client):
 
 
 @pytest.mark.slow
-def test_cli_workers_2_equals_local(tmp_path):
+def test_cli_workers_2_equals_local(tmp_path, mentions_factory):
     import json
 
     from coref.cli import main
     from coref.io import write_mentions
 
-    data = write_mentions(small_mentions(n_blocks=4, per=6), tmp_path / "m.csv")
+    data = write_mentions(mentions_factory(n_blocks=4, per=6, n_authors=3, seed=7), tmp_path / "m.csv")
     base = ["run", "--data", str(data), "--folds", "2", "--sweeps", "3", "--quiet"]
     assert main(base + ["--out", str(tmp_path / "w"), "--workers", "2"]) == 0
     assert main(base + ["--out", str(tmp_path / "l")]) == 0
@@ -93,21 +73,21 @@ def test_cli_workers_2_equals_local(tmp_path):
         "dask LocalCluster")
 
 
-def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(inference, "CONNECT_TIMEOUT", "1s")
+def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, mentions_factory):
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(ConnectionError, match=r"--scheduler 'tcp://127.0.0.1:9': could not connect"):
-        pipeline.run(small_mentions(n_blocks=2, per=3), folds=2, scheduler="tcp://127.0.0.1:9", out=tmp_path,
-                     progress=False, plots=False)
+        pipeline.run(mentions_factory(n_blocks=2, per=3, n_authors=3, seed=7), folds=2, scheduler="tcp://127.0.0.1:9",
+                     out=tmp_path, progress=False, plots=False)
 
 
-def test_predict_and_add_on_dask_equal_local(client):
+def test_predict_and_add_on_dask_equal_local(client, mentions_factory):
     # `coref predict --workers N` / `coref add --workers N`: same clusters as in this process
     from coref.add import add_clusters
     from coref.model import PairwiseModel
     from coref.predict import predict_clusters
 
-    df = small_mentions(n_blocks=5, seed=13)
-    model = PairwiseModel(bias_shift=0.0).fit(small_mentions(n_blocks=4, seed=14))
+    df = mentions_factory(n_blocks=5, per=10, n_authors=3, seed=13)
+    model = PairwiseModel(bias_shift=0.0).fit(mentions_factory(n_blocks=4, per=10, n_authors=3, seed=14))
     settings = make_settings(seed=2, n_sweeps=4)
     local, _ = predict_clusters(df, model, settings)
     remote, _ = predict_clusters(df, model, settings, client=client)
