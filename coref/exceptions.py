@@ -9,11 +9,13 @@ class MentionFormatError(ValueError):
     Parameters
     ----------
     message : str
-        What is wrong.
-    path : str or None
-        The file being read.
+        What is wrong; kept as ``reason``, while ``str(exc)`` is prefixed with
+        ``path:record: `` (:func:`sampling.exceptions.located`).
+    path : str or os.PathLike or None
+        The file being read; kept as ``path`` (a str).
     record : int or str or None
-        1-based line number, or the record / signature id, where it went wrong.
+        1-based line number, or the record / signature id, where it went wrong;
+        kept as ``record``.
     """
 
     def __init__(self, message, *, path=None, record=None):

@@ -17,7 +17,7 @@ from pathlib import Path
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
 from coref.io._cells import set_year, split_keywords, str_list, text
-from coref.io.s2and import read_json
+from coref.io.s2and import read_json, read_utf8
 
 __all__ = ["load_crossref", "CROSSREF_GOLD"]
 
@@ -25,10 +25,7 @@ CROSSREF_GOLD = "gold_clusters.json"
 
 
 def _read_lines(path, col):
-    try:
-        data = Path(path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MentionFormatError(f"not valid UTF-8 at byte {exc.start}: {exc.reason}", path=path) from None
+    data = read_utf8(path)
     records = []
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
