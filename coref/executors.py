@@ -10,6 +10,7 @@ Dask and tqdm are optional: they are imported inside the functions that need the
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 
 __all__ = ["CONNECT_TIMEOUT", "chunks", "executor_context", "local_cluster", "progress_bar", "run_on_dask",
@@ -114,8 +115,6 @@ def local_cluster(n_workers):
     The dashboard is off; the scheduler's small HTTP server (health checks only) gets a
     free loopback port instead of 8787, so several clusters can run side by side.
     """
-    import logging
-
     from distributed import LocalCluster
 
     return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from coref.executors import chunks, executor_context, progress_bar, run_on_dask, single_thread
+from coref.features import assemble_block, assemble_blocks
 from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
 from coref.model import block_bias_evals
@@ -140,8 +141,6 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
         if parts is None:
             enc = model.encode(block_df)
         else:
-            from coref.features import assemble_block
-
             enc = assemble_block(parts if in_order else parts.take(order))
         gibbs_model = _EncodedOnce(model, enc, mids.tolist())
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
@@ -255,8 +254,6 @@ def _infer_together(items, model, settings, margins):
     fit of that block alone. ``wall_s`` of a block is the call's time shared in
     proportion to the block's factor evaluations.
     """
-    from coref.features import assemble_blocks
-
     Gibbs = _gibbs_cls()
     sampler = items[0][0]
     encs, ids, names, inits, fixeds = {}, [], [], [], []

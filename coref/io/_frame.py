@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from coref.io._cells import list_column
-from coref.schema import ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, TEXT_COLUMNS
+from coref.schema import ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, OPTIONAL_COLUMNS, TEXT_COLUMNS
 
 
 def object_column(values):
@@ -78,7 +78,7 @@ def add_optional_columns(df):
             out[c] = s.mask(s == "")
         else:
             out[c] = pd.array([None] * n, dtype="string")
-    for c in ("keywords", "affiliations", "references"):
+    for c in (c for c in LIST_COLUMNS if c in OPTIONAL_COLUMNS):    # keywords, affiliations, references
         if c in out.columns:
             vals, errors = list_column(out[c].tolist())
             if errors:
