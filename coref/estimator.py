@@ -127,12 +127,13 @@ class AuthorCoref(BaseEstimator):
 
         Returns
         -------
-        self
+        AuthorCoref
+            This estimator, fitted (``model_``, ``seed_``).
 
         Raises
         ------
         TypeError
-            If ``df`` is not a DataFrame.
+            For a ``df`` of another type than DataFrame.
         ValueError
             For missing columns, no block with two labeled mentions, or bad parameters.
         """

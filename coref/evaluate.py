@@ -26,26 +26,29 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["b3", "B3Result", "PairwiseResult", "pairwise_scores", "evaluate_clusters"]
+__all__ = ["b3", "Scores", "B3Result", "PairwiseResult", "pairwise_scores", "evaluate_clusters"]
 
 
 @dataclass(frozen=True)
-class B3Result:
-    """B-cubed scores, each in [0, 1]; ``n_mentions`` labelled mentions were scored."""
+class Scores:
+    """Precision, recall and their harmonic mean F1, each in [0, 1]."""
 
     precision: float
     recall: float
     f1: float
+
+
+@dataclass(frozen=True)
+class B3Result(Scores):
+    """B-cubed scores; ``n_mentions`` labelled mentions were scored."""
+
     n_mentions: int = 0
 
 
 @dataclass(frozen=True)
-class PairwiseResult:
-    """Pairwise scores over co-referent mention pairs, each in [0, 1], with the pair counts."""
+class PairwiseResult(Scores):
+    """Pairwise scores over co-referent mention pairs, with the pair counts."""
 
-    precision: float
-    recall: float
-    f1: float
     n_true_pairs: int = 0
     n_pred_pairs: int = 0
     n_gold_pairs: int = 0

@@ -4,12 +4,7 @@ Every block is clustered with annealed racing Gibbs (:class:`coref.gibbs.GibbsCo
 locally or on Dask; block ``b`` uses ``coref.gibbs.block_rng(seed, b)``, so the same
 seed gives the same clusters on any executor. Cluster ids are ``"<block>/<k>"``,
 k = 0, 1, ... in the order of each cluster's smallest mention id: stable strings,
-unique across blocks.
-
-References
-----------
-.. [1] Chen, Y. & Ghahramani, Z. (2016). Scalable discrete sampling as a multi-armed
-   bandit problem. ICML. Sec. 5.3 and Appx. C.3.
+unique across blocks (Chen & Ghahramani 2016, Sec. 5.3 and Appx. C.3).
 """
 from __future__ import annotations
 

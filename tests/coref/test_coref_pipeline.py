@@ -468,3 +468,26 @@ def test_within_block_b3_cuts_gold_authors_at_block_boundaries():
     pooled = b3(scored.set_index("mention_id")["cluster_id"], scored.set_index("mention_id")["gold"])
     assert pooled.precision == 1.0 and pooled.recall == pytest.approx(2 / 3)
     assert within_block_b3(scored.iloc[:0]) == dict.fromkeys(wb)
+
+
+def test_interrupted_run_leaves_no_manifest_and_no_files_of_the_previous_run(stand_ins, tmp_path, monkeypatch):
+    """A run stopped in a step after inference (here the sweep curves) leaves neither the
+    previous run's files nor a manifest (the same check as test_coref_outputs', patched
+    where the step now lives)."""
+    from coref.jobs import scoring
+    from coref.outputs import LOCK, MANIFEST, OutputError, read_manifest
+
+    out = tmp_path / "o"
+    run(tiny_mentions(), folds=2, out=out, seed=0, progress=False, plots=False)
+    assert (out / "clusters.csv").exists()
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scoring, "sweep_curves", boom)
+    with pytest.raises(KeyboardInterrupt):
+        run(tiny_mentions(), folds=2, out=out, seed=7, progress=False, plots=False)
+    left = {p.name for p in out.iterdir()}
+    assert MANIFEST not in left and "clusters.csv" not in left and "metrics.json" not in left and LOCK not in left
+    with pytest.raises(OutputError, match="no manifest"):
+        read_manifest(out)
