@@ -76,10 +76,28 @@ def assign_folds(df, folds):
 
 
 def fit_fold_model(df, labeled, fold, model_kw=None):
-    """Fit theta on the labeled blocks outside ``fold``; returns (model, seconds).
+    """Fit theta on the labeled blocks outside ``fold``.
 
-    ``model_kw``: keyword arguments of the model class (``None``: its defaults).
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions with ``gold`` and their fold in ``_fold``.
+    labeled : collection
+        Blocks with gold labels.
+    fold : int
+        The held-out fold.
+    model_kw : dict or None
+        Keyword arguments of the model class (``None``: its defaults).
 
+    Returns
+    -------
+    model : coref.model.PairwiseModel
+        Fitted.
+    seconds : float
+        Wall time of the fit.
+
+    Notes
+    -----
     Runs with one BLAS / OpenMP thread: the solver's floating-point sums then do not
     depend on how many threads the process (driver or Dask worker) would use, so
     theta -- and every cluster downstream -- is the same on every executor.
@@ -99,7 +117,16 @@ def save_fold_model(store, fold, model, fit_s):
 
 
 def load_fold_model(store, fold):
-    """(model, fit seconds) from the checkpoint, or (None, None) (refusal recorded)."""
+    """The checkpointed model of ``fold``, if it was saved for these settings.
+
+    Returns
+    -------
+    model : coref.model.PairwiseModel or None
+    fit_s : float or None
+        Seconds its fit took. Both None when there is no checkpoint or it is refused
+        (unreadable, or saved for other settings or another fold; the reason is
+        appended to ``store.refused``).
+    """
     d = store.model_dir(fold)
     if not d.exists():
         return None, None
@@ -115,7 +142,28 @@ def load_fold_model(store, fold):
 
 
 def fit_models(df, labeled, need_folds, store, *, resume, client, progress, model_kw=None):
-    """Fitted model per fold in ``need_folds`` (from checkpoints with ``resume``); fits run on ``client`` if given."""
+    """A fitted model for every fold of ``need_folds``, each checkpointed in ``store``.
+
+    Parameters
+    ----------
+    df, labeled, model_kw
+        As for :func:`fit_fold_model`.
+    need_folds : list of int
+    store : coref.outputs.CheckpointStore
+    resume : bool
+        Take the models checkpointed by an earlier run (:func:`load_fold_model`) first.
+    client : distributed.Client or None
+        Fit on Dask workers (same theta: one thread each), else here.
+    progress : bool
+        Progress bar on stderr.
+
+    Returns
+    -------
+    models : dict
+        Fold -> model.
+    fit_s : dict
+        Fold -> seconds of its fit.
+    """
     models, fit_s = {}, {}
     todo = []
     for f in need_folds:

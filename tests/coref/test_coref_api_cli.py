@@ -80,3 +80,11 @@ def test_jobs_return_frozen_results(fitted, tmp_path):
 
     f = fit(make_mentions(n_blocks=3, per=6, seed=2), model=tmp_path / "m", calibration="none")
     assert isinstance(f, FitResult) and f["n_blocks"] == f.n_blocks == 3 and f.calibration is None
+
+
+def test_python_dash_m_coref_routes_like_the_console_script():
+    out = subprocess.run([sys.executable, "-m", "coref", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"coref (racing-inference) {coref.__version__}"
+    helps = subprocess.run([sys.executable, "-m", "coref", "--help"], capture_output=True, text=True, check=True)
+    for name in ("fit", "predict", "add", "explain", "run", "evaluate", "synth"):
+        assert name in helps.stdout
