@@ -10,12 +10,18 @@ Train once, cluster, add::
     clusters = est.predict(df)                          # mention_id, block, cluster_id
     clusters = est.add(clusters, df_new, mentions=df)   # ids of existing clusters never change
 
+The same jobs as the command line, as functions returning result objects:
+``coref.jobs.predict.predict``, ``coref.jobs.add.add``, ``coref.jobs.fit.fit``,
+``coref.jobs.explain.explain`` and ``coref.run`` (:mod:`coref.jobs`).
+
 Names are imported lazily from their modules (table below) so that importing
 ``coref`` does not import Dask or scikit-learn until they are needed. The compiled
 kernels are imported with :func:`sampling.utils.kernels.load_kernel`: on an unbuilt source
 tree the first name that needs them raises an ImportError saying to run
 ``pip install -e .``.
 """
+import importlib
+
 from sampling.utils.cli import lazy_exports
 
 __version__ = "0.2.0"
@@ -48,7 +54,7 @@ _EXPORTS = {
     "load_model": "coref.model",
     "GibbsCoref": "coref.gibbs",
     "explain_pair": "coref.explain",
-    "run": "coref.pipeline",
+    "run": "coref.jobs.run",
     "synthesize_mentions": "coref.synth",
     "MentionFormatError": "coref.exceptions",
     "ModelFormatError": "coref.exceptions",
@@ -57,14 +63,19 @@ _EXPORTS = {
     "SkippedFilesWarning": "coref.exceptions",
 }
 
-__all__ = sorted(_EXPORTS) + ["datasets"]
+#: Sub-packages reachable as attributes right after ``import coref`` (imported on first use).
+_SUBMODULES = ("datasets", "io", "jobs")
 
-_getattr, __dir__ = lazy_exports('coref', _EXPORTS, globals())
+__all__ = sorted(_EXPORTS) + list(_SUBMODULES)
+
+_getattr, _dir = lazy_exports('coref', _EXPORTS, globals())
 
 
 def __getattr__(name):
-    if name == "datasets":
-        import importlib
-
-        return importlib.import_module("coref.datasets")
+    if name in _SUBMODULES:
+        return importlib.import_module(f"coref.{name}")
     return _getattr(name)
+
+
+def __dir__():
+    return sorted(set(_dir()) | set(_SUBMODULES))

@@ -7,7 +7,16 @@ True
 """
 from __future__ import annotations
 
-__all__ = ["data_path", "load_aminer", "available", "default_model_path"]
+from pathlib import Path
+
+from coref.io import load_mentions
+from sampling.utils.data import data_path as _shipped_path
+
+__all__ = ["data_path", "load_aminer", "available", "default_model_path", "DEFAULT_MODEL"]
+
+#: The shipped default model, trained on data/aminer_na (``python -m coref fit --data data/aminer_na
+#: --model coref/models/default`` regenerates it).
+DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default"
 
 
 def data_path(*parts):
@@ -21,9 +30,7 @@ def data_path(*parts):
     FileNotFoundError
         If no data root holds it; the message lists every place searched.
     """
-    from sampling.utils.data import data_path as _data_path
-
-    return _data_path(*parts)
+    return _shipped_path(*parts)
 
 
 def available():
@@ -44,13 +51,9 @@ def load_aminer(*, return_report=False):
     LoadReport
         Only with ``return_report``.
     """
-    from coref.io import load_mentions
-
     return load_mentions(data_path("aminer_na"), format="aminer", return_report=return_report)
 
 
 def default_model_path():
     """Directory of the shipped default model (trained on ``aminer_na``)."""
-    from coref.inputs import DEFAULT_MODEL
-
     return DEFAULT_MODEL

@@ -18,6 +18,17 @@ import numbers
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from coref.confidence import assignment_confidence
+from coref.exceptions import ModelFormatError
+from coref.explain import explain_pair
+from coref.inference import single_thread
+from coref.inputs import REQUIRED_FRAME_COLUMNS, load_input
+from coref.jobs.clusters import predict_clusters
+from coref.jobs.incremental import add_clusters
+from coref.model import PairwiseModel, load_model, save_model
+from coref.settings import make_settings
 
 __all__ = ["AuthorCoref"]
 
@@ -76,11 +87,9 @@ class AuthorCoref(BaseEstimator):
         self.rng = rng
 
     # ------------------------------------------------------------------ helpers
-    def _settings(self, command, *, revisit=False):
-        from coref.settings import make_settings
-
+    def _settings(self, command, *, revisit=False, strict=False):
         return make_settings(command, sampler=self.sampler, seed=self.seed_, delta=self.delta,
-                             n_sweeps=self.n_sweeps, revisit=revisit)
+                             n_sweeps=self.n_sweeps, revisit=revisit, strict=strict)
 
     def _seed(self):
         rng = self.rng
@@ -92,16 +101,17 @@ class AuthorCoref(BaseEstimator):
 
     def _check_fitted(self):
         if not hasattr(self, "model_"):
-            from sklearn.exceptions import NotFittedError
-
             raise NotFittedError("this AuthorCoref is not fitted yet; call fit(df_labeled) or AuthorCoref.load(dir)")
 
     @staticmethod
     def _frame(df, name):
+        """``df`` checked and prepared as the command line prepares its input (:func:`coref.inputs.load_input`).
+
+        Blocks missing from ``df`` are derived from the names exactly as the loaders of
+        ``coref predict`` derive them (:func:`coref.inputs.derive_blocks`).
+        """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"the {name} parameter must be a pandas DataFrame; got {type(df).__name__} instead")
-        from coref.inputs import load_input
-
         return load_input(df, command="AuthorCoref")[0]
 
     # ------------------------------------------------------------------ API
@@ -117,19 +127,16 @@ class AuthorCoref(BaseEstimator):
 
         Returns
         -------
-        self
+        AuthorCoref
+            This estimator, fitted (``model_``, ``seed_``).
 
         Raises
         ------
         TypeError
-            If ``df`` is not a DataFrame.
+            For a ``df`` of another type than DataFrame.
         ValueError
             For missing columns, no block with two labeled mentions, or bad parameters.
         """
-        from coref.inference import single_thread
-        from coref.model import PairwiseModel
-        from coref.settings import make_settings
-
         make_settings("AuthorCoref", sampler=self.sampler, delta=self.delta, n_sweeps=self.n_sweeps)
         seed = self._seed()
         df = self._frame(df, "df")
@@ -164,8 +171,6 @@ class AuthorCoref(BaseEstimator):
         sklearn.exceptions.NotFittedError
             Before ``fit`` / ``load``.
         """
-        from coref.predict import predict_clusters
-
         self._check_fitted()
         df = self._frame(df, "df")
         clusters, stats = predict_clusters(df, self.model_, self._settings("predict"), client=client,
@@ -200,21 +205,17 @@ class AuthorCoref(BaseEstimator):
         ValueError
             If the old mentions' columns are not available or the tables disagree.
         """
-        from coref.add import add_clusters
-        from coref.io import MENTION_COLUMNS
-        from coref.settings import make_settings
-
         self._check_fitted()
         if not isinstance(clusters, pd.DataFrame):
             raise TypeError(f"the clusters parameter must be a pandas DataFrame; got {type(clusters).__name__} instead")
         old = clusters if mentions is None else mentions
-        need = [c for c in MENTION_COLUMNS if c != "gold"]
-        if [c for c in need if c not in old.columns]:
+        # (the old mentions' blocks are those of ``clusters``)
+        missing = [c for c in REQUIRED_FRAME_COLUMNS if c not in old.columns]
+        if missing:
             raise ValueError("AuthorCoref.add needs the old mentions' columns: pass mentions=<the DataFrame given "
-                             f"to predict> or clusters merged with it (missing {[c for c in need if c not in old.columns]})")
+                             f"to predict> or clusters merged with it (missing {missing})")
         new = self._frame(df_new, "df_new")
-        settings = make_settings("add", sampler=self.sampler, seed=self.seed_, delta=self.delta,
-                                 n_sweeps=self.n_sweeps, revisit=revisit, strict=strict)
+        settings = self._settings("add", revisit=revisit, strict=strict)
         out, info = add_clusters(self.model_, old, clusters, new, settings, client=client, progress=progress)
         info.pop("margins")
         self.n_factor_evals_ = info["n_factor_evals"]
@@ -224,28 +225,30 @@ class AuthorCoref(BaseEstimator):
     def explain(self, df, mention_a, mention_b):
         """The pairwise factor f = theta . phi + b of two mentions, by feature and by group.
 
+        ``df`` is prepared as :meth:`predict` prepares it (blocks derived from the names
+        where missing, as ``coref explain`` does).
+
         Returns
         -------
         coref.explain.Explanation
         """
-        from coref.explain import explain_pair
-
         self._check_fitted()
-        return explain_pair(self.model_, df, mention_a, mention_b)
+        return explain_pair(self.model_, self._frame(df, "df"), mention_a, mention_b)
 
     def confidence(self, df, clusters, **kwargs):
         """Per-mention assignment confidence (:func:`coref.confidence.assignment_confidence`).
+
+        ``df`` is prepared as :meth:`predict` prepares it (blocks derived from the names
+        where missing, as ``coref predict --confidence`` does).
 
         Returns
         -------
         confidence_df, pairs_df : pandas.DataFrame
         """
-        from coref.confidence import assignment_confidence
-
         self._check_fitted()
         kwargs.setdefault("delta", self.delta)
         kwargs.setdefault("rng", self.seed_)
-        return assignment_confidence(self.model_, df, clusters, **kwargs)
+        return assignment_confidence(self.model_, self._frame(df, "df"), clusters, **kwargs)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path):
@@ -255,8 +258,6 @@ class AuthorCoref(BaseEstimator):
         -------
         pathlib.Path
         """
-        from coref.model import save_model
-
         self._check_fitted()
         return save_model(self.model_, path, extra={"estimator": "AuthorCoref", "params": self.get_params(),
                                                    "seed": self.seed_})
@@ -270,9 +271,6 @@ class AuthorCoref(BaseEstimator):
         coref.exceptions.ModelFormatError
             For a tampered, foreign or incompatible model (names the file).
         """
-        from coref.exceptions import ModelFormatError
-        from coref.model import load_model
-
         model, extra = load_model(path)
         params = extra.get("params", {}) if isinstance(extra.get("params", {}), dict) else None
         if params is None or set(params) - set(cls().get_params()):

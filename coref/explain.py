@@ -17,15 +17,15 @@ References
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from coref import features
 from coref.model import block_bias_evals
 
-__all__ = ["Explanation", "explain_pair", "feature_groups", "add_arguments", "main"]
+__all__ = ["Explanation", "explain_pair", "feature_groups"]
 
 
 _BLOCK_GROUP = "block"  # coref.features.FEATURE_GROUPS' group of the block-constant features
@@ -47,8 +47,6 @@ def _fallback_group(name):
 
 def feature_groups():
     """(labels, groups): a human label and a group for every feature, in kernel order."""
-    from coref import features
-
     names = tuple(features.FEATURE_NAMES)
     labels = getattr(features, "FEATURE_LABELS", None)
     groups = getattr(features, "FEATURE_GROUPS", None)
@@ -161,8 +159,6 @@ def explain_pair(model, df, mention_a, mention_b):
     contrib = theta * phi
     bias = block_bias_evals(model, enc)[0]        # bias_ + the block's prior shift
     f = float(model.pairwise_factor(enc, i, j))
-    from coref import features
-
     labels, groups = feature_groups()
     # a block-constant feature times same_comp1 is nonzero only when the two mentions are
     # linked through shared coauthors: it is coauthor evidence, not part of the baseline
@@ -184,39 +180,3 @@ def explain_pair(model, df, mention_a, mention_b):
                              "contribution": [v for _, v in lead] + grp.tolist()})
     by_group["cumulative"] = by_group["contribution"].cumsum()
     return Explanation(str(mention_a), str(mention_b), ba, f, bias, feat.reset_index(drop=True), by_group)
-
-
-def add_arguments(parser):
-    """Options of ``coref explain``."""
-    from coref.io import FORMATS
-
-    parser.add_argument("mention_a", metavar="MENTION_A")
-    parser.add_argument("mention_b", metavar="MENTION_B")
-    parser.add_argument("--data", metavar="PATH", default=None, help="mentions holding both (default: shipped AMiner)")
-    parser.add_argument("--format", choices=FORMATS, default=None, help="input format (default: detected)")
-    parser.add_argument("--model", metavar="DIR", default=None, help="model directory (default: the shipped model)")
-    parser.add_argument("--top", type=int, default=12, help="feature terms to list (default 12)")
-    parser.add_argument("--json", action="store_true", help="print the breakdown as JSON")
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
-
-
-def main(args):
-    """Entry point of ``coref explain``; returns the exit status."""
-    import json
-
-    from coref.inputs import load_input, resolve_model
-    from coref.predict import ERRORS, report_error
-
-    try:
-        model, _, _ = resolve_model(args.model)
-        df, _ = load_input(args.data, format=args.format, command="explain")
-        e = explain_pair(model, df, args.mention_a, args.mention_b)
-    except (KeyError, *ERRORS) as exc:
-        return report_error("explain", args, exc)
-    if args.json:
-        print(json.dumps({"mention_a": e.mention_a, "mention_b": e.mention_b, "block": e.block, "f": e.f,
-                          "bias": e.bias, "by_group": e.by_group.to_dict("records"),
-                          "by_feature": e.by_feature.to_dict("records")}, indent=2))
-    else:
-        print(e.text(top=args.top), file=sys.stdout)
-    return 0

@@ -12,17 +12,50 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["load_input", "resolve_model", "DEFAULT_MODEL"]
+from coref.blocking import assign_blocks
+from coref.datasets import DEFAULT_MODEL, data_path
+from coref.io import MENTION_COLUMNS, load_mentions
+from coref.model import load_model
+from coref.outputs import sha256_file
 
-#: The shipped default model, trained on data/aminer_na (``python -m coref fit --data data/aminer_na
-#: --model coref/models/default`` regenerates it).
-DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default"
+__all__ = ["load_input", "resolve_model", "as_object_text", "derive_blocks", "DEFAULT_MODEL", "REQUIRED_FRAME_COLUMNS"]
+
+#: Columns a mention DataFrame must have: the schema's, less ``gold`` (optional) and ``block``
+#: (derived from ``name`` when absent, as the loaders of the command line do).
+REQUIRED_FRAME_COLUMNS = tuple(c for c in MENTION_COLUMNS if c not in ("gold", "block"))
 
 
-def _required_columns():
-    from coref.io import MENTION_COLUMNS
+def derive_blocks(df, *, blank=True):
+    """``df`` with a block for every mention, derived from its name where it has none.
 
-    return tuple(c for c in MENTION_COLUMNS if c != "gold")
+    The derivation of the command line's loaders: a missing ``block`` column, or a
+    missing (or, with ``blank``, empty) block of a mention, becomes the name key
+    ``"<first initial> <last name>"`` (:func:`coref.blocking.name_key`, through
+    :func:`coref.blocking.assign_blocks` ``method="given"``).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions with a ``name`` column; modified in place only by adding ``block``.
+    blank : bool, default True
+        Treat empty / whitespace-only blocks as missing.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``df`` itself when every mention has a block, else a copy with the derived ones.
+
+    Raises
+    ------
+    ValueError
+        If a block must be derived and there is no ``name`` column.
+    """
+    if "block" not in df.columns:
+        df["block"] = pd.array([pd.NA] * len(df), dtype="string")
+    missing = df["block"].isna()
+    if blank and not missing.all():
+        missing = missing | (df["block"].astype("string").str.strip() == "").fillna(True)
+    return assign_blocks(df) if missing.any() else df
 
 
 def _fmt(x):
@@ -82,18 +115,14 @@ def load_input(data, *, format=None, strict=False, command="run", need_gold=Fals
         From the loader.
     """
     if isinstance(data, pd.DataFrame):
-        need = _required_columns() + (("gold",) if need_gold else ())
+        need = REQUIRED_FRAME_COLUMNS + (("gold",) if need_gold else ())
         missing = [c for c in need if c not in data.columns]
         if missing:
             raise ValueError(f"the data DataFrame lacks the mention columns {missing}; see coref.io.load_mentions")
-        df = data.reset_index(drop=True).copy()
+        df = derive_blocks(data.reset_index(drop=True).copy())
         desc = {"path": "<DataFrame>", "format": "dataframe", "n_read": len(df), "n_skipped": 0}
     else:
-        from coref.io import load_mentions
-
         if data is None:
-            from coref.datasets import data_path
-
             path = data_path("aminer_na")
             format = format or "aminer"
         else:
@@ -116,10 +145,7 @@ def load_input(data, *, format=None, strict=False, command="run", need_gold=Fals
     if df["mention_id"].duplicated().any():
         dup = df.loc[df["mention_id"].duplicated(), "mention_id"].iloc[0]
         raise ValueError(f"mention ids must be unique; {dup!r} occurs more than once in {desc['path']!r}")
-    if df["block"].isna().any():
-        from coref.blocking import assign_blocks
-
-        df = assign_blocks(df)
+    df = derive_blocks(df, blank=False)
     df["block"] = df["block"].astype(str)
     return as_object_text(df), desc
 
@@ -160,9 +186,6 @@ def resolve_model(model_dir):
     coref.exceptions.ModelFormatError
         If the model is tampered, foreign or of another version / feature layout.
     """
-    from coref.model import load_model
-    from coref.outputs import sha256_file
-
     if model_dir is None:
         path = DEFAULT_MODEL
         if not (path / "manifest.json").is_file():

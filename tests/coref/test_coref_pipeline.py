@@ -1,7 +1,7 @@
 """``coref run`` end to end on tiny data: folds, metrics, outputs, resume, command line.
 
 Most tests replace the pairwise model and the Gibbs sampler by small deterministic
-stand-ins with the same interface (monkeypatched into ``coref.pipeline``), so that
+stand-ins with the same interface (monkeypatched into ``coref.jobs.folds``), so that
 they test the pipeline itself in well under a second each (the sampler stand-in is
 monkeypatched into ``coref.inference``). ``test_real_*`` use the
 real ``coref.model`` / ``coref.gibbs``.
@@ -17,7 +17,11 @@ import pytest
 
 from coref.settings import make_settings
 
-from coref import inference, pipeline, report
+from coref import inference, report
+from coref.jobs import folds as fold_models
+from coref.jobs import run as run_job
+from coref.jobs.folds import assign_folds
+from coref.jobs.run import run
 from coref.report import CLUSTER_COLUMNS, CURVE_COLUMNS
 
 # --------------------------------------------------------------------------- stand-ins
@@ -99,7 +103,7 @@ def stand_ins(monkeypatch):
     FITS.clear()
     GIBBS.clear()
     THREADS.clear()
-    monkeypatch.setattr(pipeline, "_model_cls", lambda: StandInModel)
+    monkeypatch.setattr(fold_models, "model_cls", lambda: StandInModel)
     monkeypatch.setattr(inference, "_gibbs_cls", lambda: StandInGibbs)
     yield
 
@@ -134,7 +138,7 @@ def tiny_csv(tmp_path):
 
 def test_assign_folds_grouped_and_unlabeled_spread():
     df = tiny_mentions(n_labeled=5, n_unlabeled=3)
-    fold_of, labeled = pipeline.assign_folds(df, 3)
+    fold_of, labeled = assign_folds(df, 3)
     assert labeled == {f"Block_{b}" for b in range(5)}
     assert set(fold_of) == set(df["block"])
     assert set(fold_of[b] for b in labeled) == {0, 1, 2}          # every fold scores something
@@ -143,7 +147,7 @@ def test_assign_folds_grouped_and_unlabeled_spread():
 
 def test_assign_folds_too_few_labeled_blocks():
     with pytest.raises(ValueError, match="folds=5 needs at least 5 blocks with gold labels; the data has 4"):
-        pipeline.assign_folds(tiny_mentions(n_labeled=4), 5)
+        assign_folds(tiny_mentions(n_labeled=4), 5)
 
 
 # --------------------------------------------------------------------------- end to end
@@ -152,7 +156,7 @@ def test_run_end_to_end_outputs_and_metrics(stand_ins, tiny_csv, tmp_path):
     from coref.evaluate import b3, evaluate_clusters
 
     out = tmp_path / "out"
-    res = pipeline.run(tiny_csv, format="csv", folds=2, out=out, seed=3, progress=False)
+    res = run(tiny_csv, format="csv", folds=2, out=out, seed=3, progress=False)
     names = {p.name for p in out.iterdir()}
     assert {"clusters.csv", "curves.csv", "metrics.json", "report.md",
             "b3_f1_vs_factor_evals.png", "b3_f1_vs_sweeps.png"} <= names
@@ -204,7 +208,7 @@ def test_run_end_to_end_outputs_and_metrics(stand_ins, tiny_csv, tmp_path):
 
 def test_theta_never_trained_on_scored_blocks(stand_ins, tmp_path):
     df = tiny_mentions(n_labeled=6, n_unlabeled=2)
-    pipeline.run(df, folds=3, out=tmp_path, progress=False, plots=False)
+    run(df, folds=3, out=tmp_path, progress=False, plots=False)
     assert len(FITS) == 3
     labeled = {f"Block_{b}" for b in range(6)}
     for sampler, block, train_blocks in GIBBS:
@@ -221,26 +225,26 @@ def test_theta_never_trained_on_scored_blocks(stand_ins, tmp_path):
 def test_fit_and_gibbs_run_single_threaded(stand_ins, tmp_path):
     # lbfgs sums differ with the BLAS/OpenMP thread count; the Dask workers run with one
     # thread, so the driver must too, or theta (and the clusters) would depend on the executor
-    pipeline.run(tiny_mentions(), folds=2, out=tmp_path, progress=False, plots=False)
+    run(tiny_mentions(), folds=2, out=tmp_path, progress=False, plots=False)
     assert THREADS and set(THREADS) == {1}
 
 
 def test_same_seed_same_clusters_other_seed_differs(stand_ins, tmp_path):
     df = tiny_mentions()
-    a = pipeline.run(df, folds=2, out=tmp_path / "a", seed=1, sampler="racing", progress=False, plots=False).clusters
-    b = pipeline.run(df, folds=2, out=tmp_path / "b", seed=1, sampler="racing", progress=False, plots=False).clusters
-    c = pipeline.run(df, folds=2, out=tmp_path / "c", seed=2, sampler="racing", progress=False, plots=False).clusters
+    a = run(df, folds=2, out=tmp_path / "a", seed=1, sampler="racing", progress=False, plots=False).clusters
+    b = run(df, folds=2, out=tmp_path / "b", seed=1, sampler="racing", progress=False, plots=False).clusters
+    c = run(df, folds=2, out=tmp_path / "c", seed=2, sampler="racing", progress=False, plots=False).clusters
     pd.testing.assert_frame_equal(a, b)
     assert not a["cluster_id"].equals(c["cluster_id"])
 
 
 def test_resume_reuses_checkpoints(stand_ins, tmp_path):
     df = tiny_mentions()
-    first = pipeline.run(df, folds=2, out=tmp_path, progress=False, plots=False)
+    first = run(df, folds=2, out=tmp_path, progress=False, plots=False)
     assert len(GIBBS) == 10 and len(FITS) == 2 and first.n_computed == 10
     GIBBS.clear()
     FITS.clear()
-    again = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False, plots=False)
+    again = run(df, folds=2, out=tmp_path, resume=True, progress=False, plots=False)
     assert GIBBS == [] and FITS == []                               # nothing recomputed, no model refit
     assert again.n_reused == 10 and again.n_computed == 0
     pd.testing.assert_frame_equal(first.clusters, again.clusters)
@@ -253,16 +257,16 @@ def test_resume_reuses_checkpoints(stand_ins, tmp_path):
     # saved, so its fold model is refitted; test_real_resume_reuses_fold_model covers reuse)
     ckpt = next((tmp_path / ".checkpoint").rglob("*.npz"))
     ckpt.unlink()
-    partial = pipeline.run(df, folds=2, out=tmp_path, resume=True, progress=False, plots=False)
+    partial = run(df, folds=2, out=tmp_path, resume=True, progress=False, plots=False)
     assert len(GIBBS) == 1 and len(FITS) == 1 and partial.n_reused == 9
     pd.testing.assert_frame_equal(first.clusters, partial.clusters)
 
     # without --resume everything is recomputed; other settings do not reuse these checkpoints
     GIBBS.clear()
-    pipeline.run(df, folds=2, out=tmp_path, progress=False, plots=False)
+    run(df, folds=2, out=tmp_path, progress=False, plots=False)
     assert len(GIBBS) == 10
     GIBBS.clear()
-    pipeline.run(df, folds=2, out=tmp_path, seed=5, resume=True, progress=False, plots=False)
+    run(df, folds=2, out=tmp_path, seed=5, resume=True, progress=False, plots=False)
     assert len(GIBBS) == 10
 
 
@@ -274,7 +278,7 @@ def test_aminer_directory(stand_ins, tmp_path):
     d.mkdir()
     for name in ("Ajay_Gupta.xml", "Bin_Yu.xml", "Fei_Su.xml"):
         shutil.copy(src / name, d / name)
-    res = pipeline.run(d, folds=3, out=tmp_path / "out", sampler="racing", progress=False, plots=False)
+    res = run(d, folds=3, out=tmp_path / "out", sampler="racing", progress=False, plots=False)
     assert res.metrics["data"]["n_blocks"] == 3
     assert set(res.clusters["block"]) == {"Ajay_Gupta", "Bin_Yu", "Fei_Su"}
     assert 0.0 < res.metrics["racing"]["b3_f1"] <= 1.0
@@ -293,23 +297,23 @@ def test_aminer_directory(stand_ins, tmp_path):
 ], ids=["sampler", "folds", "delta", "sweeps", "workers+scheduler", "executor", "block_prior"])
 def test_bad_parameters(stand_ins, tmp_path, kwargs, err, match):
     with pytest.raises(err, match=match):
-        pipeline.run(tiny_mentions(), out=tmp_path, progress=False, **{"folds": 2, **kwargs})
+        run(tiny_mentions(), out=tmp_path, progress=False, **{"folds": 2, **kwargs})
 
 
 def test_bad_data_path(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"--data '.*nowhere': no such file or directory"):
-        pipeline.run(tmp_path / "nowhere", out=tmp_path / "out", progress=False, plots=False)
+        run(tmp_path / "nowhere", out=tmp_path / "out", progress=False, plots=False)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="the directory is empty"):
-        pipeline.run(tmp_path / "empty", out=tmp_path / "out", progress=False, plots=False)
+        run(tmp_path / "empty", out=tmp_path / "out", progress=False, plots=False)
     with pytest.raises(TypeError, match="data parameter of coref.run"):
-        pipeline.run(3, out=tmp_path / "out", progress=False, plots=False)
+        run(3, out=tmp_path / "out", progress=False, plots=False)
 
 
 def test_out_is_a_file(stand_ins, tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(OSError, match="is not a directory"):
-        pipeline.run(tiny_mentions(), folds=2, out=tmp_path / "f", progress=False, plots=False)
+        run(tiny_mentions(), folds=2, out=tmp_path / "f", progress=False, plots=False)
 
 
 def test_cli_run(stand_ins, tiny_csv, tmp_path, capsys):
@@ -336,7 +340,7 @@ def test_cli_run_block_prior_flag(monkeypatch, tmp_path):
         seen.append(kw["block_prior"])
         raise ValueError("stop here")
 
-    monkeypatch.setattr(pipeline, "run", fake_run)
+    monkeypatch.setattr(run_job, "run", fake_run)
     for flag, want in ((["--block-prior", "none"], "none"), ([], "pcc")):
         assert main(["run", "--out", str(tmp_path), "--quiet"] + flag) == 2
     assert seen == ["none", "pcc"]
@@ -366,7 +370,7 @@ def test_real_model_end_to_end(tmp_path):
     pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
     from coref.evaluate import evaluate_clusters
 
-    res = pipeline.run(tiny_mentions(n_labeled=4, per=8), folds=2, out=tmp_path, n_sweeps=4, progress=False, plots=False)
+    res = run(tiny_mentions(n_labeled=4, per=8), folds=2, out=tmp_path, n_sweeps=4, progress=False, plots=False)
     for s, m in report.sampler_items(res.metrics):
         sc = res.clusters[(res.clusters["sampler"] == s) & res.clusters["scored"]]
         ref = evaluate_clusters(pd.Series(sc["cluster_id"].to_numpy(), index=sc["mention_id"].to_numpy()),
@@ -384,7 +388,7 @@ def test_real_model_block_prior_none(tmp_path):
 
     kw = dict(folds=2, n_sweeps=4, progress=False, plots=False, confidence=False, sampler="racing")
     data = tiny_mentions(n_labeled=4, per=8)
-    res = {bp: pipeline.run(data, out=tmp_path / bp, block_prior=bp, **kw) for bp in ("pcc", "none")}
+    res = {bp: run(data, out=tmp_path / bp, block_prior=bp, **kw) for bp in ("pcc", "none")}
     for bp, r in res.items():
         assert r.metrics["settings"]["block_prior"] == bp
         models = sorted((tmp_path / bp / ".checkpoint").rglob("model.json"))
@@ -392,10 +396,10 @@ def test_real_model_block_prior_none(tmp_path):
     keys = {bp: r.metrics["settings"]["checkpoint_key"] for bp, r in res.items()}
     assert keys["pcc"] != keys["none"]
     # the default run keeps the checkpoint key it had before the option existed
-    again = pipeline.run(data, out=tmp_path / "again", **kw)
+    again = run(data, out=tmp_path / "again", **kw)
     assert again.metrics["settings"]["checkpoint_key"] == keys["pcc"]
     # resuming the "none" run reuses its own blocks and refuses nothing
-    r2 = pipeline.run(data, out=tmp_path / "none", block_prior="none", resume=True, **kw)
+    r2 = run(data, out=tmp_path / "none", block_prior="none", resume=True, **kw)
     assert r2.metrics["n_checkpoints_refused"] == 0 and r2.n_computed == 0
 
 
@@ -408,7 +412,7 @@ def test_real_blocks_match_one_gibbs_over_the_whole_fold():
     df = tiny_mentions(n_labeled=4, per=8, n_unlabeled=0)
     model = PairwiseModel().fit(df[df["block"].isin(["Block_2", "Block_3"])].reset_index(drop=True))
     test = df[df["block"].isin(["Block_0", "Block_1"])].reset_index(drop=True)
-    res = pipeline.infer_blocks(test, model, make_settings(seed=5, n_sweeps=4), record_history=False)
+    res = inference.infer_blocks(test, model, make_settings(seed=5, n_sweeps=4), record_history=False)
     whole = GibbsCoref(model, sampler="racing", rng=5, n_sweeps=4, record_history=False).fit(test)
     got = pd.Series(np.concatenate([r.cluster_id for r in res]), index=np.concatenate([r.mention_id for r in res]))
     assert got.astype(str).to_dict() == whole.clusters_.astype(str).to_dict()
@@ -427,7 +431,7 @@ def test_infer_blocks_passes_gibbs_params(monkeypatch):
     df = tiny_mentions(n_labeled=2, n_unlabeled=0)
     model = StandInModel().fit(df)
     settings = make_settings(n_sweeps=2, gibbs_params={"t_end": 0.01})
-    res = pipeline.infer_blocks(df, model, settings)
+    res = inference.infer_blocks(df, model, settings)
     assert seen == [0.01, 0.01] and [r.block for r in res] == ["Block_0", "Block_1"]
 
 
@@ -435,7 +439,7 @@ def test_infer_blocks_passes_gibbs_params(monkeypatch):
 def test_real_shipped_data_default_run(tmp_path):
     # what `coref run` does by default (a few minutes on 2 cores)
     pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
-    res = pipeline.run(out=tmp_path, progress=False)
+    res = run(out=tmp_path, progress=False)
     m = res.metrics
     assert m["data"]["n_mentions"] == 7026 and m["data"]["n_blocks"] == 108 and m["data"]["n_skipped"] == 0
     assert m["settings"]["folds"] == 5 and {s for s, _ in report.sampler_items(m)} == {"racing", "exact"}
@@ -455,12 +459,35 @@ def test_within_block_b3_cuts_gold_authors_at_block_boundaries():
     """Author g1 has mentions in blocks A and B: pooled B3 counts the A-B pairs as missed
     merges (recall 2/3), within-block B3 does not (recall 1)."""
     from coref.evaluate import b3
-    from coref.pipeline import _within_block_b3
+    from coref.jobs.scoring import within_block_b3
 
     scored = pd.DataFrame({"block": ["A", "A", "B", "B"], "mention_id": ["m1", "m2", "m3", "m4"],
                            "cluster_id": ["A/0", "A/0", "B/0", "B/1"], "gold": ["g1", "g1", "g1", "g2"]})
-    wb = _within_block_b3(scored)
+    wb = within_block_b3(scored)
     assert wb == {"b3_within_block_precision": 1.0, "b3_within_block_recall": 1.0, "b3_within_block_f1": 1.0}
     pooled = b3(scored.set_index("mention_id")["cluster_id"], scored.set_index("mention_id")["gold"])
     assert pooled.precision == 1.0 and pooled.recall == pytest.approx(2 / 3)
-    assert _within_block_b3(scored.iloc[:0]) == dict.fromkeys(wb)
+    assert within_block_b3(scored.iloc[:0]) == dict.fromkeys(wb)
+
+
+def test_interrupted_run_leaves_no_manifest_and_no_files_of_the_previous_run(stand_ins, tmp_path, monkeypatch):
+    """A run stopped in a step after inference (here the sweep curves) leaves neither the
+    previous run's files nor a manifest (the same check as test_coref_outputs', patched
+    where the step now lives)."""
+    from coref.jobs import scoring
+    from coref.outputs import LOCK, MANIFEST, OutputError, read_manifest
+
+    out = tmp_path / "o"
+    run(tiny_mentions(), folds=2, out=out, seed=0, progress=False, plots=False)
+    assert (out / "clusters.csv").exists()
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scoring, "sweep_curves", boom)
+    with pytest.raises(KeyboardInterrupt):
+        run(tiny_mentions(), folds=2, out=out, seed=7, progress=False, plots=False)
+    left = {p.name for p in out.iterdir()}
+    assert MANIFEST not in left and "clusters.csv" not in left and "metrics.json" not in left and LOCK not in left
+    with pytest.raises(OutputError, match="no manifest"):
+        read_manifest(out)

@@ -5,12 +5,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref.add import add, add_clusters
+from coref.jobs.add import add
+from coref.jobs.incremental import add_clusters
 from coref.cli import main
 from coref.io import write_mentions
 from coref.model import PairwiseModel, save_model
 from coref.outputs import read_manifest
-from coref.predict import canonical_cluster_ids, predict, predict_clusters
+from coref.jobs.clusters import canonical_cluster_ids, predict_clusters
+from coref.jobs.predict import predict
 from coref.settings import make_settings
 
 
@@ -238,7 +240,7 @@ def test_predict_names_skipped_repaired_and_ignored_files(aminer_dir, model_dir,
 
 
 def test_read_clustered_aligns_the_mentions_with_clusters_csv(data, model_dir, tmp_path, monkeypatch):
-    from coref.add import read_clustered
+    from coref.jobs.add import read_clustered
 
     out = tmp_path / "P"
     predict(data.drop(columns=["gold"]), model=model_dir, out=out, progress=False)
@@ -281,7 +283,7 @@ def test_add_with_reused_encodings_equals_encoding_the_old_mentions_again(data, 
 def test_add_keeps_each_mention_once_when_new_data_repeats_old_ones(data, model_dir, tmp_path):
     """Already clustered mentions in the new data are skipped: the saved mention table holds
     every mention once, aligned with clusters.csv."""
-    from coref.add import read_clustered
+    from coref.jobs.add import read_clustered
 
     old, new = data.iloc[::2].reset_index(drop=True), data.iloc[1::2].reset_index(drop=True)
     predict(old, model=model_dir, out=tmp_path / "P", progress=False)
@@ -302,11 +304,11 @@ def test_confidence_assembles_blocks_from_the_run_encodings(data, model_dir):
 
     from coref.features import encode_parts
     from coref.model import load_model
-    from coref.predict import _BlockEncodings
+    from coref.jobs.writing import BlockEncodings
 
     model, _ = load_model(model_dir)
     df = data.drop(columns="gold").reset_index(drop=True)
-    wrapped = _BlockEncodings(model, encode_parts(df, model.vocabulary_), df["mention_id"].to_numpy())
+    wrapped = BlockEncodings(model, encode_parts(df, model.vocabulary_), df["mention_id"].to_numpy())
     assert wrapped.theta_ is model.theta_                    # everything else is the model's
     for _, sub in df.groupby("block"):
         sub = sub.iloc[::-1]                                  # any row order

@@ -1,0 +1,95 @@
+"""What the ``coref`` sub-commands share: options, error reporting and the console summary."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from coref.io import FORMATS
+from coref.jobs.heldout import CALIBRATIONS
+from coref.settings import ALL_SAMPLERS
+
+__all__ = ["ERRORS", "report_error", "print_summary", "add_common_arguments", "add_input_arguments",
+           "add_gibbs_arguments", "add_executor_arguments", "add_fit_arguments", "add_flag_arguments"]
+
+#: Errors a command reports as ``coref COMMAND: error: ...`` with exit status 2 (``--debug``: the traceback).
+ERRORS = (FileNotFoundError, NotADirectoryError, ValueError, TypeError, ConnectionError, OSError, RuntimeError)
+
+_SEED_HELP = "random seed (default 0); same seed, same clusters"
+
+
+def report_error(command, args, exc):
+    """Print ``coref COMMAND: error: ...`` (or re-raise with --debug); return exit status 2."""
+    if getattr(args, "debug", False):
+        raise exc
+    print(f"coref {command}: error: {exc}", file=sys.stderr)
+    return 2
+
+
+def print_summary(summary, out):
+    """Short console summary of a predict / add run."""
+    d = summary["data"]
+    print(f"{summary['n_mentions']} mentions in {summary['n_blocks']} blocks -> {summary['n_clusters']} clusters "
+          f"({summary['n_singletons']} singletons); {summary['n_factor_evals']:,} factor evaluations, "
+          f"{summary['elapsed_s']:.1f} s")
+    if d.get("n_skipped"):
+        print(f"the loader skipped {d['n_skipped']} record(s): " + "; ".join(d.get("skipped", [])[:3]))
+    for name in ("files_skipped", "files_ignored", "repairs"):
+        if d.get(f"n_{name}"):
+            print(f"{name.replace('_', ' ')}: {d[f'n_{name}']}: " + "; ".join(d.get(name, [])[:5]))
+    written = sorted(p.name for p in Path(out).iterdir() if p.is_file() and not p.name.startswith("."))
+    print(f"outputs: {out}/ ({', '.join(written)})")
+
+
+def add_input_arguments(parser, *, data_help, format_help="input format (default: detected)", metavar="PATH",
+                        required=False, model_help=None):
+    """``--data`` and ``--format`` (and ``--model DIR``, read, when ``model_help`` is given)."""
+    parser.add_argument("--data", metavar=metavar, default=None, required=required, help=data_help)
+    parser.add_argument("--format", choices=FORMATS, default=None, help=format_help)
+    if model_help is not None:
+        parser.add_argument("--model", metavar="DIR", default=None, help=model_help)
+
+
+def add_gibbs_arguments(parser, *, samplers=ALL_SAMPLERS, default="racing", sampler_help, seed_help=_SEED_HELP,
+                        delta_help="racing error level (default 0.05)",
+                        sweeps_help="Gibbs sweeps per block (default: the sampler's default)"):
+    """``--sampler``, ``--seed``, ``--delta`` and ``--sweeps``."""
+    parser.add_argument("--sampler", choices=samplers, default=default, help=sampler_help)
+    parser.add_argument("--seed", type=int, default=0, help=seed_help)
+    parser.add_argument("--delta", type=float, default=0.05, help=delta_help)
+    parser.add_argument("--sweeps", dest="n_sweeps", type=int, default=None, metavar="N", help=sweeps_help)
+
+
+def add_executor_arguments(parser, *, scheduler_help):
+    """``--workers N`` or ``--scheduler ADDRESS`` (one of them)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N", default=None,
+                       help="run blocks on a local Dask cluster of N worker processes")
+    where.add_argument("--scheduler", metavar="ADDRESS", default=None, help=scheduler_help)
+
+
+def add_fit_arguments(parser, *, calibration_help, block_prior_help):
+    """``--calibration`` and ``--block-prior`` of the models ``coref fit`` / ``coref run`` fit."""
+    parser.add_argument("--calibration", choices=CALIBRATIONS, default="isotonic", help=calibration_help)
+    parser.add_argument("--block-prior", dest="block_prior", choices=("pcc", "none"), default="pcc",
+                        help=block_prior_help)
+
+
+def add_flag_arguments(parser, *, strict_help="fail on the first bad record or file", quiet=True):
+    """``--strict``, ``--quiet`` (commands with progress bars) and ``--debug``."""
+    parser.add_argument("--strict", action="store_true", help=strict_help)
+    if quiet:
+        parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+
+
+def add_common_arguments(parser):
+    """Options shared by ``coref predict`` and ``coref add``."""
+    add_gibbs_arguments(parser, sampler_help="Gibbs sampler (default racing); auto: exact Gibbs from the cached "
+                                             "factor matrix for each block whose matrix fits --factor-cache-mb "
+                                             "(256 MiB when not given), racing for larger blocks")
+    add_executor_arguments(parser, scheduler_help="run blocks on this Dask scheduler")
+    parser.add_argument("--factor-cache-mb", type=float, default=0.0, metavar="MB",
+                        help="exact and auto samplers: sample each block whose n x n factor matrix fits "
+                             "MB MiB from the matrix (same clusters, factors evaluated once; default 0: "
+                             "off for exact, 256 for auto)")
+    add_flag_arguments(parser)

@@ -1,0 +1,30 @@
+"""``coref predict``: cluster unlabeled mentions with a saved (or the shipped) model."""
+from __future__ import annotations
+
+from coref.cli.common import ERRORS, add_common_arguments, add_input_arguments, print_summary, report_error
+from coref.jobs.predict import predict
+
+__all__ = ["add_arguments", "main"]
+
+
+def add_arguments(parser):
+    """Options of ``coref predict``."""
+    add_input_arguments(parser, data_help="mention file or directory (default: the shipped AMiner set)",
+                        model_help="model directory from `coref fit` (default: the shipped model)")
+    parser.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    add_common_arguments(parser)
+    parser.add_argument("--confidence", action="store_true",
+                        help="also write confidence.csv and pairs.csv (per-mention assignment confidence)")
+
+
+def main(args):
+    """Entry point of ``coref predict``; returns the exit status."""
+    try:
+        result = predict(args.data, model=args.model, out=args.out, sampler=args.sampler, seed=args.seed,
+                         delta=args.delta, n_sweeps=args.n_sweeps, format=args.format, strict=args.strict,
+                         workers=args.workers, scheduler=args.scheduler, confidence=args.confidence,
+                         progress=not args.quiet, factor_cache_mb=args.factor_cache_mb)
+    except ERRORS as exc:
+        return report_error("predict", args, exc)
+    print_summary(result.summary, args.out)
+    return 0

@@ -1,0 +1,111 @@
+"""Cluster every block of a mention table with a fitted model, and name the clusters.
+
+Every block is clustered with annealed racing Gibbs (:class:`coref.gibbs.GibbsCoref`),
+locally or on Dask; block ``b`` uses ``coref.gibbs.block_rng(seed, b)``, so the same
+seed gives the same clusters on any executor. Cluster ids are ``"<block>/<k>"``,
+k = 0, 1, ... in the order of each cluster's smallest mention id: stable strings,
+unique across blocks (Chen & Ghahramani 2016, Sec. 5.3 and Appx. C.3).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from coref import features
+from coref.inference import infer_blocks
+
+__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins"]
+
+
+def canonical_cluster_ids(blocks, mention_ids, keys):
+    """Cluster ids ``"<block>/<k>"`` numbered by each cluster's smallest mention id.
+
+    Parameters
+    ----------
+    blocks, mention_ids, keys : array-like of shape (n_mentions,)
+        Block, mention id and any cluster key (same key = same cluster within a block).
+
+    Returns
+    -------
+    ndarray of object, shape (n_mentions,)
+        Depends only on the partition, not on the keys' values.
+    """
+    frame = pd.DataFrame({"b": np.asarray(blocks, dtype=object).astype(str),
+                          "m": np.asarray(mention_ids, dtype=object).astype(str),
+                          "k": np.asarray(keys, dtype=object).astype(str)})
+    first = frame.groupby(["b", "k"], sort=False)["m"].transform("min")
+    frame["first"] = first
+    order = frame[["b", "first"]].drop_duplicates().sort_values(["b", "first"], kind="stable")
+    order["n"] = order.groupby("b").cumcount()
+    n = frame.merge(order, on=["b", "first"], how="left")["n"].to_numpy()
+    return (frame["b"] + "/" + pd.Series(n).astype(str)).to_numpy(dtype=object)
+
+
+def result_margins(results):
+    """Margin of every mention in its final cluster, from the block results of the inference.
+
+    Parameters
+    ----------
+    results : list of coref.inference.BlockResult
+        Inferred with ``margins=True``.
+
+    Returns
+    -------
+    pandas.Series of float
+        mention_id -> the sum of f_theta to the other members of its cluster (NaN for
+        singletons; :func:`coref.report.cluster_margins`).
+    """
+    if not results:
+        return pd.Series(dtype=float)
+    return pd.Series(np.concatenate([r.margin for r in results]),
+                     index=np.concatenate([r.mention_id for r in results]).astype(str))
+
+
+def predict_clusters(df, model, settings, *, client=None, progress=False, return_encodings=False):
+    """Cluster every block of ``df`` with a fitted model.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions (schema of :func:`coref.io.load_mentions`); a ``gold`` column is ignored.
+    model : coref.model.PairwiseModel
+        Fitted.
+    settings : coref.settings.CorefSettings
+        Seed, delta, sweeps (validated once by :func:`coref.settings.make_settings`).
+    client : distributed.Client or None
+        Dask client; ``None`` runs here.
+    progress : bool
+        Show a progress bar.
+    return_encodings : bool
+        Also return, under ``stats["encodings"]``, the per-mention encoding of ``df``
+        (:class:`coref.features.MentionEncoding`, rows of ``df``), for ``encodings.npz``.
+
+    Returns
+    -------
+    clusters : pandas.DataFrame
+        mention_id, block, cluster_id (+ gold, passed through, when ``df`` has it), in
+        the row order of ``df``.
+    stats : dict
+        ``n_factor_evals`` and ``gibbs_wall_s`` summed over blocks; ``margins``
+        (:func:`result_margins`).
+    """
+    feats = df.drop(columns=[c for c in ("gold",) if c in df.columns]).reset_index(drop=True)
+    # the per-mention work once for all blocks (batched); each block is assembled from it
+    encodings = features.encode_parts(feats, model.vocabulary_)
+    results = infer_blocks(feats, model, settings, record_history=False, client=client, progress=progress,
+                           margins=True, encodings=encodings)
+    mids = np.concatenate([r.mention_id for r in results]) if results else np.array([], object)
+    keys = np.concatenate([r.cluster_id for r in results]) if results else np.array([], object)
+    blocks = np.concatenate([[r.block] * len(r.mention_id) for r in results]) if results else np.array([], object)
+    cid = pd.Series(canonical_cluster_ids(blocks, mids, keys), index=pd.Index(mids.astype(str)))
+    clusters = pd.DataFrame({"mention_id": df["mention_id"].astype(str).to_numpy(),
+                             "block": df["block"].astype(str).to_numpy()})
+    clusters["cluster_id"] = cid.reindex(clusters["mention_id"]).to_numpy()
+    if "gold" in df.columns:
+        clusters["gold"] = df["gold"].to_numpy()
+    stats = {"n_factor_evals": int(sum(r.n_factor_evals for r in results)),
+             "gibbs_wall_s": float(sum(r.wall_s for r in results)),
+             "margins": result_margins(results)}
+    if return_encodings:
+        stats["encodings"] = encodings
+    return clusters, stats

@@ -1,0 +1,140 @@
+"""``coref fit`` as a function: train the pairwise model once on labeled mentions and save it.
+
+Fits :class:`coref.estimator.AuthorCoref` (theta by logistic regression on labeled
+within-block pairs, and the tuned intercept shift) on every labeled block of the data
+and writes the model directory of :func:`coref.model.save_model` (JSON + npz +
+manifest with SHA-256 checksums; the schema is in :mod:`coref.model`).
+
+The shipped default model is regenerated with::
+
+    python -m coref fit --data data/aminer_na --model coref/models/default
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import sklearn.base
+
+from coref.confidence import fit_confidence_calibration
+from coref.estimator import AuthorCoref
+from coref.inputs import load_input
+from coref.jobs.heldout import check_calibration
+from coref.jobs.result import SummaryAccess
+from coref.model import save_model
+from coref.outputs import mentions_checksum
+from coref.settings import make_settings
+
+__all__ = ["fit", "FitResult"]
+
+
+@dataclass(frozen=True)
+class FitResult(SummaryAccess):
+    """What :func:`fit` wrote and learned.
+
+    Attributes
+    ----------
+    model : str
+        The model directory written.
+    training : dict
+        What the model was trained on (saved with it): path, format, counts, checksum.
+    n_mentions, n_blocks, n_labeled : int
+        Mentions, blocks and labeled mentions of the training data.
+    n_pairs : int
+        Labeled pairs theta was fitted on.
+    shift : float
+        The tuned intercept shift.
+    fit_s : float
+        Seconds to load and fit.
+    calibration : dict or None
+        The calibration maps' ``info`` (None without maps).
+    calibration_s : float
+        Seconds to fit the maps.
+    """
+
+    model: str
+    training: dict
+    n_mentions: int
+    n_blocks: int
+    n_labeled: int
+    n_pairs: int
+    shift: float
+    fit_s: float
+    calibration: dict | None
+    calibration_s: float
+
+    @property
+    def summary(self):
+        """Every field as a dict (what ``coref.train.fit`` returned)."""
+        return asdict(self)
+
+
+def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="racing",
+        delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc", calibration_folds=5):
+    """Fit on ``data`` and save to the directory ``model``.
+
+    Parameters
+    ----------
+    data : None, str, os.PathLike or pandas.DataFrame
+        Labeled mentions (``None``: the shipped AMiner set).
+    model : str or os.PathLike
+        Model directory to write.
+    format, strict
+        Loader options.
+    rng, C, bias_shift, sampler, delta, n_sweeps, block_prior
+        :class:`coref.estimator.AuthorCoref` parameters (saved with the model).
+    calibration : {"isotonic", "temperature", "none"}, default "isotonic"
+        Fit the confidence calibration maps (pair probabilities and mention
+        confidences, :func:`coref.confidence.fit_confidence_calibration`) on the
+        training mentions, clustered and scored by the fitted model, and save them
+        with it (``model.json`` field ``calibration``); ``coref predict --confidence``
+        applies them (``p_calibrated`` columns). ``"none"``: no maps.
+    calibration_folds : int, default 5
+        The maps are fitted on cross-fitted scores: the labeled blocks are split into
+        this many groups, each clustered and scored by a model fitted (with the same
+        parameters) on the others (:func:`coref.confidence.fit_confidence_calibration`).
+        Capped at the number of labeled blocks; below 2 (or 0): the final model scores
+        its own training mentions (in-sample, over-confident).
+
+    Returns
+    -------
+    FitResult
+        ``result[key]`` reads its fields as the dict ``coref.train.fit`` returned.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError, TypeError, coref.exceptions.MentionFormatError
+        For bad data (e.g. no block with two labeled mentions) or parameters.
+    """
+    make_settings("fit", format=format, strict=strict)
+    check_calibration(calibration)
+    t0 = time.perf_counter()
+    df, desc = load_input(data, format=format, strict=strict, command="fit", need_gold=True)
+    est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps,
+                      block_prior=block_prior).fit(df)
+    fit_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    cal_info = None
+    if calibration != "none":
+        if not (isinstance(calibration_folds, int) and not isinstance(calibration_folds, bool)
+                and calibration_folds >= 0):
+            raise ValueError(f"calibration_folds must be an integer >= 0; got {calibration_folds!r}")
+        lab = df[df["gold"].notna()].reset_index(drop=True)
+        folds = min(int(calibration_folds), int(lab["block"].nunique()))
+        folds = folds if folds >= 2 else 0
+
+        def refit(train):            # the same estimator parameters, on the other groups only
+            return sklearn.base.clone(est).fit(train).model_
+
+        est.model_.calibration_ = fit_confidence_calibration(est.model_, lab, method=calibration, rng=int(est.seed_),
+                                                             folds=folds, refit=refit if folds else None)
+        cal_info = est.model_.calibration_.info
+    cal_s = time.perf_counter() - t1
+    training = {"path": desc["path"], "format": desc["format"], "n_mentions": int(len(df)),
+                "n_blocks": int(df["block"].nunique()), "n_labeled": int(df["gold"].notna().sum()),
+                "n_skipped": desc.get("n_skipped", 0), "mentions_sha256": mentions_checksum(df)}
+    path = save_model(est.model_, model, extra={"estimator": "AuthorCoref", "params": est.get_params(),
+                                                "seed": est.seed_, "training": training})
+    return FitResult(model=str(path), training=training, n_mentions=training["n_mentions"],
+                     n_blocks=training["n_blocks"], n_labeled=training["n_labeled"], n_pairs=est.model_.n_pairs_,
+                     shift=est.model_.shift_, fit_s=fit_s, calibration=cal_info, calibration_s=cal_s)

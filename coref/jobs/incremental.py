@@ -1,0 +1,318 @@
+"""New mentions into an existing clustering, without renumbering it.
+
+Blocks that already exist: Gibbs starts from the existing clusters with every old
+mention fixed (``GibbsCoref.fit(initial=..., fixed=...)``), so each new mention joins
+an existing cluster or opens a new one, and no existing assignment changes. With
+``revisit`` the old mentions of those blocks may move too; a final cluster then keeps
+the id held by most of its old mentions (larger clusters choose first) and the others
+get new ids. Blocks that are new are clustered from scratch, as ``coref predict`` does.
+New clusters in an existing block get ``"<block>/<k>"`` with k above every id of the
+form ``"<block>/<int>"`` in use.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from coref import features
+from coref.features import MentionEncoding
+from coref.inference import infer_blocks
+from coref.jobs.clusters import canonical_cluster_ids, result_margins
+
+__all__ = ["add_clusters", "next_cluster_k", "name_final_clusters"]
+
+
+def next_cluster_k(ids, block):
+    """1 + the largest k of the ids ``{block}/{k}`` (k decimal digits), 0 if there is none."""
+    prefix = f"{block}/"
+    cut = len(prefix)
+    ks = [int(i[cut:]) for i in ids if i.startswith(prefix) and i[cut:].isdecimal()]
+    return max(ks) + 1 if ks else 0
+
+
+def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, client=None, progress=False,
+                 old_encodings=None, return_encodings=False):
+    """Cluster ``new_mentions`` into an existing clustering.
+
+    Parameters
+    ----------
+    model : coref.model.PairwiseModel
+        Fitted.
+    old_mentions : pandas.DataFrame
+        The mentions already clustered (mention schema).
+    old_clusters : pandas.DataFrame
+        mention_id, block, cluster_id of ``old_mentions`` (optional gold passed through).
+    new_mentions : pandas.DataFrame
+        Mentions to add (mention schema; ``gold`` ignored and passed through).
+    settings : coref.settings.CorefSettings
+        Seed, delta, sweeps, ``revisit`` and ``strict``.
+    client, progress
+        As in :func:`coref.jobs.clusters.predict_clusters`.
+    old_encodings : coref.features.MentionEncoding or None
+        Per-mention encodings of (at least) the old mentions, made with ``model``'s
+        vocabulary (``encodings.npz`` of the earlier output, validated); ``None``
+        encodes the old mentions that are needed again. Only the new mentions are
+        encoded from their text; each touched block is assembled from both.
+    return_encodings : bool
+        Also return, under ``info["encodings"]``, the per-mention encoding of every
+        mention of the result (old then new, the rows of ``clusters``).
+
+    Returns
+    -------
+    clusters : pandas.DataFrame
+        Old rows first (in their order), then the new ones: mention_id, block,
+        cluster_id (+ gold when either side has it).
+    info : dict
+        Counts: new mentions, skipped duplicates, blocks touched / new, mentions that
+        joined existing clusters, new clusters, old ids changed, factor evaluations; and
+        ``margins`` (Series mention_id -> margin, for the blocks that were sampled).
+
+    Raises
+    ------
+    ValueError
+        If a new mention id is already clustered and ``settings.strict``; if the old
+        tables disagree.
+    RuntimeError
+        If a fixed old mention was moved (a sampler that ignores ``fixed``).
+    """
+    old = _OldClusters(old_clusters)
+    new, skipped = _drop_clustered(new_mentions, old.ids, strict=settings.strict)
+    old_blocks = set(old.block_of.tolist())
+    new_blocks = set(new["block"].tolist())
+    touched = sorted(new_blocks & old_blocks)
+    fresh = sorted(new_blocks - old_blocks)
+    feats = [c for c in new.columns if c != "gold"]
+    source = _EncodingSource(model, old, old_mentions, old_encodings, new, feats)
+    sampled = _Sampled()
+    # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
+    if touched:
+        _sample_touched(sampled, model, settings, old, new, source, set(touched), client=client, progress=progress)
+    # new blocks: from scratch, ids as coref predict gives them
+    if fresh:
+        _sample_fresh(sampled, model, settings, new, feats, source, set(fresh), client=client, progress=progress)
+    clusters, info = _assemble(old, old_clusters, new, sampled, revisit=settings.revisit)
+    info = {"n_old_mentions": int(len(old.ids)), "n_new_mentions": int(len(new)),
+            "n_skipped_duplicates": len(skipped), "skipped_duplicates": skipped[:20],
+            "n_blocks_touched": len(touched), "n_blocks_new": len(fresh), **info,
+            **sampled.stats, "margins": result_margins(sampled.results)}
+    if return_encodings:
+        info["encodings"] = source.all_encodings()
+    return clusters, info
+
+
+class _OldClusters:
+    """The old clustering by mention id: ``ids``, ``block_of`` and ``cid`` (cluster id), as str."""
+
+    def __init__(self, old_clusters):
+        old_clusters = old_clusters.reset_index(drop=True)
+        self.ids = pd.Index(old_clusters["mention_id"].astype(str).to_numpy(dtype=object))
+        if self.ids.has_duplicates:
+            raise ValueError("old clusters: duplicate mention ids, e.g. "
+                             + repr(self.ids[self.ids.duplicated()][:3].tolist()))
+        self.block_of = pd.Series(old_clusters["block"].astype(str).to_numpy(dtype=object), index=self.ids)
+        self.cid = pd.Series(old_clusters["cluster_id"].astype(str).to_numpy(dtype=object), index=self.ids)
+        # (.tolist(): iterating pandas' pyarrow strings element by element is slow)
+        self.id_set = set(self.ids.tolist())
+
+
+class _Sampled:
+    """What the sampled blocks gave: block results, costs and the final ids."""
+
+    def __init__(self):
+        self.results = []
+        self.stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0}
+        self.final_old_of = {}   # old mention -> its final id (only where sampled)
+        self.new_cid_of = {}     # new mention -> its id
+
+    def extend(self, results):
+        self.results.extend(results)
+        for r in results:
+            self.stats["n_factor_evals"] += r.n_factor_evals
+            self.stats["gibbs_wall_s"] += r.wall_s
+
+
+def _drop_clustered(new_mentions, old_ids, *, strict):
+    """The new mentions whose id is not clustered yet (ids and blocks as str), and the ids skipped."""
+    new = new_mentions.reset_index(drop=True).copy()
+    new["mention_id"] = new["mention_id"].astype(str).to_numpy(dtype=object)
+    old_set = set(old_ids.tolist())
+    dup = np.fromiter((m in old_set for m in new["mention_id"].tolist()), bool, len(new))
+    skipped = new.loc[dup, "mention_id"].tolist()
+    if skipped and strict:
+        raise ValueError(f"{len(skipped)} new mention id(s) are already clustered, e.g. {skipped[:3]}")
+    new = new[~dup].reset_index(drop=True)
+    new["block"] = new["block"].astype(str).to_numpy(dtype=object)
+    return new, skipped
+
+
+class _EncodingSource:
+    """Per-mention encodings of the old and the new mentions, each made once.
+
+    The new mentions' come from their text, in one batch; the old ones' from
+    ``old_encodings`` (or, without them, from the text of the old mentions needed).
+    ``enc_all`` holds old_encodings' rows, then the new mentions' (tables merged once);
+    every block is assembled from a take of it, the same arrays as from a concat of takes.
+    """
+
+    def __init__(self, model, old, old_mentions, old_encodings, new, feats):
+        self.model, self.old = model, old
+        self.new_enc = features.encode_parts(new[feats], model.vocabulary_)
+        if old_encodings is not None:
+            pos = pd.Index(old_encodings.mention_id.astype(str)).get_indexer(old.ids)
+            if (pos < 0).any():
+                raise ValueError(f"old_encodings lack {int((pos < 0).sum())} of the old mentions, e.g. "
+                                 f"{old.ids[pos < 0][:3].tolist()}")
+            self.old_enc_of = pd.Series(pos, index=old.ids)
+            self.enc_all = MentionEncoding.concat([old_encodings, self.new_enc])
+            self.n_old_enc = len(old_encodings)
+            self.om = None                         # the old mentions' text is not needed
+        else:
+            self.old_enc_of = None
+            om = old_mentions.copy()
+            om["mention_id"] = om["mention_id"].astype(str)
+            self.om = om.set_index("mention_id")
+
+    def touched_part(self, in_touched, new, new_in, feats):
+        """The mentions of the touched blocks (old ones first) and their encodings."""
+        old = self.old
+        old_rows = old.block_of.index[in_touched]
+        if self.om is None:
+            # the blocks are assembled from the encodings: infer_blocks reads only ids and blocks
+            part = pd.DataFrame({"mention_id": np.r_[old_rows.to_numpy(dtype=object),
+                                                     new.loc[new_in, "mention_id"].to_numpy(dtype=object)],
+                                 "block": np.r_[old.block_of.to_numpy()[in_touched],
+                                                new.loc[new_in, "block"].to_numpy(dtype=object)]})
+            enc_part = self.enc_all.take(np.r_[self.old_enc_of.to_numpy()[in_touched],
+                                               self.n_old_enc + np.flatnonzero(new_in)])
+        else:
+            part_old = self.om.loc[old_rows].reset_index()
+            part_old["block"] = old.block_of.loc[old_rows].to_numpy()
+            cols = [c for c in feats if c in part_old.columns]
+            part = pd.concat([part_old[cols], new.loc[new_in, cols]], ignore_index=True)
+            enc_old = features.encode_parts(part_old[cols], self.model.vocabulary_)
+            enc_part = MentionEncoding.concat([enc_old, self.new_enc.take(np.flatnonzero(new_in))])
+        return part, enc_part, len(old_rows)
+
+    def all_encodings(self):
+        """The encodings of every mention of the result: the old ones, then the new ones."""
+        if self.old_enc_of is None:
+            enc_all_old = features.encode_parts(self.om.loc[self.old.ids].reset_index(), self.model.vocabulary_)
+            return MentionEncoding.concat([enc_all_old, self.new_enc])
+        return self.enc_all.take(np.r_[self.old_enc_of.to_numpy(), self.n_old_enc + np.arange(len(self.new_enc))])
+
+
+def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, client, progress):
+    """Gibbs on the blocks that hold old and new mentions, from the old clusters; ids into ``sampled``."""
+    # (a set: isin on pyarrow strings loops in Python)
+    in_touched = np.fromiter((b in touched_set for b in old.block_of.tolist()), bool, len(old.block_of))
+    new_in = np.fromiter((b in touched_set for b in new["block"].tolist()), bool, len(new))
+    feats = [c for c in new.columns if c != "gold"]
+    part, enc_part, n_part_old = source.touched_part(in_touched, new, new_in, feats)
+    is_old = np.r_[np.ones(n_part_old, bool), np.zeros(len(part) - n_part_old, bool)]
+    initial = np.r_[old.cid.to_numpy(dtype=object)[in_touched], np.full(len(part) - n_part_old, None, object)]
+    fixed = is_old & (not settings.revisit)
+    results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
+                           initial=initial, fixed=fixed, margins=True, encodings=enc_part)
+    sampled.extend(results)
+    used = set(old.cid.tolist())
+    ids_by_block = {b: g.tolist() for b, g in old.cid.groupby(old.block_of.to_numpy(), sort=False)}
+    old_cid_of = dict(zip(old.ids.tolist(), old.cid.tolist()))
+    for r in results:
+        mids = r.mention_id.astype(str)
+        is_old = np.fromiter((m in old.id_set for m in mids), bool, len(mids))
+        names = name_final_clusters(r, is_old, old_cid_of, ids_by_block.get(r.block, []), used)
+        sampled.final_old_of.update(zip(mids[is_old].tolist(), names[is_old].tolist()))
+        sampled.new_cid_of.update(zip(mids[~is_old].tolist(), names[~is_old].tolist()))
+
+
+def _sample_fresh(sampled, model, settings, new, feats, source, fresh_set, *, client, progress):
+    """Gibbs on the blocks of new mentions only, ids as ``coref predict`` numbers them; into ``sampled``."""
+    in_fresh = np.fromiter((b in fresh_set for b in new["block"]), bool, len(new))
+    part = new.loc[in_fresh, feats].reset_index(drop=True)
+    results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
+                           margins=True, encodings=source.new_enc.take(np.flatnonzero(in_fresh)))
+    sampled.extend(results)
+    if results:   # ids as coref predict numbers them, all new blocks at once
+        mids = np.concatenate([r.mention_id for r in results])
+        ids = canonical_cluster_ids(np.concatenate([[r.block] * len(r.mention_id) for r in results]), mids,
+                                    np.concatenate([r.cluster_id for r in results]))
+        sampled.new_cid_of.update(zip(mids.astype(str).tolist(), list(ids)))
+
+
+def _assemble(old, old_clusters, new, sampled, *, revisit):
+    """The whole clustering (old rows, then new) and the counts of joined / new clusters and changed ids."""
+    final_old = pd.Series([sampled.final_old_of.get(m, c) for m, c in zip(old.ids.tolist(), old.cid.tolist())],
+                          index=old.ids, dtype=object)
+    new_cid = pd.Series([sampled.new_cid_of.get(m) for m in new["mention_id"].tolist()],
+                        index=pd.Index(new["mention_id"]), dtype=object)
+    changed = int((final_old != old.cid).sum())
+    if changed and not revisit:
+        raise RuntimeError(f"the sampler moved {changed} fixed old mention(s); it must honour fixed=")
+    out_old = pd.DataFrame({"mention_id": old.ids, "block": old.block_of.to_numpy(),
+                            "cluster_id": final_old.to_numpy()})
+    out_new = pd.DataFrame({"mention_id": new["mention_id"].to_numpy(), "block": new["block"].to_numpy(),
+                            "cluster_id": new_cid.reindex(new["mention_id"]).to_numpy()})
+    old_clusters = old_clusters.reset_index(drop=True)
+    if "gold" in old_clusters.columns or "gold" in new.columns:
+        out_old["gold"] = old_clusters["gold"].to_numpy() if "gold" in old_clusters.columns else pd.NA
+        out_new["gold"] = new["gold"].to_numpy() if "gold" in new.columns else pd.NA
+    clusters = pd.concat([out_old, out_new], ignore_index=True)
+    existing = set(old.cid.tolist())
+    joined = np.fromiter((c in existing for c in out_new["cluster_id"].tolist()), bool, len(out_new))
+    return clusters, {"n_joined_existing": int(joined.sum()),
+                      "n_new_clusters": int(out_new.loc[~joined, "cluster_id"].nunique()),
+                      "n_old_ids_changed": changed}
+
+
+def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
+    """Cluster id of every mention of one sampled block that held old mentions.
+
+    A final cluster keeps the old id held by most of its old mentions (larger final
+    clusters choose first, ties by the earliest mention, then by the id); a cluster
+    left without one gets ``"<block>/<k>"``, k from :func:`next_cluster_k` and not in
+    ``used``.
+
+    Parameters
+    ----------
+    result : coref.inference.BlockResult
+    is_old : ndarray of bool, shape (n_block_mentions,)
+        Which mentions of ``result`` were clustered before.
+    old_cid_of : dict
+        Old mention id -> its old cluster id.
+    block_ids : list of str
+        The old cluster ids of the block.
+    used : set of str
+        Every cluster id in use; the new ids are added to it.
+
+    Returns
+    -------
+    ndarray of object, shape (n_block_mentions,)
+    """
+    block = result.block
+    mids = result.mention_id.astype(str)
+    codes, _ = pd.factorize(result.cluster_id.astype(str))
+    # votes[c] = {old id: how many of its mentions final cluster c holds}
+    votes = {}
+    for c, m in zip(codes[is_old].tolist(), mids[is_old].tolist()):
+        cnt = votes.setdefault(c, {})
+        o = old_cid_of[m]
+        cnt[o] = cnt.get(o, 0) + 1
+    sizes = np.bincount(codes)
+    first = np.full(len(sizes), len(codes))
+    np.minimum.at(first, codes, np.arange(len(codes)))
+    k_next = next_cluster_k(block_ids, block)
+    name_of = {}
+    taken = set()
+    # larger final clusters choose their id first; an id goes to the cluster holding most of its mentions
+    for c in np.lexsort((first, -sizes)):
+        cnt = votes.get(c, {})
+        choice = next((o for o, _ in sorted(cnt.items(), key=lambda kv: (-kv[1], kv[0])) if o not in taken), None)
+        if choice is None:
+            while f"{block}/{k_next}" in used:
+                k_next += 1
+            choice = f"{block}/{k_next}"
+            used.add(choice)
+            k_next += 1
+        taken.add(choice)
+        name_of[c] = choice
+    return np.array([name_of[c] for c in codes], dtype=object)

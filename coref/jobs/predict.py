@@ -1,0 +1,123 @@
+"""``coref predict`` as a function: cluster unlabeled mentions with a saved model.
+
+A ``gold`` column in the input is never read: it is dropped before inference and
+passed through to clusters.csv untouched. The output directory (locked while written,
+manifest.json last, see :mod:`coref.outputs`) holds the files of
+:mod:`coref.jobs.writing` and ``encodings.npz``, the per-mention encodings for the
+model used (:func:`coref.outputs.write_encodings`), so that ``coref add`` encodes only
+the new mentions.
+
+References
+----------
+.. [1] Chen, Y. & Ghahramani, Z. (2016). Scalable discrete sampling as a multi-armed
+   bandit problem. ICML. Sec. 5.3 and Appx. C.3.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import time
+
+from coref.inference import executor_context
+from coref.inputs import load_input, resolve_model
+from coref.jobs.clusters import predict_clusters
+from coref.jobs.result import ClusteringResult
+from coref.jobs.writing import write_confidence, write_outputs
+from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
+from coref.settings import make_settings
+
+__all__ = ["predict", "cache_params", "clustering_summary"]
+
+
+def cache_params(factor_cache_mb):
+    """``gibbs_params`` of :func:`coref.settings.make_settings` for a factor-cache budget.
+
+    ``None`` for 0, so that the settings (and the key of a run) are those of a run
+    without the option.
+
+    Raises
+    ------
+    ValueError
+        If the budget is not a finite number >= 0.
+    """
+    v = factor_cache_mb
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"--factor-cache-mb must be a finite number >= 0; got {v!r}")
+    return {"factor_cache_mb": float(v)} if v > 0 else None
+
+
+def clustering_summary(command, clusters, info):
+    """The leading keys of summary.json: command, counts of mentions, blocks, clusters, then ``info``."""
+    return {"command": command, "n_mentions": int(len(clusters)), "n_blocks": int(clusters["block"].nunique()),
+            "n_clusters": int(clusters["cluster_id"].nunique()),
+            "n_singletons": int((clusters["cluster_id"].value_counts() == 1).sum()),
+            "gold_passed_through": "gold" in clusters.columns, **info}
+
+
+def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sweeps=None, format=None,
+            strict=False, workers=None, scheduler=None, confidence=False, progress=True,
+            factor_cache_mb=0.0):
+    """Load mentions, cluster every block, write ``out``.
+
+    Parameters
+    ----------
+    data : None, str, os.PathLike or pandas.DataFrame
+        Mentions to cluster (``None``: the shipped AMiner set). A DataFrame without
+        blocks gets them as the loaders give them (:func:`coref.inputs.derive_blocks`).
+    model : None, str or os.PathLike
+        Model directory from ``coref fit``; ``None`` = the shipped default model.
+    out : str or os.PathLike
+        Output directory (locked while written, manifest last).
+    sampler, seed, delta, n_sweeps, format, strict, workers, scheduler
+        As in :func:`coref.settings.make_settings`.
+    confidence : bool
+        Also write per-mention confidence (needs :mod:`coref.confidence`).
+    progress : bool
+        Progress bars on stderr.
+    factor_cache_mb : float >= 0
+        Exact sampler: sample each block whose n x n factor matrix fits this many MiB
+        from the matrix (:class:`coref.gibbs.GibbsCoref` ``factor_cache_mb``; same
+        clusters, factors evaluated once per block).  0 = off.
+
+    Returns
+    -------
+    ClusteringResult
+        ``out``, ``paths`` and ``summary`` (summary.json; its ``manifest`` key holds
+        the manifest). ``result[key]`` reads the summary.
+
+    Raises
+    ------
+    coref.outputs.OutputError
+        Before any work, if ``out`` is not writable or is locked by another command.
+    FileNotFoundError, ValueError, TypeError, coref.exceptions.MentionFormatError,
+    coref.exceptions.ModelFormatError, ConnectionError
+        For bad input, a bad model or an unreachable scheduler.
+    """
+    t0 = time.perf_counter()
+    settings = make_settings("predict", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
+                             strict=strict, workers=workers, scheduler=scheduler,
+                             gibbs_params=cache_params(factor_cache_mb))
+    with OutputDir(out, "predict") as od:
+        fitted, _, model_info = resolve_model(model)
+        df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
+        with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
+            clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress,
+                                               return_encodings=True)
+        margins = stats.pop("margins")
+        # written first and released after confidence (which assembles blocks from them):
+        # the encodings are the largest object of a big run
+        encodings = stats.pop("encodings")
+        write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
+        conf_md = write_confidence(od, fitted, df, clusters, settings, encodings) if confidence else None
+        del encodings
+        summary = {
+            **clustering_summary("predict", clusters, stats),
+            "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
+            "elapsed_s": time.perf_counter() - t0,
+        }
+        summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
+                                title="Author coreference: predicted clusters", confidence=conf_md)
+        summary["manifest"] = od.finish(settings=settings, model_info=model_info,
+                                        input_info={"path": desc["path"], "format": desc["format"],
+                                                    "mentions_sha256": mentions_checksum(df)})
+    return ClusteringResult.from_summary(od.out, summary)

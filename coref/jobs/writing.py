@@ -1,0 +1,95 @@
+"""The files of a ``coref predict`` / ``coref add`` output directory.
+
+* ``clusters.csv``: mention_id, block, cluster_id (and gold when the input has it).
+* ``mentions.parquet``: the mentions clustered (what ``coref add`` builds on).
+* ``summary.json`` and ``report.md``: counts, the largest clusters and the weakest
+  merges (the mentions whose cluster gains least over being alone).
+* with ``--confidence``: ``confidence.csv`` and ``pairs.csv`` from
+  :func:`coref.confidence.assignment_confidence`, and the report section.
+
+(``encodings.npz`` is written by the jobs with :func:`coref.outputs.write_encodings`.)
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from coref.features import assemble_block
+from coref.io import write_mentions
+from coref.report import largest_clusters, render_predict_md, weakest_merges, write_csv, write_json
+from sampling.utils.atomic import atomic_write_text
+
+__all__ = ["write_outputs", "write_confidence", "BlockEncodings"]
+
+
+def write_outputs(od, df, clusters, model, settings, *, summary, title, margins, confidence=None, focus=None):
+    """Write clusters.csv, mentions.parquet, summary.json, report.md (and confidence files) into ``od``.
+
+    ``margins``: Series mention_id -> margin (from the inference); ``focus``: the mentions
+    the weakest merges are chosen among (None = all).
+    """
+    write_csv(od.path("clusters.csv"), clusters)
+    mentions = df if "gold" in df.columns else df.assign(gold=pd.array([pd.NA] * len(df), dtype="string"))
+    write_mentions(mentions, od.path("mentions.parquet"))
+    largest = largest_clusters(df, clusters)
+    weakest = weakest_merges(clusters, margins, focus=focus)
+    summary = {**summary, "largest_clusters": largest.to_dict("records"),
+               "weakest_merges": None if weakest is None else weakest.to_dict("records")}
+    extra_md = ""
+    if confidence is not None:
+        extra_md = confidence
+    write_json(od.path("summary.json"), summary)
+    atomic_write_text(od.path("report.md"), render_predict_md(summary, largest, weakest, title=title) + extra_md)
+    return summary
+
+
+class BlockEncodings:
+    """The fitted model, encoding a block from the run's per-mention encoding.
+
+    ``encode(df_block)`` assembles the block from the rows of ``encodings`` (one per
+    mention of the run, aligned with ``mention_ids``) instead of encoding its text
+    again: the same :class:`coref.features.EncodedBlock`, bit for bit
+    (:func:`coref.features.assemble_block`).  A block with a mention the run did not
+    encode falls back to ``model.encode``.  Every other attribute is the model's.
+    """
+
+    def __init__(self, model, encodings, mention_ids):
+        self._model = model
+        self._encodings = encodings
+        self._pos = pd.Index(np.asarray(mention_ids, dtype=object).astype(str))
+
+    def encode(self, df_block):
+        """The block's :class:`coref.features.EncodedBlock`, assembled from the run's encodings."""
+        rows = self._pos.get_indexer(df_block["mention_id"].astype(str).to_numpy(dtype=object))
+        if len(rows) == 0 or (rows < 0).any():
+            return self._model.encode(df_block)
+        return assemble_block(self._encodings.take(rows))
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def write_confidence(od, model, df, clusters, settings, encodings=None):
+    """confidence.csv, pairs.csv and the report section (coref.confidence, if present).
+
+    ``encodings``: the run's per-mention encoding of ``df`` (rows of ``df``), so that
+    blocks are assembled from it rather than encoded again.
+    """
+    try:   # (an optional part: imported when asked for)
+        from coref.confidence import assignment_confidence, write_confidence_report
+    except ImportError as exc:
+        raise RuntimeError(f"--confidence needs coref.confidence, which is not available here ({exc})") from None
+
+    features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
+    if encodings is not None:
+        model = BlockEncodings(model, encodings, df["mention_id"].to_numpy())
+    conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
+                                        delta=settings.delta, rng=settings.seed)
+    write_csv(od.path("confidence.csv"), conf)
+    write_csv(od.path("pairs.csv"), pairs)
+    before = {p.name for p in od.out.iterdir()}
+    section = write_confidence_report(od.out, conf, pairs)
+    for p in sorted(od.out.iterdir()):
+        if p.name not in before and p.suffix == ".png":
+            od.path(p.name)
+    return "\n" + (section or "")
