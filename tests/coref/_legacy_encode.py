@@ -8,7 +8,11 @@ import numpy as np
 import pandas as pd
 
 from coref.blocking import normalize_name
-from coref.features import _AFFIL_STOP, _MAX_INITIALS, _REQUIRED, EncodedBlock, Vocabulary, _field_texts, words
+from coref.encoding import EncodedBlock, Vocabulary, words
+from coref.encoding.names import MAX_INITIALS as _MAX_INITIALS
+from coref.encoding.text import AFFIL_STOP_WORDS as _AFFIL_STOP
+from coref.encoding.text import REQUIRED_COLUMNS as _REQUIRED
+from coref.encoding.text import field_texts as _field_texts
 
 
 def _legacy_tfidf(voc, field_name, texts):
@@ -17,7 +21,7 @@ def _legacy_tfidf(voc, field_name, texts):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.preprocessing import normalize
 
-    from coref.features import _Analyzer
+    from coref.encoding.text import Analyzer as _Analyzer
 
     texts = list(texts)
     vec = voc.vectorizers.get(field_name)
@@ -49,7 +53,7 @@ def _legacy_topics(voc, df):
     """``Vocabulary.topics`` as it was."""
     from sklearn.preprocessing import normalize
 
-    from coref.features import _topic_texts
+    from coref.encoding.text import topic_texts as _topic_texts
 
     if voc.topic_svd is None:
         return np.zeros((len(df), 0))

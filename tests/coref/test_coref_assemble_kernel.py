@@ -1,4 +1,4 @@
-"""The compiled block assembly (coref._assemble) equals its pure-numpy twin bit for bit."""
+"""The compiled block assembly (coref.encoding._assemble) equals its pure-numpy twin bit for bit."""
 import math
 import sys
 
@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coref._assemble_py import assemble_block_py
-from coref.features import MentionEncoding, Vocabulary, assemble_block, assemble_blocks, block_components, encode_parts
+from coref.encoding import MentionEncoding, Vocabulary, assemble_block, assemble_blocks, block_components, encode_parts
+from coref.encoding._assemble_py import assemble_block_py
 from sampling.utils.kernels import load_kernel
 
 from .test_coref_encode_identity import _corpus, _edge_blocks, _frame, _mention, assert_same_block
 
-asm = load_kernel("coref._assemble")
+asm = load_kernel("coref.encoding._assemble")
 
 
 def _check(enc):
@@ -336,12 +336,12 @@ def test_bad_arrays_are_named():
 
 
 def test_unbuilt_kernel_raises_the_build_hint(monkeypatch):
-    import coref.features as features
+    import coref.encoding.blocks as blocks
 
-    monkeypatch.setattr(features, "_ASSEMBLE", None)
-    monkeypatch.setitem(sys.modules, "coref._assemble", None)
+    monkeypatch.setattr(blocks, "_ASSEMBLE", None)
+    monkeypatch.setitem(sys.modules, "coref.encoding._assemble", None)
     enc = encode_parts(_edge_blocks(), Vocabulary.fit(_corpus(), n_topics=4)).take([0])
-    with pytest.raises(ImportError, match=r"coref\._assemble.*not built in this source tree"):
+    with pytest.raises(ImportError, match=r"coref\.encoding\._assemble.*not built in this source tree"):
         assemble_block(enc)
 
 

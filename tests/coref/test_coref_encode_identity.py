@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref.features import EncodedBlock, MentionEncoding, Vocabulary, assemble_block, encode_mentions, encode_parts
+from coref.encoding import EncodedBlock, MentionEncoding, Vocabulary, assemble_block, encode_mentions, encode_parts
 
 from ._legacy_encode import legacy_encode_mentions
 
@@ -102,7 +102,7 @@ def test_unseen_words_are_weighted_per_mention_whatever_the_block():
 
     from ._legacy_encode import _legacy_tfidf
 
-    from coref.features import _field_texts
+    from coref.encoding.text import field_texts
 
     voc = Vocabulary.fit(_corpus(), n_topics=4)
     assert voc.n_docs == 48
@@ -117,8 +117,8 @@ def test_unseen_words_are_weighted_per_mention_whatever_the_block():
     assert norm([2, 1, 4, 1]) != norm([1, 4, 1, 2])
     df = _frame([_mention("p0", "B0", title="wthree wtwo wone wzero"),           # meets them in reverse
                  _mention("p1", "B1", title="wzero wzero wone wtwo wtwo wtwo wtwo wthree")])
-    batch = _legacy_tfidf(voc, "title", _field_texts(df, "title"))[1]
-    alone = _legacy_tfidf(voc, "title", _field_texts(df.iloc[[1]], "title"))
+    batch = _legacy_tfidf(voc, "title", field_texts(df, "title"))[1]
+    alone = _legacy_tfidf(voc, "title", field_texts(df.iloc[[1]], "title"))
     assert batch.data.tobytes() == alone.data.tobytes()
     # sorted by word: wone 1, wthree 1, wtwo 4, wzero 2
     np.testing.assert_array_equal(alone.data, np.array([1, 1, 4, 2]) * C / norm([1, 1, 4, 2]))

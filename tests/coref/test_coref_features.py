@@ -4,8 +4,9 @@ import pandas as pd
 import pytest
 
 from coref import _factors, _factors_py
-from coref.features import (FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES, N_FEATURES, Vocabulary,
-                            encode_mentions, normalize_name, words)
+from coref.blocking import normalize_name
+from coref.encoding import Vocabulary, encode_mentions, words
+from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES, N_FEATURES
 
 
 def _block():
@@ -311,12 +312,12 @@ def test_vocabulary_state_round_trip_and_validation():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_components_match_brute_force(seed):
-    from coref.features import _components
+    from coref.encoding.components import token_list_components
 
     rng = np.random.default_rng(seed)
     lists = [sorted(set(rng.integers(0, 12, size=rng.integers(0, 4)).tolist())) for _ in range(25)]
     for min_shared in (1, 2):
-        lab = _components(lists, min_shared)
+        lab = token_list_components(lists, min_shared)
         # brute force: union-find over pairs with >= min_shared shared tokens
         parent = list(range(25))
 
@@ -362,7 +363,7 @@ def test_venue_acronym_matches_its_own_expansion_only():
 def test_union_of_string_tables_equals_numpy_unique():
     """MentionEncoding.concat's table merge == np.unique of the concatenation (values and dtype),
     for sorted unique tables (merged) and for any others (sorted)."""
-    from coref.features import _union_sorted
+    from coref.encoding._arrays import union_sorted
 
     rng = np.random.default_rng(0)
     words = np.array(["", "a", "ab", "b", "ba", "zz", "\u00e9", "\u65e5\u672c", "a\u0301", "Z", "a much longer word"])
@@ -372,5 +373,5 @@ def test_union_of_string_tables_equals_numpy_unique():
             x, y = np.unique(x), np.unique(y)
         x = x.astype(f"<U{rng.integers(1, 20)}") if k % 5 == 0 else x.astype(str)   # narrower dtype: cut words
         want = np.unique(np.concatenate([x, y]))
-        got = _union_sorted(x, y)
+        got = union_sorted(x, y)
         assert got.dtype == want.dtype and np.array_equal(got, want), (x, y)

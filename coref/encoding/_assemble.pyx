@@ -1,13 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled block assembly: the arrays of one :class:`coref.features.EncodedBlock`.
+"""Compiled block assembly: the arrays of one :class:`coref.encoding.blocks.EncodedBlock`.
 
-:func:`assemble` does in one call what the numpy twin ``coref._assemble_py.assemble_block_py``
+:func:`assemble` does in one call what the numpy twin ``coref.encoding._assemble_py.assemble_block_py``
 does in ~35 numpy calls (whose per-call overhead, not the arithmetic, dominated on blocks
 of ~10 mentions): block-local first-appearance codes (coauthors, keys, venues, names,
 acronyms), block-local coauthor IDF, block-local columns of unseen words, the component
 profiles (top words, summed TF-IDF, L2-normalised), component year ranges and topic
 vectors, the name statistics and the block statistics. The connected components of the
-coauthor graphs come in as arguments: scipy computes them (``coref._graph``), for many
+coauthor graphs come in as arguments: scipy computes them (``coref.encoding.components``), for many
 blocks in one call.
 
 Every array equals the twin's bit for bit (same dtypes, pads, tie-breaking and the same
@@ -24,7 +24,7 @@ floating-point operations in the same order):
 
 The arrays are checked for dtype, length and CSR consistency (``ValueError`` naming the
 array); the table ids are trusted to be those of a valid
-:class:`coref.features.MentionEncoding` (``MentionEncoding.validate``). The build must
+:class:`coref.encoding.mentions.MentionEncoding` (``MentionEncoding.validate``). The build must
 not contract ``a * b + c`` into fused multiply-adds (the default x86-64 target has no
 FMA); the tests compare every array with the twin's.
 """
@@ -546,7 +546,7 @@ cdef enum:
 
 
 def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics, dict comps):
-    """Every array of the :class:`coref.features.EncodedBlock` of one block.
+    """Every array of the :class:`coref.encoding.blocks.EncodedBlock` of one block.
 
     Parameters
     ----------
@@ -563,7 +563,7 @@ def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics, dict comp
         ``comp1``, ``comp2``, ``comp3``: int32 of shape (n,), the components of the
         shared-coauthor graphs (>= 1 and >= 2 shared coauthors, >= 1 shared initial + last
         name key), numbered 0, 1, ... in the order of each component's first mention, as
-        :func:`coref._graph.token_components` (scipy) computes them.
+        :func:`coref.encoding.components.token_components` (scipy) computes them.
 
     Returns
     -------
