@@ -74,15 +74,11 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
  53+k <name>*same_comp1       feature k times same_comp1 (separate weights inside a component)
 ====  ======================  ===========================================================
 
-Word IDF for titles, venues, affiliations, abstracts and keywords comes from the
-scikit-learn ``TfidfVectorizer`` s of a :class:`Vocabulary` fitted on a corpus of
-mentions (unlabeled text only; the model fits it on its training mentions); a word
-the vocabulary never saw gets the IDF of a word of document frequency 0, so two new
-mentions sharing a new word still match. The topic vectors are a truncated SVD
-(latent semantic analysis) of the mentions' words, fitted in the same vocabulary.
-Coauthor IDF is block-local, ``log((1 + n) / (1 + df)) + 1``. The optional columns
-``abstract`` (str or NA) and ``keywords`` (list of str) may be absent; a missing
-value is never matched (indicator features instead).
+Word IDF and the LSA topic vectors come from a :class:`Vocabulary` fitted on a corpus
+of mentions (:mod:`coref.encoding.vocabulary`). Coauthor IDF is block-local,
+``log((1 + n) / (1 + df)) + 1``. The optional columns ``abstract`` (str or NA) and
+``keywords`` (list of str) may be absent; a missing value is never matched (indicator
+features instead).
 
 Modules, each importing only those above it:
 

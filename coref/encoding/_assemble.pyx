@@ -272,23 +272,31 @@ cdef inline cnp.ndarray _copy(cnp.ndarray x):
 
 # --------------------------------------------------------------------------- pieces
 
-cdef i64 _first_codes(const i32* v, i64 m, i32* codes, Arena* ar) except -1:
-    """codes[k]: 0, 1, ... by first appearance of v[k] (-1 where v[k] < 0, as ``_codes_of``).
-    Returns the number of codes."""
-    cdef Map mp
+cdef i64 _code_map(const i32* v, i64 m, i32* codes, Map* mp, Arena* ar) except -1:
+    """Codes 0, 1, ... by first appearance of the values v[k] >= 0: ``mp`` (initialised here)
+    maps each value to its code; ``codes[k]`` (unless NULL) is v[k]'s code, -1 where v[k] < 0
+    (as ``_codes_of``). Returns the number of codes."""
     cdef i64 k, s, nxt = 0
-    _map_init(&mp, m, ar)
+    _map_init(mp, m, ar)
     for k in range(m):
         if v[k] < 0:
-            codes[k] = -1
+            if codes != NULL:
+                codes[k] = -1
             continue
-        s = _slot(&mp, v[k])
+        s = _slot(mp, v[k])
         if mp.keys[s] == _EMPTY:
             mp.keys[s] = v[k]
             mp.vals[s] = nxt
             nxt += 1
-        codes[k] = <i32>mp.vals[s]
+        if codes != NULL:
+            codes[k] = <i32>mp.vals[s]
     return nxt
+
+
+cdef i64 _first_codes(const i32* v, i64 m, i32* codes, Arena* ar) except -1:
+    """codes[k]: 0, 1, ... by first appearance of v[k] (-1 where v[k] < 0). Returns the number of codes."""
+    cdef Map mp
+    return _code_map(v, m, codes, &mp, ar)
 
 
 cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* ar) except -1:
@@ -320,6 +328,23 @@ cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* a
         for k in range(s, e):
             perm[k] = buf[k - s].pos
     return 0
+
+
+cdef tuple _rows_by_code(i64 n, const i64* ptr, const i32* codes, const double* w_of_code, double pad_w,
+                         i64* perm, Arena* ar):
+    """(ids int32, w float64) of a CSR list with each row's entries stably sorted by code
+    (``perm`` receives the order): ids[k] the code, w[k] = w_of_code[code] (1.0 if NULL),
+    then one padding entry (0, pad_w)."""
+    cdef i64 k, nnz = ptr[n]
+    _sort_rows(n, ptr, codes, perm, ar)
+    cdef cnp.ndarray oids = _empty(nnz + 1, cnp.NPY_INT32)
+    cdef cnp.ndarray ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
+    for k in range(nnz):
+        _p32(oids)[k] = codes[perm[k]]
+        _pf(ow)[k] = 1.0 if w_of_code == NULL else w_of_code[codes[perm[k]]]
+    _p32(oids)[nnz] = 0
+    _pf(ow)[nnz] = pad_w
+    return oids, ow
 
 
 cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i32* ids, const double* w,
@@ -538,14 +563,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
     for k in range(nc):
         idf[k] = log((1.0 + dn) / (1.0 + <double>cnt[k])) + 1.0
     perm = <i64*>_alloc(ar, nnz * sizeof(i64))
-    _sort_rows(n, ptr, co_codes, perm, ar)
-    oids = _empty(nnz + 1, cnp.NPY_INT32)
-    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
-    for k in range(nnz):
-        _p32(oids)[k] = co_codes[perm[k]]
-        _pf(ow)[k] = idf[co_codes[perm[k]]]
-    _p32(oids)[nnz] = 0
-    _pf(ow)[nnz] = 0.0
+    oids, ow = _rows_by_code(n, ptr, co_codes, idf, 0.0, perm, ar)
     out["co_ptr"] = _copy(optr)
     out["co_ids"] = oids
     out["co_w"] = ow
@@ -625,14 +643,10 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
     # ---------------- venue acronyms (va) and venue words that are acronyms of the block (vt)
     iv = _p32(_arg(a, "acr_g", cnp.NPY_INT32, n, keep))
     codes = <i32*>_alloc(ar, n * sizeof(i32))
-    nc = _first_codes(iv, n, codes, ar)
-    _map_init(&mp, nc, ar)                       # acronym -> code
+    nc = _code_map(iv, n, codes, &mp, ar)       # mp: acronym -> code
     m = 0
     for r in range(n):
         if codes[r] >= 0:
-            s = _slot(&mp, iv[r])
-            mp.keys[s] = iv[r]
-            mp.vals[s] = codes[r]
             m += 1
     optr = _empty(n + 1, cnp.NPY_INT64)
     oids = _empty(m + 1, cnp.NPY_INT32)
@@ -668,14 +682,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
                     m += 1
         vt_ptr[r + 1] = m
     perm = <i64*>_alloc(ar, m * sizeof(i64))
-    _sort_rows(n, vt_ptr, codes, perm, ar)
-    oids = _empty(m + 1, cnp.NPY_INT32)
-    ow = _empty(m + 1, cnp.NPY_FLOAT64)
-    for k in range(m):
-        _p32(oids)[k] = codes[perm[k]]
-        _pf(ow)[k] = 1.0
-    _p32(oids)[m] = 0
-    _pf(ow)[m] = 0.0
+    oids, ow = _rows_by_code(n, vt_ptr, codes, NULL, 0.0, perm, ar)
     out["vt_ptr"] = x
     out["vt_ids"] = oids
     out["vt_w"] = ow
@@ -729,29 +736,14 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
     x = _csr_ptr(a, "fs_ptr", n, keep)
     m = _p64(x)[n]
     fs = _p32(_arg(a, "fs_ids", cnp.NPY_INT32, m, keep))
-    _map_init(&mp, m, ar)               # full first name -> code by first appearance
-    nc = 0
-    for k in range(m):
-        if fs[k] < 0:
-            continue
-        s = _slot(&mp, fs[k])
-        if mp.keys[s] == _EMPTY:
-            mp.keys[s] = fs[k]
-            mp.vals[s] = nc
-            nc += 1
+    _code_map(fs, m, NULL, &mp, ar)     # mp: full first name -> code by first appearance
     perm = <i64*>_alloc(ar, nnz * sizeof(i64))
-    _sort_rows(n, ptr, codes, perm, ar)
-    oids = _empty(nnz + 1, cnp.NPY_INT32)
+    oids, ow = _rows_by_code(n, ptr, codes, NULL, 1.0, perm, ar)
     ofn = _empty(nnz + 1, cnp.NPY_INT32)
-    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
     for k in range(nnz):
-        _p32(oids)[k] = codes[perm[k]]
         s = iv[perm[k]]
         _p32(ofn)[k] = <i32>(_get(&mp, s, -1) if s >= 0 else -1)
-        _pf(ow)[k] = 1.0
-    _p32(oids)[nnz] = 0
     _p32(ofn)[nnz] = -1
-    _pf(ow)[nnz] = 1.0
     out["ck_ptr"] = _copy(optr)
     out["ck_ids"] = oids
     out["ck_w"] = ow

@@ -74,6 +74,20 @@ def test_hand_features():
     np.testing.assert_array_equal(phi[:, nb:], phi[:, :nb] * phi[:, [17]])
 
 
+def _pairs_both(enc, theta, shift, I, J):
+    """pair_features and pair_factors of the pairs (I, J), from the kernel and its twin (equal);
+    returns the kernel's (phi, f)."""
+    a, b = np.empty((len(I), N_FEATURES)), np.empty((len(I), N_FEATURES))
+    _factors.pair_features(enc, I, J, a)
+    _factors_py.pair_features(enc, I, J, b)
+    np.testing.assert_array_equal(a, b)
+    fa, fb = np.empty(len(I)), np.empty(len(I))
+    _factors.pair_factors(enc, theta, shift, I, J, fa)
+    _factors_py.pair_factors(enc, theta, shift, I, J, fb)
+    np.testing.assert_array_equal(fa, fb)
+    return a, fa
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_kernel_matches_twin(seed):
     rng = np.random.default_rng(seed)
@@ -81,14 +95,7 @@ def test_kernel_matches_twin(seed):
     theta = rng.normal(size=N_FEATURES)
     I = rng.integers(0, 5, size=40).astype(np.int64)
     J = rng.integers(0, 5, size=40).astype(np.int64)
-    a, b = np.empty((40, N_FEATURES)), np.empty((40, N_FEATURES))
-    _factors.pair_features(enc, I, J, a)
-    _factors_py.pair_features(enc, I, J, b)
-    np.testing.assert_array_equal(a, b)
-    fa, fb = np.empty(40), np.empty(40)
-    _factors.pair_factors(enc, theta, 0.3, I, J, fa)
-    _factors_py.pair_factors(enc, theta, 0.3, I, J, fb)
-    np.testing.assert_array_equal(fa, fb)
+    _pairs_both(enc, theta, 0.3, I, J)
     ma, mb = np.empty((5, 5)), np.empty((5, 5))
     _factors.factor_matrix(enc, theta, -1.0, ma)
     _factors_py.factor_matrix(enc, theta, -1.0, mb)
@@ -263,17 +270,10 @@ def test_topics_unit_norm_and_kernel_matches_twin_with_every_field():
     rng = np.random.default_rng(5)
     I = rng.integers(0, 8, size=60).astype(np.int64)
     J = rng.integers(0, 8, size=60).astype(np.int64)
-    a, b = np.empty((60, N_FEATURES)), np.empty((60, N_FEATURES))
-    _factors.pair_features(enc, I, J, a)
-    _factors_py.pair_features(enc, I, J, b)
-    np.testing.assert_array_equal(a, b)
+    theta = rng.normal(size=N_FEATURES)
+    a, _ = _pairs_both(enc, theta, 0.2, I, J)
     assert np.any(a[:, F["topic_cos"]] != 0.0)
     np.testing.assert_array_equal(a[:, F["topic_drift"]], a[:, F["topic_cos"]] * a[:, F["year_gap"]])
-    theta = rng.normal(size=N_FEATURES)
-    fa, fb = np.empty(60), np.empty(60)
-    _factors.pair_factors(enc, theta, 0.2, I, J, fa)
-    _factors_py.pair_factors(enc, theta, 0.2, I, J, fb)
-    np.testing.assert_array_equal(fa, fb)
 
 
 def test_unseen_words_still_match():
