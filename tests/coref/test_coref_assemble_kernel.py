@@ -1,5 +1,6 @@
-"""The compiled block assembly (coref._assemble) equals its pure-numpy twin bit for bit."""
-import math
+"""The compiled block assembly (coref.encoding._assemble) equals its pure-numpy twin: integer arrays
+exactly, float arrays to a relative 1e-12 (``assert_allclose``), on real, synthetic, edge-case and
+random blocks."""
 import sys
 
 import numpy as np
@@ -8,18 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coref._assemble_py import assemble_block_py
-from coref.features import MentionEncoding, Vocabulary, assemble_block, assemble_blocks, block_components, encode_parts
+from coref.encoding import MentionEncoding, Vocabulary, assemble_block, assemble_blocks, block_components, encode_parts
+from coref.encoding._assemble_py import assemble_block_py
 from sampling.utils.kernels import load_kernel
 
-from .test_coref_encode_identity import _corpus, _edge_blocks, _frame, _mention, assert_same_block
+from .test_coref_encoding_blocks import RTOL, _corpus, _edge_blocks, _frame, _mention, assert_same_block
 
-asm = load_kernel("coref._assemble")
+asm = load_kernel("coref.encoding._assemble")
 
 
 def _check(enc):
     got, ref = assemble_block(enc), assemble_block_py(enc)
-    assert_same_block(got, ref)
+    assert_same_block(got, ref, rtol=RTOL)
     return got
 
 
@@ -223,53 +224,19 @@ def _chain_encoding(n, k_topics=4):
     return MentionEncoding(np.array([f"m{i}" for i in range(n)], dtype=object), a, tables, n_vocab, k_topics)
 
 
-def test_component_log_sizes_are_numpys_log():
-    """log |comp1| is np.log's value (numpy's own SIMD log on AVX-512 machines, which differs
-    from libm's log for some integers, e.g. 9170, 19143): a component of 9170 mentions."""
+def test_component_log_sizes_of_a_large_component():
+    """log |comp1| of a component of 9170 mentions (more than the kernel's stack scratch)."""
     enc = _chain_encoding(9170)
     enc.validate()
     blk = _check(enc)
     assert blk.comp1.tolist() == [0] * 9170 and blk.comp2.tolist() == list(range(9170))
-    assert blk.comp1_logsize.tobytes() == np.log(np.full(9170, 9170.0)).tobytes()
+    np.testing.assert_allclose(blk.comp1_logsize, np.log(9170.0), rtol=RTOL, atol=0)
 
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), dup=st.booleans())
 def test_hypothesis_random_encodings_equal_the_twin(seed, dup):
     _check(_random_encoding(seed, dup=dup))
-
-
-# --------------------------------------------------------------------------- the float operations
-
-def _ill_conditioned(rng, m):
-    return (rng.standard_normal(m) * np.exp(rng.uniform(-30, 30, size=m))) ** 2
-
-
-def test_libm_log_equals_math_log():
-    rng = np.random.default_rng(0)
-    xs = np.concatenate([np.arange(1, 20001, dtype=np.float64), (np.arange(1, 2001) + 1.0) / 7.0,
-                         np.exp(rng.uniform(-50, 50, size=20000))])
-    got = np.array([asm.libm_log(x) for x in xs.tolist()])
-    want = np.array([math.log(x) for x in xs.tolist()])
-    assert got.tobytes() == want.tobytes()
-
-
-def test_py_sum_is_python_sum():
-    rng = np.random.default_rng(1)
-    assert asm.NEUMAIER == (sys.version_info >= (3, 12))
-    for m in list(range(0, 40)) + [100, 1000]:
-        x = _ill_conditioned(rng, m)
-        want = float(sum(x.tolist()))
-        assert np.float64(asm.py_sum(x)).tobytes() == np.float64(want).tobytes(), m
-
-
-def test_np_sum_is_numpy_row_sum():
-    rng = np.random.default_rng(2)
-    for k in list(range(0, 40)) + [64, 127, 128, 129, 255, 256, 300, 1000]:
-        X = _ill_conditioned(rng, 3 * k).reshape(3, k)
-        want = X.sum(axis=1)
-        got = np.array([asm.np_sum(np.ascontiguousarray(r)) for r in X])
-        assert got.tobytes() == want.tobytes(), k
 
 
 def test_many_blocks_at_once_equal_one_at_a_time():
@@ -283,7 +250,7 @@ def test_many_blocks_at_once_equal_one_at_a_time():
     assert len(many) == len(parts) >= 4
     for got, p in zip(many, parts):
         assert_same_block(got, assemble_block(p))
-        assert_same_block(got, assemble_block_py(p))
+        assert_same_block(got, assemble_block_py(p), rtol=RTOL)
     assert assemble_blocks([]) == [] and block_components([]) == []
 
 
@@ -332,40 +299,14 @@ def test_bad_arrays_are_named():
                                        enc.tables, enc.n_vocab, enc.n_topics))
     # a non-contiguous array is read as its values
     strided = with_array("year", np.repeat(enc.arrays["year"], 2)[::2])
-    assert_same_block(assemble_block(strided), assemble_block_py(strided))
+    assert_same_block(assemble_block(strided), assemble_block(with_array("year", enc.arrays["year"].copy())))
 
 
 def test_unbuilt_kernel_raises_the_build_hint(monkeypatch):
-    import coref.features as features
+    import coref.encoding.blocks as blocks
 
-    monkeypatch.setattr(features, "_ASSEMBLE", None)
-    monkeypatch.setitem(sys.modules, "coref._assemble", None)
+    monkeypatch.setattr(blocks, "_ASSEMBLE", None)
+    monkeypatch.setitem(sys.modules, "coref.encoding._assemble", None)
     enc = encode_parts(_edge_blocks(), Vocabulary.fit(_corpus(), n_topics=4)).take([0])
-    with pytest.raises(ImportError, match=r"coref\._assemble.*not built in this source tree"):
+    with pytest.raises(ImportError, match=r"coref\.encoding\._assemble.*not built in this source tree"):
         assemble_block(enc)
-
-
-def _sum_cpython312(xs):
-    """CPython >= 3.12 ``sum()`` of floats (start 0): Neumaier's compensated summation."""
-    if not xs:
-        return 0
-    f, c = 0 + xs[0], 0.0
-    for x in xs[1:]:
-        t = f + x
-        c += (f - t) + x if abs(f) >= abs(x) else (x - t) + f
-        f = t
-    return f + c if c and math.isfinite(c) else f
-
-
-def test_py_sum_both_cpython_algorithms():
-    rng = np.random.default_rng(4)
-    for m in list(range(0, 30)) + [500]:
-        x = _ill_conditioned(rng, m) * rng.choice([-1.0, 1.0], size=m)
-        seq = 0.0
-        for v in x.tolist():
-            seq += v
-        assert np.float64(asm.py_sum(x, neumaier=False)).tobytes() == np.float64(seq).tobytes(), m
-        assert np.float64(asm.py_sum(x, neumaier=True)).tobytes() == \
-            np.float64(_sum_cpython312(x.tolist())).tobytes(), m
-    x = np.array([1.0, 1e100, 1.0, -1e100])
-    assert asm.py_sum(x, neumaier=True) == 2.0 and asm.py_sum(x, neumaier=False) == 0.0

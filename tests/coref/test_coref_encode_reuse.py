@@ -34,7 +34,7 @@ def _clusters(d):
 
 
 def test_add_reuses_saved_encodings_with_the_same_clusters(split, model_dir, tmp_path, monkeypatch):
-    import coref.features as features
+    import coref.features as features   # predict / add look encode_parts up there (shim)
 
     old, new = split
     predict(old, model=model_dir, out=tmp_path / "P", progress=False)
@@ -83,7 +83,7 @@ def _replace_encodings(d, enc, sha):
 
 def test_stale_or_foreign_encodings_are_recomputed_with_a_warning_or_refused_under_strict(
         split, model_dir, tmp_path):
-    from coref.features import encode_parts
+    from coref.encoding import encode_parts
 
     old, new = split
     predict(old, model=model_dir, out=tmp_path / "P", progress=False)
@@ -115,7 +115,7 @@ def test_stale_or_foreign_encodings_are_recomputed_with_a_warning_or_refused_und
 
 
 def test_infer_blocks_refuses_encodings_of_other_rows(split, model_dir):
-    from coref.features import encode_parts
+    from coref.encoding import encode_parts
     from coref.inference import infer_blocks
 
     old, _ = split
@@ -126,7 +126,7 @@ def test_infer_blocks_refuses_encodings_of_other_rows(split, model_dir):
 
 
 def test_blocks_sampled_together_from_encodings_equal_blocks_encoded_one_by_one(split, model_dir):
-    from coref.features import encode_parts
+    from coref.encoding import encode_parts
     from coref.inference import infer_blocks
 
     old, new = split
@@ -151,7 +151,7 @@ def test_gibbs_takes_ready_encodings_without_the_block_frames(model_dir, split, 
     """``GibbsCoref.fit`` with a wrapper holding every block's encoding (coref.inference) never
     encodes from the DataFrame and gives the clusters of the plain model; a stored encoding
     that does not cover the block's mentions is not used."""
-    from coref.features import assemble_block, encode_parts
+    from coref.encoding import assemble_block, encode_parts
     from coref.gibbs import GibbsCoref
     from coref.inference import _EncodedMany
 
@@ -183,7 +183,7 @@ def test_gibbs_takes_ready_encodings_without_the_block_frames(model_dir, split, 
 
 def test_split_equals_take_of_each_range(split):
     """MentionEncoding.split(bounds)[k] == take(range(bounds[k], bounds[k + 1])), array for array."""
-    from coref.features import MentionEncoding, Vocabulary, encode_parts
+    from coref.encoding import MentionEncoding, Vocabulary, encode_parts
 
     old, _ = split
     enc = encode_parts(old, Vocabulary.fit(old))

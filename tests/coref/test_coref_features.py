@@ -4,8 +4,9 @@ import pandas as pd
 import pytest
 
 from coref import _factors, _factors_py
-from coref.features import (FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES, N_FEATURES, Vocabulary,
-                            encode_mentions, normalize_name, words)
+from coref.blocking import normalize_name
+from coref.encoding import Vocabulary, encode_mentions, words
+from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES, N_FEATURES
 
 
 def _block():
@@ -73,6 +74,20 @@ def test_hand_features():
     np.testing.assert_array_equal(phi[:, nb:], phi[:, :nb] * phi[:, [17]])
 
 
+def _pairs_both(enc, theta, shift, I, J):
+    """pair_features and pair_factors of the pairs (I, J), from the kernel and its twin (equal);
+    returns the kernel's (phi, f)."""
+    a, b = np.empty((len(I), N_FEATURES)), np.empty((len(I), N_FEATURES))
+    _factors.pair_features(enc, I, J, a)
+    _factors_py.pair_features(enc, I, J, b)
+    np.testing.assert_array_equal(a, b)
+    fa, fb = np.empty(len(I)), np.empty(len(I))
+    _factors.pair_factors(enc, theta, shift, I, J, fa)
+    _factors_py.pair_factors(enc, theta, shift, I, J, fb)
+    np.testing.assert_array_equal(fa, fb)
+    return a, fa
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_kernel_matches_twin(seed):
     rng = np.random.default_rng(seed)
@@ -80,14 +95,7 @@ def test_kernel_matches_twin(seed):
     theta = rng.normal(size=N_FEATURES)
     I = rng.integers(0, 5, size=40).astype(np.int64)
     J = rng.integers(0, 5, size=40).astype(np.int64)
-    a, b = np.empty((40, N_FEATURES)), np.empty((40, N_FEATURES))
-    _factors.pair_features(enc, I, J, a)
-    _factors_py.pair_features(enc, I, J, b)
-    np.testing.assert_array_equal(a, b)
-    fa, fb = np.empty(40), np.empty(40)
-    _factors.pair_factors(enc, theta, 0.3, I, J, fa)
-    _factors_py.pair_factors(enc, theta, 0.3, I, J, fb)
-    np.testing.assert_array_equal(fa, fb)
+    _pairs_both(enc, theta, 0.3, I, J)
     ma, mb = np.empty((5, 5)), np.empty((5, 5))
     _factors.factor_matrix(enc, theta, -1.0, ma)
     _factors_py.factor_matrix(enc, theta, -1.0, mb)
@@ -262,17 +270,10 @@ def test_topics_unit_norm_and_kernel_matches_twin_with_every_field():
     rng = np.random.default_rng(5)
     I = rng.integers(0, 8, size=60).astype(np.int64)
     J = rng.integers(0, 8, size=60).astype(np.int64)
-    a, b = np.empty((60, N_FEATURES)), np.empty((60, N_FEATURES))
-    _factors.pair_features(enc, I, J, a)
-    _factors_py.pair_features(enc, I, J, b)
-    np.testing.assert_array_equal(a, b)
+    theta = rng.normal(size=N_FEATURES)
+    a, _ = _pairs_both(enc, theta, 0.2, I, J)
     assert np.any(a[:, F["topic_cos"]] != 0.0)
     np.testing.assert_array_equal(a[:, F["topic_drift"]], a[:, F["topic_cos"]] * a[:, F["year_gap"]])
-    theta = rng.normal(size=N_FEATURES)
-    fa, fb = np.empty(60), np.empty(60)
-    _factors.pair_factors(enc, theta, 0.2, I, J, fa)
-    _factors_py.pair_factors(enc, theta, 0.2, I, J, fb)
-    np.testing.assert_array_equal(fa, fb)
 
 
 def test_unseen_words_still_match():
@@ -311,12 +312,12 @@ def test_vocabulary_state_round_trip_and_validation():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_components_match_brute_force(seed):
-    from coref.features import _components
+    from coref.encoding.components import token_list_components
 
     rng = np.random.default_rng(seed)
     lists = [sorted(set(rng.integers(0, 12, size=rng.integers(0, 4)).tolist())) for _ in range(25)]
     for min_shared in (1, 2):
-        lab = _components(lists, min_shared)
+        lab = token_list_components(lists, min_shared)
         # brute force: union-find over pairs with >= min_shared shared tokens
         parent = list(range(25))
 
@@ -362,7 +363,7 @@ def test_venue_acronym_matches_its_own_expansion_only():
 def test_union_of_string_tables_equals_numpy_unique():
     """MentionEncoding.concat's table merge == np.unique of the concatenation (values and dtype),
     for sorted unique tables (merged) and for any others (sorted)."""
-    from coref.features import _union_sorted
+    from coref.encoding._arrays import union_sorted
 
     rng = np.random.default_rng(0)
     words = np.array(["", "a", "ab", "b", "ba", "zz", "\u00e9", "\u65e5\u672c", "a\u0301", "Z", "a much longer word"])
@@ -372,5 +373,5 @@ def test_union_of_string_tables_equals_numpy_unique():
             x, y = np.unique(x), np.unique(y)
         x = x.astype(f"<U{rng.integers(1, 20)}") if k % 5 == 0 else x.astype(str)   # narrower dtype: cut words
         want = np.unique(np.concatenate([x, y]))
-        got = _union_sorted(x, y)
+        got = union_sorted(x, y)
         assert got.dtype == want.dtype and np.array_equal(got, want), (x, y)

@@ -1,4 +1,4 @@
-"""``coref._graph.token_components``: shared-token components of mentions, many blocks at once."""
+"""``coref.encoding.components.token_components``: shared-token components of mentions, many blocks at once."""
 import itertools
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coref._graph import token_components
+from coref.encoding.components import token_components
 
 
 def _csr(lists):

@@ -1,6 +1,6 @@
 """Connected components of mentions linked by shared tokens, for many blocks in one call.
 
-The coauthor-graph features of ``coref.features`` (``comp1``: mentions sharing at least one
+The coauthor-graph features of :mod:`coref.encoding` (``comp1``: mentions sharing at least one
 coauthor, ``comp2``: at least two, ``comp3``: at least one coauthor keyed by initial + last
 name) are the connected components of a graph whose nodes are the mentions of ONE block.
 :func:`token_components` computes them for any number of blocks at once with
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["token_components"]
+from coref.encoding._arrays import intern_lists
+
+__all__ = ["token_components", "token_list_components"]
 
 
 def token_components(ptr, ids, min_shared=1, group=None):
@@ -100,3 +102,13 @@ def token_components(ptr, ids, min_shared=1, group=None):
     code = np.empty(int(label.max()) + 1, dtype=np.int64)
     code[label[first]] = local
     return code[label].astype(np.int32)
+
+
+def token_list_components(token_lists, min_shared):
+    """Connected components of mentions (token lists) linked by >= ``min_shared`` shared tokens.
+
+    Returns int32 labels in ``[0, n)``, numbered in the order of each component's first
+    mention (:func:`token_components`, scipy).
+    """
+    _, ptr, ids = intern_lists([sorted(set(map(str, t))) for t in token_lists])
+    return token_components(ptr, ids, min_shared)

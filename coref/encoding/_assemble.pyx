@@ -1,40 +1,30 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled block assembly: the arrays of one :class:`coref.features.EncodedBlock`.
+# distutils: extra_compile_args = -ffp-contract=off
+"""Compiled block assembly: the arrays of one :class:`coref.encoding.blocks.EncodedBlock`.
 
-:func:`assemble` does in one call what the numpy twin ``coref._assemble_py.assemble_block_py``
+:func:`assemble` does in one call what the numpy twin ``coref.encoding._assemble_py.assemble_block_py``
 does in ~35 numpy calls (whose per-call overhead, not the arithmetic, dominated on blocks
 of ~10 mentions): block-local first-appearance codes (coauthors, keys, venues, names,
 acronyms), block-local coauthor IDF, block-local columns of unseen words, the component
 profiles (top words, summed TF-IDF, L2-normalised), component year ranges and topic
 vectors, the name statistics and the block statistics. The connected components of the
-coauthor graphs come in as arguments: scipy computes them (``coref._graph``), for many
+coauthor graphs come in as arguments: scipy computes them (``coref.encoding.components``), for many
 blocks in one call.
 
-Every array equals the twin's bit for bit (same dtypes, pads, tie-breaking and the same
-floating-point operations in the same order):
-
-* sums the twin takes with ``np.bincount(weights=)`` / ``np.add.at`` run sequentially
-  from 0.0 in entry order, here too;
-* ``sum()`` of a Python list of floats is reproduced as CPython does it: sequential
-  before 3.12, Neumaier-compensated from 3.12 on (:func:`py_sum`);
-* ``(X * X).sum(axis=1)`` is numpy's pairwise summation (blocks of 8, :func:`np_sum`);
-* ``math.log`` is libm's ``log`` (:func:`libm_log`), ``math.sqrt`` / ``np.sqrt`` are
-  correctly rounded; ``np.log`` of the component sizes (which on AVX-512 machines is
-  numpy's own SIMD log, not libm's) is read from a table computed with ``np.log``.
+Floating-point sums run sequentially in a fixed order (entry order, or the order stated
+at each sum), so the result is deterministic for a given build; the tests compare every
+array with the twin's (integers exactly, floats to a relative 1e-12).
 
 The arrays are checked for dtype, length and CSR consistency (``ValueError`` naming the
 array); the table ids are trusted to be those of a valid
-:class:`coref.features.MentionEncoding` (``MentionEncoding.validate``). The build must
-not contract ``a * b + c`` into fused multiply-adds (the default x86-64 target has no
-FMA); the tests compare every array with the twin's.
+:class:`coref.encoding.mentions.MentionEncoding` (``MentionEncoding.validate``). Built with
+``-ffp-contract=off`` (no fused multiply-adds), so another compiler or CPU rounds alike.
 """
-import sys
-
 import numpy as np
 
 cimport numpy as cnp
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.math cimport fabs, isfinite, log, sqrt
+from libc.math cimport log, sqrt
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport qsort
@@ -43,10 +33,6 @@ cnp.import_array()
 
 ctypedef int64_t i64
 ctypedef int32_t i32
-
-#: 1 when ``sum()`` of floats is Neumaier-compensated (CPython >= 3.12)
-cdef bint _NEUMAIER = sys.version_info >= (3, 12)
-NEUMAIER = bool(_NEUMAIER)
 
 cdef i64 _EMPTY = INT64_MIN
 
@@ -198,103 +184,13 @@ cdef inline void _vi_sort(VI* v, i64 m, bint by_id) noexcept nogil:
 
 # --------------------------------------------------------------------------- float sums
 
-cdef inline double _py_sum(const double* x, i64 m) noexcept nogil:
-    """``sum(list_of_floats)`` (start 0) as this CPython computes it."""
-    return _py_sum_as(x, m, _NEUMAIER)
-
-
-cdef double _py_sum_as(const double* x, i64 m, bint neumaier) noexcept nogil:
-    """``sum(list_of_floats)`` (start 0): sequential (CPython < 3.12) or with Neumaier's
-    compensation (CPython >= 3.12, ``builtin_sum_impl``)."""
-    cdef double f, t, c = 0.0, v
+cdef inline double _sum(const double* x, i64 m) noexcept nogil:
+    """Sequential sum of ``x[0 .. m - 1]`` from 0.0."""
+    cdef double f = 0.0
     cdef i64 k
-    if m == 0:
-        return 0.0
-    f = 0.0 + x[0]
-    if not neumaier:
-        for k in range(1, m):
-            f += x[k]
-        return f
-    for k in range(1, m):
-        v = x[k]
-        t = f + v
-        if fabs(f) >= fabs(v):
-            c += (f - t) + v
-        else:
-            c += (v - t) + f
-        f = t
-    if c != 0.0 and isfinite(c):
-        f += c
+    for k in range(m):
+        f += x[k]
     return f
-
-
-cdef double _pairwise(const double* a, i64 n) noexcept nogil:
-    """numpy's ``pairwise_sum`` of doubles (8 accumulators, blocks of 128)."""
-    cdef double res, r0, r1, r2, r3, r4, r5, r6, r7
-    cdef i64 i, n2
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[i]
-        return res
-    elif n <= 128:
-        r0 = a[0]; r1 = a[1]; r2 = a[2]; r3 = a[3]
-        r4 = a[4]; r5 = a[5]; r6 = a[6]; r7 = a[7]
-        i = 8
-        while i < n - (n % 8):
-            r0 += a[i]; r1 += a[i + 1]; r2 += a[i + 2]; r3 += a[i + 3]
-            r4 += a[i + 4]; r5 += a[i + 5]; r6 += a[i + 6]; r7 += a[i + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            res += a[i]
-            i += 1
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _pairwise(a, n2) + _pairwise(a + n2, n - n2)
-
-
-def py_sum(const double[::1] x, neumaier=None):
-    """``sum(x.tolist())`` as computed inside the kernel (test hook); ``neumaier`` forces the
-    algorithm of CPython >= 3.12 (True) or < 3.12 (False) instead of this interpreter's."""
-    cdef bint nm = _NEUMAIER if neumaier is None else bool(neumaier)
-    return _py_sum_as(&x[0] if x.shape[0] else NULL, x.shape[0], nm)
-
-
-def np_sum(const double[::1] x):
-    """``x.sum()`` of a contiguous float64 vector as computed inside the kernel (test hook)."""
-    return 0.0 + _pairwise(&x[0] if x.shape[0] else NULL, x.shape[0])
-
-
-def libm_log(double x):
-    """libm ``log(x)`` as called inside the kernel (test hook: equals ``math.log``)."""
-    return log(x)
-
-
-# --------------------------------------------------------------------------- np.log table
-
-#: every table ever made stays referenced: a call in another thread may still read an older
-#: one (``np.log`` can release the GIL while a larger table is computed)
-cdef list _LOG_TABLES = []
-cdef const double* _log_ptr = NULL
-cdef i64 _log_len = 0
-
-
-cdef int _ensure_logs(i64 n) except -1:
-    """``_log_ptr[k - 1] == np.log(float(k))`` for k = 1 .. n (numpy's log, contiguous input)."""
-    global _log_ptr, _log_len
-    cdef i64 size
-    if n <= _log_len:
-        return 0
-    size = max(1024, 2 * n)
-    table = np.ascontiguousarray(np.log(np.arange(1, size + 1, dtype=np.float64)))
-    if size <= _log_len:            # another thread grew it meanwhile
-        return 0
-    _LOG_TABLES.append(table)
-    _log_ptr = <const double*>cnp.PyArray_DATA(<cnp.ndarray>table)
-    _log_len = size
-    return 0
 
 
 # --------------------------------------------------------------------------- arrays in and out
@@ -376,23 +272,31 @@ cdef inline cnp.ndarray _copy(cnp.ndarray x):
 
 # --------------------------------------------------------------------------- pieces
 
-cdef i64 _first_codes(const i32* v, i64 m, i32* codes, Arena* ar) except -1:
-    """codes[k]: 0, 1, ... by first appearance of v[k] (-1 where v[k] < 0, as ``_codes_of``).
-    Returns the number of codes."""
-    cdef Map mp
+cdef i64 _code_map(const i32* v, i64 m, i32* codes, Map* mp, Arena* ar) except -1:
+    """Codes 0, 1, ... by first appearance of the values v[k] >= 0: ``mp`` (initialised here)
+    maps each value to its code; ``codes[k]`` (unless NULL) is v[k]'s code, -1 where v[k] < 0
+    (as ``_codes_of``). Returns the number of codes."""
     cdef i64 k, s, nxt = 0
-    _map_init(&mp, m, ar)
+    _map_init(mp, m, ar)
     for k in range(m):
         if v[k] < 0:
-            codes[k] = -1
+            if codes != NULL:
+                codes[k] = -1
             continue
-        s = _slot(&mp, v[k])
+        s = _slot(mp, v[k])
         if mp.keys[s] == _EMPTY:
             mp.keys[s] = v[k]
             mp.vals[s] = nxt
             nxt += 1
-        codes[k] = <i32>mp.vals[s]
+        if codes != NULL:
+            codes[k] = <i32>mp.vals[s]
     return nxt
+
+
+cdef i64 _first_codes(const i32* v, i64 m, i32* codes, Arena* ar) except -1:
+    """codes[k]: 0, 1, ... by first appearance of v[k] (-1 where v[k] < 0). Returns the number of codes."""
+    cdef Map mp
+    return _code_map(v, m, codes, &mp, ar)
 
 
 cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* ar) except -1:
@@ -426,11 +330,28 @@ cdef int _sort_rows(i64 n, const i64* ptr, const i32* codes, i64* perm, Arena* a
     return 0
 
 
+cdef tuple _rows_by_code(i64 n, const i64* ptr, const i32* codes, const double* w_of_code, double pad_w,
+                         i64* perm, Arena* ar):
+    """(ids int32, w float64) of a CSR list with each row's entries stably sorted by code
+    (``perm`` receives the order): ids[k] the code, w[k] = w_of_code[code] (1.0 if NULL),
+    then one padding entry (0, pad_w)."""
+    cdef i64 k, nnz = ptr[n]
+    _sort_rows(n, ptr, codes, perm, ar)
+    cdef cnp.ndarray oids = _empty(nnz + 1, cnp.NPY_INT32)
+    cdef cnp.ndarray ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
+    for k in range(nnz):
+        _p32(oids)[k] = codes[perm[k]]
+        _pf(ow)[k] = 1.0 if w_of_code == NULL else w_of_code[codes[perm[k]]]
+    _p32(oids)[nnz] = 0
+    _pf(ow)[nnz] = pad_w
+    return oids, ow
+
+
 cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i32* ids, const double* w,
                      i64 top, Arena* ar):
     """(ptr, ids, w) of the component profiles: per component, the member weights summed per word
     in entry order (from 0.0), the ``top`` largest (ties: smaller id), divided by their norm
-    (squares summed in that order, as ``sum()``), then sorted by word id; row r = component r."""
+    (squares summed in that order), then sorted by word id; row r = component r."""
     cdef i64 nnz = ptr[n], c, i, k, j, g, s, kept, width = 0, total = 0, key
     cdef cnp.ndarray out_ptr = _zeros(n + 1, cnp.NPY_INT64)
     cdef i64* optr = _p64(out_ptr)
@@ -489,7 +410,7 @@ cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i3
         kept = g if g < top else top
         for k in range(kept):
             sq[k] = grp[k].val * grp[k].val
-        norm = sqrt(_py_sum(sq, kept))
+        norm = sqrt(_sum(sq, kept))
         for k in range(kept):
             grp[k].val = grp[k].val / norm
         _vi_sort(grp, kept, True)               # by word id
@@ -511,7 +432,7 @@ cdef tuple _profiles(i64 n, const i32* comp, i64 ncomp, const i64* ptr, const i3
 
 cdef double _coherence(i64 n, const i64* ptr, const i32* ids, const double* w, Arena* ar) except? -1.0:
     """Squared norm of the summed rows (word sums in entry order; squares summed in order of
-    the words' first appearance, as ``sum()``) over the squared number of non-empty rows."""
+    the words' first appearance) over the squared number of non-empty rows."""
     cdef i64 rows = 0, r, k, nnz = ptr[n], nc
     cdef i32* codes
     cdef double* acc
@@ -529,7 +450,7 @@ cdef double _coherence(i64 n, const i64* ptr, const i32* ids, const double* w, A
         acc[codes[k]] += w[k]
     for k in range(nc):
         acc[k] = acc[k] * acc[k]
-    return _py_sum(acc, nc) / <double>(rows * rows)
+    return _sum(acc, nc) / <double>(rows * rows)
 
 
 # --------------------------------------------------------------------------- the block
@@ -546,7 +467,7 @@ cdef enum:
 
 
 def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics, dict comps):
-    """Every array of the :class:`coref.features.EncodedBlock` of one block.
+    """Every array of the :class:`coref.encoding.blocks.EncodedBlock` of one block.
 
     Parameters
     ----------
@@ -563,7 +484,7 @@ def assemble(dict a, tuple n_vocab, Py_ssize_t n, Py_ssize_t n_topics, dict comp
         ``comp1``, ``comp2``, ``comp3``: int32 of shape (n,), the components of the
         shared-coauthor graphs (>= 1 and >= 2 shared coauthors, >= 1 shared initial + last
         name key), numbered 0, 1, ... in the order of each component's first mention, as
-        :func:`coref._graph.token_components` (scipy) computes them.
+        :func:`coref.encoding.components.token_components` (scipy) computes them.
 
     Returns
     -------
@@ -642,14 +563,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
     for k in range(nc):
         idf[k] = log((1.0 + dn) / (1.0 + <double>cnt[k])) + 1.0
     perm = <i64*>_alloc(ar, nnz * sizeof(i64))
-    _sort_rows(n, ptr, co_codes, perm, ar)
-    oids = _empty(nnz + 1, cnp.NPY_INT32)
-    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
-    for k in range(nnz):
-        _p32(oids)[k] = co_codes[perm[k]]
-        _pf(ow)[k] = idf[co_codes[perm[k]]]
-    _p32(oids)[nnz] = 0
-    _pf(ow)[nnz] = 0.0
+    oids, ow = _rows_by_code(n, ptr, co_codes, idf, 0.0, perm, ar)
     out["co_ptr"] = _copy(optr)
     out["co_ids"] = oids
     out["co_w"] = ow
@@ -729,14 +643,10 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
     # ---------------- venue acronyms (va) and venue words that are acronyms of the block (vt)
     iv = _p32(_arg(a, "acr_g", cnp.NPY_INT32, n, keep))
     codes = <i32*>_alloc(ar, n * sizeof(i32))
-    nc = _first_codes(iv, n, codes, ar)
-    _map_init(&mp, nc, ar)                       # acronym -> code
+    nc = _code_map(iv, n, codes, &mp, ar)       # mp: acronym -> code
     m = 0
     for r in range(n):
         if codes[r] >= 0:
-            s = _slot(&mp, iv[r])
-            mp.keys[s] = iv[r]
-            mp.vals[s] = codes[r]
             m += 1
     optr = _empty(n + 1, cnp.NPY_INT64)
     oids = _empty(m + 1, cnp.NPY_INT32)
@@ -772,14 +682,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
                     m += 1
         vt_ptr[r + 1] = m
     perm = <i64*>_alloc(ar, m * sizeof(i64))
-    _sort_rows(n, vt_ptr, codes, perm, ar)
-    oids = _empty(m + 1, cnp.NPY_INT32)
-    ow = _empty(m + 1, cnp.NPY_FLOAT64)
-    for k in range(m):
-        _p32(oids)[k] = codes[perm[k]]
-        _pf(ow)[k] = 1.0
-    _p32(oids)[m] = 0
-    _pf(ow)[m] = 0.0
+    oids, ow = _rows_by_code(n, vt_ptr, codes, NULL, 0.0, perm, ar)
     out["vt_ptr"] = x
     out["vt_ids"] = oids
     out["vt_w"] = ow
@@ -833,43 +736,27 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
     x = _csr_ptr(a, "fs_ptr", n, keep)
     m = _p64(x)[n]
     fs = _p32(_arg(a, "fs_ids", cnp.NPY_INT32, m, keep))
-    _map_init(&mp, m, ar)               # full first name -> code by first appearance
-    nc = 0
-    for k in range(m):
-        if fs[k] < 0:
-            continue
-        s = _slot(&mp, fs[k])
-        if mp.keys[s] == _EMPTY:
-            mp.keys[s] = fs[k]
-            mp.vals[s] = nc
-            nc += 1
+    _code_map(fs, m, NULL, &mp, ar)     # mp: full first name -> code by first appearance
     perm = <i64*>_alloc(ar, nnz * sizeof(i64))
-    _sort_rows(n, ptr, codes, perm, ar)
-    oids = _empty(nnz + 1, cnp.NPY_INT32)
+    oids, ow = _rows_by_code(n, ptr, codes, NULL, 1.0, perm, ar)
     ofn = _empty(nnz + 1, cnp.NPY_INT32)
-    ow = _empty(nnz + 1, cnp.NPY_FLOAT64)
     for k in range(nnz):
-        _p32(oids)[k] = codes[perm[k]]
         s = iv[perm[k]]
         _p32(ofn)[k] = <i32>(_get(&mp, s, -1) if s >= 0 else -1)
-        _pf(ow)[k] = 1.0
-    _p32(oids)[nnz] = 0
     _p32(ofn)[nnz] = -1
-    _pf(ow)[nnz] = 1.0
     out["ck_ptr"] = _copy(optr)
     out["ck_ids"] = oids
     out["ck_w"] = ow
     out["ck_fn"] = ofn
 
     # ---------------- component sizes, profiles, year ranges
-    _ensure_logs(n)
     cnt = <i64*>_alloc(ar, n * sizeof(i64))
     memset(cnt, 0, n * sizeof(i64))
     for i in range(n):
         cnt[comp1[i]] += 1
     x = _empty(n, cnp.NPY_FLOAT64)
     for i in range(n):
-        _pf(x)[i] = _log_ptr[cnt[comp1[i]] - 1]
+        _pf(x)[i] = log(<double>cnt[comp1[i]])
     out["comp1_logsize"] = x
     for f in range(3):
         name_ptr, name_ids, name_w, top = _PROFILE_NAMES[f]
@@ -908,7 +795,7 @@ cdef int _assemble(dict a, tuple n_vocab, i64 n, i64 kt, dict comps, dict out, l
         for c in range(ncomp1):                  # rows of unused labels stay 0 (norm 0)
             for k in range(kt):
                 sq[k] = dw[c * kt + k] * dw[c * kt + k]
-            norm = sqrt(0.0 + _pairwise(sq, kt))
+            norm = sqrt(_sum(sq, kt))
             if norm > 0:
                 for k in range(kt):
                     dw[c * kt + k] = dw[c * kt + k] / norm
