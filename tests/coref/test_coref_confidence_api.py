@@ -8,7 +8,7 @@ import pytest
 from scipy.special import logsumexp
 
 from coref import _factors
-from coref._submodel import exact_log_z, subproblem
+from coref.confidence import exact_log_z, subproblem
 from coref.confidence import (CONFIDENCE_COLUMNS, PAIR_COLUMNS, CalibrationMap, assignment_confidence,
                               calibration_scores, event_probability, fit_calibration,
                               write_confidence_report)
