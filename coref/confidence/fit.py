@@ -66,12 +66,14 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     refit : callable, optional
         ``refit(df_train) -> fitted model``; required with ``folds >= 2``.
     **confidence_kw
-        Passed to :func:`coref.confidence.assignment.assignment_confidence` (``pair_min_p`` is forced to 0 and no
-        calibration is applied).
+        Passed to :func:`coref.confidence.assignment.assignment_confidence` (``pair_min_p``
+        is forced to 0 and no calibration is applied).
 
     Returns
     -------
     ConfidenceCalibration
+        The pair and mention maps; ``info`` names the source of the scores (in-sample
+        or cross-fitted), the number of blocks and the Gibbs sweeps of the marginals.
 
     Raises
     ------
@@ -140,6 +142,7 @@ def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="
     Returns
     -------
     ConfidenceCalibration
+        The pair map and the mention map, each fitted with ``method``.
 
     Raises
     ------

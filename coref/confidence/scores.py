@@ -227,11 +227,12 @@ def acceptance_score(confidence_df):
     Parameters
     ----------
     confidence_df : pandas.DataFrame
-        ``p`` and ``p_direct``.
+        ``p`` and ``p_direct`` per mention (:func:`coref.confidence.assignment_confidence`).
 
     Returns
     -------
     ndarray of shape (n,)
+        min(p, p_direct) per row, in [0, 1].
     """
     return np.minimum(confidence_df["p"].to_numpy(float), confidence_df["p_direct"].to_numpy(float))
 
@@ -249,10 +250,11 @@ def pair_score(pairs_df):
     Parameters
     ----------
     pairs_df : pandas.DataFrame
-        ``p`` and ``p_direct``.
+        ``p`` and ``p_direct`` per pair.
 
     Returns
     -------
     ndarray of shape (n_pairs,)
+        (p + p_direct) / 2 per row, in [0, 1].
     """
     return 0.5 * (pairs_df["p"].to_numpy(float) + pairs_df["p_direct"].to_numpy(float))

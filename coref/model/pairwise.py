@@ -365,15 +365,17 @@ class PairwiseModel:
 
         Returns
         -------
-        self
+        PairwiseModel
+            This model, fitted (``theta_``, ``bias_``, ``pair_rate_``, ...).
 
         Raises
         ------
         TypeError
-            If ``df`` is not a DataFrame.
+            If ``df`` is not a pandas DataFrame.
         ValueError
             If columns are missing, no block holds two labeled mentions, the pairs
-            are all of one class, or ``bias_shift`` is neither a number nor "auto".
+            are all of one class, or a parameter is out of its domain (e.g.
+            ``bias_shift`` neither a number nor "auto").
         """
         self._check_df(df, need_gold=True)
         self._check_params()

@@ -15,6 +15,7 @@ from coref.confidence import (assignment_confidence, brier_score, confidence_fig
 from coref.exceptions import ModelFormatError
 from coref.model import PairwiseModel, load_model, save_model
 from coref.pipeline import assign_folds, heldout_confidence
+from tests.coref.test_coref_confidence_api import PEOPLE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -129,25 +130,23 @@ def test_model_saves_and_loads_calibration_and_refuses_tampering(tmp_path):
 
 # ----------------------------------------------------------------------------- train folds only
 
+def _noisy_mention(rng, b, k):
+    """Mention k of block b: its author p, and coauthor, venue and affiliation each of
+    another of the three people 35% of the time."""
+    p = int(rng.integers(0, 3))
+    q = [int(rng.integers(0, 3)) if rng.random() < 0.35 else p for _ in range(3)]
+    return dict(mention_id=f"B{b}/{k:02d}", block=f"B{b}", name="Wei Wang",
+                coauthors=[PEOPLE[q[0]][0], f"X{rng.integers(0, 6)}"], title=f"topic{q[1]} words paper{k}",
+                venue=PEOPLE[q[1]][1], year=int(2000 + rng.integers(0, 5)), affiliation=PEOPLE[q[2]][2],
+                gold=f"B{b}/{p}")
+
+
 def _noisy_df(n_blocks=6, n=14, seed=0):
     """Blocks of one name shared by 3 people whose evidence (coauthor, venue,
     affiliation) is right only some of the time, so the model is uncertain."""
     rng = np.random.default_rng(seed)
-    people = [("Jiawei Han", "KDD", "UIUC"), ("Philip Yu", "ICDE", "IBM"), ("Ann Lee", "ISMB", "MIT")]
-    rows = []
-    for b in range(n_blocks):
-        for k in range(n):
-            p = int(rng.integers(0, 3))
-            q = [int(rng.integers(0, 3)) if rng.random() < 0.35 else p for _ in range(3)]
-            rows.append(dict(mention_id=f"B{b}/{k:02d}", block=f"B{b}", name="Wei Wang",
-                             coauthors=[people[q[0]][0], f"X{rng.integers(0, 6)}"],
-                             title=f"topic{q[1]} words paper{k}", venue=people[q[1]][1],
-                             year=int(2000 + rng.integers(0, 5)), affiliation=people[q[2]][2],
-                             gold=f"B{b}/{p}"))
-    df = pd.DataFrame(rows)
-    df["year"] = df["year"].astype("Int64")
-    df["gold"] = df["gold"].astype("string")
-    return df
+    rows = [_noisy_mention(rng, b, k) for b in range(n_blocks) for k in range(n)]
+    return pd.DataFrame(rows).astype({"year": "Int64", "gold": "string"})
 
 
 @pytest.fixture(scope="module")
