@@ -1,8 +1,9 @@
 """The pairwise coreference model: theta, the block prior, saving and loading.
 
 * :mod:`coref.model.pairwise`: :class:`PairwiseModel` (f = theta . phi + b fitted on
-  labeled pairs, the per-block prior odds), :func:`labeled_pairs`, :func:`rate_pairs`,
-  :func:`block_bias_evals`.
+  labeled pairs), :func:`labeled_pairs`.
+* :mod:`coref.model.block_prior`: the per-block prior odds of coreference,
+  :func:`rate_pairs`, :func:`block_bias_evals`.
 * :mod:`coref.model.persist`: :func:`save_model` / :func:`load_model` (JSON + npz +
   manifest with SHA-256 checksums; the format is in that module's docstring).
 * :mod:`coref.model._pseudolik`: the maximum pseudo-likelihood refit of theta.
@@ -10,7 +11,8 @@
 Tuning the intercept shift by running Gibbs is above this package:
 :func:`coref.training.fit_model`.
 """
-from coref.model.pairwise import PairwiseModel, block_bias_evals, labeled_pairs, rate_pairs
+from coref.model.block_prior import block_bias_evals, rate_pairs
+from coref.model.pairwise import PairwiseModel, labeled_pairs
 from coref.model.persist import MODEL_FORMAT, MODEL_VERSION, load_model, save_model
 from sampling.utils.kernels import load_kernel
 

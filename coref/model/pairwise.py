@@ -23,50 +23,31 @@ the shift is tuned on blocks the theta did not see).  Running Gibbs is above thi
 module: :func:`coref.training.fit_model` fits with :func:`coref.training.tune_shift`
 (``PairwiseModel.fit(df, shift_tuner=...)``).
 
-Each block also gets its own prior odds (``block_prior="pcc"``, the default).  The
-logistic intercept is the log prior odds of a co-referent pair pooled over the training
-blocks, but blocks differ: "Robert Schreiber" is one author, "Lei Wang" a hundred.  A block's
-coreference rate is estimated from the model's own pair probabilities in that block (the
-mean of sigmoid(f) over its pairs: probabilistic classify-and-count, Bella et al. 2010),
-and f is shifted by the change of prior log-odds against the same mean over the training
-blocks, the prior-shift correction of Saerens, Latinne & Decaestecker (2002, eq. 2.4; one
-step of their EM, clipped to +-``block_prior_cap``)::
-
-    f_b(x_i, x_j) = theta . phi + bias + d_b,   d_b = logit(r_b) - logit(r_train),
-    r_b = mean over the block's pairs of sigmoid(theta . phi + bias).
-
-Every factor of the block (Gibbs, margins, confidence, explanations) uses ``bias + d_b``
-(:meth:`PairwiseModel.block_bias`), so the Gibbs model stays the paper's pairwise model,
-with a block-constant intercept.  Measured under the grouped k-fold protocol:
-benchmarks/measured/coref_block_prior_2026-11-24.txt.
+Each block also gets its own prior odds (``block_prior="pcc"``, the default;
+:mod:`coref.model.block_prior`): every factor of a block uses the intercept
+``bias_ + d_b`` (:meth:`PairwiseModel.block_bias`).
 
 Saving and loading: :mod:`coref.model.persist`.
 """
 from __future__ import annotations
 
-import math
 import numbers
-import weakref
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, logit
 
 from coref.features import FEATURE_NAMES, N_FEATURES, EncodedBlock, Vocabulary, encode_mentions
 from coref.io import MENTION_COLUMNS
 from coref.model._pseudolik import fit_pseudolik, pl_data
+from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
+                                     rate_scores, shift_evals)
 from sampling.utils.kernels import load_kernel
 from sampling.utils.rng import as_generator
 
 _factors = load_kernel("coref._factors")
 
-__all__ = ["PairwiseModel", "labeled_pairs", "rate_pairs", "block_bias_evals"]
+__all__ = ["PairwiseModel", "labeled_pairs"]
 
-#: r_b of each live encoding, keyed by the model state it was computed for (theta_, bias_,
-#: block_prior_pairs): Gibbs, the cluster margins, confidence and ``explain`` all need the
-#: intercept of the same block, so each encoding's rate is computed once per model state.
-#: Weak keys: an entry goes with its encoding, and nothing rides along on the encoding.
-_BLOCK_RATES = weakref.WeakKeyDictionary()
 
 
 def labeled_pairs(enc: EncodedBlock, gold: np.ndarray, *, max_pairs: int, rng) -> tuple:
@@ -107,45 +88,6 @@ def labeled_pairs(enc: EncodedBlock, gold: np.ndarray, *, max_pairs: int, rng) -
     g = np.asarray(gold, dtype=object)
     y = np.array([g[i] == g[j] for i, j in zip(I, J)], dtype=np.int8)
     return I, J, y
-
-
-def rate_pairs(n: int, max_pairs: int) -> tuple:
-    """Pairs (i < j) over which a block's coreference rate is averaged, and their weight.
-
-    All ``n (n - 1) / 2`` pairs when there are at most ``max_pairs``; otherwise
-    ``max_pairs`` pairs drawn uniformly with replacement from a generator seeded by
-    ``n`` (the same block gives the same pairs in every run and process).
-
-    Returns
-    -------
-    I, J : ndarray of int64, shape (m,)
-    weight : float
-        Pairs of the block per pair returned (``n (n - 1) / 2 / m``; 0.0 when m = 0).
-    """
-    n = int(n)
-    total = n * (n - 1) // 2
-    if total == 0:
-        e = np.zeros(0, np.int64)
-        return e, e, 0.0
-    if total <= max_pairs:
-        a, b = np.triu_indices(n, 1)
-    else:
-        gen = np.random.default_rng(n)
-        x = gen.integers(0, n, size=max_pairs)
-        z = gen.integers(0, n - 1, size=max_pairs)
-        z = z + (z >= x)                   # uniform over j != i
-        a, b = np.minimum(x, z), np.maximum(x, z)
-    return a.astype(np.int64), b.astype(np.int64), total / len(a)
-
-
-def block_bias_evals(model, enc) -> tuple:
-    """The intercept of ``model``'s factors within the block ``enc``, and the factors its
-    estimate evaluated: ``(bias_, 0)`` for models without :meth:`PairwiseModel.block_bias`
-    (e.g. test stand-ins)."""
-    f = getattr(model, "block_bias", None)
-    if f is None:
-        return float(model.bias_), 0
-    return float(f(enc)), int(model.block_shift_evals(enc.n))
 
 
 def _gold_labels(sub):
@@ -394,7 +336,7 @@ class PairwiseModel:
             self._pseudolik(df, gen, X, y)
         self.n_pairs_ = int(len(y))
         self.feature_names_ = FEATURE_NAMES
-        self._rate_scores(encs)
+        self._rate_z, self._rate_w = rate_scores(encs, self.theta_, int(self.block_prior_pairs))
         if self.bias_shift == "auto":
             shift, self.shift_scores_ = shift_tuner(self, df, gen)
         else:
@@ -405,27 +347,7 @@ class PairwiseModel:
     def check_block_prior(self, error):
         """Raise ``error(message)`` if ``block_prior``, ``block_prior_cap`` or
         ``block_prior_pairs`` is out of its domain (class docstring)."""
-        if self.block_prior not in ("pcc", "none"):
-            raise error(f"block_prior must be 'pcc' or 'none'; got {self.block_prior!r}")
-        cap = self.block_prior_cap
-        if not (isinstance(cap, numbers.Real) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0):
-            raise error(f"block_prior_cap must be a finite number > 0; got {cap!r}")
-        m = self.block_prior_pairs
-        if not (isinstance(m, numbers.Integral) and not isinstance(m, bool) and m >= 1):
-            raise error(f"block_prior_pairs must be an integer >= 1; got {m!r}")
-
-    def _rate_scores(self, encs):
-        """theta . phi (no intercept) and the weight of the rate pairs of the training blocks."""
-        z, w = [], []
-        for enc in encs:
-            I, J, wt = rate_pairs(enc.n, int(self.block_prior_pairs))
-            if len(I):
-                out = np.empty(len(I))
-                _factors.pair_factors(enc, self.theta_, 0.0, I, J, out)
-                z.append(out)
-                w.append(np.full(len(I), wt))
-        self._rate_z = np.concatenate(z) if z else np.zeros(0)
-        self._rate_w = np.concatenate(w) if w else np.zeros(0)
+        check_block_prior(self.block_prior, self.block_prior_cap, self.block_prior_pairs, error)
 
     def set_shift(self, shift):
         """Set ``shift_``, ``bias_ = intercept_ + shift`` and the reference rate ``pair_rate_``
@@ -438,11 +360,7 @@ class PairwiseModel:
         """
         self.shift_ = float(shift)
         self.bias_ = float(self.intercept_ + self.shift_)
-        if len(self._rate_z) == 0:
-            self.pair_rate_ = 0.5
-        else:
-            r = float(np.sum(self._rate_w * expit(self._rate_z + self.bias_)) / np.sum(self._rate_w))
-            self.pair_rate_ = min(max(r, 1e-12), 1.0 - 1e-12)
+        self.pair_rate_ = pooled_rate(self._rate_z, self._rate_w, self.bias_)
 
     # ------------------------------------------------------------------ factors
     def check_fitted(self):
@@ -473,22 +391,8 @@ class PairwiseModel:
         self.check_fitted()
         if self.block_prior != "pcc" or enc.n < 2:
             return 0.0
-        cap = float(self.block_prior_cap)
-        return float(np.clip(logit(self._block_rate(enc)) - logit(self.pair_rate_), -cap, cap))
-
-    def _block_rate(self, enc):
-        """r_b of :meth:`block_shift`, computed once per encoding and model state.
-
-        Kept in :data:`_BLOCK_RATES` keyed by what it depends on (theta_, bias_,
-        block_prior_pairs), so a changed model never reads a stale value.
-        """
-        key = (self.theta_.tobytes(), float(self.bias_), int(self.block_prior_pairs))
-        memo = _BLOCK_RATES.get(enc)
-        if memo is not None and memo[0] == key:
-            return memo[1]
-        r = min(max(float(np.mean(expit(self.rate_factors(enc)))), 1e-12), 1.0 - 1e-12)
-        _BLOCK_RATES[enc] = (key, r)
-        return r
+        key = (self.theta_.tobytes(), float(self.bias_), int(self.block_prior_pairs))  # what r_b depends on
+        return prior_shift(cached_block_rate(enc, key, self.rate_factors), self.pair_rate_, self.block_prior_cap)
 
     def rate_factors(self, enc: EncodedBlock) -> np.ndarray:
         """f at the pooled intercept ``bias_`` over the block's :func:`rate_pairs`, ndarray of shape (m,).
@@ -503,9 +407,7 @@ class PairwiseModel:
 
     def block_shift_evals(self, n: int) -> int:
         """Pairwise factors :meth:`block_shift` evaluates for a block of ``n`` mentions."""
-        if self.block_prior != "pcc" or n < 2:
-            return 0
-        return min(n * (n - 1) // 2, int(self.block_prior_pairs))
+        return shift_evals(n, int(self.block_prior_pairs)) if self.block_prior == "pcc" else 0
 
     def block_bias(self, enc: EncodedBlock) -> float:
         """The intercept of every factor within the block ``enc``: ``bias_ + block_shift(enc)``."""

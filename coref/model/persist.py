@@ -195,6 +195,103 @@ def _feature_mismatch(saved, current):
             f"(first difference at feature {k}: {a!r} in the model, {b!r} here)")
 
 
+def _read_json(path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFormatError(f"not valid JSON ({exc})", path=path) from None
+
+
+def _check_manifest(path):
+    """The manifest's format, version and file list, and the SHA-256 of every file it lists."""
+    mpath = path / "manifest.json"
+    if not mpath.is_file():
+        raise ModelFormatError("no manifest.json: not a coref model directory (or an interrupted save)",
+                               path=mpath)
+    manifest = _read_json(mpath)
+    if not isinstance(manifest, dict) or manifest.get("format") != _MANIFEST_FORMAT:
+        raise ModelFormatError("not a coref model manifest", path=mpath)
+    if manifest.get("version") != MODEL_VERSION:
+        raise ModelFormatError(f"model format version {manifest.get('version')!r}; this coref reads "
+                               f"version {MODEL_VERSION}", path=mpath)
+    files = manifest.get("files")
+    if not isinstance(files, dict) or sorted(files) != sorted(_FILES):
+        raise ModelFormatError(f"the manifest must list exactly {list(_FILES)}", path=mpath)
+    for name in _FILES:
+        f = path / name
+        if not f.is_file():
+            raise ModelFormatError("listed in manifest.json but missing", path=f)
+        if _sha256(f) != files[name]:
+            raise ModelFormatError("SHA-256 does not match manifest.json: the file was modified "
+                                   "(tampered or corrupted); refusing to load it", path=f)
+
+
+def _read_doc(jpath, path):
+    """model.json: its format, version and feature layout (that of this code)."""
+    doc = _read_json(jpath)
+    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+        raise ModelFormatError(f"format {doc.get('format') if isinstance(doc, dict) else None!r}, "
+                               f"expected {MODEL_FORMAT!r}", path=jpath)
+    if doc.get("version") != MODEL_VERSION:
+        raise ModelFormatError(f"model version {doc.get('version')!r}; this coref reads version {MODEL_VERSION}",
+                               path=jpath)
+    names = _field(doc, "feature_names", "list", jpath)
+    if names != list(FEATURE_NAMES):
+        raise ModelFormatError(
+            _feature_mismatch(names, list(FEATURE_NAMES)) + "; refit it with `coref fit --data LABELED "
+            f"--model {path}` (the shipped default: `python -m coref fit --data data/aminer_na "
+            "--model coref/models/default`)", path=jpath)
+    return doc
+
+
+def _read_arrays(npz):
+    """The arrays of theta.npz (no pickles), theta finite float64 of this code's feature count."""
+    try:
+        with np.load(npz, allow_pickle=False) as z:
+            if "theta" not in z.files:
+                raise ModelFormatError(f"no array 'theta'; got {sorted(z.files)}", path=npz)
+            arrays = {k: np.array(z[k]) for k in z.files}
+            theta = arrays["theta"]
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        if isinstance(exc, ModelFormatError):
+            raise
+        raise ModelFormatError(f"unreadable npz ({exc})", path=npz) from None
+    if theta.dtype != np.float64 or theta.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(theta)):
+        raise ModelFormatError(f"theta must be finite float64 of shape ({len(FEATURE_NAMES)},); got "
+                               f"{theta.dtype} {theta.shape}", path=npz)
+    return arrays
+
+
+def _model_from_params(p, jpath):
+    """An unfitted PairwiseModel with the saved parameters, each checked (KeyError / TypeError /
+    ValueError for a missing or unusable one: the caller names the file)."""
+    model = PairwiseModel(**{k: p[k] for k in ("C", "max_pairs_per_block", "class_weight", "bias_shift",
+                                                "shift_grid", "shift_tol", "tune_sweeps", "tune_max_blocks",
+                                                "rng")},
+                          # absent in models saved before the pseudo-likelihood fit (logistic theta)
+                          **{"objective": "logistic", **{k: p[k] for k in _PL_PARAMS if k in p}},
+                          # absent in models saved before block priors: none
+                          **{"block_prior": "none", **{k: p[k] for k in _BP_PARAMS if k in p}})
+    model.check_block_prior(lambda msg: ModelFormatError("params." + msg, path=jpath))
+    if model.objective not in ("logistic", "pseudolik"):
+        raise ModelFormatError(f"params.objective must be 'logistic' or 'pseudolik'; got {model.objective!r}",
+                               path=jpath)
+    if not (isinstance(model.pl_C, (int, float)) and not isinstance(model.pl_C, bool)
+            and math.isfinite(model.pl_C) and model.pl_C > 0):
+        raise ModelFormatError(f"params.pl_C must be a finite number > 0; got {model.pl_C!r}", path=jpath)
+    if not (isinstance(model.pl_max_anchors, int) and not isinstance(model.pl_max_anchors, bool)
+            and model.pl_max_anchors >= 1):
+        raise ModelFormatError(f"params.pl_max_anchors must be an integer >= 1; got {model.pl_max_anchors!r}",
+                               path=jpath)
+    if not isinstance(model.pl_alone, bool):
+        raise ModelFormatError(f"params.pl_alone must be a boolean; got {model.pl_alone!r}", path=jpath)
+    for k in ("pl_pair_C", "pl_merge_C"):
+        v = getattr(model, k)
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+            raise ModelFormatError(f"params.{k} must be a finite number >= 0; got {v!r}", path=jpath)
+    return model
+
+
 def load_model(path):
     """Load a model saved by :func:`save_model`, verifying it first.
 
@@ -222,85 +319,13 @@ def load_model(path):
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"model directory not found: {path}")
-    mpath = path / "manifest.json"
-    if not mpath.is_file():
-        raise ModelFormatError("no manifest.json: not a coref model directory (or an interrupted save)",
-                               path=mpath)
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"not valid JSON ({exc})", path=mpath) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != _MANIFEST_FORMAT:
-        raise ModelFormatError("not a coref model manifest", path=mpath)
-    if manifest.get("version") != MODEL_VERSION:
-        raise ModelFormatError(f"model format version {manifest.get('version')!r}; this coref reads "
-                               f"version {MODEL_VERSION}", path=mpath)
-    files = manifest.get("files")
-    if not isinstance(files, dict) or sorted(files) != sorted(_FILES):
-        raise ModelFormatError(f"the manifest must list exactly {list(_FILES)}", path=mpath)
-    for name in _FILES:
-        f = path / name
-        if not f.is_file():
-            raise ModelFormatError("listed in manifest.json but missing", path=f)
-        if _sha256(f) != files[name]:
-            raise ModelFormatError("SHA-256 does not match manifest.json: the file was modified "
-                                   "(tampered or corrupted); refusing to load it", path=f)
+    _check_manifest(path)
     jpath = path / "model.json"
-    try:
-        doc = json.loads(jpath.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"not valid JSON ({exc})", path=jpath) from None
-    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
-        raise ModelFormatError(f"format {doc.get('format') if isinstance(doc, dict) else None!r}, "
-                               f"expected {MODEL_FORMAT!r}", path=jpath)
-    if doc.get("version") != MODEL_VERSION:
-        raise ModelFormatError(f"model version {doc.get('version')!r}; this coref reads version {MODEL_VERSION}",
-                               path=jpath)
-    names = _field(doc, "feature_names", "list", jpath)
-    if names != list(FEATURE_NAMES):
-        raise ModelFormatError(
-            _feature_mismatch(names, list(FEATURE_NAMES)) + "; refit it with `coref fit --data LABELED "
-            f"--model {path}` (the shipped default: `python -m coref fit --data data/aminer_na "
-            "--model coref/models/default`)", path=jpath)
-    try:
-        with np.load(path / "theta.npz", allow_pickle=False) as z:
-            if "theta" not in z.files:
-                raise ModelFormatError(f"no array 'theta'; got {sorted(z.files)}", path=path / "theta.npz")
-            arrays = {k: np.array(z[k]) for k in z.files}
-            theta = arrays["theta"]
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        if isinstance(exc, ModelFormatError):
-            raise
-        raise ModelFormatError(f"unreadable npz ({exc})", path=path / "theta.npz") from None
-    if theta.dtype != np.float64 or theta.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(theta)):
-        raise ModelFormatError(f"theta must be finite float64 of shape ({len(FEATURE_NAMES)},); got "
-                               f"{theta.dtype} {theta.shape}", path=path / "theta.npz")
+    doc = _read_doc(jpath, path)
+    arrays = _read_arrays(path / "theta.npz")
     p = _field(doc, "params", "dict", jpath)
     try:
-        model = PairwiseModel(**{k: p[k] for k in ("C", "max_pairs_per_block", "class_weight", "bias_shift",
-                                                    "shift_grid", "shift_tol", "tune_sweeps", "tune_max_blocks",
-                                                    "rng")},
-                              # absent in models saved before the pseudo-likelihood fit (logistic theta)
-                              **{"objective": "logistic", **{k: p[k] for k in _PL_PARAMS if k in p}},
-                              # absent in models saved before block priors: none
-                              **{"block_prior": "none", **{k: p[k] for k in _BP_PARAMS if k in p}})
-        model.check_block_prior(lambda msg: ModelFormatError("params." + msg, path=jpath))
-        if model.objective not in ("logistic", "pseudolik"):
-            raise ModelFormatError(f"params.objective must be 'logistic' or 'pseudolik'; got {model.objective!r}",
-                                   path=jpath)
-        if not (isinstance(model.pl_C, (int, float)) and not isinstance(model.pl_C, bool)
-                and math.isfinite(model.pl_C) and model.pl_C > 0):
-            raise ModelFormatError(f"params.pl_C must be a finite number > 0; got {model.pl_C!r}", path=jpath)
-        if not (isinstance(model.pl_max_anchors, int) and not isinstance(model.pl_max_anchors, bool)
-                and model.pl_max_anchors >= 1):
-            raise ModelFormatError(f"params.pl_max_anchors must be an integer >= 1; got {model.pl_max_anchors!r}",
-                                   path=jpath)
-        if not isinstance(model.pl_alone, bool):
-            raise ModelFormatError(f"params.pl_alone must be a boolean; got {model.pl_alone!r}", path=jpath)
-        for k in ("pl_pair_C", "pl_merge_C"):
-            v = getattr(model, k)
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
-                raise ModelFormatError(f"params.{k} must be a finite number >= 0; got {v!r}", path=jpath)
+        model = _model_from_params(p, jpath)
         used = set()
         vocab_state = _internalize(_field(doc, "vocabulary", "dict", jpath), arrays, used, jpath)
         if used != set(arrays) - {"theta"}:
@@ -311,7 +336,7 @@ def load_model(path):
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFormatError(f"bad params or vocabulary ({exc})", path=jpath) from None
-    model.theta_ = np.ascontiguousarray(theta)
+    model.theta_ = np.ascontiguousarray(arrays["theta"])
     model.intercept_ = float(_field(doc, "intercept", "float", jpath))
     model.shift_ = float(_field(doc, "shift", "float", jpath))
     model.bias_ = float(_field(doc, "bias", "float", jpath))

@@ -12,7 +12,7 @@ from scipy.special import expit, logit
 from coref import _factors, _gibbs
 from coref.exceptions import ModelFormatError
 from coref.gibbs import GibbsCoref, block_rng, bound_table
-from coref.model import PairwiseModel, block_bias_evals, load_model, pairwise, rate_pairs, save_model
+from coref.model import PairwiseModel, block_bias_evals, block_prior, load_model, rate_pairs, save_model
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -98,7 +98,7 @@ def test_block_rate_is_computed_once_per_block_and_model_state(fitted, monkeypat
     finally:
         m.bias_ = old
     assert m.block_shift(enc) == d and len(calls) == 4
-    assert pairwise._BLOCK_RATES[enc][1] == pytest.approx(expit(_f0(m, enc)).mean(), rel=1e-12)
+    assert block_prior._BLOCK_RATES[enc][1] == pytest.approx(expit(_f0(m, enc)).mean(), rel=1e-12)
     assert not any(k.startswith("_rate") for k in vars(enc))      # nothing rides along on the encoding
 
 
