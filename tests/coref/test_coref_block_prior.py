@@ -1,6 +1,5 @@
 """Per-block prior odds (PairwiseModel(block_prior="pcc")): the shift d_b, its reference rate,
 its use by every factor of the block, save / load, and errors."""
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -10,10 +9,10 @@ import pandas as pd
 import pytest
 from scipy.special import expit, logit
 
-from coref import _gibbs
+from coref import _factors, _gibbs
 from coref.exceptions import ModelFormatError
 from coref.gibbs import GibbsCoref, block_rng, bound_table
-from coref.model import PairwiseModel, block_bias_evals, load_model, rate_pairs, save_model
+from coref.model import PairwiseModel, block_bias_evals, block_prior, load_model, rate_pairs, save_model
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -27,8 +26,6 @@ def fitted():
 
 def _f0(model, enc):
     """The factor matrix at the pooled intercept bias_ (no block shift), upper triangle."""
-    from coref.model import _factors
-
     F = np.zeros((enc.n, enc.n))
     _factors.factor_matrix(enc, model.theta_, model.bias_, F)
     return F[np.triu_indices(enc.n, 1)]
@@ -101,7 +98,8 @@ def test_block_rate_is_computed_once_per_block_and_model_state(fitted, monkeypat
     finally:
         m.bias_ = old
     assert m.block_shift(enc) == d and len(calls) == 4
-    assert "_rate_memo" not in {f.name for f in dataclasses.fields(enc)}
+    assert block_prior._BLOCK_RATES[enc][1] == pytest.approx(expit(_f0(m, enc)).mean(), rel=1e-12)
+    assert not any(k.startswith("_rate") for k in vars(enc))      # nothing rides along on the encoding
 
 
 def test_cap_none_and_tiny_blocks(fitted):

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref._calibration import (CalibrationMap, ConfidenceCalibration, brier_score, ece_score, fit_calibration,
-                                mention_correct)
-from coref.confidence import (assignment_confidence, confidence_figures, fit_confidence_calibration,
-                              gibbs_marginals)
+from coref.calibration import CalibrationMap, ConfidenceCalibration, fit_calibration
+from coref.confidence import (assignment_confidence, brier_score, confidence_figures, ece_score,
+                              fit_confidence_calibration, gibbs_marginals, map_clusters, mention_correct)
 from coref.exceptions import ModelFormatError
 from coref.model import PairwiseModel, load_model, save_model
 from coref.pipeline import assign_folds, heldout_confidence
+from tests.coref.test_coref_confidence_api import PEOPLE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -130,25 +130,23 @@ def test_model_saves_and_loads_calibration_and_refuses_tampering(tmp_path):
 
 # ----------------------------------------------------------------------------- train folds only
 
+def _noisy_mention(rng, b, k):
+    """Mention k of block b: its author p, and coauthor, venue and affiliation each of
+    another of the three people 35% of the time."""
+    p = int(rng.integers(0, 3))
+    q = [int(rng.integers(0, 3)) if rng.random() < 0.35 else p for _ in range(3)]
+    return dict(mention_id=f"B{b}/{k:02d}", block=f"B{b}", name="Wei Wang",
+                coauthors=[PEOPLE[q[0]][0], f"X{rng.integers(0, 6)}"], title=f"topic{q[1]} words paper{k}",
+                venue=PEOPLE[q[1]][1], year=int(2000 + rng.integers(0, 5)), affiliation=PEOPLE[q[2]][2],
+                gold=f"B{b}/{p}")
+
+
 def _noisy_df(n_blocks=6, n=14, seed=0):
     """Blocks of one name shared by 3 people whose evidence (coauthor, venue,
     affiliation) is right only some of the time, so the model is uncertain."""
     rng = np.random.default_rng(seed)
-    people = [("Jiawei Han", "KDD", "UIUC"), ("Philip Yu", "ICDE", "IBM"), ("Ann Lee", "ISMB", "MIT")]
-    rows = []
-    for b in range(n_blocks):
-        for k in range(n):
-            p = int(rng.integers(0, 3))
-            q = [int(rng.integers(0, 3)) if rng.random() < 0.35 else p for _ in range(3)]
-            rows.append(dict(mention_id=f"B{b}/{k:02d}", block=f"B{b}", name="Wei Wang",
-                             coauthors=[people[q[0]][0], f"X{rng.integers(0, 6)}"],
-                             title=f"topic{q[1]} words paper{k}", venue=people[q[1]][1],
-                             year=int(2000 + rng.integers(0, 5)), affiliation=people[q[2]][2],
-                             gold=f"B{b}/{p}"))
-    df = pd.DataFrame(rows)
-    df["year"] = df["year"].astype("Int64")
-    df["gold"] = df["gold"].astype("string")
-    return df
+    rows = [_noisy_mention(rng, b, k) for b in range(n_blocks) for k in range(n)]
+    return pd.DataFrame(rows).astype({"year": "Int64", "gold": "string"})
 
 
 @pytest.fixture(scope="module")
@@ -163,12 +161,10 @@ def synth():
 
 
 def _clusters_from(models, df, fold_of):
-    from coref.confidence import _map_clusters
-
     out = []
     for k, m in models.items():
         part = df[df["block"].map(fold_of) == k].reset_index(drop=True)
-        cl = _map_clusters(m, part, sampler="exact", rng=0)
+        cl = map_clusters(m, part, sampler="exact", rng=0)
         out.append(cl.assign(sampler="exact", fold=k))
     return pd.concat(out, ignore_index=True)
 
@@ -236,7 +232,7 @@ def test_heldout_map_is_fitted_on_the_other_folds_heldout_scores(synth):
 def test_cross_fitted_calibration_scores_each_group_with_a_model_that_never_saw_it(synth):
     from sklearn.model_selection import GroupKFold
 
-    from coref.confidence import _map_clusters, calibration_from_scores
+    from coref.confidence import calibration_from_scores
 
     df, _, _, models = synth
     seen = []
@@ -256,7 +252,7 @@ def test_cross_fitted_calibration_scores_each_group_with_a_model_that_never_saw_
     for g in groups:
         m = PairwiseModel(bias_shift=0.0).fit(df[~df["block"].isin(g)].reset_index(drop=True))
         part = df[df["block"].isin(g)].reset_index(drop=True)
-        cl = _map_clusters(m, part, sampler="exact", rng=0)[["mention_id", "block", "cluster_id"]]
+        cl = map_clusters(m, part, sampler="exact", rng=0)[["mention_id", "block", "cluster_id"]]
         conf, pairs = assignment_confidence(m, part.drop(columns="gold"), cl, calibration=None, pair_min_p=0.0,
                                             rng=0)
         parts.append((conf, pairs, cl))
@@ -282,9 +278,7 @@ def test_confidence_figures_against_direct_computation(synth):
     df, fold_of, labeled, models = synth
     part = df[df["block"].map(fold_of) == 1].reset_index(drop=True)
     cal = fit_confidence_calibration(models[0], df[df["block"].map(fold_of) == 0].reset_index(drop=True))
-    from coref.confidence import _map_clusters
-
-    cl = _map_clusters(models[1], part, sampler="exact", rng=0)
+    cl = map_clusters(models[1], part, sampler="exact", rng=0)
     conf, pairs = assignment_confidence(models[1], part.drop(columns="gold"), cl, calibration=cal, pair_min_p=0.0,
                                         pair_factors=True)
     gold = part.set_index("mention_id")["gold"]
@@ -407,7 +401,7 @@ def test_coref_fit_cross_fits_the_calibration_scores(tmp_path):
 
 
 def test_confidence_report_orders_review_queue_by_calibrated_p(tmp_path):
-    from coref._calibration import write_confidence_report
+    from coref.confidence import write_confidence_report
 
     conf = pd.DataFrame({"mention_id": ["a", "b", "c"], "cluster_id": ["1", "1", "2"], "p": [0.2, 0.9, 0.5],
                          "p_lower": [np.nan] * 3, "p_upper": [np.nan] * 3, "method": ["gibbs"] * 3,

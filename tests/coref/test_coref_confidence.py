@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from coref._submodel import (MAX_EXACT_SUBSET, build_graphical_model, check_constraints, exact_log_z,
-                             log_block_probabilities, subproblem)
-from coref.confidence import event_probability
+from coref.confidence import (MAX_EXACT_SUBSET, build_graphical_model, check_constraints, event_probability,
+                              exact_log_z, log_block_probabilities, subproblem)
 from sampling.bounds import log_partition, read_uai, write_uai
 
 

@@ -8,54 +8,35 @@ import pytest
 from scipy.special import logsumexp
 
 from coref import _factors
-from coref._submodel import exact_log_z, subproblem
 from coref.confidence import (CONFIDENCE_COLUMNS, PAIR_COLUMNS, CalibrationMap, assignment_confidence,
-                              calibration_scores, event_probability, fit_calibration,
+                              calibration_scores, event_probability, exact_log_z, fit_calibration, subproblem,
                               write_confidence_report)
-from coref.features import N_FEATURES, encode_mentions
+from coref.features import N_FEATURES
+from tests.coref.test_coref_confidence import set_partitions
+from tests.coref.test_coref_gibbs import _Model as _GibbsModel
 
 
+PEOPLE = (("Jiawei Han", "KDD", "UIUC"), ("Philip Yu", "ICDE", "IBM"), ("Ann Lee", "ISMB", "MIT"))
 
-def set_partitions(items):
-    """Every set partition of ``items`` (a list), each once."""
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for p in set_partitions(rest):
-        for k in range(len(p)):
-            yield p[:k] + [[first] + p[k]] + p[k + 1:]
-        yield [[first]] + p
+
+def _mention(rng, b, k):
+    """Mention k of block b by one of three people: coauthor, venue (70%), affiliation (50%)."""
+    p = int(rng.integers(0, 3))
+    co, ve, af = PEOPLE[p]
+    return dict(mention_id=f"B{b}/{k:02d}", block=f"B{b}", name="Wei Wang",
+                coauthors=[co] + ([f"X{rng.integers(0, 4)}"] if rng.random() < 0.5 else []),
+                title=f"topic{p} words paper{k}", venue=ve if rng.random() < 0.7 else "Misc",
+                year=int(2000 + rng.integers(0, 5)), affiliation=af if rng.random() < 0.5 else "", gold=f"B{b}/{p}")
 
 
 def _df(n=12, n_blocks=1, seed=0):
     rng = np.random.default_rng(seed)
-    people = [("Jiawei Han", "KDD", "UIUC"), ("Philip Yu", "ICDE", "IBM"), ("Ann Lee", "ISMB", "MIT")]
-    rows = []
-    for b in range(n_blocks):
-        for k in range(n):
-            p = int(rng.integers(0, 3))
-            co, ve, af = people[p]
-            rows.append(dict(mention_id=f"B{b}/{k:02d}", block=f"B{b}", name="Wei Wang",
-                             coauthors=[co] + ([f"X{rng.integers(0, 4)}"] if rng.random() < 0.5 else []),
-                             title=f"topic{p} words paper{k}", venue=ve if rng.random() < 0.7 else "Misc",
-                             year=int(2000 + rng.integers(0, 5)), affiliation=af if rng.random() < 0.5 else "",
-                             gold=f"B{b}/{p}"))
-    df = pd.DataFrame(rows)
-    df["year"] = df["year"].astype("Int64")
-    df["gold"] = df["gold"].astype("string")
-    return df
+    rows = [_mention(rng, b, k) for b in range(n_blocks) for k in range(n)]
+    return pd.DataFrame(rows).astype({"year": "Int64", "gold": "string"})
 
 
-class _Model:
-    """A fitted-model stand-in with a fixed theta (no scikit-learn)."""
-
-    def __init__(self, theta, bias):
-        self.theta_ = np.asarray(theta, float)
-        self.bias_ = float(bias)
-
-    def encode(self, df):
-        return encode_mentions(df)
+class _Model(_GibbsModel):
+    """The fitted-model stand-in of the Gibbs tests (fixed theta), with the factor matrix."""
 
     def factor_matrix(self, enc):
         out = np.zeros((enc.n, enc.n))

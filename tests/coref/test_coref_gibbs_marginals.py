@@ -134,7 +134,7 @@ def test_marginal_sweep_kernel_equals_numpy_twin(case):
     the same slots, cluster sums and Rao-Blackwellised marginals bit for bit, including
     weights that underflow to 0 (huge factors) and the float edge of the inverse CDF."""
     from coref import _gibbs
-    from coref.confidence import _marginal_sweep_py, gibbs_marginals
+    from coref.confidence import marginal_sweep_py, gibbs_marginals
 
     rng = np.random.default_rng(7)
     n = 2 if case == "n=2" else 30
@@ -143,7 +143,7 @@ def test_marginal_sweep_kernel_equals_numpy_twin(case):
     labels = {"one-cluster": np.zeros(n, int), "singletons": np.arange(n)}.get(
         case, rng.integers(0, max(1, n // 4), size=n))
     out = []
-    for sweep in (None, _marginal_sweep_py):
+    for sweep in (None, marginal_sweep_py):
         out.append(gibbs_marginals(F, labels, n_samples=6, n_burn=2, rng=np.random.default_rng(11),
                                    _sweep=sweep))
     np.testing.assert_array_equal(out[0][0], out[1][0])
@@ -159,7 +159,7 @@ def test_marginal_sweep_kernel_equals_numpy_twin(case):
     u = rng.random(n)
     u[::3] = 0.0                     # x = 0: the first slot whose running sum exceeds it
     states = []
-    for sweep in (_gibbs.marginal_sweep, _marginal_sweep_py):
+    for sweep in (_gibbs.marginal_sweep, marginal_sweep_py):
         st = (S.copy(), lab.copy(), size.copy())
         sweep(Fz, st[0], st[1], st[2], perm, u, np.exp)
         states.append(st)

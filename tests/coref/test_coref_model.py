@@ -11,6 +11,7 @@ import pytest
 from coref.features import FEATURE_NAMES, N_FEATURES
 from coref.exceptions import ModelFormatError
 from coref.model import PairwiseModel, labeled_pairs, load_model, save_model
+from coref.training import fit_model
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -54,9 +55,10 @@ def test_fit_factor_consistency_and_save_load(tmp_path):
 
 def test_auto_shift_picks_from_grid():
     df = _df(n=15, n_blocks=4, seed=2)
-    m = PairwiseModel(bias_shift="auto", shift_grid=(-1.0, 0.0, 1.0), tune_sweeps=3).fit(df)
+    m = fit_model(PairwiseModel(bias_shift="auto", shift_grid=(-1.0, 0.0, 1.0), tune_sweeps=3), df)
     assert m.shift_ in (-1.0, 0.0, 1.0)
     assert set(m.shift_scores_) == {-1.0, 0.0, 1.0}
+    assert m.bias_ == m.intercept_ + m.shift_
 
 
 def test_errors():
@@ -191,8 +193,28 @@ def test_tune_shift_with_one_mention_labeled_blocks():
     lone["gold"] = "L" + lone["gold"]
     df = pd.concat([good, lone], ignore_index=True)
     for seed in (10, 16, 51):  # seeds whose inner split put all four good blocks on one side (failed before)
-        m = PairwiseModel(shift_grid=(0.0, 1.0), tune_sweeps=2, rng=seed).fit(df)
+        m = fit_model(PairwiseModel(shift_grid=(0.0, 1.0), tune_sweeps=2, rng=seed), df)
         assert m.shift_ in (0.0, 1.0) and set(m.shift_scores_) == {0.0, 1.0}
+
+
+def test_fit_asks_the_shift_tuner_only_for_auto():
+    """PairwiseModel.fit runs no Gibbs itself: with bias_shift="auto" it calls the tuner it is
+    given (coref.training.tune_shift by fit_model) once theta is fitted, with the generator
+    the fit drew from, and sets the shift, bias and reference rate from its answer."""
+    df = _df(n=12, n_blocks=3, seed=8)
+    calls = []
+
+    def tuner(model, data, rng):
+        calls.append((model.theta_.copy(), data, rng))
+        return 0.25, {0.25: 0.5}
+
+    m = PairwiseModel(rng=4).fit(df, shift_tuner=tuner)
+    assert len(calls) == 1 and calls[0][1] is df and isinstance(calls[0][2], np.random.Generator)
+    assert (m.shift_, m.shift_scores_, m.bias_) == (0.25, {0.25: 0.5}, m.intercept_ + 0.25)
+    fixed = PairwiseModel(rng=4, bias_shift=0.25).fit(df, shift_tuner=tuner)
+    assert len(calls) == 1                                        # a number: no tuning
+    np.testing.assert_array_equal(fixed.theta_, calls[0][0])
+    assert (fixed.bias_, fixed.pair_rate_) == (m.bias_, m.pair_rate_)
 
 
 def test_unbuilt_tree_raises_a_clear_import_error(repo_root, tmp_path):

@@ -1,11 +1,11 @@
-"""Maximum pseudo-likelihood fit of theta (coref._pseudolik): gradient, optimum, determinism, errors."""
+"""Maximum pseudo-likelihood fit of theta (coref.model._pseudolik): gradient, optimum, determinism, errors."""
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from coref._pseudolik import PLData, block_candidates, fit_pseudolik, pl_data, pl_objective
+from coref.model._pseudolik import PLData, block_candidates, fit_pseudolik, pl_data, pl_objective
 from coref.model import PairwiseModel, load_model, save_model
 
 sys.path.insert(0, str(Path(__file__).parent))

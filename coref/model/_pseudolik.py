@@ -416,6 +416,7 @@ def fit_pseudolik(data, *, theta0, b0, C, mu=None, sd=None, pairs=None, C_pairs=
     theta = np.ascontiguousarray(w / sd)
     b = c - float(np.sum(w * mu / sd))
     nll = (pl_objective(res.x, *args[:6])[0] - 0.5 * float(w @ w)) / float(C)
-    info = {"nll": nll, "nll0": nll0, "objective": float(res.fun), "objective0": float(f0), "n_anchors": data.n_anchors, "n_candidates": int(data.S.shape[0]),
+    info = {"nll": nll, "nll0": nll0, "objective": float(res.fun), "objective0": float(f0), "n_anchors": data.n_anchors,
+            "n_candidates": int(data.S.shape[0]),
             "n_iter": int(res.nit), "converged": bool(res.success), "message": str(res.message)}
     return theta, float(b), info

@@ -1,0 +1,165 @@
+"""Fitting a model's confidence calibration maps on labeled (training) mentions.
+
+The mentions are clustered (annealed Gibbs MAP), scored by
+:func:`coref.confidence.assignment.assignment_confidence`, and the pair and mention
+maps (:class:`coref.calibration.ConfidenceCalibration`) fitted on the scores against
+the gold labels, optionally cross-fitted over block groups so that the maps learn the
+model's confidence on data it was not fitted on.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from coref.calibration import ConfidenceCalibration, fit_calibration
+from coref.confidence.assignment import DEFAULT_N_BURN, DEFAULT_N_SAMPLES, assignment_confidence
+from coref.confidence.scores import acceptance_score, mention_correct, pair_labels, pair_score
+from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
+from coref.inference import encode_blocks
+
+__all__ = ["fit_confidence_calibration", "calibration_from_scores", "map_clusters"]
+
+
+def map_clusters(model, df, *, sampler, rng):
+    """Predicted clustering (annealed Gibbs MAP) of ``df``: mention_id, block, cluster_id."""
+    g = GibbsCoref(model, sampler=sampler, rng=rng, record_history=False,
+                   factor_cache_mb=FACTOR_CACHE_MB).fit(df)
+    cl = g.clusters_.rename("cluster_id").reset_index()
+    cl["cluster_id"] = cl["cluster_id"].astype(str)
+    cl["block"] = df.set_index(df["mention_id"].astype(str)).loc[cl["mention_id"].astype(str), "block"].to_numpy()
+    return cl
+
+
+def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", sampler="exact", rng=0,
+                               folds=0, refit=None, **confidence_kw):
+    """Fit the pair and mention calibration maps on labeled (training) mentions.
+
+    The mentions of ``df`` are clustered (annealed Gibbs MAP, unless ``clusters`` is
+    given), their confidences computed with
+    :func:`coref.confidence.assignment.assignment_confidence` (every pair
+    within a block), and the maps fitted by :func:`calibration_from_scores`.  Only the
+    labels of ``df`` are used: pass the training folds only.
+
+    With ``folds >= 2`` and ``refit`` the scores are cross-fitted: the blocks of ``df``
+    are split into ``folds`` groups (``sklearn.model_selection.GroupKFold``), and each
+    group is clustered and scored by ``refit(the other groups)``, a model that never
+    saw its labels, so that the maps learn the model's confidence on data it was not
+    fitted on (in-sample scores are over-confident). Otherwise every mention is
+    clustered and scored by ``model`` itself.
+
+    Parameters
+    ----------
+    model : PairwiseModel
+        Fitted (on these or other labeled mentions); unused with cross-fitting.
+    df : pandas.DataFrame
+        Labeled mentions (``gold``; unlabeled mentions are clustered but not used).
+    clusters : pandas.DataFrame, optional
+        ``mention_id``, ``block``, ``cluster_id``; default: cluster with ``sampler``.
+        Not allowed with cross-fitting (each group is clustered by its own model).
+    method : {"isotonic", "temperature"}, default "isotonic"
+    sampler : {"exact", "racing"}, default "exact"
+    rng : int, default 0
+    folds : int, default 0
+        Cross-fitting groups (0: none).
+    refit : callable, optional
+        ``refit(df_train) -> fitted model``; required with ``folds >= 2``.
+    **confidence_kw
+        Passed to :func:`coref.confidence.assignment.assignment_confidence` (``pair_min_p``
+        is forced to 0 and no calibration is applied).
+
+    Returns
+    -------
+    ConfidenceCalibration
+        The pair and mention maps; ``info`` names the source of the scores (in-sample
+        or cross-fitted), the number of blocks and the Gibbs sweeps of the marginals.
+
+    Raises
+    ------
+    ValueError
+        If ``df`` has no ``gold`` column, no labeled pair or mention to fit on, fewer
+        blocks than ``folds``, or ``folds`` without ``refit`` (or with ``clusters``).
+    """
+    if "gold" not in df.columns:
+        raise ValueError("fitting a calibration needs labeled mentions: df has no 'gold' column")
+    if not (isinstance(folds, numbers.Integral) and not isinstance(folds, bool) and (folds == 0 or folds >= 2)):
+        raise ValueError(f"folds must be 0 (no cross-fitting) or an integer >= 2; got {folds!r}")
+    if folds and (refit is None or clusters is not None):
+        raise ValueError("cross-fitting (folds >= 2) needs refit and takes no clusters")
+    kw = {**confidence_kw, "pair_min_p": 0.0, "calibration": None, "rng": rng}
+    gold = df.set_index(df["mention_id"].astype(str))["gold"]
+    parts = []
+    if folds:
+        from sklearn.model_selection import GroupKFold
+
+        blocks = df["block"].astype(str).to_numpy()
+        if len(np.unique(blocks)) < folds:
+            raise ValueError(f"cross-fitting in {folds} folds needs at least {folds} blocks; "
+                             f"df has {len(np.unique(blocks))}")
+        for tr, te in GroupKFold(n_splits=int(folds)).split(np.zeros(len(df)), groups=blocks):
+            parts.append((refit(df.iloc[tr].reset_index(drop=True)), df.iloc[te].reset_index(drop=True), None))
+        source = f"training mentions, cross-fitted: each of {int(folds)} block groups clustered and scored by a " \
+                 "model fitted on the others"
+    else:
+        parts.append((model, df, clusters))
+        source = "training mentions clustered and scored by the model"
+    scored = []
+    for m, part, cl in parts:
+        m = encode_blocks(m, part)     # each block encoded once for its clustering and confidences
+        if cl is None:
+            cl = map_clusters(m, part, sampler=sampler, rng=rng)
+        cl = cl[["mention_id", "block", "cluster_id"]]
+        conf, pairs = assignment_confidence(m, part.drop(columns=["gold"]), cl, **kw)
+        scored.append((conf, pairs, cl))
+    conf, pairs, cl = (pd.concat([x[i] for x in scored], ignore_index=True) for i in range(3))
+    info = {"source": source, "n_blocks": int(df["block"].nunique()),
+            "n_samples": int(kw.get("n_samples", DEFAULT_N_SAMPLES)), "n_burn": int(kw.get("n_burn", DEFAULT_N_BURN))}
+    return calibration_from_scores(conf, pairs, cl, gold, method=method, info=info)
+
+
+def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="isotonic", info=None):
+    """Fit the two calibration maps on scored, labeled mentions.
+
+    The pair map (:func:`coref.calibration.fit_calibration`) takes
+    :func:`coref.confidence.scores.pair_score` ((p + sigmoid(f)) / 2)
+    to 1{gold_a = gold_b}; the mention map takes :func:`coref.confidence.scores.acceptance_score`
+    (min(p, p_direct)) to correctness (the mention's gold author is the majority gold
+    author of its predicted cluster, :func:`coref.confidence.scores.mention_correct`).
+
+    Parameters
+    ----------
+    confidence_df, pairs_df : pandas.DataFrame
+        From :func:`coref.confidence.assignment.assignment_confidence` with ``pair_min_p=0``.
+    clusters : pandas.DataFrame
+        ``mention_id``, ``cluster_id`` of the clustering they score.
+    gold : pandas.Series
+        Gold author per mention_id (NA: unlabeled, left out).
+    method : {"isotonic", "temperature"}, default "isotonic"
+    info : dict, optional
+        Copied into the result's ``info`` (with ``method``, ``n_pairs``, ``n_mentions``).
+
+    Returns
+    -------
+    ConfidenceCalibration
+        The pair map and the mention map, each fitted with ``method``.
+
+    Raises
+    ------
+    ValueError
+        If there is no labeled pair within a block or no labeled mention.
+    """
+    g = gold.copy()
+    g.index = g.index.astype(str)
+    ok, y = pair_labels(pairs_df, g)
+    if not ok.any():
+        raise ValueError("no labeled pair within a block to fit the pair calibration on")
+    correct = mention_correct(clusters, g)
+    if correct.empty:
+        raise ValueError("no labeled mention to fit the mention calibration on")
+    score = pd.Series(acceptance_score(confidence_df), index=confidence_df["mention_id"].astype(str).to_numpy())
+    cp = score.reindex(correct.index).to_numpy(float)
+    pair_map = fit_calibration(pair_score(pairs_df)[ok], y, method=method)
+    mention_map = fit_calibration(cp, correct.to_numpy(float), method=method)
+    meta = {"method": method, "n_pairs": int(ok.sum()), "n_mentions": int(len(correct)), **(info or {})}
+    return ConfidenceCalibration(pair_map, mention_map, meta)

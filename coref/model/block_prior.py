@@ -1,0 +1,151 @@
+"""Per-block prior odds of coreference: the block prior of :class:`coref.model.pairwise.PairwiseModel`.
+
+Each block gets its own prior odds (``PairwiseModel(block_prior="pcc")``, the default).  The
+logistic intercept is the log prior odds of a co-referent pair pooled over the training
+blocks, but blocks differ: "Robert Schreiber" is one author, "Lei Wang" a hundred.  A block's
+coreference rate is estimated from the model's own pair probabilities in that block (the
+mean of sigmoid(f) over its pairs: probabilistic classify-and-count, Bella et al. 2010),
+and f is shifted by the change of prior log-odds against the same mean over the training
+blocks, the prior-shift correction of Saerens, Latinne & Decaestecker (2002, eq. 2.4; one
+step of their EM, clipped to +-``block_prior_cap``)::
+
+    f_b(x_i, x_j) = theta . phi + bias + d_b,   d_b = logit(r_b) - logit(r_train),
+    r_b = mean over the block's pairs of sigmoid(theta . phi + bias).
+
+Every factor of the block (Gibbs, margins, confidence, explanations) uses ``bias + d_b``
+(:meth:`PairwiseModel.block_bias`), so the Gibbs model stays the paper's pairwise model,
+with a block-constant intercept.  Measured under the grouped k-fold protocol:
+benchmarks/measured/coref_block_prior_2026-11-24.txt.
+
+The rate r_b of a block is computed once per encoding and model state
+(:func:`cached_block_rate`): Gibbs, the cluster margins, confidence and ``explain`` all
+need the intercept of the same block.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import weakref
+
+import numpy as np
+from scipy.special import expit, logit
+
+from sampling.utils.kernels import load_kernel
+
+_factors = load_kernel("coref._factors")
+
+__all__ = ["rate_pairs", "rate_scores", "pooled_rate", "cached_block_rate", "prior_shift", "shift_evals",
+           "block_bias_evals", "check_block_prior"]
+
+#: r_b of each live encoding, with the model state it was computed for: weak keys, so an
+#: entry goes with its encoding and nothing rides along on the encoding itself.
+_BLOCK_RATES = weakref.WeakKeyDictionary()
+
+
+def check_block_prior(block_prior, cap, max_pairs, error):
+    """Raise ``error(message)`` unless ``block_prior`` is "pcc" or "none", ``cap`` a finite
+    number > 0 and ``max_pairs`` an integer >= 1."""
+    if block_prior not in ("pcc", "none"):
+        raise error(f"block_prior must be 'pcc' or 'none'; got {block_prior!r}")
+    if not (isinstance(cap, numbers.Real) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0):
+        raise error(f"block_prior_cap must be a finite number > 0; got {cap!r}")
+    if not (isinstance(max_pairs, numbers.Integral) and not isinstance(max_pairs, bool) and max_pairs >= 1):
+        raise error(f"block_prior_pairs must be an integer >= 1; got {max_pairs!r}")
+
+
+def rate_pairs(n: int, max_pairs: int) -> tuple:
+    """Pairs (i < j) over which a block's coreference rate is averaged, and their weight.
+
+    All ``n (n - 1) / 2`` pairs when there are at most ``max_pairs``; otherwise
+    ``max_pairs`` pairs drawn uniformly with replacement from a generator seeded by
+    ``n`` (the same block gives the same pairs in every run and process).
+
+    Returns
+    -------
+    I, J : ndarray of int64, shape (m,)
+    weight : float
+        Pairs of the block per pair returned (``n (n - 1) / 2 / m``; 0.0 when m = 0).
+    """
+    n = int(n)
+    total = n * (n - 1) // 2
+    if total == 0:
+        e = np.zeros(0, np.int64)
+        return e, e, 0.0
+    if total <= max_pairs:
+        a, b = np.triu_indices(n, 1)
+    else:
+        gen = np.random.default_rng(n)
+        x = gen.integers(0, n, size=max_pairs)
+        z = gen.integers(0, n - 1, size=max_pairs)
+        z = z + (z >= x)                   # uniform over j != i
+        a, b = np.minimum(x, z), np.maximum(x, z)
+    return a.astype(np.int64), b.astype(np.int64), total / len(a)
+
+
+def rate_scores(encs, theta, max_pairs):
+    """theta . phi (no intercept) over the :func:`rate_pairs` of the training blocks, and their weights.
+
+    Parameters
+    ----------
+    encs : sequence of EncodedBlock
+    theta : ndarray of shape (N_FEATURES,)
+    max_pairs : int
+
+    Returns
+    -------
+    z, w : ndarray of shape (m,)
+        Scores (natural-log odds without the intercept) and the weight of each pair
+        (pairs of its block per pair drawn).
+    """
+    z, w = [], []
+    for enc in encs:
+        I, J, wt = rate_pairs(enc.n, max_pairs)
+        if len(I):
+            out = np.empty(len(I))
+            _factors.pair_factors(enc, theta, 0.0, I, J, out)
+            z.append(out)
+            w.append(np.full(len(I), wt))
+    return (np.concatenate(z) if z else np.zeros(0)), (np.concatenate(w) if w else np.zeros(0))
+
+
+def pooled_rate(z, w, bias):
+    """r_train: the weighted mean of sigmoid(z + bias), clipped to [1e-12, 1 - 1e-12]; 0.5 without pairs."""
+    if len(z) == 0:
+        return 0.5
+    r = float(np.sum(w * expit(z + bias)) / np.sum(w))
+    return min(max(r, 1e-12), 1.0 - 1e-12)
+
+
+def cached_block_rate(enc, key, rate_factors):
+    """r_b of the block ``enc``: the mean of sigmoid(``rate_factors(enc)``), clipped to
+    [1e-12, 1 - 1e-12], computed once per encoding and ``key`` (what the factors depend on:
+    the model's theta, bias and pair budget), so a changed model never reads a stale value."""
+    memo = _BLOCK_RATES.get(enc)
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    r = min(max(float(np.mean(expit(rate_factors(enc)))), 1e-12), 1.0 - 1e-12)
+    _BLOCK_RATES[enc] = (key, r)
+    return r
+
+
+def prior_shift(r_block, r_train, cap):
+    """d_b = logit(r_b) - logit(r_train), clipped to +-``cap`` (natural-log odds)."""
+    cap = float(cap)
+    return float(np.clip(logit(r_block) - logit(r_train), -cap, cap))
+
+
+def shift_evals(n, max_pairs):
+    """Pairwise factors the rate of a block of ``n`` mentions evaluates (0 below two mentions)."""
+    if n < 2:
+        return 0
+    return min(n * (n - 1) // 2, int(max_pairs))
+
+
+def block_bias_evals(model, enc) -> tuple:
+    """The intercept of ``model``'s factors within the block ``enc``, and the factors its
+    estimate evaluated: ``(bias_, 0)`` for models without :meth:`PairwiseModel.block_bias`
+    (e.g. test stand-ins)."""
+    f = getattr(model, "block_bias", None)
+    if f is None:
+        return float(model.bias_), 0
+    return float(f(enc)), int(model.block_shift_evals(enc.n))

@@ -1,0 +1,452 @@
+"""Pairwise coreference model f_theta(x_i, x_j) = theta . phi(x_i, x_j) + b, and its block prior.
+
+theta and b are fitted with scikit-learn's logistic regression on labeled pairs of
+mentions of the same block (Chen & Ghahramani 2016, Sec. 5.3; Singh et al. 2012),
+so f_theta is the log-odds (natural log) that the two mentions co-refer.  The
+phi features are listed in :mod:`coref.features`.
+
+``objective="pseudolik"`` refits (theta, b), warm-started from the logistic fit, for the
+clustering model the Gibbs sampler actually uses: maximum pseudo-likelihood (Besag 1975)
+of the single-mention Gibbs conditionals on the gold clusterings of the training blocks,
+optionally combined with the cluster-merge conditionals (composite likelihood) and the
+pairwise logistic loss (:mod:`coref.model._pseudolik`); f stays theta . phi + b, a
+log-linear factor fitted on labeled within-block data.  It is opt-in: measured under the
+grouped k-fold protocol on the four shipped sets it did not beat the logistic theta
+(benchmarks/measured/coref_accuracy_pseudolik_2026-11-24.txt).
+
+A pure sum of pairwise log-odds over a big cluster can over- or under-merge, so
+the fitted intercept may be shifted by ``bias_shift``; ``bias_shift="auto"``
+chooses it on the TRAINING blocks only, by running short exact annealed Gibbs for
+each value of ``shift_grid`` and keeping the one with the best training B3 F1
+(factors computed from a theta cross-fitted over training-block folds, so that
+the shift is tuned on blocks the theta did not see).  Running Gibbs is above this
+module: :func:`coref.training.fit_model` fits with :func:`coref.training.tune_shift`
+(``PairwiseModel.fit(df, shift_tuner=...)``).
+
+Each block also gets its own prior odds (``block_prior="pcc"``, the default;
+:mod:`coref.model.block_prior`): every factor of a block uses the intercept
+``bias_ + d_b`` (:meth:`PairwiseModel.block_bias`).
+
+Saving and loading: :mod:`coref.model.persist`.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from coref.features import FEATURE_NAMES, N_FEATURES, EncodedBlock, Vocabulary, encode_mentions
+from coref.io import MENTION_COLUMNS
+from coref.model._pseudolik import fit_pseudolik, pl_data
+from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
+                                     rate_scores, shift_evals)
+from sampling.utils.kernels import load_kernel
+from sampling.utils.rng import as_generator
+
+_factors = load_kernel("coref._factors")
+
+__all__ = ["PairwiseModel", "labeled_pairs"]
+
+
+
+def labeled_pairs(enc: EncodedBlock, gold: np.ndarray, *, max_pairs: int, rng) -> tuple:
+    """Pairs (i < j) of labeled mentions of one block and their same-entity flags.
+
+    All pairs if there are at most ``max_pairs``, else a uniform sample of
+    ``max_pairs`` distinct pairs.  ``gold`` is an object array with None for
+    unlabeled mentions.
+
+    Returns
+    -------
+    I, J : ndarray of int64, shape (m,)
+    y : ndarray of int8, shape (m,)
+    """
+    lab = np.flatnonzero(np.array([g is not None for g in gold], dtype=bool))
+    k = lab.shape[0]
+    n_all = k * (k - 1) // 2
+    if n_all == 0:
+        e = np.zeros(0, np.int64)
+        return e, e, np.zeros(0, np.int8)
+    if n_all <= max_pairs:
+        a, b = np.triu_indices(k, 1)
+    else:
+        a = np.empty(0, np.int64)
+        b = np.empty(0, np.int64)
+        while len(a) < max_pairs:
+            x = rng.integers(0, k, size=2 * max_pairs)
+            z = rng.integers(0, k, size=2 * max_pairs)
+            keep = x != z
+            lo, hi = np.minimum(x, z)[keep], np.maximum(x, z)[keep]
+            code = np.concatenate([a * k + b, lo * k + hi])
+            _, first = np.unique(code, return_index=True)
+            first = np.sort(first)[:max_pairs]
+            code = code[first]
+            a, b = code // k, code % k
+    I = lab[a].astype(np.int64)
+    J = lab[b].astype(np.int64)
+    g = np.asarray(gold, dtype=object)
+    y = np.array([g[i] == g[j] for i, j in zip(I, J)], dtype=np.int8)
+    return I, J, y
+
+
+def _gold_labels(sub):
+    """The ``gold`` column of one block as an object array, None for unlabeled mentions."""
+    return np.array([None if pd.isna(g) else str(g) for g in sub["gold"]], dtype=object)
+
+
+class PairwiseModel:
+    """Logistic-regression pairwise factor for author coreference.
+
+    Parameters
+    ----------
+    C : float, default 0.1
+        Inverse L2 regularisation strength of ``LogisticRegression`` (on
+        standardised features).
+    max_pairs_per_block : int, default 3000
+        Labeled pairs used per training block (uniform subsample of bigger blocks;
+        keeps the block's share of co-referent pairs, so f stays a log-odds).
+    class_weight : None or "balanced", default None
+        Passed to ``LogisticRegression``; ``None`` keeps the log-odds calibrated.
+    bias_shift : float or "auto", default "auto"
+        Added to the fitted intercept. ``"auto"``: tuned on the training blocks by the
+        ``shift_tuner`` of :meth:`fit` (module docstring; :func:`coref.training.fit_model`).
+    shift_grid : sequence of float
+        Candidate shifts for ``bias_shift="auto"``.
+    shift_tol : float, default 0.005
+        With ``"auto"``, the smallest |shift| whose training B3 F1 is within
+        ``shift_tol`` of the best is chosen.
+    tune_sweeps : int, default 12
+        Exact Gibbs sweeps per candidate shift when tuning.
+    tune_max_blocks : int, default 40
+        At most this many training blocks are used to tune the shift.
+    rng : None, int or numpy.random.Generator, default 0
+        Pair subsampling and tuning randomness.
+    objective : {"logistic", "pseudolik"}, default "logistic"
+        ``"logistic"``: theta and b by logistic regression on labeled pairs.
+        ``"pseudolik"``: then refitted, warm-started from the logistic fit, by maximum
+        pseudo-likelihood of the clustering model the Gibbs sampler uses, on the gold
+        clusterings of the training blocks (:mod:`coref.model._pseudolik`; Besag 1975).
+    pl_C : float > 0, default 1.0
+        Inverse L2 strength of the pseudo-likelihood fit (standardised features).
+    pl_max_anchors : int >= 1, default 400
+        Pseudo-likelihood anchors per block (seeded uniform subsample of bigger blocks'
+        labeled mentions; the candidate sums stay over every labeled member).
+    pl_alone : bool, default False
+        Also fit the conditional of each mention in its block without its gold cluster
+        mates ("new cluster" against the other gold clusters).
+    pl_pair_C : float >= 0, default 0
+        Weight of the pairwise logistic loss added to the pseudo-likelihood objective
+        (0: pure pseudo-likelihood).
+    pl_merge_C : float >= 0, default 0
+        Weight of the cluster-merge conditionals (two gold clusters stay apart, two
+        halves of one merge; :func:`coref.model._pseudolik.block_candidates`).
+    block_prior : {"pcc", "none"}, default "pcc"
+        ``"pcc"``: each block's factors get the intercept ``bias_ + d_b`` (module
+        docstring; :meth:`block_bias`). ``"none"``: ``bias_`` everywhere.
+    block_prior_cap : float > 0, default 3.0
+        |d_b| is clipped to this (natural-log odds).
+    block_prior_pairs : int >= 1, default 20000
+        At most this many pairs per block estimate its rate (:func:`rate_pairs`).
+
+    Attributes
+    ----------
+    theta_ : ndarray of shape (N_FEATURES,)
+    bias_ : float
+        Intercept including the shift: f = theta_ . phi + bias_.
+    intercept_ : float
+        The logistic-regression intercept (without the shift).
+    shift_ : float
+    vocabulary_ : Vocabulary
+    n_pairs_ : int
+        Pairs the regression was fitted on.
+    shift_scores_ : dict of float -> float
+        Training B3 F1 per candidate shift (only with ``bias_shift="auto"``).
+    feature_names_ : tuple of str
+    pl_info_ : dict
+        With ``objective="pseudolik"``: -PL before / after, anchors, candidates and
+        L-BFGS iterations (:func:`coref.model._pseudolik.fit_pseudolik`); else empty.
+    pair_rate_ : float in (0, 1)
+        r_train: mean of sigmoid(theta_ . phi + bias_) over the pairs of the training
+        blocks (all their mentions, labeled or not; pooled over pairs, big blocks
+        subsampled and reweighted), the reference of the block prior.
+    """
+
+    def __init__(self, *, C=0.1, max_pairs_per_block=3000, class_weight=None,
+                 bias_shift="auto", shift_grid=(0.0, 0.5, 1.0),
+                 shift_tol=0.005, tune_sweeps=12, tune_max_blocks=40, rng=0,
+                 objective="logistic", pl_C=1.0, pl_max_anchors=400, pl_alone=False, pl_pair_C=0.0,
+                 pl_merge_C=0.0, block_prior="pcc", block_prior_cap=3.0, block_prior_pairs=20000):
+        self.block_prior = block_prior
+        self.block_prior_cap = block_prior_cap
+        self.block_prior_pairs = block_prior_pairs
+        self.objective = objective
+        self.pl_merge_C = pl_merge_C
+        self.pl_pair_C = pl_pair_C
+        self.pl_alone = pl_alone
+        self.pl_C = pl_C
+        self.pl_max_anchors = pl_max_anchors
+        self.C = C
+        self.max_pairs_per_block = max_pairs_per_block
+        self.class_weight = class_weight
+        self.bias_shift = bias_shift
+        self.shift_grid = shift_grid
+        self.shift_tol = shift_tol
+        self.tune_sweeps = tune_sweeps
+        self.tune_max_blocks = tune_max_blocks
+        self.rng = rng
+
+    # ------------------------------------------------------------------ fitting
+    def _check_df(self, df, *, need_gold):
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__} instead")
+        cols = [c for c in MENTION_COLUMNS if c != "gold" or need_gold]
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise ValueError(f"df is missing the mention column(s) {missing}")
+
+    def _check_params(self):
+        if not (self.bias_shift == "auto" or isinstance(self.bias_shift, (int, float))):
+            raise ValueError(f"bias_shift must be a number or 'auto'; got {self.bias_shift!r}")
+        if self.objective not in ("logistic", "pseudolik"):
+            raise ValueError(f"objective must be 'logistic' or 'pseudolik'; got {self.objective!r}")
+        if not (isinstance(self.pl_C, numbers.Real) and float(self.pl_C) > 0):
+            raise ValueError(f"pl_C must be a number > 0; got {self.pl_C!r}")
+        if not (isinstance(self.pl_max_anchors, numbers.Integral) and int(self.pl_max_anchors) >= 1):
+            raise ValueError(f"pl_max_anchors must be an integer >= 1; got {self.pl_max_anchors!r}")
+        for k in ("pl_pair_C", "pl_merge_C"):
+            v = getattr(self, k)
+            if not (isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v) >= 0):
+                raise ValueError(f"{k} must be a number >= 0; got {v!r}")
+        self.check_block_prior(ValueError)
+
+    def _pairs(self, df, vocab, gen, encs=None):
+        """phi and the same-entity flags of the labeled pairs of every block of ``df``.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Mentions with ``gold``, one or several blocks (taken in sorted order).
+        vocab : Vocabulary
+        gen : numpy.random.Generator
+            Subsamples the pairs of big blocks (:func:`labeled_pairs`).
+        encs : list, optional
+            Receives the encoding of every block.
+
+        Returns
+        -------
+        X : ndarray of shape (m, N_FEATURES)
+        y : ndarray of int8, shape (m,)
+
+        Raises
+        ------
+        ValueError
+            If no block holds two labeled mentions.
+        """
+        feats, ys = [], []
+        for _, sub in df.groupby("block", sort=True):
+            enc = encode_mentions(sub, vocab)
+            if encs is not None:
+                encs.append(enc)
+            I, J, y = labeled_pairs(enc, _gold_labels(sub), max_pairs=int(self.max_pairs_per_block), rng=gen)
+            if len(I) == 0:
+                continue
+            phi = np.empty((len(I), N_FEATURES))
+            _factors.pair_features(enc, I, J, phi)
+            feats.append(phi)
+            ys.append(y)
+        if not feats:
+            raise ValueError("df has no block with two labeled mentions; cannot fit theta")
+        return np.vstack(feats), np.concatenate(ys)
+
+    def _regress(self, X, y):
+        from sklearn.linear_model import LogisticRegression
+
+        if np.unique(y).shape[0] < 2:
+            raise ValueError("the labeled pairs are all of one class; cannot fit theta")
+        mu = X.mean(axis=0)
+        sd = X.std(axis=0)
+        sd[sd < 1e-6] = 1.0  # (near-)constant features: no scaling, avoids huge theta
+        lr = LogisticRegression(C=float(self.C), class_weight=self.class_weight, max_iter=2000)
+        lr.fit((X - mu) / sd, y)
+        theta = lr.coef_[0] / sd
+        b = float(lr.intercept_[0] - np.sum(lr.coef_[0] * mu / sd))
+        self._moments = (mu, sd)
+        return np.ascontiguousarray(theta, dtype=np.float64), b
+
+    def _pseudolik(self, df, gen, X, y):
+        """Refit (theta_, intercept_) by maximum pseudo-likelihood on the gold clusterings."""
+        blocks = []
+        for _, sub in df.groupby("block", sort=True):
+            gold = _gold_labels(sub)
+            if sum(g is not None for g in gold) >= 2:
+                blocks.append((encode_mentions(sub, self.vocabulary_), gold))
+        data = pl_data(blocks, lambda enc, I, J: self.pair_features(enc, I, J), N_FEATURES,
+                       max_anchors=int(self.pl_max_anchors), rng=gen, alone=bool(self.pl_alone),
+                       merges=float(self.pl_merge_C) > 0)
+        mu, sd = self._moments
+        theta, b, info = fit_pseudolik(data, theta0=self.theta_, b0=self.intercept_, C=float(self.pl_C),
+                                       mu=mu, sd=sd, pairs=(X, y), C_pairs=float(self.pl_pair_C),
+                                       C_merge=float(self.pl_merge_C))
+        self.theta_, self.intercept_ = theta, b
+        self.pl_info_ = info
+
+    def fit(self, df: pd.DataFrame, *, shift_tuner=None) -> "PairwiseModel":
+        """Fit theta (and the shift) on the labeled mentions of ``df``.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Mentions with gold labels (``gold``; NA = unlabeled, ignored), one or
+            several blocks.
+        shift_tuner : callable, optional
+            ``shift_tuner(model, df, rng) -> (shift, {shift: score})``, called with this
+            model once theta is fitted and the generator the fit drew from, when
+            ``bias_shift="auto"`` (e.g. :func:`coref.training.tune_shift`, which runs
+            Gibbs; :func:`coref.training.fit_model` passes it).  Unused otherwise.
+
+        Returns
+        -------
+        PairwiseModel
+            This model, fitted (``theta_``, ``bias_``, ``pair_rate_``, ...).
+
+        Raises
+        ------
+        TypeError
+            If ``df`` is not a pandas DataFrame.
+        ValueError
+            If columns are missing, no block holds two labeled mentions, the pairs
+            are all of one class, or a parameter is out of its domain (e.g.
+            ``bias_shift`` neither a number nor "auto").
+        """
+        self._check_df(df, need_gold=True)
+        self._check_params()
+        if self.bias_shift == "auto" and shift_tuner is None:
+            # TRANSITIONAL (issue 26): until estimator.py / pipeline.py / the tests call
+            # coref.training.fit_model, "auto" without a tuner tunes as it always did.
+            # Delete these two lines then (and raise a ValueError naming fit_model instead).
+            from coref.training import tune_shift as shift_tuner
+        gen = as_generator(self.rng)
+        self.vocabulary_ = Vocabulary.fit(df)
+        encs = []
+        X, y = self._pairs(df, self.vocabulary_, gen, encs)
+        self.theta_, self.intercept_ = self._regress(X, y)
+        self.pl_info_ = {}
+        if self.objective == "pseudolik":
+            self._pseudolik(df, gen, X, y)
+        self.n_pairs_ = int(len(y))
+        self.feature_names_ = FEATURE_NAMES
+        self._rate_z, self._rate_w = rate_scores(encs, self.theta_, int(self.block_prior_pairs))
+        if self.bias_shift == "auto":
+            shift, self.shift_scores_ = shift_tuner(self, df, gen)
+        else:
+            shift, self.shift_scores_ = float(self.bias_shift), {}
+        self.set_shift(shift)
+        return self
+
+    def check_block_prior(self, error):
+        """Raise ``error(message)`` if ``block_prior``, ``block_prior_cap`` or
+        ``block_prior_pairs`` is out of its domain (class docstring)."""
+        check_block_prior(self.block_prior, self.block_prior_cap, self.block_prior_pairs, error)
+
+    def set_shift(self, shift):
+        """Set ``shift_``, ``bias_ = intercept_ + shift`` and the reference rate ``pair_rate_``
+        that bias implies on the training pairs (a model fitted in this process only).
+
+        Parameters
+        ----------
+        shift : float
+            Natural-log odds added to the fitted intercept.
+        """
+        self.shift_ = float(shift)
+        self.bias_ = float(self.intercept_ + self.shift_)
+        self.pair_rate_ = pooled_rate(self._rate_z, self._rate_w, self.bias_)
+
+    # ------------------------------------------------------------------ factors
+    def check_fitted(self):
+        """Raise RuntimeError if the model is not fitted (no ``theta_``)."""
+        if not hasattr(self, "theta_"):
+            raise RuntimeError("this PairwiseModel is not fitted yet; call fit(df_train) first")
+
+    def encode(self, df_block: pd.DataFrame) -> EncodedBlock:
+        """Encode one block of mentions (row order kept) for the factor kernel."""
+        self.check_fitted()
+        self._check_df(df_block, need_gold=False)
+        return encode_mentions(df_block, self.vocabulary_)
+
+    def block_shift(self, enc: EncodedBlock) -> float:
+        """d_b, the change of the prior log-odds of a co-referent pair in this block.
+
+        ``logit(r_b) - logit(pair_rate_)``, clipped to +-``block_prior_cap``, with r_b
+        the mean of sigmoid(theta_ . phi + bias_) over the block's :func:`rate_pairs`
+        (Saerens et al. 2002, eq. 2.4, one EM step from the training prior).  0.0 with
+        ``block_prior="none"``, for blocks of fewer than two mentions, and for models
+        loaded from files saved before block priors.
+
+        Returns
+        -------
+        float
+            Natural-log odds.
+        """
+        self.check_fitted()
+        if self.block_prior != "pcc" or enc.n < 2:
+            return 0.0
+        key = (self.theta_.tobytes(), float(self.bias_), int(self.block_prior_pairs))  # what r_b depends on
+        return prior_shift(cached_block_rate(enc, key, self.rate_factors), self.pair_rate_, self.block_prior_cap)
+
+    def rate_factors(self, enc: EncodedBlock) -> np.ndarray:
+        """f at the pooled intercept ``bias_`` over the block's :func:`rate_pairs`, ndarray of shape (m,).
+
+        The values the block's rate r_b is the mean sigmoid of (natural-log odds).
+        """
+        self.check_fitted()
+        I, J, _ = rate_pairs(enc.n, int(self.block_prior_pairs))
+        out = np.empty(len(I))
+        _factors.pair_factors(enc, self.theta_, self.bias_, I, J, out)
+        return out
+
+    def block_shift_evals(self, n: int) -> int:
+        """Pairwise factors :meth:`block_shift` evaluates for a block of ``n`` mentions."""
+        return shift_evals(n, int(self.block_prior_pairs)) if self.block_prior == "pcc" else 0
+
+    def block_bias(self, enc: EncodedBlock) -> float:
+        """The intercept of every factor within the block ``enc``: ``bias_ + block_shift(enc)``."""
+        return float(self.bias_ + self.block_shift(enc))
+
+    def pairwise_factor(self, enc: EncodedBlock, i: int, j: int) -> float:
+        """f_theta(x_i, x_j), natural-log odds that mentions i and j co-refer.
+
+        The intercept is the block's (:meth:`block_bias`): ``enc`` must be the whole block.
+
+        Raises
+        ------
+        IndexError
+            If ``i`` or ``j`` is outside ``[0, enc.n)``.
+        """
+        self.check_fitted()
+        for name, v in (("i", i), ("j", j)):
+            if not 0 <= int(v) < enc.n:
+                raise IndexError(f"{name} must be in [0, {enc.n}); got {v}")
+        out = np.empty(1)
+        _factors.pair_factors(enc, self.theta_, self.block_bias(enc), np.array([int(i)], np.int64),
+                              np.array([int(j)], np.int64), out)
+        return float(out[0])
+
+    def factor_matrix(self, enc: EncodedBlock) -> np.ndarray:
+        """All factors of a block, ndarray of shape (n, n), symmetric, zero diagonal.
+
+        Memory O(n^2): meant for small blocks and tests. The intercept is the block's
+        (:meth:`block_bias`): ``enc`` must be the whole block.
+        """
+        self.check_fitted()
+        out = np.zeros((enc.n, enc.n))
+        _factors.factor_matrix(enc, self.theta_, self.block_bias(enc), out)
+        return out
+
+    def pair_features(self, enc: EncodedBlock, I, J) -> np.ndarray:
+        """phi for pairs (I[k], J[k]), ndarray of shape (m, N_FEATURES)."""
+        I = np.ascontiguousarray(I, dtype=np.int64)
+        J = np.ascontiguousarray(J, dtype=np.int64)
+        out = np.empty((len(I), N_FEATURES))
+        _factors.pair_features(enc, I, J, out)
+        return out
