@@ -8,7 +8,7 @@ from the trace: expansions and samples per CPU-s while the tree grows, samples p
 it is full. ::
 
     perf record -e cpu-clock -F 999 -g -o /tmp/dis.perf \\
-        python benchmarks/bench_bounds_profile.py run pedigree19 --time 30
+        python studies/bench_bounds_profile.py run pedigree19 --time 30
     perf report -i /tmp/dis.perf --no-children --sort symbol --stdio
 
 ``sizes``: one WMB, then for each node cap a fresh search tree grown by AOBFS (upper priority,
@@ -19,17 +19,17 @@ of draws made almost wholly by the WMB proposal. If walking the tree stalled on 
 from a tree far beyond the caches (hundreds of MB) would cost more than draws from an L2-sized
 tree, although they take more of their variables from the tree and fewer from the proposal. ::
 
-    python benchmarks/bench_bounds_profile.py sizes pedigree19 --caps 64,4096,65536,1048576,16777216
+    python studies/bench_bounds_profile.py sizes pedigree19 --caps 64,4096,65536,1048576,16777216
 
 ``ab``: paired CPU-time ratio of this tree's ``_aobfs`` kernel (A) against another build of it
 (B, a ``.so`` path, e.g. built from the previous commit) in one process: two trees of the same
 cap grown in alternating chunks, then alternating rounds of draws with the same seed, which must
 be bit-identical (checked). ::
 
-    python benchmarks/bench_bounds_profile.py ab pedigree37 --i-bound 11 --cap 16777216 \
+    python studies/bench_bounds_profile.py ab pedigree37 --i-bound 11 --cap 16777216 \
         --ref-kernel /tmp/old/_aobfs.cpython-311-x86_64-linux-gnu.so
 
-Measured (``benchmarks/measured/bounds_profile_pedigree37.txt``): about 40 % of a 30 s DIS run's
+Measured (``git history: benchmarks/measured/bounds_profile_pedigree37.txt``): about 40 % of a 30 s DIS run's
 CPU is ``_sample`` and ``_select`` waiting on node loads; a draw from a 1 GB tree costs 2.8x one
 from a 4 MB tree; software prefetch in the draw (A/B 0.970), huge pages (1.044) and OR nodes
 beside their AND children in one pool (0.995-1.101) did not pay and were not kept.

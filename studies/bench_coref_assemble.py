@@ -12,7 +12,7 @@ their ratio.
 Times the *importable* ``coref``; to time a source tree with in-place built kernels, put
 it first on the path::
 
-    PYTHONPATH=. python benchmarks/bench_coref_assemble.py --synth synth20k.parquet
+    PYTHONPATH=. python studies/bench_coref_assemble.py --synth synth20k.parquet
 
 Three columns are timed: ``assemble_blocks`` over groups of about ``TOGETHER_MENTIONS``
 mentions as ``coref predict`` / ``coref add`` run it (the coauthor-graph components of a

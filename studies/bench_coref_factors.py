@@ -10,7 +10,7 @@ checks that compiled and twin give the same sum bit for bit.
 Times the *importable* ``coref`` (the installed build); to time a source tree
 with in-place built kernels, put it first on the path:
 
-    PYTHONPATH=. python benchmarks/bench_coref_factors.py [--evals 2000000] [--block Lei_Wang]
+    PYTHONPATH=. python studies/bench_coref_factors.py [--evals 2000000] [--block Lei_Wang]
 """
 import argparse
 import time

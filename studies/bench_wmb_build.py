@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_wmb_build.py [--i-bounds 12 16 20] [--repeats 1] [--n-iters 10]
+    python studies/bench_wmb_build.py [--i-bounds 12 16 20] [--repeats 1] [--n-iters 10]
         [--memory-mb 2048] [NAME ...]      (default: pedigree23 pedigree37 Grids_16)
 
 For each instance (a UAI'08 pedigree under ``../shared/data/uai/pedigree`` or a UAI 2014
@@ -20,7 +20,7 @@ of each (the machine is shared: ratios, not absolute times, are the result), the
 numpy/kernel, and the largest difference between the two bound histories (nats).
 Not run by the tests.
 
-Measured at 05b3197 (``benchmarks/measured/bounds_wmb_build_wmbfast.txt``; 10 passes unless
+Measured at 05b3197 (``git history: benchmarks/measured/bounds_wmb_build_wmbfast.txt``; 10 passes unless
 converged earlier; bounds of the two paths within 4.4e-12 nats): numpy/kernel CPU-time ratio
 pedigree23 i-bound 12/16/20 2.04/2.52/2.96 (i-bound 20: 16.6 s -> 5.6 s), pedigree37 i-bound
 10/12/13 2.48/2.79/3.08 (i-bound 14 and up exceed 2 GB), Grids_16 i-bound 12/16/20 1.79/1.56/1.25

@@ -7,9 +7,9 @@ small-arm bound's pass (n (n - 1) / 2 factors, counted in sweep 1) and the facto
 step of the sweeps::
 
     coref synth --mentions 1000000 --out /tmp/m1M.parquet
-    python -P benchmarks/coref_big_block.py /tmp/m1M.parquet --n 2000 5000 10000
+    python -P studies/coref_big_block.py /tmp/m1M.parquet --n 2000 5000 10000
 
-Measured 2026-11-24: ``benchmarks/measured/coref_big_block_2026-11-24.txt``.
+Measured 2026-11-24: ``git history: benchmarks/measured/coref_big_block_2026-11-24.txt``.
 """
 from __future__ import annotations
 

@@ -20,10 +20,10 @@ Each held-out block is clustered alone (racing Gibbs, seed 0) with the intercept
 B3 is computed within each block and pooled (so S2AND Qian's "none" row is 0.8133, where
 ``coref run`` pools over blocks and gives 0.8084; see ``coref_shift_oracle.py``).
 
-    PYTHONPATH=$PWD python benchmarks/coref_block_prior_variants.py --sets aminer,s2and_qian,han_dblp \\
+    PYTHONPATH=$PWD python studies/coref_block_prior_variants.py --sets aminer,s2and_qian,han_dblp \\
         [--variants none,pcc,em,pac,alpha=0.7,alpha=1.5,alpha=2]
 
-Results: benchmarks/measured/coref_block_prior_2026-11-24.txt.
+Results: git history: benchmarks/measured/coref_block_prior_2026-11-24.txt.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ the gold clustering of the block's labeled mentions (the block encoded whole, as
 does).  E(gold) > E(pred): the model prefers the truth and the sampler did not reach it
 (search error); otherwise the model itself prefers the wrong clustering (model error).
 
-    python benchmarks/coref_errors.py --run /tmp/feat_base --data data/aminer_na [--sampler racing] [--top 15]
+    python studies/coref_errors.py --run /tmp/feat_base --data data/aminer_na [--sampler racing] [--top 15]
                                       [--energy]
 
 Counts are over pairs, so big blocks dominate; the block table shows where.

@@ -14,13 +14,13 @@ in place: ``python setup.py build_ext --inplace``), the trees interleaved ``--re
 times, so that two versions are compared side by side on one machine in one run::
 
     git worktree add /tmp/old REV && (cd /tmp/old && python setup.py build_ext --inplace)
-    python -P benchmarks/coref_gibbs_split.py --tree /tmp/old --tree . --repeat 3
+    python -P studies/coref_gibbs_split.py --tree /tmp/old --tree . --repeat 3
 
 Without ``--tree`` it measures whatever ``import coref`` finds (run it with ``python -P``
 from outside the checkout to time the installed build).
 
 Measured 2026-11-24 (4834e96 -> e03b974, shared memo tables; 3 interleaved repeats):
-``benchmarks/measured/coref_gibbs_split_2026-11-24.txt``.
+``git history: benchmarks/measured/coref_gibbs_split_2026-11-24.txt``.
 """
 from __future__ import annotations
 

@@ -16,11 +16,11 @@ default schedule, seed 0) with
 
 B3 is within-block and pooled over the held-out blocks (``coref_shift_oracle.pooled``).
 
-    python -P benchmarks/coref_pair_gbm.py --sets aminer,s2and_qian [--pairs 20000]
+    python -P studies/coref_pair_gbm.py --sets aminer,s2and_qian [--pairs 20000]
         [--iters 500] [--leaves 63] [--lr 0.1]
 
 Run with ``PYTHONPATH=$PWD`` to measure the checkout.  Measured 2026-11-24 (installed build,
-``benchmarks/measured/coref_pair_gbm_2026-11-24.txt``):
+``git history: benchmarks/measured/coref_pair_gbm_2026-11-24.txt``):
 
 ==========  =====================================  ======  ======  ===========
 set         boosted model                          linear  gbm     gbm_noprior

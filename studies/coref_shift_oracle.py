@@ -36,7 +36,7 @@ differed by 1e-14..1e-10; that did not change the Qian figure above.
 
 Usage::
 
-    PYTHONPATH=$PWD python -P benchmarks/coref_shift_oracle.py [--sets aminer,s2and_qian] [--learn]
+    PYTHONPATH=$PWD python -P studies/coref_shift_oracle.py [--sets aminer,s2and_qian] [--learn]
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ the held-out blocks with racing Gibbs, as ``coref run`` scores the logistic mode
 
 Usage::
 
-    PYTHONPATH=$PWD python -P benchmarks/coref_structured.py [--set aminer] [--epochs 10]
+    PYTHONPATH=$PWD python -P studies/coref_structured.py [--set aminer] [--epochs 10]
         [--lr 0.05] [--margin 0.0] [--seed 0]
 
 Not run by the tests; an experiment, not the product.

@@ -22,7 +22,7 @@ methods (Fig. 2(b): estimated log posterior vs likelihood terms evaluated).
 
 Not run by the tests. Documented settings (the issue's "4 chains x 6000")::
 
-    nice -n 10 python benchmarks/bench_arch.py --iterations 6000 --chains 4 --wl-warmup 3000 \
+    nice -n 10 python benchmarks/scripts/bench_arch.py --iterations 6000 --chains 4 --wl-warmup 3000 \
         --out bench_arch_out
 
 Measured with that command (2026-11-23, shared 2-core machine, load 5-8; about 5
@@ -37,7 +37,7 @@ from cache contention than the streaming exact sums).
 A quick smoke run of the same steps (too short for Wang-Landau to settle: ESS(q)
 below 100, not for comparisons)::
 
-    python benchmarks/bench_arch.py --iterations 2000 --chains 4 --wl-warmup 1000 --pilot 1000 \
+    python benchmarks/scripts/bench_arch.py --iterations 2000 --chains 4 --wl-warmup 1000 --pilot 1000 \
         --check-iterations 500 --out bench_arch_short
 """
 import argparse
@@ -52,7 +52,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"  # git-ignored
 
 from sampling.arch import load_returns, select_order
 from sampling.arch.sampler import select_orders_interleaved
-from sampling.arch.cli import _print_result, write_outputs
+from sampling.arch.cli import write_outputs
 
 
 def main(argv=None):
@@ -97,7 +97,8 @@ def main(argv=None):
              for m, seed in (("subsampled", s_sub), ("exact", s_ex))]
     results = dict(zip(("subsampled", "exact"), select_orders_interleaved(calls)))
     for res in results.values():
-        _print_result(res)
+        print(f"== {res.method}: p(q | r) {dict(zip(res.orders, np.round(res.posterior, 4).tolist()))}, "
+              f"ESS(q) {res.ess:.1f}, {res.n_loglik_evals_sampling / max(res.q_trace.size, 1) / res.n_data:.2f} N terms per sweep")
     chk = None
     if args.check_iterations:
         chk = select_order(r, method="subsampled", n_iterations=args.check_iterations, n_warmup=0,

@@ -4,9 +4,9 @@ upper bound, time the call returns, bracketing of the reference ln Z at every tr
 The logic of ``/work/shared/checks/bounds-anytime`` (which calls the installed package), run on
 this source tree, over any instances::
 
-    python benchmarks/bench_bounds_anytime.py --time 30 pedigree23 pedigree37 Grids_15 Promedus_25
-    python benchmarks/bench_bounds_anytime.py --time 30 --all-dev --out benchmarks/measured/anytime_30s.csv
-    python benchmarks/bench_bounds_anytime.py --time 60 --first-only --all-pedigree --all-dev --clock cpu
+    python benchmarks/scripts/bench_bounds_anytime.py --time 30 pedigree23 pedigree37 Grids_15 Promedus_25
+    python benchmarks/scripts/bench_bounds_anytime.py --time 30 --all-dev --out git history: benchmarks/measured/anytime_30s.csv
+    python benchmarks/scripts/bench_bounds_anytime.py --time 60 --first-only --all-pedigree --all-dev --clock cpu
 
 A name is looked up in ``../shared/data/uai/pedigree`` (reference ln Z from its SOURCES.md) and in
 ``../shared/data/uai/uai2014_dev`` (with its ``.evid``; reference from the ``.PR`` file, log10).
@@ -17,11 +17,11 @@ One process, instances one after the other (the machine is shared: never run two
 Measured on the shared 2-core machine (load 4-7), CPU clock:
 
 * The six cases of the check, 30 s DIS, seed 1, at 451109e
-  (``benchmarks/measured/table1_anytime_check_30s_cpu.csv``): first finite upper bound 0.42-0.86 s,
+  (``git history: benchmarks/measured/table1_anytime_check_30s_cpu.csv``): first finite upper bound 0.42-0.86 s,
   first lower bound 0.51-2.05 s, returned by 30.08 s (DBN_14: exact, 1.69 s), every trace point
   bracketed the reference ln Z.
 * ``--first-only --time 60`` on all 22 pedigrees and 43 uai2014_dev instances at 55e225e
-  (``benchmarks/measured/table1_first_bound_60s_cpu.csv``): first finite upper bound max 1.47 s
+  (``git history: benchmarks/measured/table1_first_bound_60s_cpu.csv``): first finite upper bound max 1.47 s
   (pedigree51), median 0.24 s (at 800d303, before every pass's bound was recorded: max 3.7 s,
   median 1.28 s); 20 of the 65 plans end in an exact WMB; all first bounds >= the reference ln Z.
 * ``--compare`` of 30 s DIS traces, this tree at b9bf345 against the code before the ladder (5764e47,

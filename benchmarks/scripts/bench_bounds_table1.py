@@ -37,12 +37,12 @@ DIS(1,10) 0.585, two-stage 1.321.
 
 Full protocol (22 instances x 5 settings x 60 s, about 2 h plus WMB time)::
 
-    python benchmarks/bench_bounds_table1.py --all --time 60 --out results/table1
+    python benchmarks/scripts/bench_bounds_table1.py --all --time 60 --out results/table1
 
 If it is stopped, the same command with ``--resume`` keeps the runs already saved in
 ``OUT/runs.csv`` (with their traces) and runs only the missing instance / setting pairs.
 
-Measured (commit 45f04eb; the CSV is benchmarks/measured/table1_pedigree_60s_cpu.csv):
+Measured (commit 45f04eb; the CSV is git history: benchmarks/measured/table1_pedigree_60s_cpu.csv):
 all 22 pedigrees, 60 CPU-s per run (``--clock cpu --i-bound 0 --time 60``; i-bound the
 largest that fits 1 GB, WMB time not charged), delta 0.025, seed 0, one process per core on
 the 2-core machine (the AOBFS traces are those of bc36c9e: the search did not change since).
@@ -59,20 +59,20 @@ by the WMB), and in 60 s DIS(1,1) draws a median 0.83 as many samples (0.52-1.06
 no lower bound but the floor while they search, which dominates their area at 60 s.
 
 Anytime protocol (issue 15): every run builds its own WMB ladder inside the budget
-(``benchmarks/bench_bounds_anytime.py --traces``, one run per process), then
+(``benchmarks/scripts/bench_bounds_anytime.py --traces``, one run per process), then
 ``--anytime-summary DIR --time T`` scores the saved traces: final gaps, Table 1 (area over
 [0, T], normalised by WMB-IS) and the anytime area over ln t in ``--window`` (default
 [1, 60] s), every method of an instance given the same initial lower bound from the WMB
 (the lower of the two runs' first WMB-IS lower bounds)::
 
-    python benchmarks/bench_bounds_anytime.py pedigree19 --method dis --time 300 --clock cpu \
-        --traces benchmarks/measured/bounds_traces_300s_dis \
-        --out benchmarks/measured/bounds_runs/300s_dis_pedigree19.csv   # and --method wmb-is
-    python benchmarks/bench_bounds_table1.py --anytime-summary benchmarks/measured --time 300
+    python benchmarks/scripts/bench_bounds_anytime.py pedigree19 --method dis --time 300 --clock cpu \
+        --traces git history: benchmarks/measured/bounds_traces_300s_dis \
+        --out git history: benchmarks/measured/bounds_runs/300s_dis_pedigree19.csv   # and --method wmb-is
+    python benchmarks/scripts/bench_bounds_table1.py --anytime-summary benchmarks/measured --time 300
 
 Measured (code of 0f8e0dd, i.e. DIS sampling from the fixed tree once it is full; 300 CPU-s,
 1 GB, delta 0.025, seed 1, two runs at a time on the shared 2-core machine;
-``benchmarks/measured/bounds_table1_300s.{csv,txt}``): DIS(1,10)'s final gap below
+``git history: benchmarks/measured/bounds_table1_300s.{csv,txt}``): DIS(1,10)'s final gap below
 WMB-IS's on 7/7 instances (pedigree19 0.031 vs 0.054, pedigree33 0.0036 vs 0.0040,
 pedigree37 0.0025 vs 0.0052, pedigree38 0.012 vs 0.020, pedigree41 0.016 vs 0.019,
 Grids_16 0.0003 vs 0.0010, Promedus_38 0.000005 vs 0.0005; geometric mean ratio 0.34);
@@ -85,10 +85,10 @@ fixed tree for the remaining 250-280 s. The first lower bound came 6-48 s into t
 after these runs, brings it to 1.6-2.1 s on pedigrees 37 and 19).
 
 Measured at 60 CPU-s (code of 0d95606, with the capped first-bound share; seed 1, 1 GB, delta
-0.025, one run at a time, 1-min load 0.9-4.4; ``benchmarks/measured/bounds_table1_60s.{csv,txt}``,
+0.025, one run at a time, 1-min load 0.9-4.4; ``git history: benchmarks/measured/bounds_table1_60s.{csv,txt}``,
 same 8 instances)::
 
-    python benchmarks/bench_bounds_table1.py --anytime-summary benchmarks/measured --time 60 \
+    python benchmarks/scripts/bench_bounds_table1.py --anytime-summary benchmarks/measured --time 60 \
         --only Grids_16,Promedus_25,Promedus_38,pedigree19,pedigree33,pedigree37,pedigree38,pedigree41
 
 DIS(1,10)'s final gap below WMB-IS's on 8/8 (geometric mean ratio 0.320; 300 s: 0.239);
@@ -96,11 +96,11 @@ Table 1 area over [0, T] / WMB-IS 0.936 at 60 s, 0.878 at 300 s (paper, 1 h: 0.5
 area over ln t in [1, 60] s 0.899 (300 s runs: 0.896); first finite upper bound <= 0.63 s,
 first lower bound <= 2.16 s, every run bracketed ln Z at every trace point (16/16). The same
 60 s runs plus pedigrees 23 and 30, absolute areas per pedigree for a side-by-side comparison:
-``benchmarks/measured/bounds_pedigree_area_60s.txt`` (``--prefix bounds_pedigree_area_60s``).
+``git history: benchmarks/measured/bounds_pedigree_area_60s.txt`` (``--prefix bounds_pedigree_area_60s``).
 
 Short run used in the session::
 
-    python benchmarks/bench_bounds_table1.py --instances pedigree1,pedigree20 --time 20
+    python benchmarks/scripts/bench_bounds_table1.py --instances pedigree1,pedigree20 --time 20
 """
 from __future__ import annotations
 

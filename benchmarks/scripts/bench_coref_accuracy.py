@@ -19,8 +19,8 @@ Qian); pairwise F1; factor evaluations; and wall time (the whole ``coref.run``, 
 seconds). Sets whose data is absent
 are listed as skipped.
 
-    python benchmarks/bench_coref_accuracy.py [--sets aminer,s2and_qian] [--sampler racing|exact|both]
-                                              [--csv benchmarks/measured/coref_accuracy.csv]
+    python benchmarks/scripts/bench_coref_accuracy.py [--sets aminer,s2and_qian] [--sampler racing|exact|both]
+                                              [--csv git history: benchmarks/measured/coref_accuracy.csv]
                                               [--params '{"objective": "pseudolik"}'] [--gibbs '{"merge_moves": 10}']
 
 ``--params`` / ``--gibbs`` substitute the PairwiseModel / GibbsCoref parameters of every

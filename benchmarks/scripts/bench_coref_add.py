@@ -10,13 +10,13 @@ the wall and the CPU time (user + system of the child) of predict-all and of add
 ratios, B3 F1 of R and Q against the gold passed through, and how many existing cluster
 ids changed. On a shared machine compare the ratios, not the seconds.
 
-    python benchmarks/bench_coref_add.py [--synth 20000] [--repeat 2] [--seed 0] [--in-process]
+    python benchmarks/scripts/bench_coref_add.py [--synth 20000] [--repeat 2] [--seed 0] [--in-process]
 
 The processes run ``python -m coref`` from a temporary directory: the installed build, or
-the tree on ``PYTHONPATH`` (``PYTHONPATH=$PWD python benchmarks/bench_coref_add.py``).
+the tree on ``PYTHONPATH`` (``PYTHONPATH=$PWD python benchmarks/scripts/bench_coref_add.py``).
 
 Measured on 2026-11-23 on the shared 2-core machine (load average 5 from other jobs),
-``PYTHONPATH=$PWD python benchmarks/bench_coref_add.py --repeat 2`` (min of 2 runs):
+``PYTHONPATH=$PWD python benchmarks/scripts/bench_coref_add.py --repeat 2`` (min of 2 runs):
 
 ==================  =======  ==============  ==========  =============  ==============
 data                blocks   predict-all     add 20%     add / predict  B3 F1 all, add
@@ -30,7 +30,7 @@ synthetic 20k       1,890    cpu 5.75 s      cpu 3.76 s  0.655 (wall    0.8971, 
 (before the per-mention encodings, on main: shipped add / predict 3.9 s / 8.6 s wall.)
 
 Measured on 2026-11-24 (later), installed build, quiet machine,
-``python benchmarks/bench_coref_add.py --repeat 3 --synth 20000 --in-process`` run from /tmp
+``python benchmarks/scripts/bench_coref_add.py --repeat 3 --synth 20000 --in-process`` run from /tmp
 (min of 3), after the compiled block assembly, one gather of the encodings per group, the
 faster per-mention encoding and the add-path clean-ups of that day:
 

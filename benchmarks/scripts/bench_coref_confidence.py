@@ -31,8 +31,8 @@ Parts (``--part table`` / ``a`` / ``b`` / ``names`` / ``time`` / ``all``):
 
 Run from the worktree root::
 
-    PYTHONPATH=$PWD python benchmarks/bench_coref_confidence.py            # must-show table
-    PYTHONPATH=$PWD python benchmarks/bench_coref_confidence.py --part a   # a1-a3
+    PYTHONPATH=$PWD python benchmarks/scripts/bench_coref_confidence.py            # must-show table
+    PYTHONPATH=$PWD python benchmarks/scripts/bench_coref_confidence.py --part a   # a1-a3
 
 Nothing is asserted; the figures are printed (and written as JSON with ``--out``).
 

@@ -13,7 +13,7 @@ run`` does (``--per-block``: one fit per block, the mode of the figures before
 2026-11-24 below).  Timing is a ratio of variants run in one process,
 interleaved block by block, so that load on a shared machine hits both alike.
 
-    python benchmarks/bench_coref_gibbs.py --variant exact:sampler=exact \\
+    python benchmarks/scripts/bench_coref_gibbs.py --variant exact:sampler=exact \\
         --variant racing:sampler=racing [--variant racing_es:sampler=racing,patience=3]
         [--folds 5] [--seed 0] [--repeat 1] [--json OUT.json]
 
@@ -21,7 +21,7 @@ A variant is ``NAME:key=value,...`` with GibbsCoref keyword arguments (ints, flo
 ``None``, ``True`` / ``False``, strings); e.g. ``--variant cached:sampler=exact,factor_cache_mb=256``
 for exact Gibbs from each block's cached factor matrix (2026-11-24, shipped data: Gibbs wall
 0.139 s against racing 0.512 s and exact 1.076 s, exact's clusters;
-``benchmarks/measured/coref_factor_cache_2026-11-24.txt``).
+``git history: benchmarks/measured/coref_factor_cache_2026-11-24.txt``).
 
 Run it from the repository root with ``PYTHONPATH=$PWD`` to measure the checkout
 (``python benchmarks/...`` puts ``benchmarks/`` first on sys.path, so without it the

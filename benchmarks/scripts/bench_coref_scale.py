@@ -14,11 +14,11 @@ matrix for a block.
 
 Usage::
 
-    python benchmarks/bench_coref_scale.py                       # 10k and 100k, 5 sweeps
-    python benchmarks/bench_coref_scale.py --sizes 10000,100000,1000000 --sweeps 2
-    python benchmarks/bench_coref_scale.py --sizes 100000 --workers 2   # Dask LocalCluster
-    python benchmarks/bench_coref_scale.py --one 10000               # one size, JSON line
-    python benchmarks/bench_coref_scale.py --sampler auto --sweeps 30  # cached-factor exact where it fits
+    python benchmarks/scripts/bench_coref_scale.py                       # 10k and 100k, 5 sweeps
+    python benchmarks/scripts/bench_coref_scale.py --sizes 10000,100000,1000000 --sweeps 2
+    python benchmarks/scripts/bench_coref_scale.py --sizes 100000 --workers 2   # Dask LocalCluster
+    python benchmarks/scripts/bench_coref_scale.py --one 10000               # one size, JSON line
+    python benchmarks/scripts/bench_coref_scale.py --sampler auto --sweeps 30  # cached-factor exact where it fits
 
 Not run by the tests.
 

@@ -15,7 +15,7 @@ Also asv-style functions (``time_synth_100k``, ``peakmem_synth_100k``,
 
 Usage::
 
-    python benchmarks/bench_coref_synth.py [--sizes 10000,100000,1000000] [--tracemalloc] [--json out.json]
+    python benchmarks/scripts/bench_coref_synth.py [--sizes 10000,100000,1000000] [--tracemalloc] [--json out.json]
 """
 import argparse
 import json

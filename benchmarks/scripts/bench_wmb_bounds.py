@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_wmb_bounds.py [--memory-mb 1024] [--n-iters 10] [--time-limit 60]
+    python benchmarks/scripts/bench_wmb_bounds.py [--memory-mb 1024] [--n-iters 10] [--time-limit 60]
         [--data ../shared/data/uai/pedigree] [NAME ...]
 
 Prints one line per instance: chosen i-bound, induced width of the order, number
