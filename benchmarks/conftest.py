@@ -16,6 +16,8 @@ collect_ignore = ["scripts", "results"]
 
 def pytest_collect_file(file_path, parent):
     """Collect ``bench_*.py`` as test modules (pytest's default pattern is ``test_*.py``)."""
+    if parent.session.isinitpath(file_path):
+        return None  # named on the command line: pytest collects it itself
     if file_path.suffix == ".py" and file_path.name.startswith("bench_"):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
