@@ -48,7 +48,7 @@ _EXPORTS = {
     "B3Result": "coref.evaluate",
     "pairwise_scores": "coref.evaluate",
     "evaluate_clusters": "coref.evaluate",
-    "encode_mentions": "coref.features",
+    "encode_mentions": "coref.encoding",
     "PairwiseModel": "coref.model",
     "save_model": "coref.model",
     "load_model": "coref.model",

@@ -5,7 +5,7 @@ Both ``_factors.pyx`` and ``_gibbs.pyx`` cimport this file: the struct holds raw
 pointers into the arrays of one encoded block (filled by ``make_block`` from typed
 memoryviews) and ``block_phi`` / ``block_factor`` are inline, so no Python object
 is touched while a factor is evaluated.  The feature list must match
-``coref.features.FEATURE_NAMES`` and the pure-Python twin ``coref._factors_py``.
+``coref.factors.names.FEATURE_NAMES`` and the pure-Python twin ``coref._factors_py``.
 
 Speed without changing a value (the twin tests compare bit for bit):
 ``make_block`` packs each mention's scalars, list offsets / lengths and 128-bit

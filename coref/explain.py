@@ -5,7 +5,7 @@ f_theta(x_a, x_b) (natural-log odds that mentions a and b co-refer; Chen & Ghahr
 breakdown lists each term and, like Splink's match-weight waterfall, sums them by
 human-readable group (coauthors, title, venue, affiliation, year, name, ...) in order,
 with the running total. Feature labels and groups come from
-``coref.features.FEATURE_LABELS`` / ``FEATURE_GROUPS`` when the feature module defines
+``coref.factors.names.FEATURE_LABELS`` / ``FEATURE_GROUPS`` when the feature module defines
 them, otherwise from the feature names.
 
 References
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coref import features
+from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES
 from coref.model import block_bias_evals
 
 __all__ = ["Explanation", "explain_pair", "feature_groups"]
 
 
-_BLOCK_GROUP = "block"  # coref.features.FEATURE_GROUPS' group of the block-constant features
+_BLOCK_GROUP = "block"  # coref.factors.names.FEATURE_GROUPS' group of the block-constant features
 _BASELINE_LABEL = "block baseline (size, coherence)"
 
 
@@ -47,9 +47,9 @@ def _fallback_group(name):
 
 def feature_groups():
     """(labels, groups): a human label and a group for every feature, in kernel order."""
-    names = tuple(features.FEATURE_NAMES)
-    labels = getattr(features, "FEATURE_LABELS", None)
-    groups = getattr(features, "FEATURE_GROUPS", None)
+    names = tuple(FEATURE_NAMES)
+    labels = FEATURE_LABELS
+    groups = FEATURE_GROUPS
     if isinstance(labels, dict):
         labels = tuple(labels.get(n, n) for n in names)
     if isinstance(groups, dict):
@@ -163,8 +163,8 @@ def explain_pair(model, df, mention_a, mention_b):
     # a block-constant feature times same_comp1 is nonzero only when the two mentions are
     # linked through shared coauthors: it is coauthor evidence, not part of the baseline
     groups = ["coauthors" if g == _BLOCK_GROUP and n.endswith("*same_comp1") else g
-              for n, g in zip(features.FEATURE_NAMES, groups)]
-    feat = pd.DataFrame({"feature": list(features.FEATURE_NAMES), "label": labels, "group": groups,
+              for n, g in zip(FEATURE_NAMES, groups)]
+    feat = pd.DataFrame({"feature": list(FEATURE_NAMES), "label": labels, "group": groups,
                          "phi": phi, "theta": theta, "contribution": contrib})
     feat = feat[feat["contribution"] != 0].copy()
     feat = feat.reindex(feat["contribution"].abs().sort_values(ascending=False, kind="stable").index)

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from coref.executors import chunks, executor_context, progress_bar, run_on_dask, single_thread
-from coref.features import assemble_block, assemble_blocks
+from coref.encoding.blocks import assemble_block, assemble_blocks
 from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
-from coref.model import block_bias_evals
+from coref.model.block_prior import block_bias_evals
 
 __all__ = ["BlockResult", "TOGETHER_MENTIONS", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
            "single_thread"]
@@ -115,8 +115,8 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     keep some mentions where they are (``coref add``). ``margins``: also return each
     mention's margin (:func:`coref.margins.cluster_margins`) from the same encoding.
     ``parts``: the per-mention encoding of the rows of ``block_df``
-    (:class:`coref.features.MentionEncoding`); the block is then assembled from it
-    (:func:`coref.features.assemble_block`) instead of encoded from the text, and
+    (:class:`coref.encoding.MentionEncoding`); the block is then assembled from it
+    (:func:`coref.encoding.assemble_block`) instead of encoded from the text, and
     ``block_df`` may be just the rows' mention ids (only its length is used).
     """
     Gibbs = _gibbs_cls()
@@ -394,9 +394,9 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
     margins : bool
         Also compute each mention's margin in its final cluster (``BlockResult.margin``),
         reusing the block's encoding.
-    encodings : coref.features.MentionEncoding or None
+    encodings : coref.encoding.MentionEncoding or None
         Per-mention encoding of the rows of ``df`` (same order, same mention ids), from
-        :func:`coref.features.encode_parts` with this model's vocabulary: each block is
+        :func:`coref.encoding.encode_parts` with this model's vocabulary: each block is
         assembled from it instead of encoded again (the same arrays, bit for bit).
 
     Returns

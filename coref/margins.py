@@ -32,7 +32,7 @@ def member_margins(enc, theta, bias, idx, ref, mine):
 
     Parameters
     ----------
-    enc : coref.features.EncodedBlock
+    enc : coref.encoding.EncodedBlock
     theta : ndarray of float64, shape (n_features,)
         C-contiguous.
     bias : float
@@ -66,7 +66,7 @@ def cluster_margins(enc, theta, bias, labels, *, rng=0, max_members=None, rows=N
 
     Parameters
     ----------
-    enc : coref.features.EncodedBlock
+    enc : coref.encoding.EncodedBlock
         The encoded block (rows aligned with ``labels``).
     theta : ndarray of shape (n_features,)
     bias : float

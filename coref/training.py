@@ -4,9 +4,9 @@
 and its block prior; with ``bias_shift="auto"`` it asks a *shift tuner* for the
 intercept shift.  The tuner here, :func:`tune_shift`, runs short exact annealed Gibbs
 (:class:`coref.gibbs.GibbsCoref`) for each candidate shift and keeps the one with the
-best training B3 F1, so it sits above both the model and the sampler:
-:func:`fit_model` is the one call that does both (``PairwiseModel.fit(df,
-shift_tuner=tune_shift)``).
+best training B3 F1.  It sits above the sampler (:mod:`coref.gibbs`, :mod:`coref.inference`)
+and below :mod:`coref.model.pairwise`, whose ``fit`` calls it; it builds the cross-fitted
+models as ``type(model)(...)``, so it never imports the model class.
 """
 from __future__ import annotations
 
@@ -15,33 +15,8 @@ import numpy as np
 from coref.evaluate import b3
 from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
 from coref.inference import encode_blocks
-from coref.model.pairwise import PairwiseModel
 
-__all__ = ["fit_model", "tune_shift"]
-
-
-def fit_model(model, df):
-    """Fit ``model`` on the labeled mentions of ``df``, tuning the shift by Gibbs if asked.
-
-    Parameters
-    ----------
-    model : PairwiseModel
-        Unfitted (its parameters are used; ``bias_shift="auto"`` tunes the shift with
-        :func:`tune_shift`).
-    df : pandas.DataFrame
-        Mentions with gold labels (``gold``; NA = unlabeled), one or several blocks.
-
-    Returns
-    -------
-    PairwiseModel
-        ``model``, fitted.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :meth:`PairwiseModel.fit`.
-    """
-    return model.fit(df, shift_tuner=tune_shift)
+__all__ = ["tune_shift"]
 
 
 def tune_shift(model, df, rng):
@@ -88,8 +63,8 @@ def tune_shift(model, df, rng):
         test = test[test["gold"].notna()]
         if len(test) == 0:
             continue
-        sub = PairwiseModel(C=model.C, max_pairs_per_block=model.max_pairs_per_block,
-                            class_weight=model.class_weight, bias_shift=0.0,
+        sub = type(model)(C=model.C, max_pairs_per_block=model.max_pairs_per_block,
+                          class_weight=model.class_weight, bias_shift=0.0,
                             rng=rng, objective=model.objective, pl_C=model.pl_C,
                             pl_max_anchors=model.pl_max_anchors, pl_alone=model.pl_alone,
                             pl_pair_C=model.pl_pair_C, pl_merge_C=model.pl_merge_C,

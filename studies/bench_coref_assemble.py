@@ -74,7 +74,7 @@ def _same(a, b, EncodedBlock):
 
 
 def _blocks(df, voc):
-    from coref.features import encode_parts
+    from coref.encoding.mentions import encode_parts
 
     enc = encode_parts(df, voc)
     return [enc.take(idx) for idx in df.groupby("block", sort=True).indices.values()]
@@ -89,7 +89,7 @@ def _time(fn, blocks):
 
 def _time_groups(blocks):
     """assemble_blocks over consecutive groups of about TOGETHER_MENTIONS mentions (coref predict's)."""
-    from coref.features import assemble_blocks
+    from coref.encoding.blocks import assemble_blocks
     from coref.inference import TOGETHER_MENTIONS
 
     t0 = time.perf_counter()
@@ -105,8 +105,8 @@ def _time_groups(blocks):
 
 
 def _compare(name, blocks, repeat):
-    from coref._assemble_py import assemble_block_py
-    from coref.features import EncodedBlock, assemble_block, assemble_blocks
+    from coref.encoding._assemble_py import assemble_block_py
+    from coref.encoding.blocks import EncodedBlock, assemble_block, assemble_blocks
 
     for b, g in zip(blocks, assemble_blocks(blocks)):
         for got in (g, assemble_block(b)):

@@ -47,7 +47,7 @@ KINDS = ("no_shared_coauthor", "no_coauthor_path", "coauthors_missing", "initial
 
 
 def _given(name):
-    from coref.features import normalize_name
+    from coref.blocking import normalize_name
 
     parts = normalize_name(name).split()
     return parts[:-1] if len(parts) >= 2 else []
@@ -55,7 +55,9 @@ def _given(name):
 
 def pair_kinds(sub):
     """Boolean matrices (n, n) of each kind for one block ``sub`` (row order kept)."""
-    from coref.features import _components, normalize_name, words
+    from coref.encoding.components import token_list_components as _components
+    from coref.blocking import normalize_name
+    from coref.encoding.text import words
 
     n = len(sub)
     co = [frozenset(k for k in (normalize_name(a) for a in (c if isinstance(c, (list, tuple, np.ndarray)) else []))

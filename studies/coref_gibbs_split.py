@@ -40,7 +40,7 @@ def measure(folds=5, seed=0):
     from coref.gibbs import GibbsCoref
     from coref.inference import single_thread
     from coref.inputs import load_input
-    from coref.pipeline import _fit_fold_model, assign_folds
+    from coref.jobs.folds import assign_folds, fit_fold_model as _fit_fold_model
 
     df, _ = load_input(None, format=None, strict=False, command="run", need_gold=True)
     fold_of, labeled = assign_folds(df, folds)

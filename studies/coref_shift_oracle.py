@@ -103,7 +103,9 @@ def shift_rows(df, folds, grid=GRID, seed=0):
 
 def block_stats(df):
     """Unsupervised statistics of each block (DataFrame indexed by block)."""
-    from coref.features import Vocabulary, assemble_block, encode_parts
+    from coref.encoding.vocabulary import Vocabulary
+    from coref.encoding.blocks import assemble_block
+    from coref.encoding.mentions import encode_parts
 
     enc = encode_parts(df.drop(columns=["gold"]), Vocabulary.fit(df))
     out = {}

@@ -6,7 +6,7 @@ clusterings.  This script fine-tunes theta and the bias the way SampleRank-style
 this model family do (Wick et al. 2011; Singh et al. 2012 train their pairwise coref CRF so):
 an averaged structured perceptron whose inference is the MAP clustering the product uses.
 
-For each fold of the grouped k-fold protocol of ``coref run`` (``coref.pipeline``):
+For each fold of the grouped k-fold protocol of ``coref run`` (``coref.jobs.run``):
 start from the fold's logistic model; for every training block compute all pair features
 phi(i, j) once; then for ``--epochs`` passes over the training blocks in random order:
 cluster the block by annealed exact Gibbs from its factor matrix F = phi theta + b (the
@@ -128,7 +128,7 @@ def main(argv=None):
     import coref
     from coref.evaluate import b3
     from coref.gibbs import GibbsCoref
-    from coref.pipeline import _fit_fold_model, assign_folds
+    from coref.jobs.folds import assign_folds, fit_fold_model as _fit_fold_model
 
     path, fmt, folds = SETS[args.set]
     df = coref.load_mentions(str(path), format=fmt)

@@ -55,10 +55,10 @@ def use_model_params(params):
     """Make ``coref.run`` fit ``PairwiseModel(**params)`` per fold (``{}``: the defaults)."""
     import functools
 
-    import coref.pipeline
+    import coref.jobs.folds
     from coref.model import PairwiseModel
 
-    coref.pipeline._model_cls = lambda: functools.partial(PairwiseModel, **params)
+    coref.jobs.folds.model_cls = lambda: functools.partial(PairwiseModel, **params)
 
 
 def use_gibbs_params(params):
@@ -73,7 +73,7 @@ def use_gibbs_params(params):
 
 def run_set(name, sampler, seed=0):
     """Rows (dicts) of one set: one per sampler, or ``None`` if the data is absent."""
-    from coref.pipeline import run
+    from coref.jobs.run import run
 
     path, fmt, folds = SETS[name]
     if not path.exists():

@@ -112,8 +112,8 @@ def bench_in_process(name, d, *, repeat, seed):
     """The same split, both through the Python API in THIS process (imports paid once)."""
     import pandas as pd
 
-    from coref.add import add
-    from coref.predict import predict
+    from coref.jobs.add import add
+    from coref.jobs.predict import predict
 
     old, all_, new = (pd.read_parquet(d / f"{x}.parquet") for x in ("old", "all", "new"))
     predict(old, out=d / "Pi", seed=seed, progress=False)

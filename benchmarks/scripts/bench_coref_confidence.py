@@ -13,7 +13,7 @@ Parts (``--part table`` / ``a`` / ``b`` / ``names`` / ``time`` / ``all``):
         seconds per partition function (``--n-width`` sub-models, wall clock), leader
         vs growth encoding on a few, and one worked example.
 (b) grouped 5-fold (``assign_folds``, what ``coref run`` uses): theta fitted on 4
-    folds, racing Gibbs MAP on the 5th, then ``coref.pipeline.heldout_confidence``:
+    folds, racing Gibbs MAP on the 5th, then ``coref.jobs.heldout.heldout_confidence``:
     calibration maps (isotonic) fitted on the held-out scores of the 4 OTHER folds, each
     from its own fold model (cross-fitted, since 2026-11-24; before, the training folds
     were clustered and scored by the held-out fold's theta, in-sample), confidences of
@@ -104,9 +104,10 @@ from coref.datasets import data_path  # noqa: E402
 DATA = data_path("aminer_na")  # the shipped AMiner set, found from any directory
 
 from coref import GibbsCoref, PairwiseModel, load_mentions  # noqa: E402
-from coref._submodel import build_graphical_model, exact_log_z, subproblem  # noqa: E402
+from coref.confidence.submodels import build_graphical_model, subproblem
+from coref.confidence.exact import exact_log_z
 from coref.confidence import event_probability  # noqa: E402
-from coref.pipeline import assign_folds  # noqa: E402
+from coref.jobs.folds import assign_folds
 
 
 def _log(*a):
@@ -387,9 +388,9 @@ def dense_pairs(model, df, pairs):
 
 
 def part_bc(df, args, res):
-    """Grouped 5-fold must-show table through ``coref.pipeline.heldout_confidence`` (what ``coref run`` runs)."""
+    """Grouped 5-fold must-show table through ``coref.jobs.heldout.heldout_confidence`` (what ``coref run`` runs)."""
     from coref.inference import single_thread
-    from coref.pipeline import heldout_confidence
+    from coref.jobs.heldout import heldout_confidence
 
     fold_of, labeled = assign_folds(df, 5)
     fo = df["block"].map(fold_of)
@@ -477,7 +478,7 @@ def part_time(df, args, res):
     """Wall time that ``--confidence`` adds to ``coref predict`` on the shipped data (shipped model), side by side."""
     import tempfile
 
-    from coref.predict import predict as coref_predict
+    from coref.jobs.predict import predict as coref_predict
 
     out = {}
     with tempfile.TemporaryDirectory() as tmp:

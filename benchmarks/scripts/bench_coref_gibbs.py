@@ -1,6 +1,6 @@
 """Gibbs variants side by side on the shipped data, grouped 5-fold as in ``coref run``.
 
-Fits theta once per fold exactly as ``coref run`` does (``coref.pipeline``), then runs
+Fits theta once per fold exactly as ``coref run`` does (``coref.jobs.run``), then runs
 every variant on every held-out block, interleaved fold by fold, and reports B3
 (precision, recall, F1 on the labeled held-out blocks), pairwise factors evaluated,
 Gibbs wall seconds (sum of ``GibbsCoref.wall_s_``: sampling, without the encoding of
@@ -124,7 +124,8 @@ def main(argv=None):
     from coref.gibbs import GibbsCoref
     from coref.inference import single_thread
     from coref.inputs import load_input
-    from coref.pipeline import _fit_fold_model, _scores, assign_folds
+    from coref.jobs.folds import assign_folds, fit_fold_model as _fit_fold_model
+    from coref.jobs.scoring import scores as _scores
 
     df, _ = load_input(None, format=None, strict=False, command="run", need_gold=True)
     fold_of, labeled = assign_folds(df, args.folds)

@@ -5,7 +5,7 @@ One definition of the feature layout, in kernel order. The compiled kernel
 constant is checked against :data:`N_BASE` by the tests. ``FEATURE_NAMES`` holds the
 base features followed by their interactions with ``same_comp1`` (``"<name>*same_comp1"``);
 ``FEATURE_LABELS`` says each in words and ``FEATURE_GROUPS`` maps each to the evidence it
-uses. The definitions are in :mod:`coref.features`.
+uses. The definitions are in :mod:`coref.encoding`.
 """
 
 __all__ = ["BASE_FEATURES", "N_BASE", "FEATURE_NAMES", "FEATURE_LABELS", "FEATURE_GROUPS", "N_FEATURES"]

@@ -10,7 +10,7 @@ Only the new mentions are encoded from their text: the old mentions' per-mention
 encodings come from the earlier output's ``encodings.npz`` (:func:`reuse_encodings`:
 listed in its manifest, made with the same model, covering exactly its mentions, every
 array checked), and each touched block is assembled from both
-(:func:`coref.features.assemble_block`, the same arrays as encoding the block anew). A
+(:func:`coref.encoding.assemble_block`, the same arrays as encoding the block anew). A
 missing or refused file is named in a warning and the old mentions are encoded again
 (``strict``: a refused file is an error). The output has its own ``encodings.npz``, so
 adds chain.
@@ -117,7 +117,7 @@ def reuse_encodings(directory, manifest, clusters, model, model_info, *, strict=
 
     Returns
     -------
-    encodings : coref.features.MentionEncoding or None
+    encodings : coref.encoding.MentionEncoding or None
         Rows in the order of ``clusters``; ``None`` when they must be recomputed.
     note : str
         What happened ("reused <file>" or why not), for the summary.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from coref import features
+from coref.encoding import mentions as mention_encoding
 from coref.inference import infer_blocks
 
 __all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins"]
@@ -53,7 +53,7 @@ def result_margins(results):
     -------
     pandas.Series of float
         mention_id -> the sum of f_theta to the other members of its cluster (NaN for
-        singletons; :func:`coref.report.cluster_margins`).
+        singletons; :func:`coref.margins.cluster_margins`).
     """
     if not results:
         return pd.Series(dtype=float)
@@ -78,7 +78,7 @@ def predict_clusters(df, model, settings, *, client=None, progress=False, return
         Show a progress bar.
     return_encodings : bool
         Also return, under ``stats["encodings"]``, the per-mention encoding of ``df``
-        (:class:`coref.features.MentionEncoding`, rows of ``df``), for ``encodings.npz``.
+        (:class:`coref.encoding.MentionEncoding`, rows of ``df``), for ``encodings.npz``.
 
     Returns
     -------
@@ -91,7 +91,7 @@ def predict_clusters(df, model, settings, *, client=None, progress=False, return
     """
     feats = df.drop(columns=[c for c in ("gold",) if c in df.columns]).reset_index(drop=True)
     # the per-mention work once for all blocks (batched); each block is assembled from it
-    encodings = features.encode_parts(feats, model.vocabulary_)
+    encodings = mention_encoding.encode_parts(feats, model.vocabulary_)
     results = infer_blocks(feats, model, settings, record_history=False, client=client, progress=progress,
                            margins=True, encodings=encodings)
     mids = np.concatenate([r.mention_id for r in results]) if results else np.array([], object)

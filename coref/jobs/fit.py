@@ -65,7 +65,7 @@ class FitResult(SummaryAccess):
 
     @property
     def summary(self):
-        """Every field as a dict (what ``coref.train.fit`` returned)."""
+        """Every field as a dict (what ``coref.jobs.fit.fit`` returned)."""
         return asdict(self)
 
 
@@ -99,7 +99,7 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     Returns
     -------
     FitResult
-        ``result[key]`` reads its fields as the dict ``coref.train.fit`` returned.
+        ``result[key]`` reads its fields as the dict ``coref.jobs.fit.fit`` returned.
 
     Raises
     ------

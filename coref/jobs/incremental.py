@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from coref import features
-from coref.features import MentionEncoding
+from coref.encoding import mentions as mention_encoding
+from coref.encoding.mentions import MentionEncoding
 from coref.inference import infer_blocks
 from coref.jobs.clusters import canonical_cluster_ids, result_margins
 
@@ -48,7 +48,7 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         Seed, delta, sweeps, ``revisit`` and ``strict``.
     client, progress
         As in :func:`coref.jobs.clusters.predict_clusters`.
-    old_encodings : coref.features.MentionEncoding or None
+    old_encodings : coref.encoding.MentionEncoding or None
         Per-mention encodings of (at least) the old mentions, made with ``model``'s
         vocabulary (``encodings.npz`` of the earlier output, validated); ``None``
         encodes the old mentions that are needed again. Only the new mentions are
@@ -156,7 +156,7 @@ class _EncodingSource:
 
     def __init__(self, model, old, old_mentions, old_encodings, new, feats):
         self.model, self.old = model, old
-        self.new_enc = features.encode_parts(new[feats], model.vocabulary_)
+        self.new_enc = mention_encoding.encode_parts(new[feats], model.vocabulary_)
         if old_encodings is not None:
             pos = pd.Index(old_encodings.mention_id.astype(str)).get_indexer(old.ids)
             if (pos < 0).any():
@@ -189,14 +189,14 @@ class _EncodingSource:
             part_old["block"] = old.block_of.loc[old_rows].to_numpy()
             cols = [c for c in feats if c in part_old.columns]
             part = pd.concat([part_old[cols], new.loc[new_in, cols]], ignore_index=True)
-            enc_old = features.encode_parts(part_old[cols], self.model.vocabulary_)
+            enc_old = mention_encoding.encode_parts(part_old[cols], self.model.vocabulary_)
             enc_part = MentionEncoding.concat([enc_old, self.new_enc.take(np.flatnonzero(new_in))])
         return part, enc_part, len(old_rows)
 
     def all_encodings(self):
         """The encodings of every mention of the result: the old ones, then the new ones."""
         if self.old_enc_of is None:
-            enc_all_old = features.encode_parts(self.om.loc[self.old.ids].reset_index(), self.model.vocabulary_)
+            enc_all_old = mention_encoding.encode_parts(self.om.loc[self.old.ids].reset_index(), self.model.vocabulary_)
             return MentionEncoding.concat([enc_all_old, self.new_enc])
         return self.enc_all.take(np.r_[self.old_enc_of.to_numpy(), self.n_old_enc + np.arange(len(self.new_enc))])
 

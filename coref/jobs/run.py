@@ -6,7 +6,7 @@ k, so B3 is never reported on blocks whose labels trained theta. It is built on 
 same pieces as ``coref predict``: :mod:`coref.settings` (one validated settings
 object), :mod:`coref.inputs` (loading), :mod:`coref.inference` (blocks over an
 executor, local or Dask, same clusters on both), :mod:`coref.outputs` (lock, manifest,
-checkpoints) and :mod:`coref.report`; the folds are :mod:`coref.jobs.folds`, the
+checkpoints) and :mod:`coref.outputs.report`; the folds are :mod:`coref.jobs.folds`, the
 scores :mod:`coref.jobs.scoring`, the held-out confidence :mod:`coref.jobs.heldout`.
 
 Checkpoints (``--resume``) are npz files per (sampler, fold, block) and saved fold
@@ -38,7 +38,7 @@ from coref.jobs import scoring
 from coref.jobs.folds import assign_folds
 from coref.jobs.heldout import check_calibration, heldout_confidence
 from coref.outputs import CheckpointStore, OutputDir, mentions_checksum
-from coref.report import CLUSTER_COLUMNS, format_summary, write_report
+from coref.outputs.report import CLUSTER_COLUMNS, format_summary, write_report
 from coref.settings import make_settings
 
 __all__ = ["run", "RunResult"]

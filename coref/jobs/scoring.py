@@ -11,7 +11,7 @@ import pandas as pd
 
 from coref.evaluate import b3, evaluate_clusters
 from coref.inference import pad
-from coref.report import CURVE_COLUMNS
+from coref.outputs.report import CURVE_COLUMNS
 
 __all__ = ["sweep_curves", "scores", "within_block_b3", "sampler_metrics", "SCORE_KEYS"]
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from coref.features import assemble_block
+from coref.encoding.blocks import assemble_block
 from coref.io import write_mentions
-from coref.report import largest_clusters, render_predict_md, weakest_merges, write_csv, write_json
+from coref.outputs.report import largest_clusters, render_predict_md, write_csv, write_json
+from coref.margins import weakest_merges
 from sampling.utils.atomic import atomic_write_text
 
 __all__ = ["write_outputs", "write_confidence", "BlockEncodings"]
@@ -48,8 +49,8 @@ class BlockEncodings:
 
     ``encode(df_block)`` assembles the block from the rows of ``encodings`` (one per
     mention of the run, aligned with ``mention_ids``) instead of encoding its text
-    again: the same :class:`coref.features.EncodedBlock`, bit for bit
-    (:func:`coref.features.assemble_block`).  A block with a mention the run did not
+    again: the same :class:`coref.encoding.EncodedBlock`, bit for bit
+    (:func:`coref.encoding.assemble_block`).  A block with a mention the run did not
     encode falls back to ``model.encode``.  Every other attribute is the model's.
     """
 
@@ -59,7 +60,7 @@ class BlockEncodings:
         self._pos = pd.Index(np.asarray(mention_ids, dtype=object).astype(str))
 
     def encode(self, df_block):
-        """The block's :class:`coref.features.EncodedBlock`, assembled from the run's encodings."""
+        """The block's :class:`coref.encoding.EncodedBlock`, assembled from the run's encodings."""
         rows = self._pos.get_indexer(df_block["mention_id"].astype(str).to_numpy(dtype=object))
         if len(rows) == 0 or (rows < 0).any():
             return self._model.encode(df_block)

@@ -9,15 +9,21 @@
 * :mod:`coref.model._pseudolik`: the maximum pseudo-likelihood refit of theta.
 
 Tuning the intercept shift by running Gibbs is above this package:
-:func:`coref.training.fit_model`.
+:func:`coref.training.tune_shift`, called by ``PairwiseModel.fit``.
 """
-from coref.model.block_prior import block_bias_evals, rate_pairs
-from coref.model.pairwise import PairwiseModel, labeled_pairs
-from coref.model.persist import MODEL_FORMAT, MODEL_VERSION, load_model, save_model
-from sampling.utils.kernels import load_kernel
+from sampling.utils.cli import lazy_exports
 
-# TRANSITIONAL SHIM (issue 26): coref/report.py imports the kernel from here; delete after imports are rewritten.
-_factors = load_kernel("coref._factors")
-
-__all__ = ["PairwiseModel", "labeled_pairs", "rate_pairs", "block_bias_evals", "save_model", "load_model",
-           "MODEL_FORMAT", "MODEL_VERSION"]
+# Lazy, so that importing coref.model.block_prior (what the Gibbs sampler needs) does not
+# import coref.model.pairwise, which sits above the sampler (it tunes its shift by Gibbs).
+_EXPORTS = {
+    "PairwiseModel": "coref.model.pairwise",
+    "labeled_pairs": "coref.model.pairwise",
+    "rate_pairs": "coref.model.block_prior",
+    "block_bias_evals": "coref.model.block_prior",
+    "save_model": "coref.model.persist",
+    "load_model": "coref.model.persist",
+    "MODEL_FORMAT": "coref.model.persist",
+    "MODEL_VERSION": "coref.model.persist",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports("coref.model", _EXPORTS, globals())

@@ -3,7 +3,7 @@
 theta and b are fitted with scikit-learn's logistic regression on labeled pairs of
 mentions of the same block (Chen & Ghahramani 2016, Sec. 5.3; Singh et al. 2012),
 so f_theta is the log-odds (natural log) that the two mentions co-refer.  The
-phi features are listed in :mod:`coref.features`.
+phi features are listed in :mod:`coref.encoding`.
 
 ``objective="pseudolik"`` refits (theta, b), warm-started from the logistic fit, for the
 clustering model the Gibbs sampler actually uses: maximum pseudo-likelihood (Besag 1975)
@@ -19,9 +19,8 @@ the fitted intercept may be shifted by ``bias_shift``; ``bias_shift="auto"``
 chooses it on the TRAINING blocks only, by running short exact annealed Gibbs for
 each value of ``shift_grid`` and keeping the one with the best training B3 F1
 (factors computed from a theta cross-fitted over training-block folds, so that
-the shift is tuned on blocks the theta did not see).  Running Gibbs is above this
-module: :func:`coref.training.fit_model` fits with :func:`coref.training.tune_shift`
-(``PairwiseModel.fit(df, shift_tuner=...)``).
+the shift is tuned on blocks the theta did not see): :func:`coref.training.tune_shift`,
+or any tuner passed as ``PairwiseModel.fit(df, shift_tuner=...)``.
 
 Each block also gets its own prior odds (``block_prior="pcc"``, the default;
 :mod:`coref.model.block_prior`): every factor of a block uses the intercept
@@ -36,11 +35,14 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from coref.features import FEATURE_NAMES, N_FEATURES, EncodedBlock, Vocabulary, encode_mentions
+from coref.factors.names import FEATURE_NAMES, N_FEATURES
+from coref.encoding.blocks import EncodedBlock, encode_mentions
+from coref.encoding.vocabulary import Vocabulary
 from coref.io import MENTION_COLUMNS
 from coref.model._pseudolik import fit_pseudolik, pl_data
 from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
                                      rate_scores, shift_evals)
+from coref.training import tune_shift
 from sampling.utils.kernels import load_kernel
 from sampling.utils.rng import as_generator
 
@@ -110,7 +112,7 @@ class PairwiseModel:
         Passed to ``LogisticRegression``; ``None`` keeps the log-odds calibrated.
     bias_shift : float or "auto", default "auto"
         Added to the fitted intercept. ``"auto"``: tuned on the training blocks by the
-        ``shift_tuner`` of :meth:`fit` (module docstring; :func:`coref.training.fit_model`).
+        ``shift_tuner`` of :meth:`fit` (default :func:`coref.training.tune_shift`).
     shift_grid : sequence of float
         Candidate shifts for ``bias_shift="auto"``.
     shift_tol : float, default 0.005
@@ -302,8 +304,8 @@ class PairwiseModel:
         shift_tuner : callable, optional
             ``shift_tuner(model, df, rng) -> (shift, {shift: score})``, called with this
             model once theta is fitted and the generator the fit drew from, when
-            ``bias_shift="auto"`` (e.g. :func:`coref.training.tune_shift`, which runs
-            Gibbs; :func:`coref.training.fit_model` passes it).  Unused otherwise.
+            ``bias_shift="auto"``; default :func:`coref.training.tune_shift`, which runs
+            short annealed Gibbs on cross-fitted training blocks.  Unused otherwise.
 
         Returns
         -------
@@ -321,11 +323,8 @@ class PairwiseModel:
         """
         self._check_df(df, need_gold=True)
         self._check_params()
-        if self.bias_shift == "auto" and shift_tuner is None:
-            # TRANSITIONAL (issue 26): until estimator.py / pipeline.py / the tests call
-            # coref.training.fit_model, "auto" without a tuner tunes as it always did.
-            # Delete these two lines then (and raise a ValueError naming fit_model instead).
-            from coref.training import tune_shift as shift_tuner
+        if shift_tuner is None:
+            shift_tuner = tune_shift
         gen = as_generator(self.rng)
         self.vocabulary_ = Vocabulary.fit(df)
         encs = []

@@ -36,7 +36,7 @@ validated field by field on load (a model without it loads with
 
 :func:`load_model` checks the manifest's format and version, the SHA-256 of every file,
 the model version, that ``feature_names`` equals this code's
-``coref.features.FEATURE_NAMES``, the shape and finiteness of theta and every field's
+``coref.factors.names.FEATURE_NAMES``, the shape and finiteness of theta and every field's
 type, and raises :class:`ModelFormatError` naming the file otherwise. The npz is read
 with ``allow_pickle=False``.
 """
@@ -54,7 +54,8 @@ import numpy as np
 from coref import __version__
 from coref.calibration import ConfidenceCalibration
 from coref.exceptions import ModelFormatError
-from coref.features import FEATURE_NAMES, Vocabulary
+from coref.factors.names import FEATURE_NAMES
+from coref.encoding.vocabulary import Vocabulary
 from coref.model.pairwise import PairwiseModel
 from sampling.utils.atomic import atomic_path, atomic_write_text
 

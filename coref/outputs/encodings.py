@@ -2,7 +2,7 @@
 
 The file records two versions, like S2AND's ``FeaturizationInfo(featurizer_version=...)``:
 ``version`` is the layout of the file, :data:`ENCODING_VERSION` the encoding itself
-(what :func:`coref.features.encode_parts` computes from a mention and a vocabulary).
+(what :func:`coref.encoding.encode_parts` computes from a mention and a vocabulary).
 A file of another encoding version is refused (:class:`~coref.exceptions.EncodingsError`),
 so ``coref add`` encodes the old mentions again instead of mixing two encodings.
 """
@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 
 from coref.exceptions import EncodingsError
-from coref.features import MentionEncoding
+from coref.encoding.mentions import MentionEncoding
 from coref.outputs.directory import write_npz
 
 __all__ = ["ENCODINGS_FILE", "ENCODING_VERSION", "EncodingsError", "write_encodings", "read_encodings"]
 
 ENCODINGS_FILE = "encodings.npz"
-#: Version of the per-mention encoding (:func:`coref.features.encode_parts`, its arrays
+#: Version of the per-mention encoding (:func:`coref.encoding.encode_parts`, its arrays
 #: and tables). Increase it whenever a change of the encoder makes an old file's arrays
 #: differ from what the encoder computes now: files of another version are refused.
 ENCODING_VERSION = 1
@@ -31,7 +31,7 @@ _ENCODINGS_VERSION = 1
 
 
 def write_encodings(path, enc, *, model_sha256):
-    """Save a :class:`coref.features.MentionEncoding` as an npz file (no pickle), atomically.
+    """Save a :class:`coref.encoding.MentionEncoding` as an npz file (no pickle), atomically.
 
     Layout: ``header`` (JSON string: format ``coref-mention-encodings``, version 1,
     ``encoding_version`` (:data:`ENCODING_VERSION`), the SHA-256 of the model.json whose
@@ -42,7 +42,7 @@ def write_encodings(path, enc, *, model_sha256):
     Parameters
     ----------
     path : str or os.PathLike
-    enc : coref.features.MentionEncoding
+    enc : coref.encoding.MentionEncoding
     model_sha256 : str
         Hex SHA-256 of the model's model.json (``coref.inputs.resolve_model`` info).
     """
@@ -66,12 +66,12 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
         The model now in use: the file must have been made with it.
     mention_ids : array-like of str
         The mentions the file must cover, exactly (no more, no fewer).
-    vocabulary : coref.features.Vocabulary or None
+    vocabulary : coref.encoding.Vocabulary or None
         When given, the file's vocabulary sizes must be its.
 
     Returns
     -------
-    coref.features.MentionEncoding
+    coref.encoding.MentionEncoding
 
     Raises
     ------

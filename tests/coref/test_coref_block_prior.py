@@ -212,7 +212,7 @@ def test_bad_params(kw, match):
 
 def test_coref_fit_block_prior_flag(tmp_path):
     """``coref fit --block-prior none`` saves a model without block shifts; the default saves pcc."""
-    from coref import train
+    from coref.cli import fit as train
 
     df = _df(n=10, n_blocks=4, seed=6)
     for flag, want in ((["--block-prior", "none"], "none"), ([], "pcc")):

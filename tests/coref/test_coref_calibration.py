@@ -14,7 +14,8 @@ from coref.confidence import (assignment_confidence, brier_score, confidence_fig
                               fit_confidence_calibration, gibbs_marginals, map_clusters, mention_correct)
 from coref.exceptions import ModelFormatError
 from coref.model import PairwiseModel, load_model, save_model
-from coref.pipeline import assign_folds, heldout_confidence
+from coref.jobs.folds import assign_folds
+from coref.jobs.heldout import heldout_confidence
 from tests.coref.test_coref_confidence_api import PEOPLE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -368,7 +369,7 @@ def test_gibbs_marginals_bad_input():
 
 
 def test_coref_fit_saves_calibration_and_none_skips_it(tmp_path):
-    from coref.train import fit
+    from coref.jobs.fit import fit
 
     df = _noisy_df(n_blocks=4, n=10, seed=8)
     r = fit(df, model=tmp_path / "m", calibration="isotonic")
@@ -385,7 +386,7 @@ def test_coref_fit_saves_calibration_and_none_skips_it(tmp_path):
 
 def test_coref_fit_cross_fits_the_calibration_scores(tmp_path):
     """Default: 5 groups capped at the blocks (4 here); 0: the final model's in-sample scores."""
-    from coref.train import fit
+    from coref.jobs.fit import fit
 
     df = _noisy_df(n_blocks=4, n=10, seed=8)
     cross = fit(df, model=tmp_path / "c")["calibration"]

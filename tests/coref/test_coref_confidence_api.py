@@ -11,7 +11,7 @@ from coref import _factors
 from coref.confidence import (CONFIDENCE_COLUMNS, PAIR_COLUMNS, CalibrationMap, assignment_confidence,
                               calibration_scores, event_probability, exact_log_z, fit_calibration, subproblem,
                               write_confidence_report)
-from coref.features import N_FEATURES
+from coref.factors.names import N_FEATURES
 from tests.coref.test_coref_confidence import set_partitions
 from tests.coref.test_coref_gibbs import _Model as _GibbsModel
 

@@ -82,9 +82,9 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, mentions_
 
 def test_predict_and_add_on_dask_equal_local(client, mentions_factory):
     # `coref predict --workers N` / `coref add --workers N`: same clusters as in this process
-    from coref.add import add_clusters
+    from coref.jobs.incremental import add_clusters
     from coref.model import PairwiseModel
-    from coref.predict import predict_clusters
+    from coref.jobs.clusters import predict_clusters
 
     df = mentions_factory(n_blocks=5, per=10, n_authors=3, seed=13)
     model = PairwiseModel(bias_shift=0.0).fit(mentions_factory(n_blocks=4, per=10, n_authors=3, seed=14))

@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref.add import add, add_clusters
+from coref.jobs.add import add
+from coref.jobs.incremental import add_clusters
 from coref.io import write_mentions
 from coref.model import PairwiseModel, load_model, save_model
 from coref.outputs import ENCODINGS_FILE, EncodingsError, read_encodings, read_manifest, sha256_file, write_encodings
-from coref.predict import predict
+from coref.jobs.predict import predict
 from coref.settings import make_settings
 
 
@@ -34,7 +35,7 @@ def _clusters(d):
 
 
 def test_add_reuses_saved_encodings_with_the_same_clusters(split, model_dir, tmp_path, monkeypatch):
-    import coref.features as features   # predict / add look encode_parts up there (shim)
+    import coref.encoding.mentions as features   # predict / add look encode_parts up there
 
     old, new = split
     predict(old, model=model_dir, out=tmp_path / "P", progress=False)
@@ -204,7 +205,7 @@ def test_split_equals_take_of_each_range(split):
 
 def test_next_cluster_number_of_a_block():
     """Fresh ids continue after the block's largest number; other blocks and odd ids are ignored."""
-    from coref.add import _next_k
+    from coref.jobs.incremental import next_cluster_k as _next_k
 
     ids = ["A/0", "A/3", "A/x", "B/99", "A/12", "A/", "A/1/2", "AA/50"]
     assert _next_k(ids, "A") == 13

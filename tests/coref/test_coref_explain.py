@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from coref.explain import explain_pair, feature_groups
-from coref.features import FEATURE_NAMES
+from coref.factors.names import FEATURE_NAMES
 from coref.model import PairwiseModel, save_model
 
 

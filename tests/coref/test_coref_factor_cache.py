@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from coref import _factors_py, _gibbs, _gibbs_py
-from coref.features import N_FEATURES, encode_mentions
+from coref.factors.names import N_FEATURES
+from coref.encoding.blocks import encode_mentions
 from coref.gibbs import GibbsCoref, bound_table
 
 
@@ -215,12 +216,12 @@ def test_predict_and_add_with_factor_cache(tmp_path):
     """``coref predict --sampler exact --factor-cache-mb`` writes the clusters of the
     uncached exact sampler with fewer factor evaluations; ``coref add`` takes it too;
     a bad budget fails before any output is written."""
-    from coref.add import add
-    from coref.predict import predict
-    from coref.predict import main as predict_main
+    from coref.jobs.add import add
+    from coref.jobs.predict import predict
+    from coref.cli.predict import main as predict_main
     import argparse
 
-    from coref.predict import add_arguments
+    from coref.cli.predict import add_arguments
 
     df = _df(n=16, seed=11).drop(columns="gold")
     old, new = df.iloc[:11], df.iloc[11:]
@@ -268,7 +269,7 @@ def test_auto_sampler_exact_where_the_matrix_fits_racing_elsewhere():
 
 
 def test_auto_sampler_accepted_by_the_commands(tmp_path):
-    from coref.predict import predict
+    from coref.jobs.predict import predict
     from coref.settings import make_settings
 
     assert make_settings("predict", sampler="auto").samplers == ("auto",)

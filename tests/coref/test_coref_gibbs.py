@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from coref import _gibbs, _gibbs_py
-from coref.features import N_FEATURES, encode_mentions
+from coref.factors.names import N_FEATURES
+from coref.encoding.blocks import encode_mentions
 from coref.gibbs import GibbsCoref, block_rng, bound_table
 
 

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from coref import _gibbs, _gibbs_py
-from coref.features import encode_mentions
+from coref.encoding.blocks import encode_mentions
 from coref.gibbs import GibbsCoref
 from tests.coref.test_coref_gibbs import _Model, _anneal, _df, _theta
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from coref._factors import factor_matrix
-from coref.features import encode_mentions
+from coref.encoding.blocks import encode_mentions
 from coref.gibbs import GibbsCoref, _merge_counts, _within_pairs
 from tests.coref.test_coref_gibbs import _Model, _df, _theta
 

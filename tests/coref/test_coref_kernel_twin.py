@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from coref import _factors, _factors_py
-from coref.features import N_FEATURES
+from coref.factors.names import N_FEATURES
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref.features import FEATURE_NAMES, N_FEATURES
+from coref.factors.names import FEATURE_NAMES, N_FEATURES
 from coref.exceptions import ModelFormatError
 from coref.model import PairwiseModel, labeled_pairs, load_model, save_model
-from coref.training import fit_model
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -55,7 +54,7 @@ def test_fit_factor_consistency_and_save_load(tmp_path):
 
 def test_auto_shift_picks_from_grid():
     df = _df(n=15, n_blocks=4, seed=2)
-    m = fit_model(PairwiseModel(bias_shift="auto", shift_grid=(-1.0, 0.0, 1.0), tune_sweeps=3), df)
+    m = PairwiseModel(bias_shift="auto", shift_grid=(-1.0, 0.0, 1.0), tune_sweeps=3).fit(df)
     assert m.shift_ in (-1.0, 0.0, 1.0)
     assert set(m.shift_scores_) == {-1.0, 0.0, 1.0}
     assert m.bias_ == m.intercept_ + m.shift_
@@ -193,13 +192,13 @@ def test_tune_shift_with_one_mention_labeled_blocks():
     lone["gold"] = "L" + lone["gold"]
     df = pd.concat([good, lone], ignore_index=True)
     for seed in (10, 16, 51):  # seeds whose inner split put all four good blocks on one side (failed before)
-        m = fit_model(PairwiseModel(shift_grid=(0.0, 1.0), tune_sweeps=2, rng=seed), df)
+        m = PairwiseModel(shift_grid=(0.0, 1.0), tune_sweeps=2, rng=seed).fit(df)
         assert m.shift_ in (0.0, 1.0) and set(m.shift_scores_) == {0.0, 1.0}
 
 
 def test_fit_asks_the_shift_tuner_only_for_auto():
     """PairwiseModel.fit runs no Gibbs itself: with bias_shift="auto" it calls the tuner it is
-    given (coref.training.tune_shift by fit_model) once theta is fitted, with the generator
+    given (coref.training.tune_shift by default) once theta is fitted, with the generator
     the fit drew from, and sets the shift, bias and reference rate from its answer."""
     df = _df(n=12, n_blocks=3, seed=8)
     calls = []

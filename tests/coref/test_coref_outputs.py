@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref import pipeline
+from coref.jobs import run as pipeline
+from coref.jobs import scoring
 from coref.outputs import LOCK, MANIFEST, OutputDir, OutputError, read_manifest
 from coref.outputs import encodings as encodings_file
 from coref.settings import make_settings
@@ -78,7 +79,7 @@ def test_failed_run_leaves_no_manifest_and_no_files_of_the_previous_run(data, tm
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pipeline, "_sweep_curves", boom)
+    monkeypatch.setattr(scoring, "sweep_curves", boom)
     with pytest.raises(KeyboardInterrupt):
         _run(data, out, seed=7)
     left = {p.name for p in out.iterdir()}
@@ -157,7 +158,8 @@ def test_checkpoint_of_other_settings_is_not_reused(data, tmp_path):
 def test_encodings_of_another_encoding_version_are_refused(data, tmp_path, monkeypatch):
     # like S2AND's FeaturizationInfo(featurizer_version=...): a changed encoder invalidates old files
     from coref.exceptions import EncodingsError
-    from coref.features import Vocabulary, encode_parts
+    from coref.encoding.vocabulary import Vocabulary
+    from coref.encoding.mentions import encode_parts
 
     voc = Vocabulary.fit(data, n_topics=2)
     enc = encode_parts(data, voc)

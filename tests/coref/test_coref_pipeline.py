@@ -22,7 +22,7 @@ from coref.jobs import folds as fold_models
 from coref.jobs import run as run_job
 from coref.jobs.folds import assign_folds
 from coref.jobs.run import run
-from coref.report import CLUSTER_COLUMNS, CURVE_COLUMNS
+from coref.outputs.report import CLUSTER_COLUMNS, CURVE_COLUMNS
 
 # --------------------------------------------------------------------------- stand-ins
 

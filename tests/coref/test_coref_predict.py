@@ -261,7 +261,7 @@ def test_read_clustered_aligns_the_mentions_with_clusters_csv(data, model_dir, t
 
 
 def test_add_with_reused_encodings_equals_encoding_the_old_mentions_again(data, model_dir):
-    from coref.features import encode_parts
+    from coref.encoding.mentions import encode_parts
     from coref.model import load_model
 
     model, _ = load_model(model_dir)
@@ -302,7 +302,7 @@ def test_confidence_assembles_blocks_from_the_run_encodings(data, model_dir):
     a mention the run did not encode falls back to ``model.encode``."""
     from dataclasses import fields
 
-    from coref.features import encode_parts
+    from coref.encoding.mentions import encode_parts
     from coref.model import load_model
     from coref.jobs.writing import BlockEncodings
 
