@@ -32,6 +32,19 @@ __all__ = ["list_uai", "uai_path", "uai_evidence_path", "resolve_uai", "list_ret
 _RETURNS_SUFFIXES = (".csv.gz", ".csv", ".txt")
 
 
+def _by_name(files, name, suffixes, what):
+    """``files[name]`` with one of ``suffixes`` stripped from ``name``; FileNotFoundError
+    listing the names of ``what`` otherwise."""
+    key = str(name)
+    for suf in suffixes:
+        if key.endswith(suf):
+            key = key[:-len(suf)]
+            break
+    if key in files:
+        return files[key]
+    raise FileNotFoundError(f"no shipped {what} named {name!r}; shipped: {', '.join(sorted(files))}")
+
+
 def _uai_files():
     """``{name: path}`` of the shipped ``.uai`` files, ``name`` the file stem."""
     root = data_path("uai")
@@ -65,13 +78,7 @@ def uai_path(name):
     FileNotFoundError
         If no shipped model has that name; the message lists the shipped names.
     """
-    files = _uai_files()
-    key = str(name)
-    if key.endswith(".uai"):
-        key = key[:-len(".uai")]
-    if key in files:
-        return files[key]
-    raise FileNotFoundError(f"no shipped UAI model named {name!r}; shipped: {', '.join(sorted(files))}")
+    return _by_name(_uai_files(), name, (".uai",), "UAI model")
 
 
 def uai_evidence_path(name):
@@ -144,12 +151,4 @@ def returns_path(name):
     FileNotFoundError
         If no shipped series has that name; the message lists the shipped names.
     """
-    files = _returns_files()
-    key = str(name)
-    for suf in _RETURNS_SUFFIXES:
-        if key.endswith(suf):
-            key = key[:-len(suf)]
-            break
-    if key in files:
-        return files[key]
-    raise FileNotFoundError(f"no shipped price series named {name!r}; shipped: {', '.join(sorted(files))}")
+    return _by_name(_returns_files(), name, _RETURNS_SUFFIXES, "price series")
