@@ -14,7 +14,7 @@ import numpy as np
 
 from ._tables import cond_inplace, lse_axes, strides
 
-__all__ = ["Lookup", "LookupTables", "build_lookup_tables", "sample_order", "draw_proposal", "log_q_rows"]
+__all__ = ["Lookup", "LookupTables", "lookup_arrays", "build_lookup_tables", "sample_order", "draw_proposal", "log_q_rows"]
 
 
 class Lookup:
@@ -96,6 +96,22 @@ class LookupTables:
         z = out.max(axis=1, keepdims=True)
         z = z + np.log(np.exp(out - z).sum(axis=1, keepdims=True))
         return out - z
+
+
+def lookup_arrays(cards, per_var):
+    """CSR arrays of per-variable lookup lists (``vars``, ``strides``, ``kstride``, ``flat``)."""
+    ptr, kstride, vptr, vars_, strides, tables = [0], [], [0], [], [], []
+    for k in range(len(cards)):
+        for look in per_var[k]:
+            kstride.append(int(look.kstride) if look.has_k else 0)
+            vars_.extend(int(u) for u in look.vars)
+            strides.extend(int(u) for u in look.strides)
+            vptr.append(len(vars_))
+            tables.append(np.ascontiguousarray(look.flat, dtype=np.float64))
+        ptr.append(len(kstride))
+    i64 = lambda x: np.ascontiguousarray(np.asarray(x, dtype=np.int64))  # noqa: E731
+    return (np.ascontiguousarray(cards, dtype=np.int64), i64(ptr), i64(kstride), i64(vptr),
+            i64(vars_), i64(strides), tables)
 
 
 def build_lookup_tables(model, st, pseudo_tree, passes):

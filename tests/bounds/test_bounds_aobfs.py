@@ -219,23 +219,6 @@ def test_memory_limited_reaches_log_z(seed, max_nodes):
     assert s.n_nodes_ == 1
 
 
-@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (37, 40), (33, 80), (45, 120)])
-def test_memory_limited_compiled_matches_python_twin(seed, max_nodes):
-    m = random_model(n=11, seed=seed)
-    w = fit_wmb(m, 1)
-    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, memory_limited=True).fit(max_expansions=0)
-    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, memory_limited=True).fit(max_expansions=0)
-    assert b.compiled_ and not a.compiled_
-    for _ in range(800):
-        assert a.expand(1) == b.expand(1)
-        assert a.log_Z_upper_ == b.log_Z_upper_
-        assert a.log_Z_lower_ == b.log_Z_lower_
-        assert (a.n_nodes_, a.n_collapses_, a.full_, a.can_expand) == (b.n_nodes_, b.n_collapses_, b.full_, b.can_expand)
-        if not a.can_expand:
-            break
-    assert a.n_collapses_ > 0
-
-
 @pytest.mark.parametrize("backend", ["python", "compiled"])
 def test_memory_limited_stops_when_only_the_root_could_go(backend):
     m = random_model(n=11, seed=21)
@@ -264,12 +247,15 @@ def test_run_aobfs_is_memory_limited_but_two_stage_is_not():
 
 
 # ------------- memory-limited search whose tree stays a DIS proposal (reset_collapsed)
+@pytest.mark.parametrize("mode", ["memory_limited", "reset_collapsed"])
 @pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (37, 40), (33, 80), (45, 120)])
-def test_reset_collapsed_compiled_matches_python_twin(seed, max_nodes):
+def test_collapsing_search_compiled_matches_python_twin(seed, max_nodes, mode):
+    """Both collapsing variants (memory-limited AOBFS, and the one whose tree stays a DIS
+    proposal) expand, collapse and bound identically in the compiled kernel and its twin."""
     m = random_model(n=11, seed=seed)
     w = fit_wmb(m, 1)
-    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
-    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
+    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, **{mode: True}).fit(max_expansions=0)
+    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, **{mode: True}).fit(max_expansions=0)
     assert b.compiled_ and not a.compiled_
     for _ in range(800):
         assert a.expand(1) == b.expand(1)

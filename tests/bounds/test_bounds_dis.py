@@ -299,7 +299,7 @@ def test_fast_proposal_kernel_matches_twin_and_wmb():
 
 def test_lookup_kernel_matches_twin_and_wmb_queries():
     from sampling.bounds import _aobfs, _aobfs_py
-    from sampling.bounds.aobfs import lookup_arrays
+    from sampling.bounds._lookup import lookup_arrays
 
     m = random_model(n=10, seed=13, max_card=3)
     w = fit_wmb(m, 2, n_iters=2)
