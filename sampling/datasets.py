@@ -72,6 +72,7 @@ def uai_path(name):
     Returns
     -------
     pathlib.Path
+        The ``.uai`` file (its evidence, if any: :func:`uai_evidence_path`).
 
     Raises
     ------
@@ -105,6 +106,7 @@ def resolve_uai(path_or_name):
     Returns
     -------
     pathlib.Path
+        ``path_or_name`` itself when that file exists, else the shipped model's file.
 
     Raises
     ------
