@@ -78,7 +78,8 @@ def main(args) -> int:
     from ..datasets import resolve_uai
     from ..exceptions import UAIFormatError
     from .uai import read_uai
-    from .dis import check_writable, run
+    from .checkpoint import check_writable
+    from .dis import run
 
     # outputs are checked before the (possibly long) run, not after it
     resuming = bool(args.checkpoint) and args.method not in ("exact", "wmb") and os.path.exists(args.checkpoint)

@@ -35,7 +35,8 @@ from ._loops import RunState, run_method
 from ._recorder import NEG_INF, Recorder, trace_row
 from ._settings import METHODS, check_run_settings
 from .aobfs import AOBFS
-from .checkpoint import load_checkpoint, model_fingerprint, save_checkpoint
+from .checkpoint import (check_rebuilt, check_writable, load_checkpoint, model_fingerprint, same_float,
+                         save_checkpoint)
 from .exact import log_partition
 from .importance import ImportanceAccumulator, greedy_log_lower, make_fast_proposal
 from .trace import BoundTrace
@@ -217,7 +218,7 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
     meta["log_Z_wmb"] = log_Z_wmb
     meta["i_bound"] = int(getattr(wmb, "i_bound", -1) if getattr(wmb, "i_bound", None) is not None else -1)
     if ckpt is not None:
-        _check_rebuilt(checkpoint, "weighted mini-bucket bound", log_Z_wmb, ckpt["meta"]["log_Z_wmb"])
+        check_rebuilt(checkpoint, "weighted mini-bucket bound", log_Z_wmb, ckpt["meta"]["log_Z_wmb"])
     out_of_time = _prepare_method(st, model, s, ckpt, max_nodes, backend, checkpoint)
     # the clock covers the whole call: the WMB ladder, the preprocessing (factor index,
     # compiled proposal / lookup tables, greedy floor) and the method; on resume it goes
@@ -274,7 +275,7 @@ def _open_checkpoint(checkpoint, model, s, max_nodes, rng, seed, i_bound, elim_o
         raise ValueError(f"{checkpoint}: the checkpoint was started with seed={saved_seed!r}; this "
                          f"run has rng={rng!r}. A resumed run goes on with the saved random "
                          "stream: pass rng=None (CLI: no --seed) or the same seed")
-    if not _same_float(ckpt["accumulator"]["delta"], s.delta):
+    if not same_float(ckpt["accumulator"]["delta"], s.delta):
         raise ValueError(f"{checkpoint}: checkpoint field 'accumulator.delta' "
                          f"({ckpt['accumulator']['delta']!r}) differs from settings.delta ({s.delta!r})")
     if i_bound is not None and int(i_bound) != ckpt["i_bound"]:
@@ -340,7 +341,7 @@ def _prepare_method(st, model, s, ckpt, max_nodes, backend, checkpoint):
         if search.n_expansions_ != ckpt["n_expansions"]:
             raise ValueError(f"{checkpoint}: replayed {search.n_expansions_} of the checkpoint's "
                              f"{ckpt['n_expansions']} expansions")
-        _check_rebuilt(checkpoint, "search bound U_S", search.log_Z_upper_, ckpt["log_Z_search"])
+        check_rebuilt(checkpoint, "search bound U_S", search.log_Z_upper_, ckpt["log_Z_search"])
     st.search = search
     return out_of_time
 
@@ -388,53 +389,3 @@ def _saver(st, s, checkpoint, expected, ckpt, seed):
             "rows": rec.rows, "rec_iter": rec.iter, "rec_next_t": rec.next_t})
         last_save[0] = rec.elapsed()
     return save
-
-
-def _same_float(a, b):
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return False
-
-
-def check_writable(path, what):
-    """Raise ValueError (naming ``what`` and ``path``) unless a file can be written at ``path``.
-
-    The check creates and removes a temporary file in the target directory (the atomic
-    writers of :mod:`sampling.utils.atomic` write there and rename), so that an unwritable output
-    is found before a long run, not after it.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The output file (it may exist; it is not touched).
-    what : str
-        What the file is, for the message ("trace (--out)", "checkpoint", ...).
-
-    Raises
-    ------
-    ValueError
-        If ``path`` is a directory, its directory does not exist, or a file cannot be
-        created there (permissions, read-only file system, a file where a directory is
-        expected).
-    """
-    import tempfile
-
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        raise ValueError(f"cannot write the {what} to {path}: it is a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise ValueError(f"cannot write the {what} to {path}: directory {parent} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".write-check-")
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise ValueError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from None
-
-
-def _check_rebuilt(path, what, got, saved):
-    if not (got == saved or abs(got - saved) <= 1e-9 * max(1.0, abs(saved))):
-        raise ValueError(f"{path}: the rebuilt {what} is {got!r}, the checkpoint's {saved!r}; "
-                         "the model, the code or the memory budget changed since it was written")
