@@ -5,9 +5,14 @@ The public API is re-exported here (see ``__all__``) and imported lazily, on fir
 use: ``import sampling`` does not import SciPy, the compiled kernels or the
 sub-packages, so that ``coref`` commands start fast and an unbuilt source tree fails
 with a clear ImportError (``sampling.utils.kernels``) only where a kernel is needed.
-``import sampling; sampling.arch.select_order(...)`` works like ``import sampling.arch``.
+``import sampling; sampling.arch.select_order(...)`` works like ``import sampling.arch``, and
+``sampling.datasets`` locates the shipped data (``sampling.datasets.uai_path("pedigree1")``).
 """
 from sampling.utils.cli import lazy_exports
+
+# the package version; tests/sampling/test_sampling_package.py keeps it equal to
+# pyproject.toml's and to the installed distribution's
+__version__ = "0.2.0"
 
 _EXPORTS = {
     "as_generator": "sampling.utils.rng",
@@ -28,8 +33,8 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-# sub-packages, also loaded on first use
-_SUBPACKAGES = ("arch", "bounds")
+# sub-packages and modules, also loaded on first use
+_SUBPACKAGES = ("arch", "bounds", "datasets")
 
 _get_export, _dir_exports = lazy_exports("sampling", _EXPORTS, globals())
 

@@ -102,6 +102,14 @@ def check_reward_range(reward_range, n_states, bound, func):
     return c
 
 
+def check_problem(log_f, log_f0, func):
+    """Validate the target of a sampler: ``log_f`` callable, then ``log_f0`` (see
+    :func:`check_log_f0`); returns ``log_f0`` as a float64 array."""
+    if not callable(log_f):
+        raise TypeError(f"the log_f parameter of {func} must be callable; got {type(log_f).__name__} instead")
+    return check_log_f0(log_f0, func)
+
+
 def check_log_f0(log_f0, func):
     try:
         f0 = np.asarray(log_f0, dtype=np.float64)

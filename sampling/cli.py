@@ -17,13 +17,10 @@ SUBCOMMANDS = {
 
 
 def version():
-    """The installed ``racing-inference`` version, or ``"unknown"`` when not installed."""
-    from importlib import metadata
+    """The ``racing-inference`` version (:data:`sampling.__version__`)."""
+    from sampling import __version__
 
-    try:
-        return metadata.version("racing-inference")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 def main(argv=None):

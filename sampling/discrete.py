@@ -10,7 +10,7 @@ import numpy as np
 
 from sampling.utils.rng import as_generator
 from sampling.lil_ucb import lil_ucb
-from sampling._race_core import check_delta, check_gumbels, check_int, check_log_f0
+from sampling._race_core import check_delta, check_gumbels, check_int, check_problem
 from sampling.racing import RaceResult, race
 
 __all__ = ["sample_discrete", "exact_race", "METHODS"]
@@ -30,9 +30,7 @@ def exact_race(log_f, log_f0, n_data, *, gumbels=None, rng=None, chunk_size=6553
         On bad arguments or ``log_f`` output of the wrong shape / with NaN or +inf.
     """
     func = "sample_discrete"
-    if not callable(log_f):
-        raise TypeError(f"the log_f parameter of {func} must be callable; got {type(log_f).__name__} instead")
-    f0 = check_log_f0(log_f0, func)
+    f0 = check_problem(log_f, log_f0, func)
     n_states = f0.shape[0]
     n_data = check_int(n_data, "n_data", func, 1)
     chunk_size = check_int(chunk_size, "chunk_size", func, 1)

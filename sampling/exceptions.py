@@ -42,6 +42,10 @@ class ReturnsDataError(ValueError):
     """A returns series is unusable (NaN, too short, constant, unreadable)."""
 
 
+class BuildInterrupted(Exception):
+    """:meth:`sampling.bounds.WeightedMiniBucket.fit` was stopped by its ``stop`` callable."""
+
+
 class ConvergenceWarning(UserWarning):
     """An iterative procedure (WMB message passing, an optimiser) did not converge."""
 

@@ -24,7 +24,7 @@ import numpy as np
 from sampling.utils.rng import as_generator
 from sampling.control_variates import check_control_variate
 from sampling._race_core import (
-    IndexSampler, check_delta, check_gumbels, check_int, check_log_f0, kernels,
+    IndexSampler, check_delta, check_gumbels, check_int, check_problem, kernels,
 )
 from sampling.racing import RaceResult
 
@@ -108,9 +108,7 @@ def lil_ucb(
        algorithm for multi-armed bandits", COLT.
     """
     func = "lil_ucb"
-    if not callable(log_f):
-        raise TypeError(f"the log_f parameter of {func} must be callable; got {type(log_f).__name__} instead")
-    f0 = check_log_f0(log_f0, func)
+    f0 = check_problem(log_f, log_f0, func)
     n_states = f0.shape[0]
     n_data = check_int(n_data, "n_data", func, 1)
     delta = check_delta(delta, func)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sampling._race_core import (
-    KAPPA_EBS, check_common, check_gumbels, check_log_f0, check_reward_range, ebs_coefficients,
+    KAPPA_EBS, check_common, check_gumbels, check_problem, check_reward_range, ebs_coefficients,
     normal_coefficient, run_race,
 )
 from sampling.utils.rng import as_generator
@@ -179,9 +179,7 @@ def race(
     (1, False)
     """
     func = "race"
-    if not callable(log_f):
-        raise TypeError(f"the log_f parameter of {func} must be callable; got {type(log_f).__name__} instead")
-    f0 = check_log_f0(log_f0, func)
+    f0 = check_problem(log_f, log_f0, func)
     n_states = f0.shape[0]
     n_data, delta, first_batch = check_common(n_data, delta, first_batch, bound, variance, func)
     c_range = check_reward_range(reward_range, n_states, bound, func)

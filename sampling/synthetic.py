@@ -6,6 +6,8 @@ Racing-EBS (pairwise / marginal variance) and adapted lil'UCB on the same Gumbel
 """
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
 from sampling.utils.atomic import atomic_path
@@ -252,7 +254,9 @@ def add_arguments(parser):
     parser.add_argument("--first-batch", type=int, default=50, help="racing m(1) [50]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results/synthetic", help="output folder (CSV + PNG)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    # deprecated spelling of --quiet (coref and `sampling bounds` say --quiet)
+    parser.add_argument("--no-progress", dest="quiet", action="store_true", help=argparse.SUPPRESS)
 
 
 def main(args) -> int:
@@ -268,7 +272,7 @@ def main(args) -> int:
     try:
         df = run_study(dists=dists, sigmas=args.sigma, deltas=args.deltas, algorithms=algos,
                        n_states=args.arms, n_data=args.n_data, n_draws=args.draws,
-                       first_batch=args.first_batch, rng=args.seed, progress=not args.no_progress)
+                       first_batch=args.first_batch, rng=args.seed, progress=not args.quiet)
     except ValueError as exc:
         print(f"sampling synthetic: error: {exc}")
         return 2

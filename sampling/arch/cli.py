@@ -19,6 +19,7 @@ naming the file if it was written by another run, for other data, or modified).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -64,7 +65,9 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=20160619, help="random seed (default: %(default)s)")
     parser.add_argument("--out", default="arch_results", help="output folder (default: %(default)s)")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    # deprecated spelling of --quiet (coref and `sampling bounds` say --quiet)
+    parser.add_argument("--no-progress", dest="quiet", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
@@ -268,7 +271,7 @@ def main(args):
                 pseudo_prior=args.pseudo_prior, n_pilot=args.pilot, pseudo_priors=pseudo,
                 grad_batch=args.grad_batch, control_variate=args.control_variate,
                 outlier_fraction=args.outlier_fraction,
-                progress=not args.no_progress, checkpoint=str(out / f"checkpoint_{m}.npz"),
+                progress=not args.quiet, checkpoint=str(out / f"checkpoint_{m}.npz"),
                 resume=args.resume, name=note.split(";")[0])
             if fixed is None:  # the second chain reuses the same product-space target
                 fixed, pseudo = res.log_adjusted_prior, res.pseudo_priors

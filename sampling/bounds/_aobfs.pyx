@@ -12,7 +12,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 
-from sampling.bounds._proposal cimport ProposalKernel
+from sampling.bounds._proposal cimport ProposalKernel, pin_tables
 
 
 cdef class LookupSum:
@@ -28,15 +28,8 @@ cdef class LookupSum:
     cdef const long long[::1] cards, ptr, kstride, vptr, vars_, strides
 
     def __cinit__(self, cards, ptr, kstride, vptr, vars_, strides, tables):
-        cdef Py_ssize_t i, n = len(tables)
-        cdef const double[::1] mv
-        self.tab = <const double**> malloc((n + 1) * sizeof(double*))
-        if self.tab == NULL:
-            raise MemoryError()
         self._keep = list(tables)
-        for i in range(n):
-            mv = self._keep[i]
-            self.tab[i] = &mv[0]
+        self.tab = pin_tables(self._keep)
         self.cards = cards
         self.ptr = ptr
         self.kstride = kstride

@@ -1,5 +1,7 @@
 """Declarations of the compiled WMB proposal kernel (cimported by ``_aobfs.pyx``)."""
 
+cdef const double** pin_tables(list keep) except NULL
+
 cdef class ProposalKernel:
     cdef const double** tab
     cdef object _keep

@@ -11,6 +11,20 @@ from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, free
 
 
+cdef const double** pin_tables(list keep) except NULL:
+    """Pointers to the data of the C-contiguous float64 tables in ``keep`` (one more slot
+    than tables, malloc'ed: the caller frees it and keeps ``keep`` alive while it is used)."""
+    cdef Py_ssize_t i, n = len(keep)
+    cdef const double[::1] mv
+    cdef const double** tab = <const double**> malloc((n + 1) * sizeof(double*))
+    if tab == NULL:
+        raise MemoryError()
+    for i in range(n):
+        mv = keep[i]
+        tab[i] = &mv[0]
+    return tab
+
+
 cdef class ProposalKernel:
     """Mixture-proposal sampler over flattened WMB tables.
 
@@ -31,15 +45,8 @@ cdef class ProposalKernel:
     def __cinit__(self, cards, pre, pos, size, comp_ptr, comp_lw, comp_kstride, comp_vptr,
                   comp_vars, comp_strides, tables, bucket_ptr, bucket_fac, f_off, f_vptr,
                   f_vars, f_strides, f_flat, row):
-        cdef Py_ssize_t i, n = len(tables)
-        cdef const double[::1] mv
-        self.tab = <const double**> malloc((n + 1) * sizeof(double*))
-        if self.tab == NULL:
-            raise MemoryError()
         self._keep = list(tables)
-        for i in range(n):
-            mv = self._keep[i]
-            self.tab[i] = &mv[0]
+        self.tab = pin_tables(self._keep)
         self.cards = cards
         self.pre = pre
         self.pos = pos

@@ -137,6 +137,22 @@ cdef Py_ssize_t _merge_dims(const Py_ssize_t[::1] shape, const unsigned char[::1
     return d
 
 
+cdef inline Py_ssize_t _next_row(Py_ssize_t* idx, const Py_ssize_t* lens, const Py_ssize_t* ostride,
+                                 Py_ssize_t d, Py_ssize_t ob) noexcept nogil:
+    """Advance the odometer ``idx`` over the outer axes ``0..d-2`` by one row; returns the
+    output offset ``ob`` moved along ``ostride`` (0 on the reduced axes)."""
+    cdef Py_ssize_t k = d - 2
+    while k >= 0:
+        idx[k] += 1
+        ob += ostride[k]
+        if idx[k] < lens[k]:
+            break
+        ob -= ostride[k] * lens[k]
+        idx[k] = 0
+        k -= 1
+    return ob
+
+
 def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered log table, -inf allowed
              const Py_ssize_t[::1] shape,        # IN  (nd,): axis lengths
              const unsigned char[::1] reduce,    # IN  (nd,): 1 on the axes summed out
@@ -181,15 +197,7 @@ def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered
                     v = table[ib + j]
                     out[ob + j] = wmb_max(v, out[ob + j])
             ib += inner
-            k = d - 2
-            while k >= 0:
-                idx[k] += 1
-                ob += ostride[k]
-                if idx[k] < lens[k]:
-                    break
-                ob -= ostride[k] * lens[k]
-                idx[k] = 0
-                k -= 1
+            ob = _next_row(idx, lens, ostride, d, ob)
         # pass 2: sums of exp(table - max)
         ib = 0
         ob = 0
@@ -207,15 +215,7 @@ def lse_axes(const double[::1] table,            # IN  (prod(shape),): C-ordered
                     if m > -INFINITY:
                         work[ob + j] = work[ob + j] + exp((table[ib + j] - m) * inv)
             ib += inner
-            k = d - 2
-            while k >= 0:
-                idx[k] += 1
-                ob += ostride[k]
-                if idx[k] < lens[k]:
-                    break
-                ob -= ostride[k] * lens[k]
-                idx[k] = 0
-                k -= 1
+            ob = _next_row(idx, lens, ostride, d, ob)
         for j in range(nout):
             if out[j] > -INFINITY:
                 out[j] = out[j] + weight * log(work[j])

@@ -38,6 +38,8 @@ import time
 
 import numpy as np
 
+from ._lookup import lookup_arrays
+
 __all__ = ["AOBFS"]
 
 _NEG_INF = -math.inf
@@ -369,22 +371,6 @@ def _query_functions(wmb):
     LookupSum = load_kernel("sampling.bounds._aobfs").LookupSum
     cards = np.ascontiguousarray(wmb.model.cards, dtype=np.int64)
     return _lookup_fn(LookupSum, cards, arcs), _lookup_fn(LookupSum, cards, heurs)
-
-
-def lookup_arrays(cards, per_var):
-    """CSR arrays of per-variable lookup lists (``vars``, ``strides``, ``kstride``, ``flat``)."""
-    ptr, kstride, vptr, vars_, strides, tables = [0], [], [0], [], [], []
-    for k in range(len(cards)):
-        for look in per_var[k]:
-            kstride.append(int(look.kstride) if look.has_k else 0)
-            vars_.extend(int(u) for u in look.vars)
-            strides.extend(int(u) for u in look.strides)
-            vptr.append(len(vars_))
-            tables.append(np.ascontiguousarray(look.flat, dtype=np.float64))
-        ptr.append(len(kstride))
-    i64 = lambda x: np.ascontiguousarray(np.asarray(x, dtype=np.int64))  # noqa: E731
-    return (np.ascontiguousarray(cards, dtype=np.int64), i64(ptr), i64(kstride), i64(vptr),
-            i64(vars_), i64(strides), tables)
 
 
 def _lookup_fn(cls, cards, per_var):

@@ -14,12 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import tempfile
 
 import numpy as np
 
 from ..utils.atomic import atomic_write_text
 
-__all__ = ["FORMAT", "model_fingerprint", "save_checkpoint", "load_checkpoint", "validate_state"]
+__all__ = ["FORMAT", "model_fingerprint", "save_checkpoint", "load_checkpoint", "validate_state",
+           "check_writable", "check_rebuilt", "same_float"]
 
 FORMAT = "sampling.bounds.checkpoint/2"
 
@@ -266,3 +269,54 @@ def _same(a, b):
         except (TypeError, ValueError):
             return False
     return a == b
+
+
+def same_float(a, b):
+    """Whether ``a`` and ``b`` are the same float (False when either is not a number)."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def check_writable(path, what):
+    """Raise ValueError (naming ``what`` and ``path``) unless a file can be written at ``path``.
+
+    The check creates and removes a temporary file in the target directory (the atomic
+    writers of :mod:`sampling.utils.atomic` write there and rename), so that an unwritable output
+    is found before a long run, not after it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output file (it may exist; it is not touched).
+    what : str
+        What the file is, for the message ("trace (--out)", "checkpoint", ...).
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is a directory, its directory does not exist, or a file cannot be
+        created there (permissions, read-only file system, a file where a directory is
+        expected).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"cannot write the {what} to {path}: it is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValueError(f"cannot write the {what} to {path}: directory {parent} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".write-check-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise ValueError(f"cannot write the {what} to {path}: {exc.strerror or exc}") from None
+
+
+def check_rebuilt(path, what, got, saved):
+    """ValueError (naming the checkpoint ``path`` and ``what``) unless a value rebuilt on resume
+    equals the saved one up to a relative 1e-9."""
+    if not (got == saved or abs(got - saved) <= 1e-9 * max(1.0, abs(saved))):
+        raise ValueError(f"{path}: the rebuilt {what} is {got!r}, the checkpoint's {saved!r}; "
+                         "the model, the code or the memory budget changed since it was written")

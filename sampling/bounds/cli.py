@@ -3,6 +3,7 @@
 Example::
 
     sampling bounds pedigree1.uai --method dis --time 60 --out trace.csv --plot trace.png
+    sampling bounds pedigree1 --time 10     # a shipped model, by name
     sampling bounds pedigree1.uai --time 3600 --checkpoint run.json   # resumable
 
 Progress goes to stderr; the last line on stdout holds the final bounds.
@@ -21,7 +22,8 @@ __all__ = ["add_arguments", "main"]
 
 def add_arguments(parser):
     """Register the ``sampling bounds`` options on an argparse parser."""
-    parser.add_argument("model", help="UAI model file (.uai)")
+    parser.add_argument("model", help="UAI model file (.uai), or the name of a shipped model "
+                                      "(e.g. pedigree1; sampling.datasets.list_uai() lists them)")
     parser.add_argument("--evid", default=None, help="UAI evidence file (.evid)")
     parser.add_argument("--method", default="dis", choices=METHODS, help="bounding method (default dis)")
     parser.add_argument("--time", type=float, default=60.0, help="time budget in seconds (default 60)")
@@ -73,9 +75,11 @@ def main(args) -> int:
     found before the run); 3 over the memory budget; 4 the final bounds were printed but an
     output file (``--out``/``--plot``) could not be written.
     """
+    from ..datasets import resolve_uai
     from ..exceptions import UAIFormatError
     from .uai import read_uai
-    from .dis import check_writable, run
+    from .checkpoint import check_writable
+    from .dis import run
 
     # outputs are checked before the (possibly long) run, not after it
     resuming = bool(args.checkpoint) and args.method not in ("exact", "wmb") and os.path.exists(args.checkpoint)
@@ -88,7 +92,7 @@ def main(args) -> int:
         print(f"sampling bounds: {exc}", file=sys.stderr)
         return 2
     try:
-        model = read_uai(args.model, evidence=args.evid)
+        model = read_uai(resolve_uai(args.model), evidence=args.evid)
     except (OSError, UAIFormatError) as exc:
         print(f"sampling bounds: cannot read the model: {exc}", file=sys.stderr)
         return 2

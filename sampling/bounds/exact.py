@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import _broadcast_sum, _logsumexp0
-from .ordering import _check_order, _eliminate, _total_log_size, min_fill_order, min_size_order, weighted_min_fill_order
+from ._tables import broadcast_sum, logsumexp0
+from .ordering import check_order, eliminate, total_log_size, min_fill_order, min_size_order, weighted_min_fill_order
 
 __all__ = ["log_partition"]
 
 
-def _check_memory(memory_mb):
+def check_memory(memory_mb):
+    """``memory_mb`` as a float; ValueError unless it is a positive number (MiB)."""
     if isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float)) or not memory_mb > 0:
         raise ValueError(f"the memory_mb parameter must be a positive number; got {memory_mb!r} instead")
     return float(memory_mb)
@@ -26,7 +27,7 @@ def default_order(model):
     best, best_cost = None, None
     for fn in (min_fill_order, weighted_min_fill_order, min_size_order):
         o = fn(sq)
-        cost = _total_log_size(sq, o)
+        cost = total_log_size(sq, o)
         if best is None or cost < best_cost - 1e-12:
             best, best_cost = o, cost
     return best
@@ -74,10 +75,10 @@ def log_partition(model, *, elim_order=None, memory_mb=2048):
     >>> round(float(np.exp(log_partition(m))), 12)
     10.0
     """
-    budget = _check_memory(memory_mb)
+    budget = check_memory(memory_mb)
     model = model.squeeze()
-    order = default_order(model) if elim_order is None else _check_order(model, elim_order)
-    _, later, pos = _eliminate(model, order)
+    order = default_order(model) if elim_order is None else check_order(model, elim_order)
+    _, later, pos = eliminate(model, order)
     n = model.n_vars
     cards = model.cards
     # memory check first, before any large allocation
@@ -102,9 +103,9 @@ def log_partition(model, *, elim_order=None, memory_mb=2048):
         buckets[v] = None
         scope = (v,) + tuple(later[v])
         shape = tuple(int(cards[u]) for u in scope)
-        table = _broadcast_sum(scope, shape, items)
+        table = broadcast_sum(scope, shape, items)
         del items  # the messages it consumed are freed before the next allocation
-        msg = _logsumexp0(table)
+        msg = logsumexp0(table)
         del table
         if len(scope) == 1:
             const += float(msg)
@@ -118,7 +119,7 @@ def elimination_peak_entries(model, order, later=None):
 
     Counts every table the elimination allocates: the messages waiting in later buckets,
     the bucket table (its own messages are still alive while it is summed), and the
-    message plus one work row of the same size that ``_logsumexp0`` allocates. The model's
+    message plus one work row of the same size that ``logsumexp0`` allocates. The model's
     own factor tables are not counted.
 
     Parameters
@@ -127,7 +128,7 @@ def elimination_peak_entries(model, order, later=None):
         Squeezed (no cardinality-1 variable in a scope).
     order : ndarray of int, shape (n_vars,)
     later : list, optional
-        Per variable, the later-eliminated variables of its bucket (from ``_eliminate``).
+        Per variable, the later-eliminated variables of its bucket (from ``eliminate``).
 
     Returns
     -------
@@ -136,7 +137,7 @@ def elimination_peak_entries(model, order, later=None):
         (-1 for a model without variables).
     """
     if later is None:
-        _, later, _ = _eliminate(model, order)
+        _, later, _ = eliminate(model, order)
     cards = [int(c) for c in model.cards]
     pending = [0] * len(cards)  # entries of the messages waiting in each bucket
     alive, peak, at = 0, 0, -1

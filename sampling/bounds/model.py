@@ -26,9 +26,8 @@ import numbers
 
 import numpy as np
 
-from ..utils.kernels import load_kernel
+from ._tables import lookup
 
-_kernels = load_kernel("sampling.bounds._wmb")
 
 __all__ = ["Factor", "GraphicalModel"]
 
@@ -211,7 +210,7 @@ class GraphicalModel:
             )
         out = np.zeros(x.shape[0])
         for f in self.factors:
-            out += _lookup(f.log_values, f.scope, x)
+            out += lookup(f.log_values, f.scope, x)
         return float(out[0]) if one else out
 
     def condition(self, evidence):
@@ -274,74 +273,6 @@ def _clamp(f, ev, drop_unit):
     if len(keep) == len(f.scope):
         return f
     return Factor(tuple(keep), f.log_values[tuple(idx)])
-
-
-def _strides(shape):
-    """C-order strides (in elements) of an array of ``shape``."""
-    st = np.ones(len(shape), dtype=np.int64)
-    for i in range(len(shape) - 2, -1, -1):
-        st[i] = st[i + 1] * shape[i + 1]
-    return st
-
-
-def _lookup(log_values, scope, x):
-    """Values of a table at the rows of ``x`` (n, n_vars); no validation."""
-    if len(scope) == 0:
-        return np.full(x.shape[0], float(log_values))
-    flat = log_values.reshape(-1)
-    st = _strides(log_values.shape)
-    idx = x[:, list(scope)] @ st
-    return flat[idx]
-
-
-def _broadcast_sum(out_scope, out_shape, tables, out=None):
-    """Sum log tables ``[(scope, array), ...]`` into a new array over ``out_scope``.
-
-    Every scope must be a subset of ``out_scope``. Returns a fresh C-contiguous
-    float64 array of shape ``out_shape`` (zeros if ``tables`` is empty), or adds
-    the tables into ``out`` (C-contiguous float64) in place and returns it. One
-    compiled pass over the result (``_wmb.broadcast_sum``) adds the tables in the
-    order given: the same sums, bit for bit, as NumPy's broadcasting ``+=`` one
-    table after the other.
-    """
-    pos = {v: i for i, v in enumerate(out_scope)}
-    if out is None:
-        out = np.empty(out_shape, dtype=np.float64)
-        add = False
-    elif not (out.flags.c_contiguous and out.dtype == np.float64):
-        raise ValueError("_broadcast_sum needs a C-contiguous float64 out")
-    else:
-        add = True
-    if not tables:
-        if not add:
-            out.fill(0.0)
-        return out
-    nd = len(out_scope)
-    flats = []
-    tstrides = np.zeros((len(tables), nd), dtype=np.intp)
-    for t, (scope, arr) in enumerate(tables):
-        arr = np.ascontiguousarray(arr, dtype=np.float64)
-        flats.append(arr.reshape(-1))
-        st = 1
-        for i in range(len(scope) - 1, -1, -1):  # C-order strides (a Python loop: tiny tables)
-            tstrides[t, pos[scope[i]]] = st
-            st *= arr.shape[i]
-    _kernels.broadcast_sum(out.reshape(-1), np.array(out.shape, dtype=np.intp), flats, tstrides, add)
-    return out
-
-
-def _logsumexp0(a, weight=1.0):
-    """``weight * log sum_{axis 0} exp(a / weight)``, safe for ``-inf`` (returns -inf, no NaN).
-
-    Runs the compiled kernel ``_wmb.lse_axis0`` (no temporary the size of
-    ``a``); ``a`` is not modified.
-    """
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    rest = a.shape[1:]
-    n = int(np.prod(rest, dtype=np.int64))
-    out = np.empty(n)
-    _kernels.lse_axis0(a.reshape(a.shape[0], n), float(weight), out, np.empty(n))
-    return out.reshape(rest)
 
 
 def random_model(n_vars, n_factors, *, max_scope=3, max_card=3, zero_prob=0.0, scale=1.0, rng=None):

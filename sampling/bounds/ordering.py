@@ -151,7 +151,16 @@ def min_size_order(model):
     return _greedy_order(model, "size")
 
 
-def _check_order(model, elim_order):
+def check_order(model, elim_order):
+    """``elim_order`` as an int64 permutation of the variables of ``model``.
+
+    Raises
+    ------
+    TypeError
+        If it does not hold ints.
+    ValueError
+        If it is not a permutation of ``0..n_vars - 1``.
+    """
     order = np.asarray(elim_order)
     if order.dtype.kind not in "iu":
         raise TypeError(f"the elim_order parameter must hold ints; got dtype {order.dtype}")
@@ -162,7 +171,7 @@ def _check_order(model, elim_order):
     return order
 
 
-def _eliminate(model, order):
+def eliminate(model, order):
     """Symbolic elimination along ``order``: parents and bucket scopes (later neighbours)."""
     adj = interaction_graph(model)
     n = model.n_vars
@@ -203,8 +212,8 @@ def induced_width(model, elim_order):
     ValueError
         If ``elim_order`` is not a permutation of the variables.
     """
-    order = _check_order(model, elim_order)
-    _, later, _ = _eliminate(model, order)
+    order = check_order(model, elim_order)
+    _, later, _ = eliminate(model, order)
     return max((len(s) for s in later), default=0)
 
 
@@ -245,8 +254,8 @@ class PseudoTree:
     """
 
     def __init__(self, model, elim_order):
-        order = _check_order(model, elim_order)
-        parent, later, pos = _eliminate(model, order)
+        order = check_order(model, elim_order)
+        parent, later, pos = eliminate(model, order)
         n = model.n_vars
         self.elim_order = order
         self.search_order = order[::-1].copy()
@@ -301,14 +310,15 @@ class PseudoTree:
 
 def log2_max_table(model, elim_order):
     """log2 of the largest bucket table of exact elimination along ``elim_order``."""
-    order = _check_order(model, elim_order)
-    _, later, _ = _eliminate(model, order)
+    order = check_order(model, elim_order)
+    _, later, _ = eliminate(model, order)
     lc = np.log2(model.cards.astype(float))
     return max((lc[v] + sum(lc[u] for u in later[v]) for v in range(model.n_vars)), default=0.0)
 
 
-def _total_log_size(model, order):
-    _, later, _ = _eliminate(model, order)
+def total_log_size(model, order):
+    """ln of the total number of entries of the exact bucket tables along ``order`` (0 without variables)."""
+    _, later, _ = eliminate(model, order)
     lc = np.log(model.cards.astype(float))
     vals = [lc[v] + sum(lc[u] for u in later[v]) for v in range(model.n_vars)]
     m = max(vals, default=0.0)

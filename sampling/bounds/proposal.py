@@ -16,6 +16,8 @@ import warnings
 
 import numpy as np
 
+from ._lookup import lookup_arrays
+
 __all__ = ["FactorEvaluator", "FastProposal", "constant_bucket", "factor_arrays", "make_fast_proposal"]
 
 
@@ -244,16 +246,9 @@ class FastProposal:
         pos[pre] = np.arange(n)
         for v in pre[::-1]:
             size[v] = 1 + sum(size[c] for c in kids[v])
-        comp_ptr, comp_lw, comp_kstride, comp_vptr, comp_vars, comp_strides, tables = [0], [], [], [0], [], [], []
-        for k in range(n):
-            for lw, look in props[k]:
-                comp_lw.append(float(lw))
-                comp_kstride.append(int(look.kstride) if look.has_k else 0)
-                comp_vars.extend(int(u) for u in look.vars)
-                comp_strides.extend(int(u) for u in look.strides)
-                comp_vptr.append(len(comp_vars))
-                tables.append(np.ascontiguousarray(look.flat, dtype=np.float64))
-            comp_ptr.append(len(comp_lw))
+        _, comp_ptr, comp_kstride, comp_vptr, comp_vars, comp_strides, tables = lookup_arrays(
+            cards, [[look for _, look in props[k]] for k in range(n)])
+        comp_lw = [float(lw) for k in range(n) for lw, _ in props[k]]
         ev = evaluator
         order = np.argsort(ev.bucket, kind="stable")
         counts = np.bincount(ev.bucket, minlength=n) if ev.bucket.size else np.zeros(n, dtype=np.int64)

@@ -248,7 +248,7 @@ def test_cli_writes_outputs(returns, tmp_path):
     f.write_text("price\n" + "\n".join(f"{p:.6f}" for p in prices) + "\n")
     out = tmp_path / "out"
     rc = main(["arch", str(f), "--orders", "1,2,4", "--iterations", "60", "--warmup", "40",
-               "--chains", "2", "--method", "both", "--out", str(out), "--no-progress",
+               "--chains", "2", "--method", "both", "--out", str(out), "--quiet",
                "--check-every", "5", "--pilot", "100"])
     assert rc == 0
     summ = json.loads((out / "summary.json").read_text())
@@ -259,7 +259,7 @@ def test_cli_writes_outputs(returns, tmp_path):
         assert (out / name).stat().st_size > 0
     # resume of a finished run reuses the checkpoints
     assert main(["arch", str(f), "--orders", "1,2,4", "--iterations", "60", "--warmup", "40",
-                 "--chains", "2", "--method", "both", "--out", str(out), "--no-progress",
+                 "--chains", "2", "--method", "both", "--out", str(out), "--quiet",
                  "--check-every", "5", "--resume", "--no-plots", "--pilot", "100"]) == 0
 
 

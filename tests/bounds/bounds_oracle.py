@@ -1,14 +1,61 @@
-"""Test-only oracle with the WMB interface (moved out of ``sampling.bounds.importance``)."""
+"""Test-only oracles and models of the bounds tests: a brute-force heuristic with the WMB
+interface (moved out of ``sampling.bounds.importance``), ln Z by enumeration, and the small
+random models several test files share."""
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 
 import numpy as np
 
 from sampling.utils.rng import as_generator
+from sampling.bounds.model import Factor, GraphicalModel
 from sampling.bounds.proposal import FactorEvaluator, _cards
+from sampling.bounds.wmb import WeightedMiniBucket
 
 _NEG_INF = -math.inf
+
+
+def random_model(n=7, seed=0, zeros=0.15, max_card=3, scale=1.0):
+    """Unary factors plus ``n + 2`` random pairwise factors (entries ``scale * N(0, 1)``, a
+    share ``zeros`` of them zero)."""
+    rng = np.random.default_rng(seed)
+    cards = rng.integers(2, max_card + 1, size=n)
+    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
+    for _ in range(n + 2):
+        a, b = (int(v) for v in rng.choice(n, 2, replace=False))
+        t = scale * rng.normal(size=(cards[a], cards[b]))
+        t[rng.random(t.shape) < zeros] = -np.inf
+        facs.append(Factor((a, b), t))
+    return GraphicalModel(cards, facs)
+
+
+def chain_model(n=24, seed=3, zeros=0.2):
+    """A loopy model of width > 2 (so i_bound=2 is not exact) with some zero entries."""
+    rng = np.random.default_rng(seed)
+    cards = rng.integers(2, 4, size=n)
+    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
+    for i in range(n):
+        for j in (i + 1, i + 3):
+            if j < n:
+                t = 1.2 * rng.normal(size=(cards[i], cards[j]))
+                t[rng.random(t.shape) < zeros] = -np.inf
+                facs.append(Factor((i, j), t))
+    return GraphicalModel(cards, facs)
+
+
+def brute_log_z(model):
+    """ln Z by enumerating every assignment."""
+    xs = np.array(list(itertools.product(*[range(c) for c in model.cards])))
+    return float(np.logaddexp.reduce(model.log_value(xs)))
+
+
+def fit_wmb(model, i_bound, **kw):
+    """A fitted WeightedMiniBucket, convergence warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return WeightedMiniBucket(model, i_bound=i_bound, **kw).fit()
 
 
 class BruteForceHeuristic:

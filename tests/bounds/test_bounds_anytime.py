@@ -145,10 +145,10 @@ def test_ladder_runs_bracket_ln_z_over_seeds(monkeypatch):
     rungs = plan_wmb(probe, memory_mb=1024, time_limit=0.02, i_bound=3)
     assert len(rungs) == 2 and not rungs[-1].exact
     monkeypatch.setattr(time, "perf_counter", FakeClock(step=1e-9))
-    from sampling.bounds import schedule
+    from sampling.bounds import _ladder
 
     # many draws from the cheap rung, so that they are a large share of the estimator
-    monkeypatch.setattr(schedule, "SAMPLES_PER_MIB", 150.0 / rungs[-1].memory_mb)
+    monkeypatch.setattr(_ladder, "SAMPLES_PER_MIB", 150.0 / rungs[-1].memory_mb)
     bad = 0
     for seed in range(16):
         tr = run(m, "dis", time_limit=0.02, i_bound=3, delta=0.1, max_samples=400, n_expansions=2,

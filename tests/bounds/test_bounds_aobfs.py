@@ -1,39 +1,12 @@
 """AOBFS (Lou et al. 2017, Eq. 3-5): bounds, priority, solved nodes, memory cap."""
-import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 from sampling.bounds.aobfs import AOBFS
-from bounds_oracle import BruteForceHeuristic
+from bounds_oracle import BruteForceHeuristic, brute_log_z, fit_wmb, random_model
 from sampling.bounds.model import Factor, GraphicalModel
-
-
-def random_model(n=7, seed=0, zeros=0.15, max_card=3):
-    rng = np.random.default_rng(seed)
-    cards = rng.integers(2, max_card + 1, size=n)
-    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
-    for _ in range(n + 2):
-        a, b = (int(v) for v in rng.choice(n, 2, replace=False))
-        t = rng.normal(size=(cards[a], cards[b]))
-        t[rng.random(t.shape) < zeros] = -np.inf
-        facs.append(Factor((a, b), t))
-    return GraphicalModel(cards, facs)
-
-
-def brute_log_z(model):
-    xs = np.array(list(itertools.product(*[range(c) for c in model.cards])))
-    return float(np.logaddexp.reduce(model.log_value(xs)))
-
-
-def _wmb(model, i_bound):
-    from sampling.bounds.wmb import WeightedMiniBucket
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return WeightedMiniBucket(model, i_bound=i_bound).fit()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -58,7 +31,7 @@ def test_search_bounds_and_solves_exactly(seed, eps):
 def test_real_wmb_upper_bound_monotone_and_valid(seed):
     m = random_model(n=8, seed=seed)
     lz = brute_log_z(m)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     s = AOBFS(m, wmb=w).fit(max_expansions=0)
     prev = s.log_Z_upper_
     assert prev == pytest.approx(w.log_Z_upper, abs=1e-6)
@@ -147,7 +120,7 @@ def test_bad_arguments(bad, match):
 def test_compiled_tree_matches_python_twin(seed):
     """The flat-array AND/OR tree makes the same choices as the reference implementation."""
     m = random_model(n=11, seed=seed)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     a = AOBFS(m, wmb=w, backend="python").fit(max_expansions=0)
     b = AOBFS(m, wmb=w, backend="compiled").fit(max_expansions=0)
     assert b.compiled_ and not a.compiled_
@@ -171,7 +144,7 @@ def test_compiled_tree_matches_python_twin_with_ties(seed):
     m = GraphicalModel(m.cards, [Factor(f.scope, np.where(np.isfinite(f.log_values),
                                                           math.log(2.0) * (f.log_values > 0), -np.inf))
                                  for f in m.factors])
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     a = AOBFS(m, wmb=w, backend="python").fit(max_expansions=0)
     b = AOBFS(m, wmb=w, backend="compiled").fit(max_expansions=0)
     n_steps = 0
@@ -185,7 +158,7 @@ def test_compiled_tree_matches_python_twin_with_ties(seed):
 
 def test_compiled_tree_node_cap_and_bad_backend():
     m = random_model(n=11, seed=13)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     s = AOBFS(m, wmb=w, max_nodes=40).fit()
     assert s.compiled_ and s.full_ and not s.can_expand and s.n_nodes_ >= 40
     with pytest.raises(ValueError, match="backend"):
@@ -197,7 +170,7 @@ def test_compiled_tree_node_cap_and_bad_backend():
 # ------------------------------------------------ memory-limited search (past the node cap)
 def _limited_pair(seed, max_nodes, backend="compiled"):
     m = random_model(n=11, seed=seed)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     base = AOBFS(m, wmb=w, max_nodes=max_nodes, backend=backend).fit()
     lim = AOBFS(m, wmb=w, max_nodes=max_nodes, backend=backend, memory_limited=True).fit(max_expansions=0)
     return m, base, lim
@@ -246,27 +219,10 @@ def test_memory_limited_reaches_log_z(seed, max_nodes):
     assert s.n_nodes_ == 1
 
 
-@pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (37, 40), (33, 80), (45, 120)])
-def test_memory_limited_compiled_matches_python_twin(seed, max_nodes):
-    m = random_model(n=11, seed=seed)
-    w = _wmb(m, 1)
-    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, memory_limited=True).fit(max_expansions=0)
-    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, memory_limited=True).fit(max_expansions=0)
-    assert b.compiled_ and not a.compiled_
-    for _ in range(800):
-        assert a.expand(1) == b.expand(1)
-        assert a.log_Z_upper_ == b.log_Z_upper_
-        assert a.log_Z_lower_ == b.log_Z_lower_
-        assert (a.n_nodes_, a.n_collapses_, a.full_, a.can_expand) == (b.n_nodes_, b.n_collapses_, b.full_, b.can_expand)
-        if not a.can_expand:
-            break
-    assert a.n_collapses_ > 0
-
-
 @pytest.mark.parametrize("backend", ["python", "compiled"])
 def test_memory_limited_stops_when_only_the_root_could_go(backend):
     m = random_model(n=11, seed=21)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     s = AOBFS(m, wmb=w, backend=backend, max_nodes=8, memory_limited=True).fit(max_expansions=50)
     assert s.n_expansions_ == 0 and s.full_ and not s.can_expand and not s.solved_
     assert s.expand(5) == 0
@@ -280,7 +236,7 @@ def test_run_aobfs_is_memory_limited_but_two_stage_is_not():
     from sampling.bounds.dis import run
 
     m = random_model(n=11, seed=33)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     tr = run(m, "aobfs", time_limit=math.inf, max_expansions=2000, wmb=w, max_nodes=80)
     base = AOBFS(m, wmb=w, max_nodes=80).fit()
     assert tr.meta["n_expansions_total"] == 2000 > base.n_expansions_
@@ -291,12 +247,15 @@ def test_run_aobfs_is_memory_limited_but_two_stage_is_not():
 
 
 # ------------- memory-limited search whose tree stays a DIS proposal (reset_collapsed)
+@pytest.mark.parametrize("mode", ["memory_limited", "reset_collapsed"])
 @pytest.mark.parametrize("seed, max_nodes", [(21, 40), (26, 40), (37, 40), (33, 80), (45, 120)])
-def test_reset_collapsed_compiled_matches_python_twin(seed, max_nodes):
+def test_collapsing_search_compiled_matches_python_twin(seed, max_nodes, mode):
+    """Both collapsing variants (memory-limited AOBFS, and the one whose tree stays a DIS
+    proposal) expand, collapse and bound identically in the compiled kernel and its twin."""
     m = random_model(n=11, seed=seed)
-    w = _wmb(m, 1)
-    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
-    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
+    w = fit_wmb(m, 1)
+    a = AOBFS(m, wmb=w, backend="python", max_nodes=max_nodes, **{mode: True}).fit(max_expansions=0)
+    b = AOBFS(m, wmb=w, backend="compiled", max_nodes=max_nodes, **{mode: True}).fit(max_expansions=0)
     assert b.compiled_ and not a.compiled_
     for _ in range(800):
         assert a.expand(1) == b.expand(1)
@@ -314,7 +273,7 @@ def test_reset_collapsed_bound_valid_and_improves_past_the_cap(seed, max_nodes):
     """U_S may rise after a collapse (the node goes back to its heuristic) but stays >= Z;
     its running minimum goes below where the plain search stopped at the cap."""
     m = random_model(n=11, seed=seed)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     lz = brute_log_z(m)
     base = AOBFS(m, wmb=w, max_nodes=max_nodes).fit()
     s = AOBFS(m, wmb=w, max_nodes=max_nodes, reset_collapsed=True).fit(max_expansions=0)
@@ -337,7 +296,7 @@ def test_reset_collapsed_tree_is_a_valid_proposal(seed):
     from sampling.bounds.importance import FactorEvaluator, FastProposal, sample_search_tree
 
     m = random_model(n=11, seed=seed)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1)
     lz = brute_log_z(m)
     ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
     fast = FastProposal(w, ev)

@@ -12,23 +12,9 @@ from sampling.bounds import cli as bounds_cli
 from sampling.bounds.dis import run
 from sampling.bounds.exact import log_partition
 from sampling.bounds.model import Factor, GraphicalModel
+from bounds_oracle import chain_model
 from sampling.bounds.uai import read_uai, write_uai
 from sampling.exceptions import UAIFormatError
-
-
-
-def chain_model(n=24, seed=3, zeros=0.2):
-    """A loopy model of width > 2 (so i_bound=2 is not exact) with some zero entries."""
-    rng = np.random.default_rng(seed)
-    cards = rng.integers(2, 4, size=n)
-    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
-    for i in range(n):
-        for j in (i + 1, i + 3):
-            if j < n:
-                t = 1.2 * rng.normal(size=(cards[i], cards[j]))
-                t[rng.random(t.shape) < zeros] = -np.inf
-                facs.append(Factor((i, j), t))
-    return GraphicalModel(cards, facs)
 
 
 KW = dict(time_limit=None, i_bound=2, rng=5, record_every=3, n_expansions=2)

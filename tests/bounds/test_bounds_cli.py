@@ -120,3 +120,26 @@ def test_cli_past_memory_option(tiny_uai, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["bounds", str(path), "--past-memory", "drop"])
     assert "--past-memory" in capsys.readouterr().err
+
+
+def test_cli_accepts_the_name_of_a_shipped_model(tmp_path, monkeypatch, capsys):
+    """`sampling bounds pedigree1` reads the shipped file from any directory, with the same
+    result as its path."""
+    from sampling import datasets
+
+    monkeypatch.chdir(tmp_path)  # not the checkout: the name must not depend on the cwd
+    args = ["--method", "wmb", "--i-bound", "4", "--time", "5", "--quiet"]
+    assert main(["bounds", "pedigree1", *args]) == 0
+    by_name = capsys.readouterr().out.strip().splitlines()[-1]
+    assert main(["bounds", str(datasets.uai_path("pedigree1")), *args]) == 0
+    by_path = capsys.readouterr().out.strip().splitlines()[-1]
+    assert by_name.split(", samples")[0] == by_path.split(", samples")[0]
+    assert "ln Z in [" in by_name
+
+
+def test_cli_unknown_name_lists_the_shipped_models(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["bounds", "pedigree999", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "'pedigree999' is neither a file nor the name of a shipped UAI model" in err
+    assert "pedigree1" in err and "BN_0" in err

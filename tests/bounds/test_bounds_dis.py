@@ -1,5 +1,4 @@
 """DIS (Lou et al. 2017, Alg. 1, Eq. 13-14, Theorem 1), two-stage, WMB-IS, q_S weights."""
-import itertools
 import math
 import warnings
 
@@ -8,37 +7,18 @@ import pytest
 
 from sampling.bounds.aobfs import AOBFS
 from sampling.bounds.dis import run
-from bounds_oracle import BruteForceHeuristic
+from bounds_oracle import BruteForceHeuristic, brute_log_z, fit_wmb
+from bounds_oracle import random_model as _random_model
 from sampling.bounds.importance import (FactorEvaluator, ImportanceAccumulator, sample_search_tree)
 from sampling.utils.data import data_path
 from sampling.bounds.model import Factor, GraphicalModel
 
-PEDIGREE1_LN_Z = -32.4830  # SOURCES.md (our VE: log10 Z = -14.107169)
-
 
 def random_model(n=7, seed=0, zeros=0.15, max_card=3):
-    rng = np.random.default_rng(seed)
-    cards = rng.integers(2, max_card + 1, size=n)
-    facs = [Factor((i,), rng.normal(size=cards[i])) for i in range(n)]
-    for _ in range(n + 2):
-        a, b = (int(v) for v in rng.choice(n, 2, replace=False))
-        t = 1.5 * rng.normal(size=(cards[a], cards[b]))
-        t[rng.random(t.shape) < zeros] = -np.inf
-        facs.append(Factor((a, b), t))
-    return GraphicalModel(cards, facs)
+    return _random_model(n, seed, zeros, max_card, scale=1.5)
 
 
-def brute_log_z(model):
-    xs = np.array(list(itertools.product(*[range(c) for c in model.cards])))
-    return float(np.logaddexp.reduce(model.log_value(xs)))
-
-
-def _wmb(model, i_bound):
-    from sampling.bounds.wmb import WeightedMiniBucket
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return WeightedMiniBucket(model, i_bound=i_bound, n_iters=2).fit()
+PEDIGREE1_LN_Z = -32.4830  # SOURCES.md (our VE: log10 Z = -14.107169)
 
 
 # ----------------------------------------------------------------- estimator (Eq. 13-14)
@@ -97,7 +77,7 @@ def test_search_tree_weights_bounded_and_unbiased(n_exp):
 def test_search_tree_weights_with_real_wmb_are_bounded():
     m = random_model(n=10, seed=2, max_card=3)
     lz = brute_log_z(m)
-    w = _wmb(m, 1)
+    w = fit_wmb(m, 1, n_iters=2)
     ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
     from sampling.bounds.importance import FastProposal
 
@@ -124,7 +104,7 @@ def test_compiled_dis_rounds_equal_the_step_by_step_loop(n_exp, n_samp):
     from sampling.bounds.importance import FastProposal, dis_rounds
 
     m = random_model(n=12, seed=5, max_card=3)
-    w = _wmb(m, 2)
+    w = fit_wmb(m, 2, n_iters=2)
     ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
     fast = FastProposal(w, ev)
     batch = AOBFS(m, wmb=w, max_nodes=400).fit(max_expansions=0)
@@ -156,7 +136,7 @@ def test_wmb_is_batch_equals_per_draw_calls_and_python_twin():
     from sampling.bounds.importance import FastProposal, sample_wmb_is
 
     m = random_model(n=9, seed=10, zeros=0.3)  # about half the draws hit a zero factor
-    w = _wmb(m, 2)
+    w = fit_wmb(m, 2, n_iters=2)
     ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
     fast = FastProposal(w, ev)
     got = sample_wmb_is(w, ev, 50, np.random.default_rng(1), fast=fast)
@@ -293,7 +273,7 @@ def test_fast_proposal_kernel_matches_twin_and_wmb():
     from sampling.bounds.importance import FastProposal
 
     m = random_model(n=10, seed=12, max_card=3)
-    w = _wmb(m, 2)
+    w = fit_wmb(m, 2, n_iters=2)
     ev = FactorEvaluator(w.model, w.pseudo_tree.parent)
     fc, fp = FastProposal(w, ev), FastProposal(w, ev, pure_python=True)
     rng = np.random.default_rng(0)
@@ -319,10 +299,10 @@ def test_fast_proposal_kernel_matches_twin_and_wmb():
 
 def test_lookup_kernel_matches_twin_and_wmb_queries():
     from sampling.bounds import _aobfs, _aobfs_py
-    from sampling.bounds.aobfs import lookup_arrays
+    from sampling.bounds._lookup import lookup_arrays
 
     m = random_model(n=10, seed=13, max_card=3)
-    w = _wmb(m, 2)
+    w = fit_wmb(m, 2, n_iters=2)
     cards = np.asarray(w.model.cards, dtype=np.int64)
     rng = np.random.default_rng(1)
     for per_var, ref in ((w.tables.arc, w.log_arc_weight), (w.tables.heuristic, w.log_heuristic)):

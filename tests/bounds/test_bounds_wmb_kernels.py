@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sampling.bounds import _wmb, _wmb_py, model as model_mod, wmb as wmb_mod
+from sampling.bounds import _lookup, _reparam, _tables, _wmb, _wmb_py
 from sampling.bounds.exact import log_partition_enumerate
 from sampling.bounds.model import random_model
 from sampling.bounds.wmb import WeightedMiniBucket
@@ -47,12 +47,12 @@ def test_lse_axes_kernel_matches_twin_and_numpy(seed, shape, zero_prob, weight, 
         fin = np.isfinite(old)
         np.testing.assert_allclose(out_c[fin], old[fin], rtol=1e-12, atol=1e-12)
     if axes:
-        new, old = wmb_mod._lse_axes(a, axes), ref.lse_axes_numpy(a, axes)
+        new, old = _tables.lse_axes(a, axes), ref.lse_axes_numpy(a, axes)
         assert new.shape == old.shape
         np.testing.assert_array_equal(np.isneginf(new), np.isneginf(old))
         fin = np.isfinite(old)
         np.testing.assert_allclose(new[fin], old[fin], rtol=1e-12, atol=1e-12)
-    lse_new, lse_old = wmb_mod._lse_all(a), ref.lse_all_numpy(a)
+    lse_new, lse_old = _tables.lse_all(a), ref.lse_all_numpy(a)
     assert (lse_new == -np.inf) == (lse_old == -np.inf)
     if np.isfinite(lse_old):
         assert lse_new == pytest.approx(lse_old, rel=1e-12, abs=1e-12)
@@ -64,7 +64,7 @@ def test_lse_axes_larger_tables_match_numpy(shape, axes):
     rng = np.random.default_rng(7)
     a = _table(rng, shape, 0.4, scale=50.0)
     a[(slice(None),) * (len(shape) - 1) + (0,)] = -np.inf  # whole -inf slices
-    new, old = wmb_mod._lse_axes(a, axes), ref.lse_axes_numpy(a, axes)
+    new, old = _tables.lse_axes(a, axes), ref.lse_axes_numpy(a, axes)
     np.testing.assert_array_equal(np.isneginf(new), np.isneginf(old))
     fin = np.isfinite(old)
     np.testing.assert_allclose(new[fin], old[fin], rtol=1e-12, atol=1e-12)
@@ -72,11 +72,11 @@ def test_lse_axes_larger_tables_match_numpy(shape, axes):
 
 def test_lse_axes_values_and_errors():
     a = np.log(np.arange(1.0, 7.0)).reshape(2, 3)
-    np.testing.assert_allclose(wmb_mod._lse_axes(a, (1,)), np.log([6.0, 15.0]), rtol=1e-15)
-    np.testing.assert_allclose(wmb_mod._lse_axes(a, (0,)), np.log([5.0, 7.0, 9.0]), rtol=1e-15)
-    assert wmb_mod._lse_all(a) == pytest.approx(np.log(21.0), rel=1e-15)
-    assert wmb_mod._lse_all(np.full((2, 2), -np.inf)) == -np.inf
-    assert wmb_mod._lse_all(np.empty((0, 3))) == -np.inf
+    np.testing.assert_allclose(_tables.lse_axes(a, (1,)), np.log([6.0, 15.0]), rtol=1e-15)
+    np.testing.assert_allclose(_tables.lse_axes(a, (0,)), np.log([5.0, 7.0, 9.0]), rtol=1e-15)
+    assert _tables.lse_all(a) == pytest.approx(np.log(21.0), rel=1e-15)
+    assert _tables.lse_all(np.full((2, 2), -np.inf)) == -np.inf
+    assert _tables.lse_all(np.empty((0, 3))) == -np.inf
     out = np.empty(2)
     with pytest.raises(ValueError, match="table must have 6 entries"):
         _wmb.lse_axes(np.zeros(5), np.array([2, 3], dtype=np.intp), np.array([0, 1], dtype=np.uint8), 1.0, out, out.copy())
@@ -96,7 +96,7 @@ def test_lse_axes_values_and_errors():
 def test_cond_add_kernel_matches_twin_and_numpy(seed, card, rest, weight, zero_prob, with_msg):
     rng = np.random.default_rng(seed)
     F = _table(rng, (card, *rest), zero_prob)
-    lam = model_mod._logsumexp0(F, weight)
+    lam = _tables.logsumexp0(F, weight)
     msg = _table(rng, tuple(rest), zero_prob / 2) if with_msg else None
     n = math.prod(rest)
     m = np.empty(0) if msg is None else msg.reshape(-1)
@@ -105,19 +105,19 @@ def test_cond_add_kernel_matches_twin_and_numpy(seed, card, rest, weight, zero_p
     _wmb_py.cond_add(p, lam.reshape(-1), weight, m, math.log(card))
     np.testing.assert_array_equal(c, p)
     assert not np.isnan(c).any()
-    new = wmb_mod._cond_inplace(F.copy(), lam, weight, msg)
+    new = _tables.cond_inplace(F.copy(), lam, weight, msg)
     old = ref.cond_inplace_numpy(F.copy(), lam, weight, msg)
     np.testing.assert_array_equal(np.isneginf(new), np.isneginf(old))
     fin = np.isfinite(old)
     np.testing.assert_allclose(new[fin], old[fin], rtol=1e-12, atol=1e-12)
     # where lam is finite, exp of the conditional sums to 1 over x_k (without msg)
-    cond = wmb_mod._cond_inplace(F.copy(), lam, weight)
+    cond = _tables.cond_inplace(F.copy(), lam, weight)
     ok = np.isfinite(lam)
     np.testing.assert_allclose(np.exp(cond).sum(axis=0)[ok], 1.0, rtol=1e-12)
     if (~ok).any():  # an all -inf slice becomes the uniform conditional
         np.testing.assert_array_equal(cond.reshape(card, -1)[:, ~ok.reshape(-1)], -math.log(card))
     with pytest.raises(ValueError, match="C-contiguous"):
-        wmb_mod._cond_inplace(np.asfortranarray(np.zeros((2, 3))), np.zeros(3), 1.0)
+        _tables.cond_inplace(np.asfortranarray(np.zeros((2, 3))), np.zeros(3), 1.0)
     with pytest.raises(ValueError, match="must have length"):
         _wmb.cond_add(np.zeros((2, 3)), np.zeros(2), 1.0, np.empty(0), math.log(2))
 
@@ -135,10 +135,10 @@ def test_broadcast_sum_kernel_matches_twin_and_numpy(seed, shape, zero_prob, int
         tables.append((tuple(sub), _table(rng, tuple(shape[v - 10] for v in sub), zero_prob)))
     base = rng.normal(size=tuple(shape))
     if into:
-        new = model_mod._broadcast_sum(scope_out, tuple(shape), tables, out=base.copy())
+        new = _tables.broadcast_sum(scope_out, tuple(shape), tables, out=base.copy())
         old = ref.broadcast_sum_numpy(scope_out, tuple(shape), tables, out=base.copy())
     else:
-        new = model_mod._broadcast_sum(scope_out, tuple(shape), tables)
+        new = _tables.broadcast_sum(scope_out, tuple(shape), tables)
         old = ref.broadcast_sum_numpy(scope_out, tuple(shape), tables)
     np.testing.assert_array_equal(new, old)  # the same additions in the same order
     assert new.flags.c_contiguous and new.shape == tuple(shape)
@@ -147,7 +147,7 @@ def test_broadcast_sum_kernel_matches_twin_and_numpy(seed, shape, zero_prob, int
     strides = np.zeros((len(tables), nd), dtype=np.intp)
     for t, (sub, arr) in enumerate(tables):
         for i, v in enumerate(sub):
-            strides[t, v - 10] = model_mod._strides(arr.shape)[i]
+            strides[t, v - 10] = _tables.strides(arr.shape)[i]
     c, p = base.reshape(-1).copy(), base.reshape(-1).copy()
     _wmb.broadcast_sum(c, np.array(shape, dtype=np.intp), flats, strides, into)
     _wmb_py.broadcast_sum(p, np.array(shape, dtype=np.intp), flats, strides, into)
@@ -164,17 +164,19 @@ def test_broadcast_sum_errors():
         with pytest.raises(ValueError, match=r"tstrides must have shape \(1, 2\)"):
             mod.broadcast_sum(np.zeros(6), shp, [np.zeros(3)], np.array([[1]], dtype=np.intp), True)
     with pytest.raises(ValueError, match="C-contiguous float64 out"):
-        model_mod._broadcast_sum((0, 1), (2, 3), [], out=np.zeros((3, 2)).T)
-    np.testing.assert_array_equal(model_mod._broadcast_sum((0, 1), (2, 3), []), np.zeros((2, 3)))
+        _tables.broadcast_sum((0, 1), (2, 3), [], out=np.zeros((3, 2)).T)
+    np.testing.assert_array_equal(_tables.broadcast_sum((0, 1), (2, 3), []), np.zeros((2, 3)))
 
 
 def _numpy_path(monkeypatch):
-    monkeypatch.setattr(wmb_mod, "_lse_axes", ref.lse_axes_numpy)
-    monkeypatch.setattr(wmb_mod, "_lse_all", ref.lse_all_numpy)
-    monkeypatch.setattr(wmb_mod, "_cond_inplace", ref.cond_inplace_numpy)
-    monkeypatch.setattr(wmb_mod, "_broadcast_sum", ref.broadcast_sum_numpy)
-    monkeypatch.setattr(wmb_mod, "_match_stats", ref.match_stats_numpy)
-    monkeypatch.setattr(wmb_mod, "_backward_info", ref.backward_info_numpy)
+    """Patch the NumPy reference helpers into the modules of the WMB that call the kernels."""
+    patches = {"lse_axes": ref.lse_axes_numpy, "cond_inplace": ref.cond_inplace_numpy,
+               "broadcast_sum": ref.broadcast_sum_numpy, "match_stats": ref.match_stats_numpy,
+               "backward_info": ref.backward_info_numpy}
+    for mod in (_reparam, _lookup):
+        for name, fn in patches.items():
+            if hasattr(mod, name):
+                monkeypatch.setattr(mod, name, fn)
 
 
 @pytest.mark.filterwarnings("ignore:weighted mini-bucket reparameterisation did not converge")
@@ -213,8 +215,8 @@ def test_match_stats_kernel_matches_twin_and_numpy(seed, shape, weight, zero_pro
     nu = _table(rng, tuple(shape[1:]), zero_prob / 2)
     scope = tuple(range(20, 20 + len(shape)))
     common = (scope[0],) + tuple(data.draw(st.lists(st.sampled_from(scope[1:]), unique=True)) if len(scope) > 1 else ())
-    lam = model_mod._logsumexp0(F, weight) if entropy else None
-    new = wmb_mod._match_stats(F, nu, lam, weight, scope, common)
+    lam = _tables.logsumexp0(F, weight) if entropy else None
+    new = _tables.match_stats(F, nu, lam, weight, scope, common)
     old = ref.match_stats_numpy(F, nu, lam, weight, scope, common)
     if len(common) == len(scope) and old is not None:
         # the NumPy code returned its log b table aliased and overwritten by exp() when no
@@ -233,7 +235,7 @@ def test_match_stats_kernel_matches_twin_and_numpy(seed, shape, weight, zero_pro
     # kernel vs twin, bit-identical
     card, n = shape[0], math.prod(shape[1:])
     cshape = [s for u, s in zip(scope, shape) if u in set(common)]
-    cst = dict(zip([a for a, u in enumerate(scope) if u in set(common)], model_mod._strides(tuple(cshape)).tolist()))
+    cst = dict(zip([a for a, u in enumerate(scope) if u in set(common)], _tables.strides(tuple(cshape)).tolist()))
     omap = np.zeros(tuple(shape[1:]), dtype=np.intp)
     for a in range(1, len(shape)):
         if a in cst:
@@ -255,11 +257,11 @@ def test_match_stats_kernel_matches_twin_and_numpy(seed, shape, weight, zero_pro
 def test_match_stats_values_and_errors():
     # one variable (card 2), b = (1/3, 2/3): marginal on x_k = b, H = -(1/3 ln 1/3 + 2/3 ln 2/3)
     F = np.log(np.array([1.0, 2.0]))
-    lam = model_mod._logsumexp0(F)
-    log_mu, H = wmb_mod._match_stats(F, np.zeros(()), lam, 1.0, (0,), (0,))
+    lam = _tables.logsumexp0(F)
+    log_mu, H = _tables.match_stats(F, np.zeros(()), lam, 1.0, (0,), (0,))
     np.testing.assert_allclose(log_mu, np.log([1 / 3, 2 / 3]), rtol=1e-14)
     assert H == pytest.approx(-(np.log(1 / 3) / 3 + 2 * np.log(2 / 3) / 3), rel=1e-14)
-    assert wmb_mod._match_stats(np.full((2, 3), -np.inf), np.zeros(3), None, 1.0, (0, 1), (0,)) is None
+    assert _tables.match_stats(np.full((2, 3), -np.inf), np.zeros(3), None, 1.0, (0, 1), (0,)) is None
     with pytest.raises(ValueError, match="must have length 3"):
         _wmb.match_stats(np.zeros((2, 3)), np.zeros(2), np.zeros(3), 1.0, np.zeros(3, dtype=np.intp), 1, np.empty(2), np.empty(2), np.empty(2))
     with pytest.raises(ValueError, match="the marginal offsets reach 2"):
@@ -295,7 +297,7 @@ def test_lse_axis0_kernel_bit_identical_to_twin(seed, card, n, weight, zero_prob
 def test_backward_info_kernel_matches_twin_and_numpy(seed, shape, zero_prob, weight):
     rng = np.random.default_rng(seed)
     lm, lam = _table(rng, tuple(shape), zero_prob), _table(rng, tuple(shape), zero_prob)
-    new, old = wmb_mod._backward_info(lm, lam, weight), ref.backward_info_numpy(lm, lam, weight)
+    new, old = _tables.backward_info(lm, lam, weight), ref.backward_info_numpy(lm, lam, weight)
     np.testing.assert_array_equal(new, old)  # the same two operations
     assert new.shape == lam.shape and not np.isnan(new).any()
     c, p = np.empty(lam.size), np.empty(lam.size)

@@ -2,7 +2,7 @@
 ``sampling/bounds/_wmb.pyx`` replaced: the reference the tests compare the kernels with
 (to 1e-12) and the baseline of ``benchmarks/bench_wmb_build.py``. Not part of the package.
 
-Each ``X_numpy`` here computes what ``sampling.bounds.wmb.X`` (or ``model.X``) computes.
+Each ``X_numpy`` here computes what ``sampling.bounds._tables.X`` computes.
 """
 import math
 

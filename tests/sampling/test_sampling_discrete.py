@@ -142,7 +142,7 @@ def _run_cli(module, argv):
 def test_cli_synthetic_and_bnormal(tmp_path, capsys):
     out = tmp_path / "syn"
     argv = ["--arms", "3", "--n-data", "500", "--draws", "3", "--sigma", "1e-3", "--dist", "normal",
-            "--deltas", "0.1", "--algorithms", "racing-normal", "--out", str(out), "--no-progress"]
+            "--deltas", "0.1", "--algorithms", "racing-normal", "--out", str(out), "--quiet"]
     assert _run_cli("sampling.synthetic", argv) == 0
     assert (out / "synthetic.csv").exists() and (out / "synthetic.png").exists()
     assert not list(out.glob(".*"))  # no temporary files left behind

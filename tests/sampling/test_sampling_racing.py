@@ -154,33 +154,30 @@ def test_ebs_is_more_conservative_than_normal():
     assert f_ebs > f_normal
 
 
-def test_racing_samples_follow_p():
-    # D = 4, moderate noise; chi-square of 4000 fresh racing draws against p
+def _race_draw_counts(noise, delta, seed, n=4000):
+    """Counts of ``n`` racing draws on a D = 4 problem with p = (0.4, 0.3, 0.2, 0.1), and
+    the expected counts ``n * p``."""
     n_data, d = 2000, 4
     log_p = np.log([0.4, 0.3, 0.2, 0.1])
-    rewards = make_rewards("normal", d, n_data, 2e-3, log_p=log_p, rng=13)
+    rewards = make_rewards("normal", d, n_data, noise, log_p=log_p, rng=13)
     log_f = MatrixLogF(rewards)
-    rng = np.random.default_rng(14)
-    n = 4000
-    draws = np.array([race(log_f, np.zeros(d), n_data, delta=1e-3, first_batch=20, rng=rng).state
+    rng = np.random.default_rng(seed)
+    draws = np.array([race(log_f, np.zeros(d), n_data, delta=delta, first_batch=20, rng=rng).state
                       for _ in range(n)])
-    counts = np.bincount(draws, minlength=d)
-    assert stats.chisquare(counts, n * np.exp(log_p)).pvalue > 1e-3
-    assert 0.5 * np.abs(counts / n - np.exp(log_p)).sum() < 1e-3 + 0.03
+    return np.bincount(draws, minlength=d), n * np.exp(log_p)
+
+
+def test_racing_samples_follow_p():
+    # D = 4, moderate noise; chi-square of 4000 fresh racing draws against p
+    counts, expected = _race_draw_counts(2e-3, 1e-3, seed=14)
+    assert stats.chisquare(counts, expected).pvalue > 1e-3
+    assert 0.5 * np.abs(counts - expected).sum() / 4000 < 1e-3 + 0.03
 
 
 def test_chi_square_check_catches_a_biased_sampler():
     # the same check fails when the race uses a far too small bound (injected bias)
-    n_data, d = 2000, 4
-    log_p = np.log([0.4, 0.3, 0.2, 0.1])
-    rewards = make_rewards("normal", d, n_data, 2e-2, log_p=log_p, rng=13)
-    log_f = MatrixLogF(rewards)
-    rng = np.random.default_rng(15)
-    n = 4000
-    draws = np.array([race(log_f, np.zeros(d), n_data, delta=0.999, first_batch=20, rng=rng).state
-                      for _ in range(n)])
-    counts = np.bincount(draws, minlength=d)
-    assert stats.chisquare(counts, n * np.exp(log_p)).pvalue < 1e-3
+    counts, expected = _race_draw_counts(2e-2, 0.999, seed=15)
+    assert stats.chisquare(counts, expected).pvalue < 1e-3
 
 
 def test_race_log_f0_minus_inf_and_dead_rewards():
