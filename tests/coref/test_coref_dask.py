@@ -11,7 +11,9 @@ pytest.importorskip("coref.model", reason="coref.model (H5) not available yet")
 pytest.importorskip("coref.gibbs", reason="coref.gibbs (H5) not available yet")
 distributed = pytest.importorskip("distributed")
 
-from coref import executors, pipeline  # noqa: E402
+from coref import executors  # noqa: E402
+from coref.inference import infer_blocks  # noqa: E402
+from coref.jobs.run import run  # noqa: E402
 from coref.settings import make_settings  # noqa: E402
 
 
@@ -27,9 +29,9 @@ def client():
 def test_dask_run_equals_local_run(client, tmp_path, mentions_factory):
     df = mentions_factory(n_blocks=6, per=10, n_authors=3, seed=7)
     kw = dict(folds=2, n_sweeps=6, seed=11, progress=False, plots=False)
-    local = pipeline.run(df, out=tmp_path / "local", **kw)
+    local = run(df, out=tmp_path / "local", **kw)
     # connect by address, as ``coref run --scheduler ADDRESS`` does
-    dask = pipeline.run(df, out=tmp_path / "dask", scheduler=client.scheduler.address, **kw)
+    dask = run(df, out=tmp_path / "dask", scheduler=client.scheduler.address, **kw)
     pd.testing.assert_frame_equal(local.clusters, dask.clusters)
     pd.testing.assert_frame_equal(local.curves, dask.curves)
     for s in ("racing", "exact"):
@@ -47,8 +49,8 @@ def test_infer_blocks_dask_equals_local(client, mentions_factory):
     model = PairwiseModel().fit(df[df["block"] != "Name_0"].reset_index(drop=True))
     test = df[df["block"].isin(["Name_0", "Name_1", "Name_2"])].reset_index(drop=True)
     settings = make_settings(seed=5, n_sweeps=5)
-    local = pipeline.infer_blocks(test, model, settings, record_history=False)
-    remote = pipeline.infer_blocks(test, model, settings, client=client, record_history=False)
+    local = infer_blocks(test, model, settings, record_history=False)
+    remote = infer_blocks(test, model, settings, client=client, record_history=False)
     assert [r.block for r in local] == [r.block for r in remote] == ["Name_0", "Name_1", "Name_2"]
     for a, b in zip(local, remote):
         np.testing.assert_array_equal(a.cluster_id, b.cluster_id)
@@ -76,7 +78,7 @@ def test_cli_workers_2_equals_local(tmp_path, mentions_factory):
 def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch, mentions_factory):
     monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(ConnectionError, match=r"--scheduler 'tcp://127.0.0.1:9': could not connect"):
-        pipeline.run(mentions_factory(n_blocks=2, per=3, n_authors=3, seed=7), folds=2, scheduler="tcp://127.0.0.1:9",
+        run(mentions_factory(n_blocks=2, per=3, n_authors=3, seed=7), folds=2, scheduler="tcp://127.0.0.1:9",
                      out=tmp_path, progress=False, plots=False)
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from coref.settings import make_settings
 
-from coref import inference, report
+from coref import inference
+from coref.outputs import report
 from coref.jobs import folds as fold_models
 from coref.jobs import run as run_job
 from coref.jobs.folds import assign_folds
