@@ -177,7 +177,7 @@ def test_shared_memo_tables_fill_once_and_change_no_value(shipped):
     _factors_py.pair_factors(enc, theta, bias, J, I, want)
     _factors.share_memo(enc)
     try:
-        n_comp, comp_idx, cc, mc = enc._feature_memo
+        n_comp, comp_idx, cc, mc = _factors.shared_memo(enc)
         assert n_comp == len(np.unique(enc.comp1)) and comp_idx.shape == (enc.n,)
         assert np.isnan(cc).all() and np.isnan(mc).all()
         _factors.pair_factors(enc, theta, bias, I, J, np.empty(len(I)))
@@ -189,7 +189,8 @@ def test_shared_memo_tables_fill_once_and_change_no_value(shipped):
         assert int((~np.isnan(mc)).sum()) >= filled_mc
     finally:
         _factors.unshare_memo(enc)
-    assert not hasattr(enc, "_feature_memo")
+    assert _factors.shared_memo(enc) is None
+    assert not hasattr(enc, "_feature_memo")       # nothing is written on the encoding
     _factors.unshare_memo(enc)          # a second call is a no-op
 
 
@@ -251,3 +252,13 @@ def test_row_mode_profile_lookups_cover_cross_component_pairs(shipped):
         assert _factors.row_factors(enc, theta, bias, int(i), js, a, memo=False) is True
         _factors_py.pair_factors(enc, theta, bias, np.full(len(js), i, np.int64), js, b)
         assert a.tobytes() == b.tobytes(), (name, int(i))
+
+
+def test_compiled_n_base_is_the_feature_layout():
+    """The kernel's compile-time N_BASE (declared in coref/factors/_block.pxd) is the one
+    feature layout of coref.factors.names."""
+    from coref.factors import _factors as kernel
+    from coref.factors import names
+
+    assert kernel.n_base == names.N_BASE == len(names.BASE_FEATURES)
+    assert kernel.n_features == names.N_FEATURES == 2 * names.N_BASE

@@ -32,8 +32,8 @@ from sampling.utils.kernels import load_kernel
 
 from coref.model import block_bias_evals
 
-_gibbs = load_kernel("coref._gibbs")
-_factors = load_kernel("coref._factors")
+_gibbs = load_kernel("coref.gibbs._gibbs")
+_factors = load_kernel("coref.factors._factors")
 
 __all__ = ["GibbsCoref", "block_rng", "bound_table", "temperature_schedule"]
 
@@ -710,7 +710,7 @@ class GibbsCoref:
         """
         from sampling.mh import mh_accept
 
-        pair_factors = load_kernel("coref._factors").pair_factors
+        pair_factors = load_kernel("coref.factors._factors").pair_factors
 
         enc, theta, bias = run["enc"], run["theta"], run["bias"]
         movable = run["movable"]

@@ -1,0 +1,276 @@
+"""Pure-Python reference twin of ``coref._gibbs`` (same generator state -> same results).
+
+Slow; used by the tests only.  See ``coref._gibbs`` for the algorithm.
+"""
+import math
+
+from coref.factors._factors_py import block_factor
+
+_MASK = (1 << 64) - 1
+
+
+class Xoshiro:
+    """xoshiro256** on Python ints (state: 4 unsigned 64-bit words)."""
+
+    def __init__(self, state):
+        self.s = [int(x) & _MASK for x in state]
+
+    def next(self):
+        s = self.s
+        x = (s[1] * 5) & _MASK
+        result = ((((x << 7) | (x >> 57)) & _MASK) * 9) & _MASK
+        t = (s[1] << 17) & _MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = ((s[3] << 45) | (s[3] >> 19)) & _MASK
+        return result
+
+    def below(self, m):
+        return ((self.next() >> 32) * m) >> 32
+
+    def gumbel(self):
+        u = (float(self.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+        return -math.log(-math.log(u))
+
+
+def _sched(r, prev, N, fb):
+    if r == 1:
+        t = fb
+    elif r == 2:
+        t = fb + max(1, (N - fb) // 10)
+    else:
+        t = 2 * prev
+    return min(t, N)
+
+
+def _n_rounds(N, fb):
+    r, t = 1, _sched(1, 0, N, fb)
+    while t < N:
+        r += 1
+        t = _sched(r, t, N, fb)
+    return r
+
+
+def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals,
+         fmax=None, fmat=None):
+    """Resample labels[i] in place; return the chosen label (``fmat``: cached factors, exact only)."""
+    n = enc.n
+    old = int(labels[i])
+    size[old] -= 1
+    cand = [l for l in range(n) if size[l] > 0]
+    cidx = {l: c for c, l in enumerate(cand)}
+    C = len(cand)
+    if size[old] == 0:
+        new_label = old
+    else:
+        new_label = 0
+        while size[new_label] > 0:
+            new_label += 1
+    D = C + 1
+    g = [rng.gumbel() for c in range(D)]
+    acc = [0.0] * C
+    acc2 = [0.0] * C
+    N = [int(size[l]) for l in cand]
+    T = [0] * C
+    evals = 0
+
+    def f(j):
+        return block_factor(enc, theta, bias, i, j)
+
+    if not racing:
+        for j in range(n):
+            if j != i:
+                acc[cidx[int(labels[j])]] += f(j) if fmat is None else float(fmat[i][j])
+        evals = (n - 1 if n > 1 else 0) if fmat is None else 0
+        best, g_best = C, g[C]
+        for c in range(C):
+            v = acc[c] * inv_temp + g[c]
+            if v > g_best:
+                g_best, best = v, c
+    else:
+        members = [[] for _ in range(C)]
+        for j in range(n):
+            if j != i:
+                members[cidx[int(labels[j])]].append(j)
+        tstar, n_open = 1, 0
+        alive = [True] * D
+        lazy = [False] * C
+        ub = [0.0] * C
+        for c in range(C):
+            if N[c] <= fb:
+                if fmax is not None:
+                    u = g[c]
+                    for j in members[c]:
+                        u += min(fmax[i], fmax[j]) * inv_temp
+                    ub[c] = u
+                    lazy[c] = True
+                else:
+                    for k in range(N[c]):
+                        acc[c] += f(members[c][k]) * inv_temp
+                    evals += N[c]
+                    T[c] = N[c]
+            else:
+                tstar = max(tstar, _n_rounds(N[c], fb))
+                n_open += 1
+        B = 0.0
+        if n_open > 0:
+            tstar = min(max(tstar, 2), b_table.shape[1] - 1)
+            B = float(b_table[D, tstar])
+        est = [0.0] * D
+        se2 = [0.0] * D
+        r = 0
+        while True:
+            r += 1
+            for c in range(C):
+                if alive[c] and not lazy[c] and T[c] < N[c]:
+                    tr = _sched(r, T[c], N[c], fb)
+                    m = members[c]
+                    for k in range(T[c], tr):
+                        p = k + rng.below(N[c] - k)
+                        m[k], m[p] = m[p], m[k]
+                        v = f(m[k]) * inv_temp
+                        acc[c] += v
+                        acc2[c] += v * v
+                    evals += tr - T[c]
+                    T[c] = tr
+            est[C], se2[C] = g[C], 0.0
+            leader, n_open, n_alive = -1, 0, 0
+            if alive[C]:
+                leader, n_alive = C, 1
+            for c in range(C):
+                if not alive[c] or lazy[c]:
+                    continue
+                n_alive += 1
+                if T[c] == N[c]:
+                    est[c] = acc[c] + g[c]
+                    se2[c] = 0.0
+                else:
+                    n_open += 1
+                    mean = acc[c] / T[c]
+                    var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
+                    if var < 0.0:
+                        var = 0.0
+                    est[c] = N[c] * mean + g[c]
+                    se2[c] = (float(N[c]) * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
+                if leader < 0 or est[c] > est[leader]:
+                    leader = c
+            if any(lazy):
+                for c in range(C):
+                    if not lazy[c]:
+                        continue
+                    lazy[c] = False
+                    margin = B * math.sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
+                    if est[leader] - ub[c] > margin:
+                        alive[c] = False
+                        continue
+                    for k in range(N[c]):
+                        acc[c] += f(members[c][k]) * inv_temp
+                    evals += N[c]
+                    T[c] = N[c]
+                    est[c] = acc[c] + g[c]
+                    se2[c] = 0.0
+                    n_alive += 1
+                    if est[c] > est[leader]:
+                        leader = c
+            if n_open == 0 or n_alive == 1:
+                break
+            for c in range(D):
+                if c == leader or not alive[c]:
+                    continue
+                if est[leader] - est[c] > B * math.sqrt(se2[leader] + se2[c]):
+                    alive[c] = False
+                    n_alive -= 1
+            if n_alive == 1:
+                break
+            if not any(alive[c] and T[c] < N[c] for c in range(C)):
+                break
+        best = -1
+        for c in range(D):
+            if not alive[c]:
+                continue
+            if c < C and T[c] == N[c]:
+                est[c] = acc[c] + g[c]
+            if best < 0 or est[c] > est[best]:
+                best = c
+    n_evals[0] += evals
+    l = new_label if best == C else cand[best]
+    labels[i] = l
+    size[l] += 1
+    return l
+
+
+def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
+           first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
+           fmat=None, fmat_mode=0):
+    """Same contract as ``coref._gibbs.anneal``."""
+    n = enc.n
+    rng = Xoshiro(rng_state)
+    still = used = 0
+    fmax = None
+    ev0 = 0
+    if fmat_mode not in (0, 1, 2):
+        raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
+    if fmat_mode and racing:
+        raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler (racing = 0)")
+    if fmat_mode and (fmat is None or fmat.shape != (n, n)):
+        raise ValueError(f"fmat must have shape ({n}, {n}) when fmat_mode is set")
+    if fmat_mode == 1 and len(inv_temps) > 0:
+        for i in (int(x) for x in movable):
+            for j in range(n):
+                if j != i:
+                    fmat[i, j] = block_factor(enc, theta, bias, i, j)
+            fmat[i, i] = 0.0
+            ev0 += n - 1
+    if racing and small_arm_bound == 1 and len(inv_temps) > 0 and len(movable) == n > 0:
+        fmax = [-math.inf] * n
+        for i in range(n):
+            for j in range(i + 1, n):
+                fv = block_factor(enc, theta, bias, i, j)
+                if fv > fmax[i]:
+                    fmax[i] = fv
+                if fv > fmax[j]:
+                    fmax[j] = fv
+        ev0 = n * (n - 1) // 2
+        fmax_out[:] = fmax
+    elif racing and small_arm_bound == 1 and len(inv_temps) > 0 and len(movable) > 0:
+        # some mentions fixed: only the movable mentions' fmax (fixed ones: +inf)
+        mov = {int(x) for x in movable}
+        fmax = [-math.inf if i in mov else math.inf for i in range(n)]
+        for i in sorted(mov):
+            for j in range(n):
+                if j == i or (j in mov and j < i):
+                    continue
+                fv = block_factor(enc, theta, bias, i, j)
+                ev0 += 1
+                if fv > fmax[i]:
+                    fmax[i] = fv
+                if j in mov and fv > fmax[j]:
+                    fmax[j] = fv
+        fmax_out[:] = fmax
+    if racing and small_arm_bound:
+        fmax = [float(x) for x in fmax_out]
+    for s, inv_temp in enumerate(inv_temps):
+        order = [int(x) for x in movable]
+        for k in range(len(order) - 1, 0, -1):
+            j = rng.below(k + 1)
+            order[k], order[j] = order[j], order[k]
+        ev = [ev0 if s == 0 else 0]
+        moved = False
+        for i in order:
+            before = int(labels[i])
+            if step(enc, theta, bias, labels, size, i, float(inv_temp), racing, first_batch,
+                    b_table, rng, ev, fmax, fmat if fmat_mode else None) != before:
+                moved = True
+        evals[s] = ev[0]
+        if len(lab_hist):
+            lab_hist[s, :n] = labels
+        used = s + 1
+        if patience > 0 and stop_mask[s]:
+            still = 0 if moved else still + 1
+            if still >= patience:
+                break
+    rng_state[:] = rng.s
+    return used
