@@ -5,7 +5,7 @@ a shipped block, with fixed mentions and clustered initial labels; and the split
 import numpy as np
 import pytest
 
-from coref import _gibbs, _gibbs_py
+from coref.gibbs import _gibbs, _gibbs_py
 from coref.gibbs import GibbsCoref, bound_table
 
 
