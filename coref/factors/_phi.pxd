@@ -101,34 +101,33 @@ cdef inline void ck_counts(const BlockData* d, const Mention* mi, const Mention*
                            bint rowm, int* n_ok, int* n_bad) noexcept nogil:
     """Coauthor keys (initial + last name) i and j share: names agree or unknown / clash."""
     cdef long long a, ae, b, be
-    cdef int ia, ib, ok
-    n_ok[0] = 0
-    n_bad[0] = 0
-    if not meet(mi.sig + SIG_CK, mj.sig + SIG_CK):
-        return
-    if rowm:
-        # a shared key: ok when either full first name is unknown or they agree
-        for b in range(mj.ck, mj.ck + mj.n_ck):
-            ia = d.ck_ids[b]
-            ib = d.fm_ck[ia]
-            ok = d.hm_ck[ia] & ((ib < 0) | (d.ck_fn[b] < 0) | (ib == d.ck_fn[b]))
-            n_ok[0] += ok
-            n_bad[0] += d.hm_ck[ia] - ok
-        return
-    a = mi.ck
-    ae = a + mi.n_ck
-    b = mj.ck
-    be = b + mj.n_ck
-    while a < ae and b < be:
-        ia = d.ck_ids[a]
-        ib = d.ck_ids[b]
-        if ia == ib:
-            if d.ck_fn[a] < 0 or d.ck_fn[b] < 0 or d.ck_fn[a] == d.ck_fn[b]:
-                n_ok[0] += 1
-            else:
-                n_bad[0] += 1
-        a += ia <= ib
-        b += ib <= ia
+    cdef int ia, ib, ok, c_ok = 0, c_bad = 0
+    if meet(mi.sig + SIG_CK, mj.sig + SIG_CK):
+        if rowm:
+            # a shared key: ok when either full first name is unknown or they agree
+            for b in range(mj.ck, mj.ck + mj.n_ck):
+                ia = d.ck_ids[b]
+                ib = d.fm_ck[ia]
+                ok = d.hm_ck[ia] & ((ib < 0) | (d.ck_fn[b] < 0) | (ib == d.ck_fn[b]))
+                c_ok += ok
+                c_bad += d.hm_ck[ia] - ok
+        else:
+            a = mi.ck
+            ae = a + mi.n_ck
+            b = mj.ck
+            be = b + mj.n_ck
+            while a < ae and b < be:
+                ia = d.ck_ids[a]
+                ib = d.ck_ids[b]
+                if ia == ib:
+                    if d.ck_fn[a] < 0 or d.ck_fn[b] < 0 or d.ck_fn[a] == d.ck_fn[b]:
+                        c_ok += 1
+                    else:
+                        c_bad += 1
+                a += ia <= ib
+                b += ib <= ia
+    n_ok[0] = c_ok
+    n_bad[0] = c_bad
 
 
 cdef inline double log1p_count(int c) noexcept nogil:

@@ -97,7 +97,7 @@ class GibbsCoref:
         cut from 10.7M to 7.0M (exact/racing ratio 1.97 -> 3.01).
     merge_moves : int >= 0, default 0
         Cluster-merge proposals after each annealed sweep of each block (see
-        ``_merge_moves``: annealed Metropolis test of merging two whole clusters,
+        ``coref.gibbs.merges.merge_moves``: annealed Metropolis test of merging two whole clusters,
         exact sums up to ``merge_exact_max`` pairs, Racing-Normal MH test above
         for the racing sampler), so that two clusters of one author can merge in
         one step.  Sweeps then run one kernel call each.  0 = off.
