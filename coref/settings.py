@@ -209,8 +209,9 @@ def make_settings(command="predict", *, sampler="racing", seed=0, delta=0.05, n_
     elif sampler in ALL_SAMPLERS:
         samplers = (sampler,)
     else:
-        raise ValueError(f"the sampler parameter of coref.{command} must be 'racing', 'exact', 'auto' or "
-                         f"'both'; got {sampler!r} instead")
+        names = ", ".join(repr(x) for x in ALL_SAMPLERS)
+        raise ValueError(f"the sampler parameter of coref.{command} must be {names} or 'both'; "
+                         f"got {sampler!r} instead")
     seed = _int("seed", seed, command, minimum=0)
     delta = check_delta(delta, where=f"coref.{command}")
     n_sweeps = _int("n_sweeps", n_sweeps, command, minimum=1, allow_none=True)

@@ -100,33 +100,27 @@ cdef inline double look_count(const double* wm, const unsigned char* hm, const i
     return s
 
 
-cdef inline double list_dot(const uint64_t* sig_a, const uint64_t* sig_b, bint rowm,
-                            const double* wm, const int* ids, const double* w,
+cdef inline double list_dot(bint rowm, const double* wm, const int* ids, const double* w,
                             long long a, long long na, long long b, long long nb) noexcept nogil:
     """sum of w * w over the ids shared by the lists ids[a:a + na] and ids[b:b + nb].
 
-    0.0 when the signatures prove that they share none; in row mode (``rowm``: list a
-    is scattered in ``wm``) the ids of list b are looked up, otherwise the two are
-    merged.  Same value either way.
+    In row mode (``rowm``: list a is scattered in ``wm``) the ids of list b are looked
+    up, otherwise the two are merged; same value either way.  Callers test ``meet``
+    first (and then pass the arguments), so that a pair of lists that share no id costs
+    one signature test.
     """
     cdef int c
     cdef double sw
-    if not meet(sig_a, sig_b):
-        return 0.0
     if rowm:
         return look_dot(wm, ids + b, w + b, nb)
     return merge_dot(ids + a, w + a, na, ids + b, w + b, nb, &c, &sw)
 
 
-cdef inline double list_count(const uint64_t* sig_a, const uint64_t* sig_b, bint rowm,
-                              const double* wm, const unsigned char* hm, const int* ids,
-                              const double* w, long long a, long long na, long long b,
-                              long long nb, int* n_common, double* w_common) noexcept nogil:
+cdef inline double list_count(bint rowm, const double* wm, const unsigned char* hm,
+                              const int* ids, const double* w, long long a, long long na,
+                              long long b, long long nb, int* n_common,
+                              double* w_common) noexcept nogil:
     """``list_dot`` plus the number of shared ids and the sum of list a's weights on them."""
-    n_common[0] = 0
-    w_common[0] = 0.0
-    if not meet(sig_a, sig_b):
-        return 0.0
     if rowm:
         return look_count(wm, hm, ids + b, w + b, nb, n_common, w_common)
     return merge_dot(ids + a, w + a, na, ids + b, w + b, nb, n_common, w_common)
@@ -134,11 +128,19 @@ cdef inline double list_count(const uint64_t* sig_a, const uint64_t* sig_b, bint
 
 cdef inline double csr_dot(const long long* ptr, const int* ids, const double* w,
                            Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    """``merge_dot`` of rows i and j of one CSR list."""
-    cdef int c
-    cdef double sw
-    return merge_dot(ids + ptr[i], w + ptr[i], ptr[i + 1] - ptr[i],
-                     ids + ptr[j], w + ptr[j], ptr[j + 1] - ptr[j], &c, &sw)
+    """``merge_dot`` of rows i and j of one CSR list (indexed through ``ptr`` directly:
+    one base register for both rows, which the hot loop of a large caller needs)."""
+    cdef long long a = ptr[i], ae = ptr[i + 1], b = ptr[j], be = ptr[j + 1]
+    cdef double s = 0.0
+    cdef int ia, ib
+    while a < ae and b < be:
+        ia = ids[a]
+        ib = ids[b]
+        if ia == ib:
+            s += w[a] * w[b]
+        a += ia <= ib
+        b += ib <= ia
+    return s
 
 
 cdef inline double csr_look(const double* wm, const long long* ptr, const int* ids,

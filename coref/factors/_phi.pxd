@@ -171,8 +171,8 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     cdef bint compat
     cdef bint rowm = d.row == i
     # --- coauthors
-    list_count(mi.sig + SIG_CO, mj.sig + SIG_CO, rowm, d.wm_co, d.hm_co, d.co_ids, d.co_w,
-               mi.co, ni, mj.co, nj, &c, &sw)
+    if meet(mi.sig + SIG_CO, mj.sig + SIG_CO):
+        list_count(rowm, d.wm_co, d.hm_co, d.co_ids, d.co_w, mi.co, ni, mj.co, nj, &c, &sw)
     phi[0] = log1p_count(c)
     if ni + nj - c > 0:
         phi[1] = <double>c / <double>(ni + nj - c)
@@ -183,11 +183,13 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[4] = 1.0 if (ni == 0 or nj == 0) else 0.0
     phi[5] = 1.0 if c >= 2 else 0.0
     # --- title
-    phi[6] = list_dot(mi.sig + SIG_TI, mj.sig + SIG_TI, rowm, d.wm_ti, d.ti_ids, d.ti_w,
-                      mi.ti, mi.n_ti, mj.ti, mj.n_ti)
+    phi[6] = (list_dot(rowm, d.wm_ti, d.ti_ids, d.ti_w, mi.ti, mi.n_ti, mj.ti, mj.n_ti)
+              if meet(mi.sig + SIG_TI, mj.sig + SIG_TI) else 0.0)
     # --- venue
-    phi[7] = list_count(mi.sig + SIG_VE, mj.sig + SIG_VE, rowm, d.wm_ve, d.hm_ve, d.ve_ids,
-                        d.ve_w, mi.ve, mi.n_ve, mj.ve, mj.n_ve, &c, &sw)
+    c = 0
+    phi[7] = (list_count(rowm, d.wm_ve, d.hm_ve, d.ve_ids, d.ve_w, mi.ve, mi.n_ve, mj.ve, mj.n_ve,
+                         &c, &sw)
+              if meet(mi.sig + SIG_VE, mj.sig + SIG_VE) else 0.0)
     phi[8] = 1.0 if (mi.venue_id >= 0 and mi.venue_id == mj.venue_id) else 0.0
     nvi = mi.n_ve
     nvj = mj.n_ve
@@ -197,8 +199,8 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[49] = 0.0
     # --- affiliation
     if mi.affil_id >= 0 and mj.affil_id >= 0:
-        phi[9] = list_dot(mi.sig + SIG_AF, mj.sig + SIG_AF, rowm, d.wm_af, d.af_ids, d.af_w,
-                          mi.af, mi.n_af, mj.af, mj.n_af)
+        phi[9] = (list_dot(rowm, d.wm_af, d.af_ids, d.af_w, mi.af, mi.n_af, mj.af, mj.n_af)
+                  if meet(mi.sig + SIG_AF, mj.sig + SIG_AF) else 0.0)
         phi[10] = 0.0
         phi[11] = 1.0 if mi.affil_id == mj.affil_id else 0.0
     else:
@@ -286,15 +288,15 @@ cdef inline void block_phi_base(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
     phi[41] = mi.init_amb if phi[37] > 0.0 else 0.0
     # --- abstract and keywords (missing is never a match)
     if mi.n_ab > 0 and mj.n_ab > 0:
-        phi[42] = list_dot(mi.sig + SIG_AB, mj.sig + SIG_AB, rowm, d.wm_ab, d.ab_ids, d.ab_w,
-                           mi.ab, mi.n_ab, mj.ab, mj.n_ab)
+        phi[42] = (list_dot(rowm, d.wm_ab, d.ab_ids, d.ab_w, mi.ab, mi.n_ab, mj.ab, mj.n_ab)
+                   if meet(mi.sig + SIG_AB, mj.sig + SIG_AB) else 0.0)
         phi[43] = 0.0
     else:
         phi[42] = 0.0
         phi[43] = 1.0
     if mi.n_kw > 0 and mj.n_kw > 0:
-        phi[44] = list_dot(mi.sig + SIG_KW, mj.sig + SIG_KW, rowm, d.wm_kw, d.kw_ids, d.kw_w,
-                           mi.kw, mi.n_kw, mj.kw, mj.n_kw)
+        phi[44] = (list_dot(rowm, d.wm_kw, d.kw_ids, d.kw_w, mi.kw, mi.n_kw, mj.kw, mj.n_kw)
+                   if meet(mi.sig + SIG_KW, mj.sig + SIG_KW) else 0.0)
         phi[45] = 0.0
     else:
         phi[44] = 0.0
