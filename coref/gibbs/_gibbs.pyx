@@ -155,6 +155,21 @@ cdef inline Py_ssize_t _n_rounds(Py_ssize_t N, Py_ssize_t fb) noexcept nogil:
     return r
 
 
+cdef inline bint _beats(const double* est, const double* us, double* gumbels, char* gok,
+                        Py_ssize_t c, double* e_best) noexcept nogil:
+    """True, and ``e_best`` raised to it, when arm c's score est[c] + g_c exceeds ``e_best``.
+
+    The Gumbel g_c is computed only when the bound G_UP (``_hi``) leaves it possible.
+    """
+    cdef double v
+    if _hi(est, us, gumbels, gok, c) > e_best[0]:
+        v = est[c] + _gum(us, gumbels, gok, c)
+        if v > e_best[0]:
+            e_best[0] = v
+            return True
+    return False
+
+
 cdef inline Py_ssize_t _finish(BlockData* d, long long* labels, long long* size, Py_ssize_t i,
                                Py_ssize_t old, Py_ssize_t l, Py_ssize_t c_old, long long evals,
                                long long* n_evals, long long* cand, long long* cidx,
@@ -404,11 +419,8 @@ cdef Py_ssize_t _step(BlockData* d,
             if leader < 0:
                 leader = c
                 eL = est[c] + _gum(us, gumbels, gok, c)
-            elif _hi(est, us, gumbels, gok, c) > eL:
-                v = est[c] + _gum(us, gumbels, gok, c)
-                if v > eL:
-                    leader = c
-                    eL = v
+            elif _beats(est, us, gumbels, gok, c, &eL):
+                leader = c
         if n_lazy > 0:
             # small arms (increasing c): dropped unevaluated when their upper bound
             # g_y + sum_j min(fmax_i, fmax_j) / tau is clearly behind the leader,
@@ -459,12 +471,9 @@ cdef Py_ssize_t _step(BlockData* d,
                 est[c] = acc[c]
                 se2[c] = 0.0
                 n_alive += 1
-                if _hi(est, us, gumbels, gok, c) > eL:
-                    v = est[c] + _gum(us, gumbels, gok, c)
-                    if v > eL:
-                        leader = c
-                        eL = v
-                        margin = 0.0
+                if _beats(est, us, gumbels, gok, c, &eL):
+                    leader = c
+                    margin = 0.0
                 bj[m] = c
                 m += 1
             n_lazy = 0
@@ -521,11 +530,8 @@ cdef Py_ssize_t _step(BlockData* d,
         if best < 0:
             best = c
             eB = est[c] + _gum(us, gumbels, gok, c)
-        elif _hi(est, us, gumbels, gok, c) > eB:
-            v = est[c] + _gum(us, gumbels, gok, c)
-            if v > eB:
-                best = c
-                eB = v
+        elif _beats(est, us, gumbels, gok, c, &eB):
+            best = c
     if alive[C] and (best < 0 or gumbels[C] > eB):
         best = C
     return _finish(d, labels, size, i, old, new_label if best == C else cand[best], c_old, evals,
