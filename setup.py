@@ -19,12 +19,17 @@ COMPILER_DIRECTIVES = {
     "initializedcheck": False,
 }
 
+# Results must not depend on the compiler: no FMA contraction of a * b + c (which rounds
+# once instead of twice and so changes sums in their last bits on CPUs with FMA), and no
+# -ffast-math / -Ofast (which reorder and contract float arithmetic): -O3 enables neither.
+COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
+
 extensions = [
     Extension(
         ".".join(pyx.with_suffix("").parts),
         [str(pyx)],
         include_dirs=[np.get_include()],
-        extra_compile_args=["-O3"],
+        extra_compile_args=COMPILE_ARGS,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for pkg in ("sampling", "coref")

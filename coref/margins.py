@@ -21,7 +21,7 @@ from sampling.utils.kernels import load_kernel
 
 __all__ = ["MAX_MEMBERS", "cluster_margins", "member_margins", "weakest_merges"]
 
-_factors = load_kernel("coref._factors")
+_factors = load_kernel("coref.factors._factors")
 
 #: clusters larger than this: margins from a random subsample of members
 MAX_MEMBERS = 300

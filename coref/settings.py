@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
+import warnings
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["SAMPLERS", "ALL_SAMPLERS", "CorefSettings", "make_settings"]
+__all__ = ["SAMPLERS", "ALL_SAMPLERS", "INITS", "CorefSettings", "make_settings", "GibbsSettings",
+           "GIBBS_PARAMS", "make_gibbs_settings", "check_delta", "check_memory_mb", "check_positive"]
 
 #: Gibbs conditional samplers of :class:`coref.gibbs.GibbsCoref` (racing first).
 SAMPLERS = ("racing", "exact")
@@ -21,6 +24,66 @@ SAMPLERS = ("racing", "exact")
 #: (per block, exact Gibbs from the cached factor matrix when it fits, racing otherwise;
 #: see :class:`coref.gibbs.GibbsCoref`).
 ALL_SAMPLERS = SAMPLERS + ("auto",)
+#: Initial states of :class:`coref.gibbs.GibbsCoref`: one cluster per mention, or per block.
+INITS = ("singletons", "one")
+
+
+def check_delta(value, name="delta", where=None):
+    """Validate a racing error level: a real number in (0, 1).
+
+    Parameters
+    ----------
+    value : object
+        The value given.
+    name : str, default "delta"
+        Parameter name, for the message.
+    where : str or None
+        Function or command named in the message (``"coref.run"``, ``"GibbsCoref"``).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        ``the <name> parameter [of <where>] must be in (0, 1); got <value> [instead]``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:
+        if where is None:
+            raise ValueError(f"the {name} parameter must be in (0, 1); got {value!r}")
+        raise ValueError(f"the {name} parameter of {where} must be in (0, 1); got {value!r} instead")
+    return float(value)
+
+
+def check_memory_mb(value, name="factor_cache_mb"):
+    """Validate a memory budget in MiB: a finite real number >= 0 (0 = off).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        ``<name> must be a finite number >= 0; got <value>`` (also for a bool).
+    """
+    if isinstance(value, bool) or not (isinstance(value, numbers.Real) and math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
+    return float(value)
+
+
+def check_positive(value, name):
+    """Validate a finite real number > 0 (a temperature); return it as float.
+
+    Raises
+    ------
+    ValueError
+        ``<name> must be a finite number > 0; got <value>``.
+    """
+    if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -146,11 +209,11 @@ def make_settings(command="predict", *, sampler="racing", seed=0, delta=0.05, n_
     elif sampler in ALL_SAMPLERS:
         samplers = (sampler,)
     else:
-        raise ValueError(f"the sampler parameter of coref.{command} must be 'racing', 'exact', 'auto' or "
-                         f"'both'; got {sampler!r} instead")
+        names = ", ".join(repr(x) for x in ALL_SAMPLERS)
+        raise ValueError(f"the sampler parameter of coref.{command} must be {names} or 'both'; "
+                         f"got {sampler!r} instead")
     seed = _int("seed", seed, command, minimum=0)
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0.0 < float(delta) < 1.0:
-        raise ValueError(f"the delta parameter of coref.{command} must be in (0, 1); got {delta!r} instead")
+    delta = check_delta(delta, where=f"coref.{command}")
     n_sweeps = _int("n_sweeps", n_sweeps, command, minimum=1, allow_none=True)
     folds = _int("folds", folds, command, minimum=2, allow_none=command != "run")
     workers = _int("workers", workers, command, minimum=1, allow_none=True)
@@ -169,3 +232,102 @@ def make_settings(command="predict", *, sampler="racing", seed=0, delta=0.05, n_
     return CorefSettings(command=command, samplers=tuple(samplers), seed=seed, delta=float(delta),
                          n_sweeps=n_sweeps, folds=folds, workers=workers, scheduler=scheduler, format=format,
                          strict=bool(strict), revisit=bool(revisit), gibbs_params=tuple(sorted(gp.items())))
+
+
+#: The hyperparameters of :class:`coref.gibbs.GibbsCoref` that :class:`GibbsSettings` holds
+#: (``model``, ``rng`` and ``record_history`` are not settings of the sampler).
+GIBBS_PARAMS = ("sampler", "delta", "n_sweeps", "t_start", "t_end", "first_batch", "init",
+                "buffer_size", "n_samples", "patience", "early_stop_temp", "small_arm_bound",
+                "merge_moves", "merge_exact_max", "merge_max_temp", "factor_cache_mb")
+
+
+@dataclass(frozen=True)
+class GibbsSettings:
+    """Validated hyperparameters of one :class:`coref.gibbs.GibbsCoref` fit (see there).
+
+    Built by :func:`make_gibbs_settings`; the Gibbs stages (block runs, merge moves,
+    marginals) take it whole and never re-check.  ``patience`` is an int (0 = off) and
+    ``small_arm_bound`` a bool; every other field has the type documented in
+    ``GibbsCoref``.
+    """
+
+    sampler: str = "racing"
+    delta: float = 0.05
+    n_sweeps: int = 30
+    t_start: float = 1.0
+    t_end: float = 0.05
+    first_batch: int = 3
+    init: str = "singletons"
+    n_samples: int = 0
+    patience: int = 3
+    early_stop_temp: float = 0.2
+    small_arm_bound: bool = True
+    merge_moves: int = 0
+    merge_exact_max: int = 64
+    merge_max_temp: float = 0.2
+    factor_cache_mb: float = 0.0
+
+
+def _check_int(name, value):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
+    return int(value)
+
+
+def make_gibbs_settings(*, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0, t_end=0.05,
+                        first_batch=3, init="singletons", buffer_size=None, n_samples=0, patience=3,
+                        early_stop_temp=0.2, small_arm_bound=True, merge_moves=0, merge_exact_max=64,
+                        merge_max_temp=0.2, factor_cache_mb=0.0):
+    """Validate the ``GibbsCoref`` hyperparameters once into a :class:`GibbsSettings`.
+
+    Parameters are those of :class:`coref.gibbs.GibbsCoref` (same defaults).
+
+    Returns
+    -------
+    GibbsSettings
+
+    Raises
+    ------
+    TypeError
+        If a count (``n_sweeps``, ``first_batch``, ``n_samples``, ``merge_moves``,
+        ``merge_exact_max``) is not an int.
+    ValueError
+        If a value is out of range (the message names the parameter).
+
+    Warns
+    -----
+    DeprecationWarning
+        If ``buffer_size`` is given (ignored).
+    """
+    if sampler not in ALL_SAMPLERS:
+        raise ValueError(f"sampler must be one of {ALL_SAMPLERS}; got {sampler!r}")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}; got {init!r}")
+    delta = check_delta(delta, where="GibbsCoref")
+    if buffer_size is not None:
+        warnings.warn("GibbsCoref(buffer_size=...) is ignored (random numbers are drawn in "
+                      "the kernel) and will be removed", DeprecationWarning, stacklevel=4)
+    counts = {name: _check_int(name, v) for name, v in (
+        ("n_sweeps", n_sweeps), ("first_batch", first_batch), ("n_samples", n_samples),
+        ("merge_moves", merge_moves), ("merge_exact_max", merge_exact_max))}
+    if n_sweeps < 1:
+        raise ValueError(f"n_sweeps must be >= 1; got {n_sweeps}")
+    if patience is not None and (not isinstance(patience, numbers.Integral) or isinstance(patience, bool)
+                                 or patience < 0):
+        raise ValueError(f"patience must be None or an int >= 0; got {patience!r}")
+    merge_max_temp = check_positive(merge_max_temp, "merge_max_temp")
+    factor_cache_mb = check_memory_mb(factor_cache_mb, "factor_cache_mb")
+    early_stop_temp = check_positive(early_stop_temp, "early_stop_temp")
+    if merge_moves < 0 or merge_exact_max < 0:
+        raise ValueError("merge_moves and merge_exact_max must be >= 0; got "
+                         f"{merge_moves} and {merge_exact_max}")
+    if n_samples < 0:
+        raise ValueError(f"n_samples must be >= 0; got {n_samples}")
+    if first_batch < 2:
+        raise ValueError(f"first_batch must be >= 2; got {first_batch}")
+    t_start = check_positive(t_start, "t_start")
+    t_end = check_positive(t_end, "t_end")
+    return GibbsSettings(sampler=sampler, delta=delta, t_start=t_start, t_end=t_end, init=init,
+                         patience=int(patience or 0), early_stop_temp=early_stop_temp,
+                         small_arm_bound=bool(small_arm_bound), merge_max_temp=merge_max_temp,
+                         factor_cache_mb=factor_cache_mb, **counts)

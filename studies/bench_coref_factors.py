@@ -1,4 +1,4 @@
-"""Pairwise factor kernel speed: compiled (coref._factors) vs pure-Python twin.
+"""Pairwise factor kernel speed: compiled (coref.factors._factors) vs pure-Python twin.
 
 Encodes the biggest shipped AMiner block, fits theta on a few other blocks, and
 reports pairwise factor evaluations per second (one core) of the compiled kernel
@@ -36,7 +36,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     import coref
-    from coref import _factors, _factors_py
+    from coref.factors import _factors, _factors_py
     from coref.datasets import load_aminer
     from coref.model import PairwiseModel
 

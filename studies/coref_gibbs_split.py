@@ -4,7 +4,7 @@ Fits the five grouped-fold models as ``coref run`` does, then fits exact and rac
 on every held-out fold (one ``GibbsCoref.fit`` per fold, all its blocks), timing inside
 ``GibbsCoref.wall_s_``:
 
-- ``kernel_s``: the compiled sweeps (``coref._gibbs.anneal``),
+- ``kernel_s``: the compiled sweeps (``coref.gibbs._gibbs.anneal``),
 - ``prior_s``: the block prior's rate estimate (``coref.model.block_bias_evals``),
 - ``other_s``: the rest of ``wall_s_`` (Python set-up and packing),
 

@@ -57,7 +57,7 @@ def _block_data(model, df):
 
 def _map(enc, F_pairs, I, J, theta, bias, seed):
     """Annealed exact Gibbs MAP labels of one block from the pair factors F_pairs (i < j)."""
-    from coref import _gibbs
+    from coref.gibbs import _gibbs
     from coref.gibbs import bound_table, temperature_schedule
 
     n = enc.n

@@ -3,7 +3,7 @@
 :func:`gibbs_marginals`: Rao-Blackwellised pair and singleton marginals of
 p(y | x) proportional to exp(sum_{i < j, y_i = y_j} f(x_i, x_j) / T) (Chen &
 Ghahramani 2016, Sec. 5.3), one compiled sweep per step
-(``coref._gibbs.marginal_sweep``) and its pure-numpy twin :func:`marginal_sweep_py`.
+(``coref.gibbs._gibbs.marginal_sweep``) and its pure-numpy twin :func:`marginal_sweep_py`.
 :func:`mention_confidence` / :func:`direct_confidence`: the per-mention confidence
 and the pairwise model's direct one from the marginals / the factors.
 """
@@ -13,13 +13,13 @@ import numpy as np
 
 from sampling.utils.kernels import load_kernel
 
-_gibbs = load_kernel("coref._gibbs")
+_gibbs = load_kernel("coref.gibbs._gibbs")
 
 __all__ = ["gibbs_marginals", "marginal_sweep_py", "mention_confidence", "direct_confidence"]
 
 
 def marginal_sweep_py(F, S, lab, size, perm, u, exp):
-    """Pure-numpy twin of ``coref._gibbs.marginal_sweep`` (one sweep, arrays in place)."""
+    """Pure-numpy twin of ``coref.gibbs._gibbs.marginal_sweep`` (one sweep, arrays in place)."""
     n = F.shape[0]
     for k, i in enumerate(perm):
         a = lab[i]
@@ -87,7 +87,7 @@ def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0, _swee
 
     Notes
     -----
-    O(n) per site update, in one compiled call per sweep (``coref._gibbs.marginal_sweep``,
+    O(n) per site update, in one compiled call per sweep (``coref.gibbs._gibbs.marginal_sweep``,
     which takes its exponentials from ``numpy.exp``; twin :func:`marginal_sweep_py`, the
     earlier all-numpy loop), and O(n^2) per kept sweep in numpy (the matrix of
     conditionals of every mention); the cluster sums S[i, c] = sum_{j in c} F[i, j]

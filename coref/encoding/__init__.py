@@ -3,7 +3,7 @@
 A block of mentions (rows of the DataFrame of ``coref.load_mentions``) is turned
 into an :class:`EncodedBlock`: integer / float numpy arrays only (CSR token lists
 with weights, ids, years, name codes, dense topic vectors), so that the compiled
-kernel (``coref._factors``, ``coref._gibbs``) evaluates one factor
+kernel (``coref.factors._factors``, ``coref.gibbs._gibbs``) evaluates one factor
 f_theta(x_i, x_j) without touching a Python object.
 
 Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;

@@ -1,8 +1,8 @@
 """The features phi(x_i, x_j) of the pairwise coreference factor: names, groups and labels.
 
 One definition of the feature layout, in kernel order. The compiled kernel
-(``coref._factors``) writes the same ``N_BASE`` base features; its own compile-time
-constant is checked against :data:`N_BASE` by the tests. ``FEATURE_NAMES`` holds the
+(``coref.factors._factors``) writes the same ``N_BASE`` base features; its own compile-time
+constant (``coref.factors._factors.n_base``) is checked against :data:`N_BASE` by the tests. ``FEATURE_NAMES`` holds the
 base features followed by their interactions with ``same_comp1`` (``"<name>*same_comp1"``);
 ``FEATURE_LABELS`` says each in words and ``FEATURE_GROUPS`` maps each to the evidence it
 uses. The definitions are in :mod:`coref.encoding`.

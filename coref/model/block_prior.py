@@ -32,7 +32,7 @@ from scipy.special import expit, logit
 
 from sampling.utils.kernels import load_kernel
 
-_factors = load_kernel("coref._factors")
+_factors = load_kernel("coref.factors._factors")
 
 __all__ = ["rate_pairs", "rate_scores", "pooled_rate", "cached_block_rate", "prior_shift", "shift_evals",
            "block_bias_evals", "check_block_prior"]

@@ -46,7 +46,7 @@ from coref.training import tune_shift
 from sampling.utils.kernels import load_kernel
 from sampling.utils.rng import as_generator
 
-_factors = load_kernel("coref._factors")
+_factors = load_kernel("coref.factors._factors")
 
 __all__ = ["PairwiseModel", "labeled_pairs"]
 

@@ -23,7 +23,7 @@ BUILD_HINT = (
 
 
 def load_kernel(name):
-    """Return the compiled extension module ``name`` (e.g. ``"coref._gibbs"``).
+    """Return the compiled extension module ``name`` (e.g. ``"coref.gibbs._gibbs"``).
 
     Parameters
     ----------

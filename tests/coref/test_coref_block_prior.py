@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from scipy.special import expit, logit
 
-from coref import _factors, _gibbs
+from coref.factors import _factors
+from coref.gibbs import _gibbs
 from coref.exceptions import ModelFormatError
 from coref.gibbs import GibbsCoref, block_rng, bound_table
 from coref.model import PairwiseModel, block_bias_evals, block_prior, load_model, rate_pairs, save_model
@@ -229,7 +230,7 @@ def test_coref_fit_block_prior_flag(tmp_path):
 
 def test_fit_shares_the_memo_tables_with_the_prior_and_drops_them(fitted, monkeypatch):
     """GibbsCoref.fit: the block prior's pairs run with the block's shared memo tables
-    (coref._factors.share_memo), and none is left on the encoding afterwards (it would
+    (coref.factors._factors.share_memo), and none is left on the encoding afterwards (it would
     ride along wherever the encoding goes, e.g. to a Dask worker)."""
     from coref.inference import _EncodedOnce
 
@@ -239,10 +240,10 @@ def test_fit_shares_the_memo_tables_with_the_prior_and_drops_them(fitted, monkey
     seen = []
     real = PairwiseModel.rate_factors
     monkeypatch.setattr(PairwiseModel, "rate_factors",
-                        lambda self, e: seen.append(getattr(e, "_feature_memo", None) is not None) or real(self, e))
+                        lambda self, e: seen.append(_factors.shared_memo(e) is not None) or real(self, e))
     wrapped = _EncodedOnce(m, enc, sub["mention_id"].astype(str).tolist())
     g = GibbsCoref(wrapped, sampler="racing", n_sweeps=4, rng=1).fit(sub)
     assert seen == [True]
-    assert not hasattr(enc, "_feature_memo")
+    assert _factors.shared_memo(enc) is None and not hasattr(enc, "_feature_memo")
     h = GibbsCoref(m, sampler="racing", n_sweeps=4, rng=1).fit(sub)      # its own encoding
     pd.testing.assert_series_equal(g.clusters_, h.clusters_)

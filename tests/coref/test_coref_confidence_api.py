@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.special import logsumexp
 
-from coref import _factors
+from coref.factors import _factors
 from coref.confidence import (CONFIDENCE_COLUMNS, PAIR_COLUMNS, CalibrationMap, assignment_confidence,
                               calibration_scores, event_probability, exact_log_z, fit_calibration, subproblem,
                               write_confidence_report)

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref import _factors, _factors_py
+from coref.factors import _factors, _factors_py
 from coref.blocking import normalize_name
 from coref.encoding import Vocabulary, encode_mentions, words
 from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES, N_FEATURES

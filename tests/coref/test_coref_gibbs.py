@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref import _gibbs, _gibbs_py
+from coref.gibbs import _gibbs, _gibbs_py
 from coref.factors.names import N_FEATURES
 from coref.encoding.blocks import encode_mentions
 from coref.gibbs import GibbsCoref, block_rng, bound_table
@@ -167,7 +167,7 @@ def test_racing_conditional_matches_exact(bound):
     gold = pd.factorize(df["gold"])[0].astype(np.int64)
     i = 0
     # exact conditional probabilities of mention i
-    from coref._factors import factor_matrix
+    from coref.factors._factors import factor_matrix
     F = np.empty((n, n))
     factor_matrix(enc, theta, bias, F)
     labels0 = gold.copy()
@@ -206,7 +206,7 @@ def test_errors():
     df = _df(n=4)
     with pytest.raises(ValueError, match="sampler must be one of"):
         GibbsCoref(m, sampler="fast").fit(df)
-    with pytest.raises(ValueError, match="delta must be"):
+    with pytest.raises(ValueError, match="delta parameter of GibbsCoref must be in"):
         GibbsCoref(m, delta=1.5).fit(df)
     with pytest.raises(ValueError, match="first_batch must be >= 2"):
         GibbsCoref(m, first_batch=1).fit(df)
@@ -237,9 +237,9 @@ def test_bound_table_is_the_normal_quantile_of_eq27():
 
 @pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 300])
 def test_cached_bound_table_is_a_contiguous_slice_of_the_same_values(n):
-    from coref.gibbs import _bound_table_ro
+    from coref.gibbs.schedule import bound_table_ro
 
-    B = _bound_table_ro(0.05, n)
+    B = bound_table_ro(0.05, n)
     assert B.shape == (n + 1, 64) and B.flags.c_contiguous and not B.flags.writeable
     assert np.array_equal(B, bound_table(0.05, n))
 
@@ -312,7 +312,7 @@ def test_blocks_fitted_together_give_each_block_its_own_result(sampler):
 
 def test_small_arm_bound_with_fixed_mentions_computes_only_the_movable_rows():
     """coref add's case: fmax only for the movable mentions (exact maxima), +inf for fixed ones; kernel == twin."""
-    from coref import _factors_py
+    from coref.factors import _factors_py
 
     df = _df(n=30, seed=2)
     enc = encode_mentions(df)

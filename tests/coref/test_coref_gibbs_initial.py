@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref import _gibbs, _gibbs_py
+from coref.gibbs import _gibbs, _gibbs_py
 from coref.encoding.blocks import encode_mentions
 from coref.gibbs import GibbsCoref
 from tests.coref.test_coref_gibbs import _Model, _anneal, _df, _theta

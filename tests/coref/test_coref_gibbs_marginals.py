@@ -5,9 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref._factors import factor_matrix
+from coref.factors._factors import factor_matrix
 from coref.encoding.blocks import encode_mentions
-from coref.gibbs import GibbsCoref, _merge_counts, _within_pairs
+from coref.gibbs import GibbsCoref
+from coref.gibbs.marginals import merge_counts as _merge_counts, within_pairs as _within_pairs
 from tests.coref.test_coref_gibbs import _Model, _df, _theta
 
 
@@ -133,7 +134,7 @@ def test_marginal_sweep_kernel_equals_numpy_twin(case):
     """The compiled sweep of coref.confidence.gibbs_marginals against its numpy twin:
     the same slots, cluster sums and Rao-Blackwellised marginals bit for bit, including
     weights that underflow to 0 (huge factors) and the float edge of the inverse CDF."""
-    from coref import _gibbs
+    from coref.gibbs import _gibbs
     from coref.confidence import marginal_sweep_py, gibbs_marginals
 
     rng = np.random.default_rng(7)
@@ -169,7 +170,7 @@ def test_marginal_sweep_kernel_equals_numpy_twin(case):
 
 
 def test_marginal_sweep_kernel_checks_shapes():
-    from coref import _gibbs
+    from coref.gibbs import _gibbs
 
     n = 4
     with pytest.raises(ValueError, match=r"F and S must be \(n, n\)"):

@@ -3,9 +3,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coref._factors import factor_matrix
+from coref.factors._factors import factor_matrix
 from coref.encoding.blocks import encode_mentions
 from coref.gibbs import GibbsCoref
+from coref.gibbs.block import KernelRun
+from coref.gibbs.merges import merge_moves
+from coref.settings import make_gibbs_settings
 from tests.coref.test_coref_gibbs import _Model, _df, _theta
 
 
@@ -71,9 +74,10 @@ def test_merge_move_unit(sampler, exact_max):
     def run_moves(bias, fixed):
         labels = np.array([0] * 4 + [4] * 4 + [8] * 4, np.int64)
         size = np.bincount(labels, minlength=12).astype(np.int64)
-        run = dict(enc=enc, theta=g.model.theta_, bias=bias, racing=int(sampler == "racing"),
-                   movable=np.flatnonzero(~fixed).astype(np.int64))
-        ev = g._merge_moves(labels, size, 1.0 / 0.05, run, np.random.default_rng(0), fixed)
+        run = KernelRun(enc=enc, theta=g.model.theta_, bias=bias, racing=int(sampler == "racing"),
+                        movable=np.flatnonzero(~fixed).astype(np.int64))
+        settings = make_gibbs_settings(sampler=sampler, merge_moves=40, merge_exact_max=exact_max)
+        ev = merge_moves(labels, size, 1.0 / 0.05, run, np.random.default_rng(0), fixed, settings)
         assert (np.bincount(labels, minlength=12) == size).all()
         return labels, ev
 

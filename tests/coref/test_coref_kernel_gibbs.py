@@ -5,7 +5,7 @@ a shipped block, with fixed mentions and clustered initial labels; and the split
 import numpy as np
 import pytest
 
-from coref import _gibbs, _gibbs_py
+from coref.gibbs import _gibbs, _gibbs_py
 from coref.gibbs import GibbsCoref, bound_table
 
 
@@ -65,14 +65,19 @@ def test_wall_excludes_encoding(shipped):
     np.testing.assert_array_equal(g.labels_, h.labels_)       # timing split changes nothing
 
 
+def _uniforms(seed):
+    """The table's bin edges and their neighbours, random u, and the kernel's extreme u."""
+    k = np.arange(1, 4096, dtype=float)
+    u = np.concatenate([k / 4096, np.nextafter(k / 4096, 0), np.nextafter(k / 4096, 1),
+                        np.random.default_rng(seed).random(100_000),
+                        [0.5 * 2.0**-53, 1.0 - 0.5 * 2.0**-53]])
+    return u[(u > 0) & (u < 1)]
+
+
 def test_gumbel_upper_bounds_every_gumbel():
     """The table bound used to skip Gumbel logs is >= -log(-log(u)) everywhere, including
     the bin edges and the extremes of the kernel's uniforms ((x >> 11) + 0.5) 2^-53."""
-    k = np.arange(1, 4096, dtype=float)
-    u = np.concatenate([k / 4096, np.nextafter(k / 4096, 0), np.nextafter(k / 4096, 1),
-                        np.random.default_rng(0).random(100_000),
-                        [0.5 * 2.0**-53, 1.0 - 0.5 * 2.0**-53]])
-    u = u[(u > 0) & (u < 1)]
+    u = _uniforms(0)
     out = np.empty_like(u)
     _gibbs.gumbel_upper(u, out)
     g = -np.log(-np.log(u))
@@ -88,11 +93,7 @@ def test_gumbel_lower_bounds_every_gumbel():
     """The lower table bound (with the upper one it brackets each arm's score, so that a
     comparison the bracket settles needs no logs) is <= -log(-log(u)) everywhere, -inf in
     the first bin, and below the upper bound."""
-    k = np.arange(1, 4096, dtype=float)
-    u = np.concatenate([k / 4096, np.nextafter(k / 4096, 0), np.nextafter(k / 4096, 1),
-                        np.random.default_rng(1).random(100_000),
-                        [0.5 * 2.0**-53, 1.0 - 0.5 * 2.0**-53]])
-    u = u[(u > 0) & (u < 1)]
+    u = _uniforms(1)
     lo = np.empty_like(u)
     up = np.empty_like(u)
     _gibbs.gumbel_lower(u, lo)

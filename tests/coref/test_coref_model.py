@@ -228,6 +228,6 @@ def test_unbuilt_tree_raises_a_clear_import_error(repo_root, tmp_path):
             "try:\n    coref.AuthorCoref().fit\n    import coref.estimator, coref.model\nexcept ImportError as e:\n"
             "    print('ERR2', e)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert "ERR cannot import the compiled kernel coref._factors" in r.stdout, r.stdout + r.stderr
+    assert "ERR cannot import the compiled kernel coref.factors._factors" in r.stdout, r.stdout + r.stderr
     assert "pip install -e ." in r.stdout
     assert "ERR2" in r.stdout

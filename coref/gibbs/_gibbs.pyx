@@ -21,53 +21,31 @@ capped at N_y; arms with N_y <= first_batch are summed exactly.
 Random numbers come from one xoshiro256** generator per block (Blackman & Vigna
 2018), state ``rng_state`` (4 x uint64), drawn inside the kernel so that no Python
 code runs between steps: per sweep, a Fisher-Yates shuffle of the movable
-mentions (k = n_mov - 1 .. 1 swaps position k with ``_below(k + 1)``); per step,
+mentions (k = n_mov - 1 .. 1 swaps position k with ``below(k + 1)``); per step,
 one Gumbel per arm in the order clusters by increasing label, then the new
-cluster; per subsampled member, one ``_below(N_y - k)`` of a partial Fisher-Yates
-shuffle.  ``_below(m) = ((x >> 32) * m) >> 32`` (integer arithmetic, m < 2^32);
+cluster; per subsampled member, one ``below(N_y - k)`` of a partial Fisher-Yates
+shuffle.  ``below(m) = ((x >> 32) * m) >> 32`` (integer arithmetic, m < 2^32);
 Gumbel = -log(-log(u)) with u = ((x >> 11) + 0.5) 2^-53 (every arm's u is drawn; its
 two logs are taken only when a comparison needs them: the tables ``G_LO(u)`` <= the
 Gumbel <= ``G_UP(u)`` bracket the arm's score, and a comparison the bracket settles
 is the one the Gumbel would give, so no decision changes; on the shipped data racing
 takes ~2 Gumbels' logs per step instead of ~16).  Each step scatters mention
-i's id lists into the block's row tables (``coref._factors.row_set``), so its
+i's id lists into the block's row tables (``coref.factors._rows.row_set``), so its
 factors look the ids of j up instead of merging sorted lists (same values).  The
 pure-Python twin is
-``coref._gibbs_py``; both give bit-identical results from the same state.  Inputs
-are validated by ``coref.gibbs``.
+``coref.gibbs._gibbs_py``; both give bit-identical results from the same state.  Inputs
+are validated by ``coref.gibbs.sampler``.
 """
 from libc.math cimport sqrt, log, INFINITY
 from libc.stdint cimport uint64_t
-from libc.string cimport memmove, memcpy
-from coref._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
-                             prefetch_pair)
+from libc.string cimport memcpy
 
+from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
+                                     prefetch_pair)
+from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, pool_update, merge_act
+from coref.gibbs._xoshiro cimport below, uniform
 
-cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
-    return (x << k) | (x >> (64 - k))
-
-
-cdef inline uint64_t _next(uint64_t* s) noexcept nogil:
-    """xoshiro256** step."""
-    cdef uint64_t result = _rotl(s[1] * 5, 7) * 9
-    cdef uint64_t t = s[1] << 17
-    s[2] ^= s[0]
-    s[3] ^= s[1]
-    s[1] ^= s[2]
-    s[0] ^= s[3]
-    s[2] ^= t
-    s[3] = _rotl(s[3], 45)
-    return result
-
-
-cdef inline Py_ssize_t _below(uint64_t* s, Py_ssize_t m) noexcept nogil:
-    """Integer in [0, m) (m < 2^32)."""
-    return <Py_ssize_t>(((_next(s) >> 32) * <uint64_t>m) >> 32)
-
-
-cdef inline double _uniform(uint64_t* s) noexcept nogil:
-    """u = ((x >> 11) + 0.5) 2^-53 in (0, 1): the uniform of one Gumbel draw."""
-    return (<double>(_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+from coref.factors._factors import shared_memo
 
 
 # G_UP[k] >= -log(-log(u)) for every u < (k + 1) / N_GUP: the Gumbel at the bin's upper
@@ -150,22 +128,6 @@ cdef inline double _lo(const double* est, const double* us, const double* gumbel
     return est[c] + (gumbels[c] if gok[c] else _gum_lo(us[c]))
 
 
-cdef inline Py_ssize_t _merge_act(long long* act, Py_ssize_t na, const long long* add,
-                                  Py_ssize_t m, long long* tmp) noexcept nogil:
-    """Merge the increasing arm lists act[0:na] and add[0:m] into act; return the length."""
-    cdef Py_ssize_t a = 0, b = 0, k = 0
-    while a < na or b < m:
-        if b >= m or (a < na and act[a] < add[b]):
-            tmp[k] = act[a]
-            a += 1
-        else:
-            tmp[k] = add[b]
-            b += 1
-        k += 1
-    memcpy(act, tmp, k * sizeof(long long))
-    return k
-
-
 cdef inline Py_ssize_t _sched(Py_ssize_t r, Py_ssize_t prev, Py_ssize_t N,
                               Py_ssize_t fb) noexcept nogil:
     """Target sample size T(r) of an arm with population N (r = 1, 2, ...)."""
@@ -193,96 +155,44 @@ cdef inline Py_ssize_t _n_rounds(Py_ssize_t N, Py_ssize_t fb) noexcept nogil:
     return r
 
 
-cdef void _pool_init(Py_ssize_t n, const long long* labels, const long long* size,
-                     long long* cand, long long* cidx, long long* cstart, long long* pool,
-                     long long* tmp, long long* nC) noexcept nogil:
-    """Candidate clusters (labels with members, increasing) and their members.
+cdef inline bint _beats(const double* est, const double* us, double* gumbels, char* gok,
+                        Py_ssize_t c, double* e_best) noexcept nogil:
+    """True, and ``e_best`` raised to it, when arm c's score est[c] + g_c exceeds ``e_best``.
 
-    ``pool`` holds every mention sorted by (label, index); the members of candidate c
-    are pool[cstart[c]:cstart[c + 1]], in increasing index -- the order in which the
-    step used to bucket them -- and ``cidx[label]`` is the candidate position (-1 =
-    empty).  A step keeps this up to date by moving one mention (``_pool_remove`` /
-    ``_pool_insert``) instead of rebuilding it from all n labels.
+    The Gumbel g_c is computed only when the bound G_UP (``_hi``) leaves it possible.
     """
-    cdef Py_ssize_t l, c, C = 0, pos = 0, j
-    for l in range(n):
-        if size[l] > 0:
-            cand[C] = l
-            cidx[l] = C
-            C += 1
-        else:
-            cidx[l] = -1
-    for c in range(C):
-        cstart[c] = pos
-        tmp[c] = pos
-        pos += size[cand[c]]
-    cstart[C] = pos
-    for j in range(n):
-        c = cidx[labels[j]]
-        pool[tmp[c]] = j
-        tmp[c] += 1
-    nC[0] = C
+    cdef double v
+    if _hi(est, us, gumbels, gok, c) > e_best[0]:
+        v = est[c] + _gum(us, gumbels, gok, c)
+        if v > e_best[0]:
+            e_best[0] = v
+            return True
+    return False
 
 
-cdef inline void _pool_remove(Py_ssize_t i, Py_ssize_t old, const long long* size,
-                              long long* cand, long long* cidx, long long* cstart,
-                              long long* pool, long long* nC) noexcept nogil:
-    """Take mention i out of cluster ``old`` (size[old] already decremented)."""
-    cdef Py_ssize_t C = nC[0], c = cidx[old], p, c2
-    p = cstart[c]
-    while pool[p] != i:
-        p += 1
-    memmove(&pool[p], &pool[p + 1], (cstart[C] - p - 1) * sizeof(long long))
-    for c2 in range(c + 1, C + 1):
-        cstart[c2] -= 1
-    if size[old] == 0:
-        memmove(&cand[c], &cand[c + 1], (C - 1 - c) * sizeof(long long))
-        memmove(&cstart[c], &cstart[c + 1], (C - c) * sizeof(long long))
-        C -= 1
-        for c2 in range(c, C):
-            cidx[cand[c2]] = c2
-        cidx[old] = -1
-        nC[0] = C
+cdef inline Py_ssize_t _finish(BlockData* d, long long* labels, long long* size, Py_ssize_t i,
+                               Py_ssize_t old, Py_ssize_t l, Py_ssize_t c_old, long long evals,
+                               long long* n_evals, long long* cand, long long* cidx,
+                               long long* fill, long long* pool, long long* nC) noexcept nogil:
+    """End of a step: mention i joins cluster l; count the factors; leave row mode; return l."""
+    n_evals[0] += evals
+    labels[i] = l
+    size[l] += 1
+    pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
+    row_clear(d)              # no-op when the step read the factor matrix (no row set)
+    return l
 
 
-cdef inline void _pool_insert(Py_ssize_t i, Py_ssize_t l, long long* cand, long long* cidx,
-                              long long* cstart, long long* pool, long long* nC) noexcept nogil:
-    """Put mention i into cluster l (a candidate or a new label)."""
-    cdef Py_ssize_t C = nC[0], c = cidx[l], c2, q, e
-    if c < 0:
-        c = 0
-        while c < C and cand[c] < l:
-            c += 1
-        memmove(&cand[c + 1], &cand[c], (C - c) * sizeof(long long))
-        memmove(&cstart[c + 1], &cstart[c], (C + 1 - c) * sizeof(long long))
-        cand[c] = l
-        C += 1
-        for c2 in range(c, C):
-            cidx[cand[c2]] = c2
-        nC[0] = C
-    q = cstart[c]
-    e = cstart[c + 1]
-    while q < e and pool[q] < i:
-        q += 1
-    memmove(&pool[q + 1], &pool[q], (cstart[C] - q) * sizeof(long long))
-    pool[q] = i
-    for c2 in range(c + 1, C + 1):
-        cstart[c2] += 1
-
-
-cdef inline void _pool_update(Py_ssize_t i, Py_ssize_t old, Py_ssize_t l, Py_ssize_t c_old,
-                              const long long* size, long long* cand, long long* cidx,
-                              long long* cstart, long long* pool, long long* nC) noexcept nogil:
-    """End of a step: mention i now in cluster l (size[l] counted).
-
-    ``c_old`` < 0: i already left the pool (its cluster emptied); otherwise i is still
-    in the run of cluster ``old`` and moves only if l differs.
-    """
-    if c_old < 0:
-        _pool_insert(i, l, cand, cidx, cstart, pool, nC)
-    elif l != old:
-        _pool_remove(i, old, size, cand, cidx, cstart, pool, nC)
-        _pool_insert(i, l, cand, cidx, cstart, pool, nC)
+cdef inline double _arm_bound(double v, const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
+                              Py_ssize_t i, double fi, const double* fmax,
+                              double inv_temp) noexcept nogil:
+    """v + sum over the members j != i of pool[q0:q1] of min(fmax_i, fmax_j) / tau."""
+    cdef Py_ssize_t q, j
+    for q in range(q0, q1):
+        j = pool[q]
+        if j != i:
+            v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+    return v
 
 
 cdef Py_ssize_t _step(BlockData* d,
@@ -329,7 +239,7 @@ cdef Py_ssize_t _step(BlockData* d,
     # cluster's run (c_old), skipped when members are read, and leaves it at the end
     # only if it moves (most steps put i back where it was: no pool update at all)
     if size[old] == 0:
-        _pool_remove(i, old, size, cand, cidx, fill, pool, nC)
+        pool_remove(i, old, size, cand, cidx, fill, pool, nC)
         c_old = -1
     else:
         c_old = cidx[old]
@@ -346,7 +256,7 @@ cdef Py_ssize_t _step(BlockData* d,
     # already out of the race with the table bound G_UP >= its Gumbel needs none
     if not racing:
         for c in range(D):
-            us[c] = _uniform(rs)
+            us[c] = uniform(rs)
             gok[c] = 0
         for c in range(C):
             acc[c] = 0.0
@@ -370,17 +280,8 @@ cdef Py_ssize_t _step(BlockData* d,
             if v > g_best:
                 g_best = v
                 best = c
-        n_evals[0] += evals
-        if best == C:
-            l = new_label
-        else:
-            l = cand[best]
-        labels[i] = l
-        size[l] += 1
-        _pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
-        if fm == NULL:
-            row_clear(d)
-        return l
+        return _finish(d, labels, size, i, old, new_label if best == C else cand[best], c_old,
+                       evals, n_evals, cand, cidx, fill, pool, nC)
 
     # ---- racing: one pass over the candidate clusters draws the arms' uniforms (in
     # increasing c, then the new cluster's: the stream of the exact sampler), sets up
@@ -397,7 +298,7 @@ cdef Py_ssize_t _step(BlockData* d,
     lz_umax = 0.0
     lz_nmax = 0
     for c in range(C):
-        u = _uniform(rs)
+        u = uniform(rs)
         us[c] = u
         m = fill[c + 1] - fill[c] - (c == c_old)    # N_y = |C_y \ {i}| (= size[cand[c]])
         if m <= fb and fmax != NULL:
@@ -439,7 +340,7 @@ cdef Py_ssize_t _step(BlockData* d,
         act[na] = c
         na += 1
     lz_gmax = _gum_up(lz_umax) if n_lazy > 0 else -INFINITY
-    us[C] = _uniform(rs)
+    us[C] = uniform(rs)
     gok[C] = 0
     alive[C] = 1
     B = 0.0
@@ -464,7 +365,7 @@ cdef Py_ssize_t _step(BlockData* d,
             if alive[c] and 0 <= T[c] < N[c]:
                 tr = _sched(r, T[c], N[c], fb)
                 for k in range(T[c], tr):
-                    pos = fill[c] + k + _below(rs, N[c] - k)
+                    pos = fill[c] + k + below(rs, N[c] - k)
                     sw = members[fill[c] + k]
                     members[fill[c] + k] = members[pos]
                     members[pos] = sw
@@ -518,11 +419,8 @@ cdef Py_ssize_t _step(BlockData* d,
             if leader < 0:
                 leader = c
                 eL = est[c] + _gum(us, gumbels, gok, c)
-            elif _hi(est, us, gumbels, gok, c) > eL:
-                v = est[c] + _gum(us, gumbels, gok, c)
-                if v > eL:
-                    leader = c
-                    eL = v
+            elif _beats(est, us, gumbels, gok, c, &eL):
+                leader = c
         if n_lazy > 0:
             # small arms (increasing c): dropped unevaluated when their upper bound
             # g_y + sum_j min(fmax_i, fmax_j) / tau is clearly behind the leader,
@@ -551,25 +449,13 @@ cdef Py_ssize_t _step(BlockData* d,
                 m2 = fill[c]
                 e2 = fill[c + 1]
                 N[c] = e2 - m2 - (c == c_old)
-                v = _gum_up(us[c])
-                for q in range(m2, e2):
-                    j = pool[q]
-                    if j != i:
-                        v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                v = _arm_bound(_gum_up(us[c]), pool, m2, e2, i, fi, fmax, inv_temp)
                 if eL - v > margin:
                     continue
                 gok[c] = 0
-                v = _gum_lo(us[c])
-                for q in range(m2, e2):
-                    j = pool[q]
-                    if j != i:
-                        v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                v = _arm_bound(_gum_lo(us[c]), pool, m2, e2, i, fi, fmax, inv_temp)
                 if eL - v > margin:
-                    v = _gum(us, gumbels, gok, c)
-                    for q in range(m2, e2):
-                        j = pool[q]
-                        if j != i:
-                            v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+                    v = _arm_bound(_gum(us, gumbels, gok, c), pool, m2, e2, i, fi, fmax, inv_temp)
                     if eL - v > margin:
                         continue
                 acc[c] = 0.0
@@ -585,18 +471,15 @@ cdef Py_ssize_t _step(BlockData* d,
                 est[c] = acc[c]
                 se2[c] = 0.0
                 n_alive += 1
-                if _hi(est, us, gumbels, gok, c) > eL:
-                    v = est[c] + _gum(us, gumbels, gok, c)
-                    if v > eL:
-                        leader = c
-                        eL = v
-                        margin = 0.0
+                if _beats(est, us, gumbels, gok, c, &eL):
+                    leader = c
+                    margin = 0.0
                 bj[m] = c
                 m += 1
             n_lazy = 0
             if m > 0:
                 # merge the summed small arms into act (both increasing in c)
-                na = _merge_act(act, na, bj, m, bc)
+                na = merge_act(act, na, bj, m, bc)
         if n_open == 0 or n_alive == 1:
             break
         # eliminate arms clearly behind the leader (each test reads only the leader
@@ -647,23 +530,12 @@ cdef Py_ssize_t _step(BlockData* d,
         if best < 0:
             best = c
             eB = est[c] + _gum(us, gumbels, gok, c)
-        elif _hi(est, us, gumbels, gok, c) > eB:
-            v = est[c] + _gum(us, gumbels, gok, c)
-            if v > eB:
-                best = c
-                eB = v
+        elif _beats(est, us, gumbels, gok, c, &eB):
+            best = c
     if alive[C] and (best < 0 or gumbels[C] > eB):
         best = C
-    n_evals[0] += evals
-    if best == C:
-        l = new_label
-    else:
-        l = cand[best]
-    labels[i] = l
-    size[l] += 1
-    _pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
-    row_clear(d)
-    return l
+    return _finish(d, labels, size, i, old, new_label if best == C else cand[best], c_old, evals,
+                   n_evals, cand, cidx, fill, pool, nC)
 
 
 cdef class _Work:
@@ -743,7 +615,8 @@ def anneal(object enc,                      # IN  EncodedBlock
     the random stream and every sum are those of ``fmat_mode=0``.
     """
     cdef list keep = []
-    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True)
+    cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True,
+                                  shared_memo(enc))
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
     cdef _Work w = _Work(n)
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
@@ -843,14 +716,14 @@ def anneal(object enc,                      # IN  EncodedBlock
         for k in range(n):
             nr[k] = _n_rounds(k, first_batch) if racing else 0
         if n > 0:
-            _pool_init(n, &labels[0], &size[0], &cand[0], &cidx[0], &fill[0], &pool[0],
+            pool_init(n, &labels[0], &size[0], &cand[0], &cidx[0], &fill[0], &pool[0],
                        &act[0], &nc[0])
         for s in range(n_sw):
             for k in range(n_mov):
                 order[k] = movable[k]
             k = n_mov - 1
             while k >= 1:
-                j = _below(st, k + 1)
+                j = below(st, k + 1)
                 tmp = order[k]
                 order[k] = order[j]
                 order[j] = tmp

@@ -1,7 +1,7 @@
-"""Pure-Python reference twin of the compiled factor kernel (``coref._factors``).
+"""Pure-Python reference twin of the compiled factor kernel (``coref.factors._factors``).
 
 Slow; used by the tests to check the Cython kernel feature by feature.  The
-operations are done in the same order as in ``_factors.pxd`` so that results
+operations are done in the same order as in ``_phi.pxd`` so that results
 agree to the last bit on the same inputs.
 """
 import math
@@ -11,59 +11,48 @@ import numpy as np
 from coref.factors.names import N_BASE, N_FEATURES
 
 
-def _dot_sorted(ptr, ids, w, i, j):
-    a, ae, b, be = int(ptr[i]), int(ptr[i + 1]), int(ptr[j]), int(ptr[j + 1])
-    s = 0.0
-    sw = 0.0
-    c = 0
+def _shared(ptr_a, ids_a, i, ptr_b, ids_b, j):
+    """Positions (a, b) of the ids that row i of list a and row j of list b share, increasing."""
+    a, ae, b, be = int(ptr_a[i]), int(ptr_a[i + 1]), int(ptr_b[j]), int(ptr_b[j + 1])
     while a < ae and b < be:
-        ia, ib = int(ids[a]), int(ids[b])
-        if ia == ib:
-            s += float(w[a]) * float(w[b])
-            sw += float(w[a])
-            c += 1
+        x, y = int(ids_a[a]), int(ids_b[b])
+        if x == y:
+            yield a, b
             a += 1
             b += 1
-        elif ia < ib:
+        elif x < y:
             a += 1
         else:
             b += 1
+
+
+def _dot_sorted(ptr, ids, w, i, j):
+    """(sum of w_i * w_j, count, sum of w_i) over the ids rows i and j share."""
+    s = 0.0
+    sw = 0.0
+    c = 0
+    for a, b in _shared(ptr, ids, i, ptr, ids, j):
+        s += float(w[a]) * float(w[b])
+        sw += float(w[a])
+        c += 1
     return s, c, sw
 
 
 def _dot2(pa, ia, wa, i, pb, ib, wb, j):
-    a, ae, b, be = int(pa[i]), int(pa[i + 1]), int(pb[j]), int(pb[j + 1])
     s = 0.0
-    while a < ae and b < be:
-        x, y = int(ia[a]), int(ib[b])
-        if x == y:
-            s += float(wa[a]) * float(wb[b])
-            a += 1
-            b += 1
-        elif x < y:
-            a += 1
-        else:
-            b += 1
+    for a, b in _shared(pa, ia, i, pb, ib, j):
+        s += float(wa[a]) * float(wb[b])
     return s
 
 
 def _match_names(ptr, ids, fn, i, j):
-    a, ae, b, be = int(ptr[i]), int(ptr[i + 1]), int(ptr[j]), int(ptr[j + 1])
     ok = bad = 0
-    while a < ae and b < be:
-        x, y = int(ids[a]), int(ids[b])
-        if x == y:
-            fa, fb = int(fn[a]), int(fn[b])
-            if fa < 0 or fb < 0 or fa == fb:
-                ok += 1
-            else:
-                bad += 1
-            a += 1
-            b += 1
-        elif x < y:
-            a += 1
+    for a, b in _shared(ptr, ids, i, ptr, ids, j):
+        fa, fb = int(fn[a]), int(fn[b])
+        if fa < 0 or fb < 0 or fa == fb:
+            ok += 1
         else:
-            b += 1
+            bad += 1
     return ok, bad
 
 

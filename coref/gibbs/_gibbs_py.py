@@ -1,10 +1,10 @@
-"""Pure-Python reference twin of ``coref._gibbs`` (same generator state -> same results).
+"""Pure-Python reference twin of ``coref.gibbs._gibbs`` (same generator state -> same results).
 
-Slow; used by the tests only.  See ``coref._gibbs`` for the algorithm.
+Slow; used by the tests only.  See ``coref.gibbs._gibbs`` for the algorithm.
 """
 import math
 
-from coref._factors_py import block_factor
+from coref.factors._factors_py import block_factor
 
 _MASK = (1 << 64) - 1
 
@@ -205,7 +205,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
            first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
            fmat=None, fmat_mode=0):
-    """Same contract as ``coref._gibbs.anneal``."""
+    """Same contract as ``coref.gibbs._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
     still = used = 0

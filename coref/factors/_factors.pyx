@@ -1,10 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Compiled pairwise factor kernel f_theta(x_i, x_j) for author coreference.
 
-The C-level feature code lives in ``_factors.pxd`` (shared with ``_gibbs.pyx``);
-this module exposes vectorised Python entry points.  Inputs are validated by
-``coref.features`` / ``coref.model``; nothing is re-checked here.  Reference twin:
-``coref._factors_py``.
+The C-level feature code is inline in the ``.pxd`` files beside this one (surface:
+``_factors.pxd``; shared with ``coref.gibbs._gibbs``); this module exposes vectorised
+Python entry points.  Inputs are validated by ``coref.features`` / ``coref.model``;
+nothing is re-checked here.  Reference twin: ``coref.factors._factors_py``.
 
 ``memo``: the terms that depend only on the two mentions' coauthor components
 (profile cosines, component year gap, component topic cosine) and on one mention
@@ -13,29 +13,47 @@ and the other's component (title against profile) are kept in per-call memo tabl
 results are the same with or without them.  ``None`` = on when the call evaluates
 at least n^2 / 8 pairs (the tables cost about n^2 entries to set up).
 """
-from coref._factors cimport (BlockData, make_block, block_phi, block_factor, N_FEATURES,
-                             row_set, row_clear, memo_arrays)
-
 n_features = N_FEATURES
+#: compile-time number of base features (must equal ``coref.factors.names.N_BASE``)
+n_base = N_BASE
 MEMO_MAX_BYTES = 64 * 1024 * 1024
+
+# share_memo's tables, by id(enc): (enc, tables).  The entry holds the encoding, so its
+# id cannot be reused while it is registered; nothing is written on the (frozen) encoding
+_SHARED = {}
 
 
 def share_memo(object enc, Py_ssize_t max_bytes=MEMO_MAX_BYTES):
-    """Keep one set of component memo tables on ``enc`` for every kernel call until ``unshare_memo``.
+    """Keep one set of component memo tables for ``enc`` for every kernel call until ``unshare_memo``.
 
     The tables hold features of the block (no model parameter), filled on first use
     with the values a call would compute, so the calls on one encoding (the block
     prior's pairs, then the Gibbs sweeps) compute each entry once instead of once per
     call; no value changes.  Each table is left out when it would take more than
-    ``max_bytes``.  The tables are kept outside the encoding's dataclass fields.
+    ``max_bytes``.  The tables are kept in this module, keyed by the encoding's
+    identity (``shared_memo``), not on the encoding.
     """
-    object.__setattr__(enc, "_feature_memo", memo_arrays(enc.comp1, max_bytes))
+    _SHARED[id(enc)] = (enc, memo_arrays(enc.comp1, max_bytes))
 
 
 def unshare_memo(object enc):
     """Drop the tables of ``share_memo`` (no-op if there are none)."""
-    if getattr(enc, "_feature_memo", None) is not None:
-        object.__delattr__(enc, "_feature_memo")
+    if shared_memo(enc) is not None:
+        del _SHARED[id(enc)]
+
+
+def shared_memo(object enc):
+    """The tables ``share_memo`` keeps for ``enc``: ``(n_comp, comp_idx, cc_memo, mc_memo)`` or None."""
+    entry = _SHARED.get(id(enc))
+    if entry is None or entry[0] is not enc:
+        return None
+    return entry[1]
+
+
+cdef BlockData _view(object enc, const double[::1] theta, double bias, list keep,
+                     Py_ssize_t memo_bytes, bint rows=False) except *:
+    """``make_block`` with the tables of ``share_memo`` when ``enc`` has them."""
+    return make_block(enc, theta, bias, keep, memo_bytes, rows, shared_memo(enc))
 
 
 cdef Py_ssize_t _memo_bytes(object memo, object enc, Py_ssize_t m):
@@ -54,7 +72,7 @@ def pair_features(object enc,                 # IN  EncodedBlock
     cdef double[::1] theta = _zeros()
     cdef list keep = []
     cdef Py_ssize_t k, m = I.shape[0]
-    cdef BlockData d = make_block(enc, theta, 0.0, keep, _memo_bytes(memo, enc, m))
+    cdef BlockData d = _view(enc, theta, 0.0, keep, _memo_bytes(memo, enc, m))
     with nogil:
         for k in range(m):
             block_phi(&d, I[k], J[k], &out[k, 0])
@@ -86,7 +104,7 @@ def pair_factors(object enc,                   # IN  EncodedBlock
         if _runs(np.asarray(I)[o]) * 4 <= m:
             order = o.astype(np.intp)
             rows = sort = True
-    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, m), rows)
+    cdef BlockData d = _view(enc, theta, bias, keep, _memo_bytes(memo, enc, m), rows)
     with nogil:
         for q in range(m):
             k = order[q] if sort else q
@@ -118,7 +136,7 @@ def member_sums(object enc,                    # IN  EncodedBlock
     """out[k] = sum of f_theta(x_i, x_j) over the other members j of the cluster of i = rows[k].
 
     The members in ``order`` order, from 0.0 (the sums of ``np.bincount`` over the pairs
-    in that order, bit for bit).  Twin: ``coref._factors_py.member_sums``.
+    in that order, bit for bit).  Twin: ``coref.factors._factors_py.member_sums``.
 
     Raises
     ------
@@ -141,7 +159,7 @@ def member_sums(object enc,                    # IN  EncodedBlock
     for k in range(n):
         if not 0 <= order[k] < n:
             raise ValueError(f"member_sums: order[{k}] is out of range")
-    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, pairs))
+    cdef BlockData d = _view(enc, theta, bias, keep, _memo_bytes(memo, enc, pairs))
     with nogil:
         for k in range(m):
             i = rows[k]
@@ -177,7 +195,7 @@ def row_factors(object enc,                    # IN  EncodedBlock
     """
     cdef list keep = []
     cdef Py_ssize_t k, m = J.shape[0]
-    cdef BlockData d = make_block(enc, theta, bias, keep, _memo_bytes(memo, enc, m), True)
+    cdef BlockData d = _view(enc, theta, bias, keep, _memo_bytes(memo, enc, m), True)
     cdef bint used
     if not 0 <= i < d.n:
         raise IndexError(f"mention {i} is not in the block (n = {d.n})")
@@ -197,7 +215,7 @@ def factor_matrix(object enc,                  # IN  EncodedBlock
                   memo=True):
     """All pairwise factors of a block (n (n - 1) / 2 evaluations)."""
     cdef list keep = []
-    cdef BlockData d = make_block(enc, theta, bias, keep, MEMO_MAX_BYTES if memo else 0)
+    cdef BlockData d = _view(enc, theta, bias, keep, MEMO_MAX_BYTES if memo else 0)
     cdef Py_ssize_t i, j, n = d.n
     cdef double f
     with nogil:
@@ -213,7 +231,7 @@ def factor_rate(object enc, const double[::1] theta, double bias, long long n_ev
                 memo=True):
     """Evaluate ``n_evals`` factors cycling over pairs; returns their sum (benchmark)."""
     cdef list keep = []
-    cdef BlockData d = make_block(enc, theta, bias, keep, MEMO_MAX_BYTES if memo else 0)
+    cdef BlockData d = _view(enc, theta, bias, keep, MEMO_MAX_BYTES if memo else 0)
     cdef Py_ssize_t n = d.n
     cdef long long k
     cdef Py_ssize_t i = 0, j = 1

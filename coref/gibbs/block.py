@@ -1,0 +1,217 @@
+"""Gibbs on one encoded block: set up the kernel's arguments, run the sweeps, collect.
+
+``fit_block`` runs every annealed sweep of one block through the compiled kernel
+(``coref.gibbs._gibbs.anneal``), with merge proposals between sweeps when asked
+(:mod:`coref.gibbs.merges`) and temperature-1 sweeps for marginals after them
+(:mod:`coref.gibbs.marginals`).  The block's component memo tables are shared by
+every kernel call on it (``coref.factors._factors.share_memo``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sampling.utils.kernels import load_kernel
+
+from coref.gibbs.marginals import sample_marginals
+from coref.gibbs.merges import merge_moves
+from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask
+from coref.gibbs.seeding import block_rng, kernel_state
+from coref.model.block_prior import block_bias_evals
+
+_gibbs = load_kernel("coref.gibbs._gibbs")
+_factors = load_kernel("coref.factors._factors")
+
+__all__ = ["FACTOR_CACHE_MB", "KernelRun", "BlockRun", "fit_block"]
+
+#: Factor-matrix budget (MiB) of ``sampler="auto"`` when ``factor_cache_mb`` is 0, and of
+#: the package's own exact Gibbs runs (the intercept tuning of ``PairwiseModel``, the
+#: clusterings that confidence calibration is fitted on): a block whose n x n matrix fits
+#: (n <= 5,792) is sampled from it, with the same clusters as without it.
+FACTOR_CACHE_MB = 256.0
+
+
+@dataclass
+class KernelRun:
+    """The arguments of every kernel call on one block (the state arrays are updated in place).
+
+    ``fmat_mode``: 1 until the call that computes the factor matrix (exact sampler,
+    ``fmat`` given), 2 after it (later calls read the matrix); 0 without a matrix.
+    """
+
+    enc: object
+    theta: np.ndarray
+    bias: float
+    racing: int
+    movable: np.ndarray
+    first_batch: int = 3
+    b_table: np.ndarray = None
+    rng_state: np.ndarray = None
+    fmax: np.ndarray = None
+    fmat: np.ndarray = None
+    fmat_mode: int = 0
+
+    def anneal(self, labels, size, inv_temps, stop_mask, patience, bound_mode, lab_hist, evals):
+        """One ``coref.gibbs._gibbs.anneal`` call; returns the number of sweeps run."""
+        mode = self.fmat_mode
+        if self.fmat is not None:
+            self.fmat_mode = 2
+        return _gibbs.anneal(self.enc, self.theta, self.bias, labels, size, self.movable, inv_temps,
+                             stop_mask, patience, self.racing, self.first_batch, bound_mode, self.fmax,
+                             self.b_table, self.rng_state, lab_hist, evals, self.fmat, mode)
+
+    def sweep(self, labels, size, inv_temp, bound_mode):
+        """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
+        ev = np.zeros(1, np.int64)
+        self.anneal(labels, size, np.array([inv_temp]), np.zeros(1, np.int8), 0, bound_mode,
+                    np.zeros((0, self.enc.n), np.int64), ev)
+        return int(ev[0])
+
+
+@dataclass
+class BlockRun:
+    """What ``fit_block`` returns for one block.
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n,)
+        Final labels in [0, n).
+    evals : ndarray of int64, shape (n_sweeps + 1,)
+        Factors evaluated before the sweeps (entry 0: the block prior) and per sweep.
+    lab_hist : ndarray of int64, shape (n_sweeps + 1, n), or None
+        Labels per sweep (row 0: initial; rows after an early stop repeat the last).
+    marginals : tuple or None
+        ``sample_marginals``' ``(keys, counts, confidence, evals)`` when ``n_samples`` > 0.
+    used : int
+        Annealed sweeps run.
+    cached : bool
+        True when the sweeps read the block's factor matrix.
+    """
+
+    labels: np.ndarray
+    evals: np.ndarray
+    lab_hist: np.ndarray
+    marginals: tuple
+    used: int
+    cached: bool
+
+
+def fit_block(settings, model, enc, block, seed, temps, labels0=None, movable=None,
+              record_history=True):
+    """Run every sweep on one encoded block.
+
+    Parameters
+    ----------
+    settings : coref.settings.GibbsSettings
+    model : PairwiseModel
+        Fitted (``theta_``, block prior through ``coref.model.block_bias_evals``).
+    enc : EncodedBlock
+        The block's mentions in canonical order.
+    block : str
+        Block name (seeds ``block_rng(seed, block)``).
+    seed : int
+        Run seed.
+    temps : ndarray of float, shape (n_sweeps,)
+        Temperature of each annealed sweep.
+    labels0 : ndarray of int, shape (n,), optional
+        Initial labels in [0, n) (None = ``settings.init``).
+    movable : ndarray of int, optional
+        Sorted positions of the mentions Gibbs may move (None = all).
+    record_history : bool, default True
+        Keep the labels of every sweep.
+
+    Returns
+    -------
+    BlockRun
+    """
+    # one set of component memo tables for the prior's pairs and every kernel call of
+    # this block (they hold features only; coref.factors._factors.share_memo), dropped after
+    _factors.share_memo(enc)
+    try:
+        return _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable,
+                            record_history)
+    finally:
+        _factors.unshare_memo(enc)
+
+
+def _start_labels(settings, n, labels0):
+    if labels0 is not None:
+        return np.array(labels0, dtype=np.int64)
+    if settings.init == "singletons":
+        return np.arange(n, dtype=np.int64)
+    return np.zeros(n, dtype=np.int64)
+
+
+def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, record_history):
+    """``fit_block`` once the memo tables are shared."""
+    n = enc.n
+    gen = block_rng(seed, block)
+    budget = settings.factor_cache_mb
+    if settings.sampler == "auto" and budget == 0.0:
+        budget = FACTOR_CACHE_MB
+    fits = n > 1 and 8.0 * n * n <= budget * 2.0**20
+    racing = 1 if settings.sampler == "racing" or (settings.sampler == "auto" and not fits) else 0
+    labels = _start_labels(settings, n, labels0)
+    size = np.bincount(labels, minlength=n).astype(np.int64)
+    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    # bias_ + the block's prior shift (coref.model), whose estimate counts in sweep 0
+    bias, prior_evals = block_bias_evals(model, enc)
+    ev = np.zeros(len(temps) + 1, np.int64)
+    ev[0] = prior_evals
+    lab_hist = np.zeros((len(temps) + 1, n), np.int64) if record_history else None
+    if lab_hist is not None:
+        lab_hist[0] = labels
+    if movable is None:
+        movable = np.arange(n, dtype=np.int64)
+    # exact sampler: the block's factor matrix when it fits the budget (mode 1 on the
+    # first kernel call computes the movable rows, later calls read them: mode 2)
+    fmat = np.zeros((n, n)) if not racing and fits else None
+    run = KernelRun(enc=enc, theta=theta, bias=bias, racing=racing,
+                    movable=np.ascontiguousarray(movable, dtype=np.int64),
+                    first_batch=int(settings.first_batch),
+                    b_table=bound_table_ro(float(settings.delta), n + 1),
+                    rng_state=kernel_state(gen), fmax=np.full(n, -np.inf), fmat=fmat,
+                    fmat_mode=0 if fmat is None else 1)
+    inv_temps = 1.0 / np.asarray(temps, dtype=np.float64)
+    mask = stop_mask(temps, settings.early_stop_temp)
+    kh = lab_hist[1:] if lab_hist is not None else np.zeros((0, n), np.int64)
+    bound_mode = int(bool(settings.small_arm_bound))
+    if settings.merge_moves > 0 and n > 1 and len(movable) > 0:
+        used = _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev)
+    else:
+        used = run.anneal(labels, size, inv_temps, mask, settings.patience, bound_mode, kh, ev[1:])
+    if lab_hist is not None:
+        lab_hist[used + 1:] = labels
+    marg = None
+    if settings.n_samples > 0:
+        marg = sample_marginals(
+            lambda lab, sz, inv_temp: run.sweep(lab, sz, inv_temp, 2 * bound_mode),
+            labels, size, settings.n_samples)
+    return BlockRun(labels, ev, lab_hist, marg, used, fmat is not None)
+
+
+def _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev):
+    """Sweeps one at a time, each followed by ``merge_moves`` cluster-merge proposals.
+
+    Same early-stop rule as the kernel; an accepted merge counts as a move.
+    Returns the number of sweeps run.
+    """
+    n = run.enc.n
+    fixed = np.ones(n, bool)
+    fixed[run.movable] = False
+    stop = EarlyStop(settings.patience)
+    used = 0
+    bound_mode = int(bool(settings.small_arm_bound))
+    for s, inv_temp in enumerate(inv_temps):
+        before = labels.copy()
+        e = run.sweep(labels, size, inv_temp, bound_mode if s == 0 else 2 * bound_mode)
+        if 1.0 / inv_temp <= float(settings.merge_max_temp):
+            e += merge_moves(labels, size, float(inv_temp), run, gen, fixed, settings)
+        ev[s + 1] = e
+        if len(kh):
+            kh[s] = labels
+        used = s + 1
+        if stop.update(bool(mask[s]), not np.array_equal(before, labels)):
+            break
+    return used
