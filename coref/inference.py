@@ -23,6 +23,7 @@ import pandas as pd
 
 from coref.executors import chunks, executor_context, progress_bar, run_on_dask, single_thread
 from coref.encoding.blocks import assemble_block, assemble_blocks
+from coref.encoding.cache import EncodingCache
 from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
 from coref.model.block_prior import block_bias_evals
@@ -88,25 +89,6 @@ class BlockResult:
 
 
 
-class _EncodedOnce:
-    """The fitted model, with the block's encoding computed once and reused.
-
-    ``GibbsCoref`` encodes the block (rows in mention-id order); the margins of the
-    final clusters need the same encoding. Everything else is the wrapped model's.
-    """
-
-    def __init__(self, model, enc, ids):
-        self._model, self._enc, self._ids = model, enc, ids
-
-    def encode(self, df):
-        if df["mention_id"].astype(str).tolist() == self._ids:
-            return self._enc
-        return self._model.encode(df)
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-
 def _infer_block(block_df, model, *, sampler, fold, block, settings, record_history, initial=None, fixed=None,
                  margins=False, parts=None):
     """Run Gibbs on one block with its own generator; assumes validated input.
@@ -121,7 +103,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     """
     Gibbs = _gibbs_cls()
     kwargs = settings.gibbs_kwargs(sampler)
-    gibbs_model = model
+    encodings = None
     mids = None
     if margins or parts is not None:
         # rows in mention-id order, the order GibbsCoref encodes them in: one encoding for both
@@ -142,16 +124,17 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
             enc = model.encode(block_df)
         else:
             enc = assemble_block(parts if in_order else parts.take(order))
-        gibbs_model = _EncodedOnce(model, enc, mids.tolist())
+        encodings = EncodingCache(model)
+        encodings.put(block, mids, enc)
     # GibbsCoref samples block b with coref.gibbs.block_rng(seed, b): the result depends on
     # (model, block, seed) only, not on the executor or on which blocks share a task.
     kwargs.update(rng=settings.seed, record_history=record_history)
     t0 = time.perf_counter()
-    g = Gibbs(gibbs_model, **kwargs)
-    if initial is None and fixed is None:
-        g = g.fit(block_df)
-    else:
-        g = g.fit(block_df, initial=initial, fixed=fixed)
+    g = Gibbs(model, **kwargs)
+    fit_kw = {} if encodings is None else {"encodings": encodings}
+    if initial is not None or fixed is not None:
+        fit_kw.update(initial=initial, fixed=fixed)
+    g = g.fit(block_df, **fit_kw)
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     if mids is None:
         mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
@@ -200,45 +183,17 @@ def _clusters_of(g, mids):
     return g.clusters_.reindex(mids).astype(str).to_numpy(dtype=object)
 
 
-class _EncodedMany:
-    """The fitted model, with the encodings of several blocks computed once (keyed by block)."""
-
-    def __init__(self, model, encs):
-        self._model, self._encs = model, encs
-
-    def encode(self, df):
-        block = str(df["block"].iloc[0]) if len(df) else None
-        hit = self._encoded_block(block, df["mention_id"].astype(str).to_numpy(dtype=object))
-        return self._model.encode(df) if hit is None else hit
-
-    def _encoded_block(self, block, mention_ids):
-        """The stored encoding of ``block`` if it covers exactly ``mention_ids`` (in order), else None.
-
-        ``GibbsCoref.fit`` asks this first, so a block's DataFrame is never built.
-        """
-        hit = self._encs.get(block)
-        if hit is not None and np.asarray(mention_ids).tolist() == hit[1]:
-            return hit[0]
-        return None
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-
 def encode_blocks(model, df):
-    """Every block of ``df`` encoded once, in the row order ``GibbsCoref.fit`` uses.
+    """Every block of ``df`` encoded once, rows in the mention-id order ``GibbsCoref.fit`` uses.
 
-    Returns ``model`` wrapped (:class:`_EncodedMany`) with the encoding of each block's
-    rows sorted by mention id, so that later ``GibbsCoref`` fits and
-    ``coref.confidence.assignment_confidence`` calls on these blocks (and any
-    ``model.bias_`` set meanwhile) encode nothing again.
+    Returns
+    -------
+    coref.encoding.EncodingCache
+        To pass as ``encodings=`` to ``GibbsCoref.fit`` and
+        ``coref.confidence.assignment_confidence`` on these blocks, so that later fits
+        (and any ``model.bias_`` set meanwhile) encode nothing again.
     """
-    encs = {}
-    for b, rows in df.groupby("block", sort=False).indices.items():
-        part = df.iloc[rows]
-        part = part.iloc[np.argsort(part["mention_id"].astype(str).to_numpy(dtype=object), kind="stable")]
-        encs[str(b)] = (model.encode(part), part["mention_id"].astype(str).tolist())
-    return _EncodedMany(model, encs)
+    return EncodingCache.of_blocks(model, df)
 
 
 #: blocks assembled from encodings are sampled together, in groups of about this many mentions
@@ -256,13 +211,14 @@ def _infer_together(items, model, settings, margins):
     """
     Gibbs = _gibbs_cls()
     sampler = items[0][0]
-    encs, ids, names, inits, fixeds = {}, [], [], [], []
+    encodings = EncodingCache(model)
+    ids, names, inits, fixeds = [], [], [], []
     # every block of the group assembled at once (its coauthor-graph components in three
     # scipy calls for the whole group)
     blocks = assemble_blocks([extra["parts"] for _, _, _, _, extra in items])
     for (s, f, b, bdf, extra), enc in zip(items, blocks):
         mids = np.asarray(extra["parts"].mention_id, dtype=object)
-        encs[str(b)] = (enc, mids.tolist())
+        encodings.put(b, mids, enc)
         ids.append(mids)
         names.append(np.full(len(mids), str(b), dtype=object))
         if extra.get("initial") is not None:
@@ -276,16 +232,15 @@ def _infer_together(items, model, settings, margins):
     kwargs = settings.gibbs_kwargs(sampler)
     kwargs.update(rng=settings.seed, record_history=False)
     t0 = time.perf_counter()
-    g = Gibbs(_EncodedMany(model, encs), **kwargs)
-    g = g.fit(df) if initial is None and fixed is None else g.fit(df, initial=initial, fixed=fixed)
+    g = Gibbs(model, **kwargs)
+    g = g.fit(df, initial=initial, fixed=fixed, encodings=encodings)
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     per_block = getattr(g, "n_factor_evals_per_block_", {})
     total = max(sum(per_block.values()), 1)
     found = _clusters_of(g, all_ids)
     bounds = np.cumsum([0] + [len(x) for x in ids])
     out = []
-    for k, (s, f, b, bdf, extra) in enumerate(items):
-        enc, _ = encs[str(b)]
+    for k, ((s, f, b, bdf, extra), enc) in enumerate(zip(items, blocks)):
         mids = ids[k]
         cluster_id = found[bounds[k]:bounds[k + 1]]
         n_evals = int(per_block.get(str(b), 0))

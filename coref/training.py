@@ -65,19 +65,19 @@ def tune_shift(model, df, rng):
             continue
         sub = type(model)(C=model.C, max_pairs_per_block=model.max_pairs_per_block,
                           class_weight=model.class_weight, bias_shift=0.0,
-                            rng=rng, objective=model.objective, pl_C=model.pl_C,
-                            pl_max_anchors=model.pl_max_anchors, pl_alone=model.pl_alone,
-                            pl_pair_C=model.pl_pair_C, pl_merge_C=model.pl_merge_C,
-                            block_prior=model.block_prior, block_prior_cap=model.block_prior_cap,
-                            block_prior_pairs=model.block_prior_pairs)
+                          rng=rng, objective=model.objective, pl_C=model.pl_C,
+                          pl_max_anchors=model.pl_max_anchors, pl_alone=model.pl_alone,
+                          pl_pair_C=model.pl_pair_C, pl_merge_C=model.pl_merge_C,
+                          block_prior=model.block_prior, block_prior_cap=model.block_prior_cap,
+                          block_prior_pairs=model.block_prior_pairs)
         sub.fit(train)
         # each test block encoded once for all shifts (a shift moves the bias only)
         pre = encode_blocks(sub, test)
         for s in model.shift_grid:
             sub.set_shift(float(s))
-            g = GibbsCoref(pre, sampler="exact", n_sweeps=int(model.tune_sweeps),
+            g = GibbsCoref(sub, sampler="exact", n_sweeps=int(model.tune_sweeps),
                            rng=0, record_history=False,
-                           factor_cache_mb=FACTOR_CACHE_MB).fit(test)
+                           factor_cache_mb=FACTOR_CACHE_MB).fit(test, encodings=pre)
             f1 = b3(g.clusters_, test.set_index("mention_id")["gold"]).f1
             scores[float(s)].append((len(test), f1))
     avg = {s: (sum(n * f for n, f in v) / sum(n for n, _ in v) if v else 0.0)

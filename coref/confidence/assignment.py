@@ -159,7 +159,7 @@ def _check_iv(df, clusters, delta, max_submodel, max_exact, n_samples, n_burn, t
 def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAULT_MAX_SUBMODEL,
                           max_exact=DEFAULT_MAX_EXACT, n_samples=DEFAULT_N_SAMPLES, n_burn=DEFAULT_N_BURN,
                           time_limit=10.0, memory_mb=256, review_threshold=0.95, rng=0, encoding="leader",
-                          pair_min_p=0.01, calibration="model", pair_factors=False):
+                          pair_min_p=0.01, calibration="model", pair_factors=False, encodings=None):
     """Confidence of every mention's predicted cluster, with certified intervals where affordable.
 
     Parameters
@@ -201,6 +201,9 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     pair_factors : bool, default False
         Add a column ``f`` (the pairwise factor, natural-log odds) to ``pairs_df``, for
         the sigmoid(f) baseline of :func:`coref.confidence.figures.confidence_figures`.
+    encodings : coref.encoding.EncodingCache, optional
+        Blocks of ``df`` already encoded (e.g. by the run that clustered them); a block
+        it holds or can assemble is not encoded again.
 
     Returns
     -------
@@ -247,7 +250,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         hi = np.ones(n)
         meth = np.array(["exact"] * n, dtype=object)
         nsub = np.full(n, n, dtype=np.int64)
-        F = model.factor_matrix(model.encode(sub_df)) if n > 1 else np.zeros((1, 1))
+        enc = None if n <= 1 else (model.encode(sub_df) if encodings is None else encodings.encode(sub_df))
+        F = model.factor_matrix(enc) if n > 1 else np.zeros((1, 1))
         if n == 1:
             P = np.ones((1, 1))
         elif n <= max_exact:

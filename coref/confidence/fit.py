@@ -22,10 +22,13 @@ from coref.inference import encode_blocks
 __all__ = ["fit_confidence_calibration", "calibration_from_scores", "map_clusters"]
 
 
-def map_clusters(model, df, *, sampler, rng):
-    """Predicted clustering (annealed Gibbs MAP) of ``df``: mention_id, block, cluster_id."""
+def map_clusters(model, df, *, sampler, rng, encodings=None):
+    """Predicted clustering (annealed Gibbs MAP) of ``df``: mention_id, block, cluster_id.
+
+    ``encodings``: a :class:`coref.encoding.EncodingCache` of ``df``'s blocks, if made already.
+    """
     g = GibbsCoref(model, sampler=sampler, rng=rng, record_history=False,
-                   factor_cache_mb=FACTOR_CACHE_MB).fit(df)
+                   factor_cache_mb=FACTOR_CACHE_MB).fit(df, encodings=encodings)
     cl = g.clusters_.rename("cluster_id").reset_index()
     cl["cluster_id"] = cl["cluster_id"].astype(str)
     cl["block"] = df.set_index(df["mention_id"].astype(str)).loc[cl["mention_id"].astype(str), "block"].to_numpy()
@@ -106,11 +109,11 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
         source = "training mentions clustered and scored by the model"
     scored = []
     for m, part, cl in parts:
-        m = encode_blocks(m, part)     # each block encoded once for its clustering and confidences
+        encodings = encode_blocks(m, part)     # each block encoded once for its clustering and confidences
         if cl is None:
-            cl = map_clusters(m, part, sampler=sampler, rng=rng)
+            cl = map_clusters(m, part, sampler=sampler, rng=rng, encodings=encodings)
         cl = cl[["mention_id", "block", "cluster_id"]]
-        conf, pairs = assignment_confidence(m, part.drop(columns=["gold"]), cl, **kw)
+        conf, pairs = assignment_confidence(m, part.drop(columns=["gold"]), cl, encodings=encodings, **kw)
         scored.append((conf, pairs, cl))
     conf, pairs, cl = (pd.concat([x[i] for x in scored], ignore_index=True) for i in range(3))
     info = {"source": source, "n_blocks": int(df["block"].nunique()),

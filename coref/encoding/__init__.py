@@ -92,12 +92,14 @@ Modules, each importing only those above it:
   (kernel ``coref.encoding._assemble``, pure-numpy twin ``coref.encoding._assemble_py``).
 """
 from coref.encoding.blocks import EncodedBlock, assemble_block, assemble_blocks, block_components, encode_mentions
+from coref.encoding.cache import EncodingCache
 from coref.encoding.components import token_components
 from coref.encoding.mentions import MentionEncoding, encode_parts
 from coref.encoding.text import words
 from coref.encoding.vocabulary import Vocabulary
 
 __all__ = [
+    "EncodingCache",
     "EncodedBlock",
     "MentionEncoding",
     "Vocabulary",

@@ -265,7 +265,7 @@ class GibbsCoref:
         return settings, resolve_seed(self.rng)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, df: pd.DataFrame, *, initial=None, fixed=None) -> "GibbsCoref":
+    def fit(self, df: pd.DataFrame, *, initial=None, fixed=None, encodings=None) -> "GibbsCoref":
         """Cluster the mentions of ``df`` (one or several blocks).
 
         Parameters
@@ -283,6 +283,9 @@ class GibbsCoref:
             cluster iff they start in the same one: with every old mention fixed, each
             final cluster holds old mentions of at most one initial key and the old
             grouping is kept exactly.  ``None`` = nothing fixed.
+        encodings : coref.encoding.EncodingCache, optional
+            Blocks already encoded (rows in mention-id order); a block it holds is not
+            encoded again, and its rows of ``df`` need only ``mention_id`` and ``block``.
 
         Returns
         -------
@@ -339,9 +342,8 @@ class GibbsCoref:
         order = order[np.argsort(codes[order], kind="stable")]
         bounds = np.searchsorted(codes[order], np.arange(len(block_names) + 1))
         offset = 0
-        # a model wrapper holding ready encodings (coref.inference) hands a block's
-        # encoding over by block name and mention ids, without the block's DataFrame
-        pre_encoded = getattr(self.model, "_encoded_block", None)
+        # ready encodings are looked up by block name and mention ids, without the block's DataFrame
+        pre_encoded = None if encodings is None else encodings.lookup
         for k_block, block in enumerate(block_names):
             pos = order[bounds[k_block]:bounds[k_block + 1]]
             t_enc = time.perf_counter()    # the block's rows in canonical order: encoder input

@@ -11,16 +11,15 @@
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from coref.encoding.blocks import assemble_block
+from coref.encoding.cache import EncodingCache
 from coref.io import write_mentions
 from coref.outputs.report import largest_clusters, render_predict_md, write_csv, write_json
 from coref.margins import weakest_merges
 from sampling.utils.atomic import atomic_write_text
 
-__all__ = ["write_outputs", "write_confidence", "BlockEncodings"]
+__all__ = ["write_outputs", "write_confidence"]
 
 
 def write_outputs(od, df, clusters, model, settings, *, summary, title, margins, confidence=None, focus=None):
@@ -44,32 +43,6 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, margins,
     return summary
 
 
-class BlockEncodings:
-    """The fitted model, encoding a block from the run's per-mention encoding.
-
-    ``encode(df_block)`` assembles the block from the rows of ``encodings`` (one per
-    mention of the run, aligned with ``mention_ids``) instead of encoding its text
-    again: the same :class:`coref.encoding.EncodedBlock`, bit for bit
-    (:func:`coref.encoding.assemble_block`).  A block with a mention the run did not
-    encode falls back to ``model.encode``.  Every other attribute is the model's.
-    """
-
-    def __init__(self, model, encodings, mention_ids):
-        self._model = model
-        self._encodings = encodings
-        self._pos = pd.Index(np.asarray(mention_ids, dtype=object).astype(str))
-
-    def encode(self, df_block):
-        """The block's :class:`coref.encoding.EncodedBlock`, assembled from the run's encodings."""
-        rows = self._pos.get_indexer(df_block["mention_id"].astype(str).to_numpy(dtype=object))
-        if len(rows) == 0 or (rows < 0).any():
-            return self._model.encode(df_block)
-        return assemble_block(self._encodings.take(rows))
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-
 def write_confidence(od, model, df, clusters, settings, encodings=None):
     """confidence.csv, pairs.csv and the report section (coref.confidence, if present).
 
@@ -82,10 +55,9 @@ def write_confidence(od, model, df, clusters, settings, encodings=None):
         raise RuntimeError(f"--confidence needs coref.confidence, which is not available here ({exc})") from None
 
     features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
-    if encodings is not None:
-        model = BlockEncodings(model, encodings, df["mention_id"].to_numpy())
+    cache = None if encodings is None else EncodingCache(model, parts=encodings, part_ids=df["mention_id"].to_numpy())
     conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
-                                        delta=settings.delta, rng=settings.seed)
+                                        delta=settings.delta, rng=settings.seed, encodings=cache)
     write_csv(od.path("confidence.csv"), conf)
     write_csv(od.path("pairs.csv"), pairs)
     before = {p.name for p in od.out.iterdir()}

@@ -232,7 +232,7 @@ def test_fit_shares_the_memo_tables_with_the_prior_and_drops_them(fitted, monkey
     """GibbsCoref.fit: the block prior's pairs run with the block's shared memo tables
     (coref.factors._factors.share_memo), and none is left on the encoding afterwards (it would
     ride along wherever the encoding goes, e.g. to a Dask worker)."""
-    from coref.inference import _EncodedOnce
+    from coref.encoding import EncodingCache
 
     df, m = fitted
     sub = df[df["block"] == "B2"].drop(columns=["gold"]).sort_values("mention_id").reset_index(drop=True)
@@ -241,8 +241,9 @@ def test_fit_shares_the_memo_tables_with_the_prior_and_drops_them(fitted, monkey
     real = PairwiseModel.rate_factors
     monkeypatch.setattr(PairwiseModel, "rate_factors",
                         lambda self, e: seen.append(_factors.shared_memo(e) is not None) or real(self, e))
-    wrapped = _EncodedOnce(m, enc, sub["mention_id"].astype(str).tolist())
-    g = GibbsCoref(wrapped, sampler="racing", n_sweeps=4, rng=1).fit(sub)
+    cache = EncodingCache(m)
+    cache.put("B2", sub["mention_id"], enc)
+    g = GibbsCoref(m, sampler="racing", n_sweeps=4, rng=1).fit(sub, encodings=cache)
     assert seen == [True]
     assert _factors.shared_memo(enc) is None and not hasattr(enc, "_feature_memo")
     h = GibbsCoref(m, sampler="racing", n_sweeps=4, rng=1).fit(sub)      # its own encoding

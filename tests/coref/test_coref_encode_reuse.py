@@ -149,12 +149,12 @@ def test_blocks_sampled_together_from_encodings_equal_blocks_encoded_one_by_one(
 
 
 def test_gibbs_takes_ready_encodings_without_the_block_frames(model_dir, split, monkeypatch):
-    """``GibbsCoref.fit`` with a wrapper holding every block's encoding (coref.inference) never
+    """``GibbsCoref.fit`` with an EncodingCache holding every block's encoding never
     encodes from the DataFrame and gives the clusters of the plain model; a stored encoding
     that does not cover the block's mentions is not used."""
     from coref.encoding import assemble_block, encode_parts
     from coref.gibbs import GibbsCoref
-    from coref.inference import _EncodedMany
+    from coref.encoding import EncodingCache
 
     model, _ = load_model(model_dir)
     df, _ = split
@@ -164,12 +164,18 @@ def test_gibbs_takes_ready_encodings_without_the_block_frames(model_dir, split, 
     for b, rows in df.groupby("block", sort=True).indices.items():
         mids = df["mention_id"].astype(str).to_numpy(dtype=object)[rows]
         encs[str(b)] = (assemble_block(parts.take(rows)), mids.tolist())
+
+    def cache_of(entries):
+        cache = EncodingCache(model)
+        for b, (enc, mids) in entries.items():
+            cache.put(b, mids, enc)
+        return cache
     plain = GibbsCoref(model, rng=3, record_history=False).fit(df)
     seen = []
     real = PairwiseModel.encode
     monkeypatch.setattr(PairwiseModel, "encode",
                         lambda self, d: seen.append(str(d["block"].iloc[0])) or real(self, d))
-    ready = GibbsCoref(_EncodedMany(model, encs), rng=3, record_history=False).fit(df)
+    ready = GibbsCoref(model, rng=3, record_history=False).fit(df, encodings=cache_of(encs))
     assert seen == []
     assert np.array_equal(ready.cluster_ids_, plain.cluster_ids_)
     assert ready.n_factor_evals_ == plain.n_factor_evals_
@@ -177,7 +183,7 @@ def test_gibbs_takes_ready_encodings_without_the_block_frames(model_dir, split, 
     b0 = sorted(encs)[0]
     wrong = dict(encs)
     wrong[b0] = (encs[b0][0], encs[b0][1][::-1])
-    again = GibbsCoref(_EncodedMany(model, wrong), rng=3, record_history=False).fit(df)
+    again = GibbsCoref(model, rng=3, record_history=False).fit(df, encodings=cache_of(wrong))
     assert seen == [b0]
     assert np.array_equal(again.cluster_ids_, plain.cluster_ids_)
 

@@ -196,7 +196,7 @@ def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, 
 
     seen = {}
 
-    def assignment_confidence(model, df, clusters, *, delta, rng):
+    def assignment_confidence(model, df, clusters, *, delta, rng, encodings=None):
         seen.update(delta=delta, rng=rng, cols=list(clusters.columns), gold="gold" in df.columns)
         conf = clusters[["mention_id", "cluster_id"]].assign(p=1.0, p_lower=0.9, p_upper=1.0, method="exact",
                                                            n_submodel=1)
@@ -304,12 +304,11 @@ def test_confidence_assembles_blocks_from_the_run_encodings(data, model_dir):
 
     from coref.encoding.mentions import encode_parts
     from coref.model import load_model
-    from coref.jobs.writing import BlockEncodings
+    from coref.encoding import EncodingCache
 
     model, _ = load_model(model_dir)
     df = data.drop(columns="gold").reset_index(drop=True)
-    wrapped = BlockEncodings(model, encode_parts(df, model.vocabulary_), df["mention_id"].to_numpy())
-    assert wrapped.theta_ is model.theta_                    # everything else is the model's
+    wrapped = EncodingCache(model, parts=encode_parts(df, model.vocabulary_), part_ids=df["mention_id"].to_numpy())
     for _, sub in df.groupby("block"):
         sub = sub.iloc[::-1]                                  # any row order
         got, want = wrapped.encode(sub), model.encode(sub)

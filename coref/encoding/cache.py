@@ -1,0 +1,110 @@
+"""Encoded blocks computed once and passed explicitly to every consumer.
+
+Encoding a block (:meth:`coref.model.PairwiseModel.encode`) is the costliest step of a
+run after Gibbs itself. The Gibbs sampler (:meth:`coref.gibbs.GibbsCoref.fit`), the
+cluster margins and the confidence code (:func:`coref.confidence.assignment_confidence`)
+all need the same :class:`~coref.encoding.EncodedBlock` of a block's rows in mention-id
+order; an :class:`EncodingCache` is handed to each of them (``encodings=``) so that a
+block is encoded once. It holds encodings only: the model (theta, bias, block prior)
+stays the caller's, so a shift of the bias set after the encodings were made is seen.
+
+An entry is found by block name and the exact sequence of mention ids it covers; a
+cache made with ``parts`` (the per-mention encoding of a run, :class:`MentionEncoding`)
+also assembles any block whose mentions are all among them
+(:func:`coref.encoding.assemble_block`: the same arrays as encoding the text again).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from coref.encoding.blocks import assemble_block
+
+__all__ = ["EncodingCache"]
+
+
+def _ids(mention_ids):
+    return np.asarray(mention_ids, dtype=object).astype(str)
+
+
+class EncodingCache:
+    """Encoded blocks keyed by block name and the mention ids they cover.
+
+    Parameters
+    ----------
+    model : PairwiseModel
+        Fitted model whose ``encode(df)`` makes the blocks the cache does not hold.
+    parts : MentionEncoding, optional
+        Per-mention encoding of the mentions ``part_ids`` (rows aligned); blocks made of
+        these mentions are assembled from it instead of encoded from their text.
+    part_ids : array-like of str, optional
+        Mention id of each row of ``parts`` (required with ``parts``).
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is given without ``part_ids`` of the same length.
+    """
+
+    def __init__(self, model, *, parts=None, part_ids=None):
+        self.model = model
+        self._blocks = {}
+        self._parts = parts
+        self._part_index = None
+        if parts is not None:
+            if part_ids is None or len(part_ids) != len(parts):
+                raise ValueError("EncodingCache: parts needs part_ids, one mention id per row of parts")
+            self._part_index = pd.Index(_ids(part_ids))
+
+    @classmethod
+    def of_blocks(cls, model, df):
+        """Every block of ``df`` encoded once, rows in mention-id order (the order Gibbs uses).
+
+        Parameters
+        ----------
+        model : PairwiseModel
+            Fitted model.
+        df : pandas.DataFrame
+            Mentions with ``mention_id`` and ``block`` (and the feature columns).
+
+        Returns
+        -------
+        EncodingCache
+        """
+        cache = cls(model)
+        for b, rows in df.groupby("block", sort=False).indices.items():
+            part = df.iloc[rows]
+            part = part.iloc[np.argsort(part["mention_id"].astype(str).to_numpy(dtype=object), kind="stable")]
+            cache.put(b, part["mention_id"], model.encode(part))
+        return cache
+
+    def __len__(self):
+        return len(self._blocks)
+
+    def put(self, block, mention_ids, enc):
+        """Store ``enc``, the encoding of ``block``'s mentions ``mention_ids`` (in that order)."""
+        self._blocks[str(block)] = (enc, _ids(mention_ids).tolist())
+
+    def lookup(self, block, mention_ids):
+        """The encoding of ``block``'s mentions ``mention_ids`` (in that order), or None if not held.
+
+        A stored entry must cover exactly these ids in this order; otherwise, with
+        ``parts``, a block whose mentions all have a row there is assembled from them.
+        """
+        ids = _ids(mention_ids)
+        hit = self._blocks.get(str(block))
+        if hit is not None and ids.tolist() == hit[1]:
+            return hit[0]
+        if self._part_index is not None and len(ids):
+            rows = self._part_index.get_indexer(ids)
+            if (rows >= 0).all():
+                return assemble_block(self._parts.take(rows))
+        return None
+
+    def encode(self, df):
+        """The encoding of the rows of ``df`` (one block): held or assembled, else ``model.encode(df)``."""
+        if len(df):
+            hit = self.lookup(str(df["block"].iloc[0]), df["mention_id"].to_numpy(dtype=object))
+            if hit is not None:
+                return hit
+        return self.model.encode(df)
