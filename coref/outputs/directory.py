@@ -46,7 +46,7 @@ from coref.outputs.lock import LOCK, acquire_lock, lock_message, lock_state, now
 from sampling.utils.atomic import atomic_path, atomic_write_text
 
 __all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest", "write_npz",
-           "MANIFEST", "LOCK", "check_out_location", "manifest_digest", "PARTIAL_PREFIX"]
+           "MANIFEST", "LOCK", "check_out_location", "manifest_digest", "content_digest", "PARTIAL_PREFIX"]
 
 MANIFEST = "manifest.json"
 PARTIAL_PREFIX = ".partial-"
@@ -372,6 +372,32 @@ class OutputDir:
         self._moved = None
         self._finished = True
         shutil.rmtree(work, ignore_errors=True)
+
+
+def content_digest(key, header, arrays):
+    """Hex SHA-256 of a data file's content and the settings it was made for.
+
+    Parameters
+    ----------
+    key : str
+        The settings key (or any string naming what the file was made for).
+    header : dict
+        JSON-able header; its ``content_sha256`` (if any) is left out.
+    arrays : dict of {str: numpy.ndarray}
+        Hashed in name order: name, dtype, shape and bytes of each.
+
+    Returns
+    -------
+    str
+    """
+    h = hashlib.sha256(str(key).encode("utf-8"))
+    body = {k: v for k, v in header.items() if k != "content_sha256"}
+    h.update(json.dumps(body, sort_keys=True).encode("utf-8"))
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\x00{name}\x00{a.dtype.str}\x00{a.shape}\x00".encode("utf-8"))
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def write_npz(path, arrays):
