@@ -4,6 +4,8 @@
 * ``mentions.parquet``: the mentions clustered (what ``coref add`` builds on).
 * ``summary.json`` and ``report.md``: counts, the largest clusters and the weakest
   merges (the mentions whose cluster gains least over being alone).
+* ``loader.log`` (when the loader skipped, repaired or ignored anything): every item, one
+  line each (``kind: file:line: reason``); the console and report.md give counts and files.
 * with ``--confidence``: ``confidence.csv`` and ``pairs.csv`` from
   :func:`coref.confidence.assignment_confidence`, and the report section.
 

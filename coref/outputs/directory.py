@@ -110,15 +110,17 @@ def read_manifest(out):
     ------
     OutputError
         If ``out`` has no manifest (an interrupted or foreign directory), is locked (a
-        running command still writes it, or the one that did was interrupted: the
-        message tells which and what to do), the manifest was edited (its
+        running command still writes it, or the one that did was interrupted and left
+        no finished run: the message tells which and what to do), the manifest was edited (its
         ``manifest_sha256`` differs), or a listed file is missing or its SHA-256
         differs; the message names the file.
     """
     out = Path(out)
     path = out / MANIFEST
     lock = read_lock(out)
-    if lock is not None:
+    # a dead command's lock beside a manifest: that command was interrupted before its swap,
+    # so the finished run it would have replaced is still whole (its files are checked below)
+    if lock is not None and not (lock_state(lock) == "interrupted" and path.is_file()):
         raise OutputError(lock_message(out, lock))
     if not path.is_file():
         raise OutputError(f"{path}: no manifest; {out} is not the output of a finished coref command "

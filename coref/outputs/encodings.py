@@ -105,9 +105,7 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
                  ("model_json_sha256", model_sha256)):
         if header.get(k) != v:
             bad(f"header field {k!r} is {header.get(k)!r}, expected {v!r}{why.get(k, '')}")
-    if header.get("content_sha256") != content_digest(model_sha256, header, data):
-        bad("its content_sha256 does not match its content and model: the file was edited after it was written "
-            "(or written by an older coref)")
+    members = {k: v for k, v in data.items() if k != "header"}   # what content_sha256 covers
     if "mention_id" not in data:
         bad("no array 'mention_id'")
     mids = data.pop("mention_id")
@@ -134,4 +132,8 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
     if len(want) != len(mids) or (pos < 0).any():
         missing = int((pos < 0).sum())
         bad(f"covers {len(mids)} mentions; the clustering has {len(want)} ({missing} of them not in the file)")
+    # last, so that a structural fault is named as such: a valid-looking edit is caught here
+    if header.get("content_sha256") != content_digest(model_sha256, header, members):
+        bad("its content_sha256 does not match its content and model: the file was edited after it was written "
+            "(or written by an older coref)")
     return enc.take(pos)

@@ -48,7 +48,7 @@ LOADER_LOG = "loader.log"
 _LOADER_KINDS = (("n_skipped", "skipped", "record(s) skipped by the loader"),
                  ("n_files_skipped", "files_skipped", "file(s) skipped"),
                  ("n_repairs", "repairs", "repair(s) of the input"),
-                 ("n_files_ignored", "files_ignored", "entr(ies) of the folder ignored"))
+                 ("n_files_ignored", "files_ignored", "folder entry(ies) ignored as not data"))
 
 
 def loader_lines(data, *, log=LOADER_LOG, files=5, kinds=None):

@@ -65,8 +65,8 @@ def test_item1_failed_predict_keeps_the_finished_run_and_says_so(files, model_di
     assert main(["predict", "--data", str(tmp_path / "typo"), "--model", str(model_dir), "--out", str(out),
                  "--quiet"]) == 2
     err = capsys.readouterr().err
+    assert _snapshot(out) == before                    # main: the six files, manifest included, were gone
     assert "no such file or directory" in err and f"--out {out}: not touched" in err
-    assert _snapshot(out) == before
     read_manifest(out)
 
 
@@ -111,8 +111,8 @@ def test_item2_add_with_unfinished_clusters_keeps_the_finished_out(files, model_
     assert main(["add", "--clusters", str(bare), "--data", str(files[2]), "--model", str(model_dir),
                  "--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err
+    assert _snapshot(out) == before                    # main: the files of --out were deleted first
     assert "no manifest" in err and f"--out {out}: not touched" in err
-    assert _snapshot(out) == before
 
 
 # ---------------------------------------------------------------- item 3
@@ -256,6 +256,10 @@ def test_item9_interrupted_and_running_are_told_apart(files, model_dir, tmp_path
     predict(files[1], model=model_dir, out=killed, progress=False)
     assert read_manifest(killed)["command"] == "predict"
     assert not [p.name for p in killed.iterdir() if p.name.startswith(".")]
+    # a predict killed while re-running over that finished run left it whole: still readable
+    before = _snapshot(killed)
+    _killed_command(killed, "predict")
+    assert read_manifest(killed)["command"] == "predict" and _snapshot(killed).items() >= before.items()
 
 
 # ---------------------------------------------------------------- item 10
