@@ -68,3 +68,13 @@ class OutputError(OSError):
 class EncodingsError(ValueError):
     """A saved per-mention encoding cannot be reused (unreadable, foreign, tampered, stale or of another
     encoding version)."""
+
+
+# ---- issue 28 (helper C1): refused outputs and inputs ---------------------------------------
+class ModelChangeError(ValueError):
+    """``coref add`` was given another model than the one that made the clusters it extends.
+
+    Pass the same model, or allow the change explicitly (``--allow-model-change``), which
+    the new output's manifest records.
+    """
+

@@ -18,7 +18,8 @@ from coref.io import MENTION_COLUMNS, load_mentions
 from coref.model import load_model
 from coref.outputs import sha256_file
 
-__all__ = ["load_input", "resolve_model", "as_object_text", "derive_blocks", "DEFAULT_MODEL", "REQUIRED_FRAME_COLUMNS"]
+__all__ = ["load_input", "resolve_model", "as_object_text", "derive_blocks", "input_paths", "DEFAULT_MODEL",
+           "REQUIRED_FRAME_COLUMNS"]
 
 #: Columns a mention DataFrame must have: the schema's, less ``gold`` (optional) and ``block``
 #: (derived from ``name`` when absent, as the loaders of the command line do).
@@ -58,13 +59,37 @@ def derive_blocks(df, *, blank=True):
     return assign_blocks(df) if missing.any() else df
 
 
+def input_paths(*, data=None, model=None, clusters=None):
+    """``(option, path)`` of a command's inputs, for :func:`coref.outputs.check_out_location`.
+
+    ``data=None`` is the shipped AMiner set and ``model=None`` the shipped model (both
+    read, so both protected); a DataFrame ``data`` has no path and is left out.
+    """
+    pairs = [("--data", data_path("aminer_na") if data is None else data),
+             ("--model", DEFAULT_MODEL if model is None else model)]
+    if clusters is not None:
+        pairs.append(("--clusters", clusters))
+    return [(k, v) for k, v in pairs if isinstance(v, (str, os.PathLike))]
+
+
 def _fmt(x):
-    return ": ".join(str(v) for v in x) if isinstance(x, (tuple, list)) else str(x)
+    """``path:line: reason`` of a loader item ``(path, line or None, reason)`` (no "None" for a missing line)."""
+    if not isinstance(x, (tuple, list)):
+        return str(x)
+    parts = [str(v) for v in x if v is not None and str(v) != ""]
+    if len(parts) >= 3 and isinstance(x[1], int):
+        return f"{parts[0]}:{parts[1]}: " + ": ".join(parts[2:])
+    return ": ".join(parts)
 
 
 def _report_desc(report, df):
-    """Counts and (at most 50) examples of what the loader read, repaired, skipped and ignored."""
+    """Counts, (at most 50) examples and the files of what the loader read, repaired, skipped and ignored.
+
+    ``log`` holds every item as one line (``kind: path:line: reason``), for the log file of
+    the output (the caller pops it before writing the summary).
+    """
     desc = {"n_read": int(getattr(report, "n_read", len(df))), "n_skipped": int(getattr(report, "n_skipped", 0))}
+    log = []
     for name in ("skipped", "notes", "files_read", "files_skipped", "files_ignored", "repairs"):
         v = getattr(report, name, None)
         if v is None:
@@ -75,6 +100,11 @@ def _report_desc(report, df):
         v = list(v)
         desc[f"n_{name}"] = len(v)
         desc[name] = [_fmt(x) for x in v[:50]]
+        if name != "files_read":
+            desc[f"{name}_files"] = sorted({str(x[0]) if isinstance(x, (tuple, list)) and x else str(x) for x in v})
+            if name != "repairs":   # repairs are also notes: logged once
+                log += [f"{name}: {_fmt(x)}" for x in v]
+    desc["log"] = log
     return desc
 
 

@@ -28,7 +28,10 @@ def main(argv=None):
     """Run ``coref ARGS``; ``coref --version`` prints the package version. Returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] not in (["--version"], ["-V"]):
-        return route("coref", __doc__.splitlines()[0], SUBCOMMANDS, argv)
+        from coref.cli.common import console_warnings   # (not needed by --version)
+
+        with console_warnings(argv[0] if argv and argv[0] in SUBCOMMANDS else "command"):
+            return route("coref", __doc__.splitlines()[0], SUBCOMMANDS, argv)
     print(f"coref (racing-inference) {__version__}")
     return 0
 

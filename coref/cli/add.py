@@ -13,9 +13,13 @@ def add_arguments(parser):
                         help="output directory of an earlier `coref predict` or `coref add`")
     add_input_arguments(parser, data_help="the new mentions (file or directory)", required=True,
                         model_help="model directory (default: the shipped model)")
-    parser.add_argument("--out", metavar="DIR", required=True, help="output directory (must differ from --clusters)")
+    parser.add_argument("--out", metavar="DIR", required=True,
+                        help="output directory (neither --clusters nor inside it; a finished run there is replaced "
+                             "only by a finished one)")
     parser.add_argument("--revisit", action="store_true",
                         help="let Gibbs also move the old mentions of the blocks that receive new ones")
+    parser.add_argument("--allow-model-change", dest="allow_model_change", action="store_true",
+                        help="allow another model than the one that made --clusters (recorded in the manifest)")
     add_common_arguments(parser)
 
 
@@ -25,7 +29,8 @@ def main(args):
         result = add(args.clusters, args.data, model=args.model, out=args.out, revisit=args.revisit,
                      sampler=args.sampler, seed=args.seed, delta=args.delta, n_sweeps=args.n_sweeps,
                      format=args.format, strict=args.strict, workers=args.workers, scheduler=args.scheduler,
-                     progress=not args.quiet, factor_cache_mb=args.factor_cache_mb)
+                     progress=not args.quiet, factor_cache_mb=args.factor_cache_mb,
+                     allow_model_change=getattr(args, "allow_model_change", False))
     except ERRORS as exc:
         return report_error("add", args, exc)
     s = result.summary

@@ -1,15 +1,20 @@
 """What the ``coref`` sub-commands share: options, error reporting and the console summary."""
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
 from pathlib import Path
 
+from coref.exceptions import SkippedRecordsWarning
 from coref.io import FORMATS
 from coref.jobs.heldout import CALIBRATIONS
+from coref.outputs.report import loader_lines
 from coref.settings import ALL_SAMPLERS
 
 __all__ = ["ERRORS", "report_error", "print_summary", "add_common_arguments", "add_input_arguments",
-           "add_gibbs_arguments", "add_executor_arguments", "add_fit_arguments", "add_flag_arguments"]
+           "add_gibbs_arguments", "add_executor_arguments", "add_fit_arguments", "add_flag_arguments",
+           "format_warning", "console_warnings"]
 
 #: Errors a command reports as ``coref COMMAND: error: ...`` with exit status 2 (``--debug``: the traceback).
 ERRORS = (FileNotFoundError, NotADirectoryError, ValueError, TypeError, ConnectionError, OSError, RuntimeError)
@@ -18,11 +23,50 @@ _SEED_HELP = "random seed (default 0); same seed, same clusters"
 
 
 def report_error(command, args, exc):
-    """Print ``coref COMMAND: error: ...`` (or re-raise with --debug); return exit status 2."""
+    """Print ``coref COMMAND: error: ...`` and the error's notes (or re-raise with --debug); return exit status 2.
+
+    The notes (``exc.__notes__``) say what the command changed in its output, e.g.
+    ``--out DIR: the previous results there are kept, unchanged``.
+    """
     if getattr(args, "debug", False):
         raise exc
     print(f"coref {command}: error: {exc}", file=sys.stderr)
+    for note in getattr(exc, "__notes__", ()):
+        print(f"coref {command}: {note}", file=sys.stderr)
     return 2
+
+
+#: Where the loader's warning starts listing items: the console shows its counts only
+#: (the command prints the files after, and writes every item to loader.log).
+_LOADER_DETAILS = ("; files skipped:", "; repaired:", "; records skipped:", "; ignored:")
+
+
+def format_warning(command, message, category=UserWarning):
+    """One console line for a warning: ``coref COMMAND: warning: MESSAGE``.
+
+    The message of this package's warnings names the data file and line where known;
+    the Python source location of the ``warnings.warn`` call (and a source excerpt)
+    is never shown. Line breaks in the message become ``"; "``. A loader warning
+    (:class:`coref.exceptions.SkippedRecordsWarning`) is cut to its counts: the
+    files follow in the command's summary, the details in ``loader.log``.
+    """
+    text = "; ".join(s.strip() for s in str(message).splitlines() if s.strip())
+    if isinstance(category, type) and issubclass(category, SkippedRecordsWarning):
+        cut = [i for i in (text.find(m) for m in _LOADER_DETAILS) if i >= 0]
+        if cut:
+            text = text[:min(cut)] + " (files and details below and in loader.log)"
+    return f"coref {command}: warning: {text}"
+
+
+@contextlib.contextmanager
+def console_warnings(command, stream=None):
+    """While active, every warning is printed as one line by :func:`format_warning` (on stderr)."""
+    with warnings.catch_warnings():
+        def show(message, category, filename, lineno, file=None, line=None):
+            print(format_warning(command, message, category), file=stream or sys.stderr)
+
+        warnings.showwarning = show
+        yield
 
 
 def print_summary(summary, out):
@@ -31,11 +75,8 @@ def print_summary(summary, out):
     print(f"{summary['n_mentions']} mentions in {summary['n_blocks']} blocks -> {summary['n_clusters']} clusters "
           f"({summary['n_singletons']} singletons); {summary['n_factor_evals']:,} factor evaluations, "
           f"{summary['elapsed_s']:.1f} s")
-    if d.get("n_skipped"):
-        print(f"the loader skipped {d['n_skipped']} record(s): " + "; ".join(d.get("skipped", [])[:3]))
-    for name in ("files_skipped", "files_ignored", "repairs"):
-        if d.get(f"n_{name}"):
-            print(f"{name.replace('_', ' ')}: {d[f'n_{name}']}: " + "; ".join(d.get(name, [])[:5]))
+    for line in loader_lines(d, log=f"{Path(out) / 'loader.log'}"):
+        print(line)
     written = sorted(p.name for p in Path(out).iterdir() if p.is_file() and not p.name.startswith("."))
     print(f"outputs: {out}/ ({', '.join(written)})")
 

@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from coref.cli.common import (add_executor_arguments, add_fit_arguments, add_flag_arguments, add_gibbs_arguments,
-                              add_input_arguments)
-from coref.exceptions import MentionFormatError
+from coref.cli.common import (ERRORS, add_executor_arguments, add_fit_arguments, add_flag_arguments,
+                              add_gibbs_arguments, add_input_arguments, report_error)
 from coref.jobs import run as run_job
-from coref.outputs import OutputError
 from coref.settings import ALL_SAMPLERS
 
 __all__ = ["add_arguments", "main"]
@@ -46,20 +44,21 @@ def main(args):
                              confidence=getattr(args, "confidence", True),
                              calibration=getattr(args, "calibration", "isotonic"),
                              block_prior=getattr(args, "block_prior", "pcc"))
-    except (FileNotFoundError, NotADirectoryError, MentionFormatError, ValueError, TypeError, ConnectionError,
-            OutputError) as exc:
-        if getattr(args, "debug", False):
-            raise
-        print(f"coref run: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"coref run: interrupted; finished blocks are checkpointed in {args.out}/.checkpoint "
-              "(rerun with --resume to reuse them)", file=sys.stderr)
+    except ERRORS as exc:
+        return report_error("run", args, exc)
+    except KeyboardInterrupt as exc:
+        print("coref run: interrupted", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):
+            print(f"coref run: {note}", file=sys.stderr)
         return 130
     print(result.summary())
     if result.n_reused:
         print(f"reused {result.n_reused} block results from checkpoints, computed {result.n_computed}")
     if result.refused:
-        print(f"refused {len(result.refused)} checkpoint(s) and recomputed them, e.g. {result.refused[0]}")
+        print(f"refused {len(result.refused)} checkpoint(s) and recomputed them:")
+        for why in result.refused[:10]:
+            print(f"  {why}")
+        if len(result.refused) > 10:
+            print(f"  ... and {len(result.refused) - 10} more (metrics.json: checkpoints_refused)")
     print(f"outputs: {result.out}/ (report.md, metrics.json, clusters.csv, curves.csv, plots)")
     return 0

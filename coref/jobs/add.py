@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from coref.inference import executor_context
-from coref.inputs import as_object_text, load_input, resolve_model
+from coref.exceptions import ModelChangeError
+from coref.inputs import as_object_text, input_paths, load_input, resolve_model
 from coref.io import MENTION_COLUMNS
 from coref.jobs.incremental import add_clusters
 from coref.jobs.predict import cache_params, clustering_summary
@@ -39,7 +40,7 @@ from coref.outputs import (ENCODINGS_FILE, EncodingsError, OutputDir, mentions_c
                            read_manifest, write_encodings)
 from coref.settings import make_settings
 
-__all__ = ["add", "read_clustered", "reuse_encodings", "encoder_cells", "ADD_SWEEPS"]
+__all__ = ["add", "read_clustered", "reuse_encodings", "encoder_cells", "check_same_model", "ADD_SWEEPS"]
 
 #: Default Gibbs sweeps of ``coref add``: only the new mentions move, against fixed clusters.
 #: On the shipped data (80% predicted, 20% added, the coref-add check's split), 2026-11-24:
@@ -150,9 +151,42 @@ def reuse_encodings(directory, manifest, clusters, model, model_info, *, strict=
     return enc, f"reused {path}"
 
 
+def check_same_model(directory, manifest, model_info, allow_model_change=False):
+    """Refuse to extend a clustering with another model than the one that made it, unless allowed.
+
+    The model.json SHA-256 recorded in the manifest of ``directory`` (``model`` key) is
+    compared with that of the model in use (``model_info`` of
+    :func:`coref.inputs.resolve_model`).
+
+    Returns
+    -------
+    dict or None
+        ``None`` when the models are the same; else, with ``allow_model_change``, what
+        changed (``from`` / ``to``: path and SHA-256), to record in the new manifest.
+
+    Raises
+    ------
+    ModelChangeError
+        If the models differ (or the clustering records none) and ``allow_model_change``
+        is false; the message names both models.
+    """
+    old = manifest.get("model") if isinstance(manifest.get("model"), dict) else {}
+    old_sha, new_sha = old.get("model_json_sha256"), model_info.get("model_json_sha256")
+    if old_sha == new_sha:
+        return None
+    if not allow_model_change:
+        raise ModelChangeError(
+            f"{Path(directory) / 'manifest.json'}: the clusters were made with the model {old.get('path')!r} "
+            f"(model.json SHA-256 {str(old_sha)[:12]}...), not with {model_info.get('path')!r} "
+            f"({str(new_sha)[:12]}...); pass --model {old.get('path')} to use the same model, or "
+            "--allow-model-change to add with this one (recorded in the new manifest)")
+    return {"from": {"path": old.get("path"), "model_json_sha256": old_sha},
+            "to": {"path": model_info.get("path"), "model_json_sha256": new_sha}}
+
+
 def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing", seed=0, delta=0.05,
         n_sweeps=None, format=None, strict=False, workers=None, scheduler=None, progress=True,
-        factor_cache_mb=0.0):
+        factor_cache_mb=0.0, allow_model_change=False):
     """Verify ``clusters_dir``, add the mentions of ``data`` to its clustering, write ``out``.
 
     Parameters
@@ -171,6 +205,9 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
         Gibbs sweeps per block; ``None``: :data:`ADD_SWEEPS`.
     sampler, seed, delta, format, strict, workers, scheduler, progress, factor_cache_mb
         As for :func:`coref.jobs.predict.predict`.
+    allow_model_change : bool, default False
+        Allow a model other than the one that made ``clusters_dir`` (recorded in the
+        manifest as ``model_change``); otherwise that is an error.
 
     Returns
     -------
@@ -180,8 +217,13 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
     Raises
     ------
     coref.outputs.OutputError
-        If ``out`` is unwritable or locked (before any work), or ``clusters_dir`` is
-        unfinished or was modified.
+        Before any work: ``out`` is unwritable, locked, an input or inside one
+        (``clusters_dir`` included), or ``clusters_dir`` is unfinished, interrupted or
+        was modified. A finished run in ``out`` is replaced only once the new one is
+        complete.
+    coref.exceptions.ModelChangeError
+        If ``model`` is not the model that made ``clusters_dir`` and
+        ``allow_model_change`` is false.
     FileNotFoundError, ValueError, TypeError, coref.exceptions.MentionFormatError,
     coref.exceptions.ModelFormatError, ConnectionError
         For bad input, a bad model or an unreachable scheduler.
@@ -192,16 +234,21 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
     settings = make_settings("add", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
                              strict=strict, workers=workers, scheduler=scheduler, revisit=revisit,
                              gibbs_params=cache_params(factor_cache_mb))
-    if Path(out).expanduser().resolve() == Path(clusters_dir).expanduser().resolve():
-        raise ValueError("--out must differ from --clusters (the existing clustering is read, never overwritten)")
-    with OutputDir(out, "add") as od:
+    od = OutputDir(out, "add", inputs=input_paths(data=data, model=model, clusters=clusters_dir))
+    with od.preparing():                 # every input is read before --out is touched
         fitted, _, model_info = resolve_model(model)
         old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir, as_text=False)
-        old_encodings, enc_note = reuse_encodings(clusters_dir, old_manifest, old_clusters, fitted, model_info,
-                                                  strict=settings.strict)
+        model_change = check_same_model(clusters_dir, old_manifest, model_info, allow_model_change)
+        if model_change is None:
+            old_encodings, enc_note = reuse_encodings(clusters_dir, old_manifest, old_clusters, fitted, model_info,
+                                                      strict=settings.strict)
+        else:                            # another model's encodings cannot be reused
+            old_encodings, enc_note = None, "model changed (--allow-model-change): old mentions encoded again"
         if old_encodings is None:          # the old mentions are encoded again from their text
             old_mentions = encoder_cells(old_mentions)
         new, desc = load_input(data, format=settings.format, strict=settings.strict, command="add")
+        log = desc.pop("log", [])
+    with od:
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             clusters, info = add_clusters(fitted, old_mentions, old_clusters, new, settings, client=client,
                                           progress=progress, old_encodings=old_encodings, return_encodings=True)
@@ -220,14 +267,15 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing",
             **clustering_summary("add", clusters, info),
             "base": {"path": str(clusters_dir), "settings_key": old_manifest.get("settings_key")},
             "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
-            "elapsed_s": time.perf_counter() - t0,
+            "elapsed_s": time.perf_counter() - t0, **({"model_change": model_change} if model_change else {}),
         }
         summary = write_outputs(od, allm, clusters, fitted, settings, summary=summary,
                                 title="Author coreference: new mentions added", margins=margins,
-                                focus=set(keep_new["mention_id"].astype(str)))
+                                focus=set(keep_new["mention_id"].astype(str)), loader_log=log)
         write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(new),
-                                                    "base": str(clusters_dir)})
+                                                    "base": str(clusters_dir)},
+                                        extra={"model_change": model_change} if model_change else None)
     return ClusteringResult.from_summary(od.out, summary)

@@ -18,11 +18,11 @@ import sklearn.base
 
 from coref.confidence import fit_confidence_calibration
 from coref.estimator import AuthorCoref
-from coref.inputs import load_input
+from coref.inputs import input_paths, load_input
 from coref.jobs.heldout import check_calibration
 from coref.jobs.result import SummaryAccess
 from coref.model import save_model
-from coref.outputs import mentions_checksum
+from coref.outputs import check_out_location, mentions_checksum
 from coref.settings import make_settings
 
 __all__ = ["fit", "FitResult"]
@@ -105,9 +105,14 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     ------
     FileNotFoundError, ValueError, TypeError, coref.exceptions.MentionFormatError
         For bad data (e.g. no block with two labeled mentions) or parameters.
+    coref.outputs.OutputError
+        Before any work, if ``model`` is a file, cannot be written, or is the data
+        folder (or inside it). The model directory is written only after the fit.
     """
     make_settings("fit", format=format, strict=strict)
     check_calibration(calibration)
+    # where the model goes is checked before the (long) fit: not a file, writable, not the data
+    check_out_location(model, [p for p in input_paths(data=data) if p[0] == "--data"], option="--model")
     t0 = time.perf_counter()
     df, desc = load_input(data, format=format, strict=strict, command="fit", need_gold=True)
     est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps,

@@ -19,7 +19,7 @@ import numbers
 import time
 
 from coref.inference import executor_context
-from coref.inputs import load_input, resolve_model
+from coref.inputs import input_paths, load_input, resolve_model
 from coref.jobs.clusters import predict_clusters
 from coref.jobs.result import ClusteringResult
 from coref.jobs.writing import write_confidence, write_outputs
@@ -88,7 +88,10 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
     Raises
     ------
     coref.outputs.OutputError
-        Before any work, if ``out`` is not writable or is locked by another command.
+        Before any work, if ``out`` is not writable, is an input (or inside one) or is
+        locked by another command. A finished run in ``out`` is replaced only once the
+        new one is complete; on an error it is left as it was (the exception's note says
+        what was changed).
     FileNotFoundError, ValueError, TypeError, coref.exceptions.MentionFormatError,
     coref.exceptions.ModelFormatError, ConnectionError
         For bad input, a bad model or an unreachable scheduler.
@@ -97,9 +100,12 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
     settings = make_settings("predict", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
                              strict=strict, workers=workers, scheduler=scheduler,
                              gibbs_params=cache_params(factor_cache_mb))
-    with OutputDir(out, "predict") as od:
+    od = OutputDir(out, "predict", inputs=input_paths(data=data, model=model))
+    with od.preparing():                 # every input is read before --out is touched
         fitted, _, model_info = resolve_model(model)
         df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
+        log = desc.pop("log", [])
+    with od:
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             clusters, stats = predict_clusters(df, fitted, settings, client=client, progress=progress,
                                                return_encodings=True)
@@ -116,7 +122,7 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
             "elapsed_s": time.perf_counter() - t0,
         }
         summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
-                                title="Author coreference: predicted clusters", confidence=conf_md)
+                                title="Author coreference: predicted clusters", confidence=conf_md, loader_log=log)
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(df)})

@@ -32,13 +32,13 @@ import pandas as pd
 from tqdm import tqdm
 
 from coref.inference import execute, executor_context
-from coref.inputs import load_input
+from coref.inputs import input_paths, load_input
 from coref.jobs import folds as fold_models
 from coref.jobs import scoring
 from coref.jobs.folds import assign_folds
 from coref.jobs.heldout import check_calibration, heldout_confidence
 from coref.outputs import CheckpointStore, OutputDir, mentions_checksum
-from coref.outputs.report import CLUSTER_COLUMNS, format_summary, write_report
+from coref.outputs.report import CLUSTER_COLUMNS, format_summary, write_loader_log, write_report
 from coref.settings import make_settings
 
 __all__ = ["run", "RunResult"]
@@ -294,12 +294,14 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
     samplers, folds = list(settings.samplers), settings.folds
     if executor is not None and (workers is not None or scheduler is not None):
         raise ValueError("give either executor or workers / scheduler, not both")
-    od = OutputDir(out, "run")
-    with od:  # locked while written; unwritable or locked --out is reported before any work
-        out = od.out
+    od = OutputDir(out, "run", inputs=input_paths(data=data))   # an unusable --out is reported before any work
+    with od.preparing():                 # the data is read before --out is touched
         df, data_desc = load_input(data, format=settings.format, strict=settings.strict, command="run",
                                    need_gold=True)
+        loader_log = data_desc.pop("log", [])
         fd = _split(df, data_desc, folds)
+    with od:  # locked while written; the new files go beside a finished run and are swapped in at the end
+        out = od.out
         # another block prior = other fold models and clusters: its own checkpoints (the
         # default keeps the key it always had)
         settings_key = settings.key(fd.data_sha, "checkpoint-v2", *([] if block_prior == "pcc" else [block_prior]))
@@ -342,10 +344,12 @@ def run(data=None, *, format=None, sampler="both", folds=5, out="results/", exec
                 clusters, sampler=samplers[0], calibration=calibration, seed=settings.seed, progress=progress)
             metrics["confidence"]["seconds"] = time.perf_counter() - t_conf
             metrics["elapsed_s"] = time.perf_counter() - t_start
-        paths = write_report(out, clusters=clusters, metrics=metrics, curves=curves, plots=plots, files=od)
-        paths["manifest"] = out / "manifest.json"
+        write_loader_log(od, loader_log)
+        paths = write_report(od.work, clusters=clusters, metrics=metrics, curves=curves, plots=plots, files=od)
         od.finish(settings=settings, input_info={"path": data_desc["path"], "format": data_desc["format"],
                                                  "mentions_sha256": fd.data_sha},
                   extra={"checkpoint_key": settings_key})
+    paths = {k: out / p.name for k, p in paths.items()}
+    paths["manifest"] = out / "manifest.json"
     return RunResult(metrics=metrics, clusters=clusters, curves=curves, out=out, paths=paths,
                      n_reused=n_reused, n_computed=n_computed, refused=tuple(store.refused))

@@ -4,6 +4,8 @@
 * ``mentions.parquet``: the mentions clustered (what ``coref add`` builds on).
 * ``summary.json`` and ``report.md``: counts, the largest clusters and the weakest
   merges (the mentions whose cluster gains least over being alone).
+* ``loader.log`` (when the loader skipped, repaired or ignored anything): every item, one
+  line each (``kind: file:line: reason``); the console and report.md give counts and files.
 * with ``--confidence``: ``confidence.csv`` and ``pairs.csv`` from
   :func:`coref.confidence.assignment_confidence`, and the report section.
 
@@ -15,19 +17,22 @@ import pandas as pd
 
 from coref.encoding.cache import EncodingCache
 from coref.io import write_mentions
-from coref.outputs.report import largest_clusters, render_predict_md, write_csv, write_json
+from coref.outputs.report import largest_clusters, render_predict_md, write_csv, write_json, write_loader_log
 from coref.margins import weakest_merges
 from sampling.utils.atomic import atomic_write_text
 
 __all__ = ["write_outputs", "write_confidence"]
 
 
-def write_outputs(od, df, clusters, model, settings, *, summary, title, margins, confidence=None, focus=None):
+def write_outputs(od, df, clusters, model, settings, *, summary, title, margins, confidence=None, focus=None,
+                  loader_log=()):
     """Write clusters.csv, mentions.parquet, summary.json, report.md (and confidence files) into ``od``.
 
     ``margins``: Series mention_id -> margin (from the inference); ``focus``: the mentions
-    the weakest merges are chosen among (None = all).
+    the weakest merges are chosen among (None = all); ``loader_log``: every item the
+    loader skipped, repaired or noted, one line each, written to loader.log when any.
     """
+    write_loader_log(od, list(loader_log))
     write_csv(od.path("clusters.csv"), clusters)
     mentions = df if "gold" in df.columns else df.assign(gold=pd.array([pd.NA] * len(df), dtype="string"))
     write_mentions(mentions, od.path("mentions.parquet"))
@@ -60,9 +65,9 @@ def write_confidence(od, model, df, clusters, settings, encodings=None):
                                         delta=settings.delta, rng=settings.seed, encodings=cache)
     write_csv(od.path("confidence.csv"), conf)
     write_csv(od.path("pairs.csv"), pairs)
-    before = {p.name for p in od.out.iterdir()}
-    section = write_confidence_report(od.out, conf, pairs)
-    for p in sorted(od.out.iterdir()):
+    before = {p.name for p in od.work.iterdir()}
+    section = write_confidence_report(od.work, conf, pairs)
+    for p in sorted(od.work.iterdir()):
         if p.name not in before and p.suffix == ".png":
             od.path(p.name)
     return "\n" + (section or "")

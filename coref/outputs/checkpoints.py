@@ -3,7 +3,11 @@
 Nothing here unpickles: a checkpoint is an ``np.load(..., allow_pickle=False)`` npz file
 whose JSON header and arrays are checked against the block it claims to cover (its
 name, its mention ids, the settings key) before reuse; anything else is refused,
-counted and recomputed.
+counted and recomputed. The header carries ``content_sha256``, a SHA-256 over the
+settings key, the rest of the header and every array
+(:func:`coref.outputs.directory.content_digest`): a
+checkpoint edited after it was written (e.g. every mention put in one cluster, a
+structurally valid file) is refused by name and recomputed.
 """
 from __future__ import annotations
 
@@ -15,20 +19,21 @@ from pathlib import Path
 import numpy as np
 
 from coref.inference import BlockResult
-from coref.outputs.directory import write_npz
+from coref.outputs.directory import content_digest, write_npz
 
 __all__ = ["CheckpointStore", "CHECKPOINT_DIR"]
 
 CHECKPOINT_DIR = ".checkpoint"
 _CHECKPOINT_FORMAT = "coref-block-checkpoint"
-_CHECKPOINT_VERSION = 2
+_CHECKPOINT_VERSION = 3          # 3: header field content_sha256
+_ARRAYS = ("mention_id", "cluster_id", "evals_history", "labels_history")
 
 
 class CheckpointStore:
     """Per-block results of ``coref run`` under ``OUT/.checkpoint/KEY`` as npz files.
 
     One file per (sampler, fold, block) holds a JSON header (format, version, settings
-    key, sampler, fold, block, counts) and the arrays ``mention_id``, ``cluster_id``,
+    key, sampler, fold, block, counts, ``content_sha256``) and the arrays ``mention_id``, ``cluster_id``,
     ``evals_history`` and ``labels_history``. :meth:`load_block` returns the result only
     if every field matches what the caller expects, including the exact set of the
     block's mention ids; otherwise it records why in :attr:`refused` and returns None.
@@ -62,6 +67,8 @@ class CheckpointStore:
             "labels_history": (np.zeros((0, len(result.mention_id)), np.int32) if lh is None
                                else np.asarray(lh, dtype=np.int32)),
         }
+        header["content_sha256"] = content_digest(self.key, header, {k: arrays[k] for k in _ARRAYS})
+        arrays["header"] = np.array(json.dumps(header))
         write_npz(self._block_path(result.sampler, result.fold, result.block), arrays)
 
     def load_block(self, sampler, fold, block, mention_ids):
@@ -78,7 +85,7 @@ class CheckpointStore:
         try:
             with np.load(path, allow_pickle=False) as z:
                 header = json.loads(str(z["header"][()]))
-                arrs = {k: z[k] for k in ("mention_id", "cluster_id", "evals_history", "labels_history")}
+                arrs = {k: z[k] for k in _ARRAYS}
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError, EOFError) as exc:
             self.refused.append(f"{path}: unreadable checkpoint ({type(exc).__name__}: {exc})")
             return None
@@ -105,6 +112,10 @@ class CheckpointStore:
                 or not isinstance(header.get("n_factor_evals"), int) or header.get("n_mentions") != n
                 or not isinstance(header.get("wall_s"), (int, float))):
             self.refused.append(f"{path}: array shapes or counts do not match block {block!r}")
+            return None
+        if header.get("content_sha256") != content_digest(self.key, header, arrs):
+            self.refused.append(f"{path}: edited after it was written (its content_sha256 does not match its "
+                                f"content and settings): block {block!r} recomputed")
             return None
         return BlockResult(sampler, int(fold), str(block), ids.astype(object), cid.astype(object),
                            int(header["n_factor_evals"]), float(header["wall_s"]), ev.astype(np.int64),

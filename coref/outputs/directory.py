@@ -14,9 +14,16 @@ manifest.json (``"format": "coref-output"``, ``"version": 1``) holds ``command``
 ``coref_version``, ``settings`` (the whole :class:`coref.settings.CorefSettings`),
 ``settings_key``, ``seed``, ``input`` (path, format and a SHA-256 of the mentions),
 ``model`` (where the model came from and its checksum), ``files`` (name -> sha256 and
-bytes) and ``finished`` (UTC time). When a command starts on an existing ``OUT`` it
-removes the old manifest first and then the files the old manifest listed, so the
-files of two runs are never left side by side.
+bytes), ``finished`` (UTC time) and ``manifest_sha256``, the SHA-256 of the rest of the
+manifest (an edited manifest is refused by name).
+
+A finished run in ``OUT`` is replaced only by a finished run: a command checks ``OUT``
+(and that it is not an input) before any work, writes its files into
+``OUT/.partial-PID`` and, once every file is written, swaps them in: the old manifest
+removed, each new file renamed over the old one (atomic per file), the old run's other
+files removed, the new manifest renamed in last. A command that fails before the swap
+leaves the previous run as it was, removes ``OUT`` when it created it and it is left
+empty, and says so in a note of the exception (:meth:`OutputDir.__exit__`).
 
 Nothing here unpickles: the npz files of this package are written by :func:`write_npz`
 and read with ``np.load(..., allow_pickle=False)``.
@@ -24,11 +31,10 @@ and read with ``np.load(..., allow_pickle=False)``.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import hashlib
 import json
 import os
-import socket
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -36,15 +42,17 @@ import pandas as pd
 
 from coref import __version__
 from coref.exceptions import OutputError
+from coref.outputs.lock import LOCK, acquire_lock, lock_message, lock_state, now_utc, read_lock, release_lock
 from sampling.utils.atomic import atomic_path, atomic_write_text
 
 __all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest", "write_npz",
-           "MANIFEST", "LOCK"]
+           "MANIFEST", "LOCK", "check_out_location", "manifest_digest", "content_digest", "PARTIAL_PREFIX"]
 
 MANIFEST = "manifest.json"
-LOCK = ".coref.lock"
+PARTIAL_PREFIX = ".partial-"
 _MANIFEST_FORMAT = "coref-output"
-_MANIFEST_VERSION = 1
+_MANIFEST_VERSION = 2
+_READABLE_VERSIONS = (1, 2)   # version 1: no manifest_sha256
 
 
 def sha256_file(path, chunk=1 << 20):
@@ -80,18 +88,10 @@ def _cell_text(v):
     return str(v)
 
 
-def _now():
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _pid_alive(pid):
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True
-    return True
+def manifest_digest(manifest):
+    """Hex SHA-256 of a manifest's content (every key but ``manifest_sha256``, as canonical JSON)."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def read_manifest(out):
@@ -109,14 +109,19 @@ def read_manifest(out):
     Raises
     ------
     OutputError
-        If ``out`` has no manifest (an interrupted or foreign directory), is locked (still
-        being written), or a listed file is missing or its SHA-256 differs; the message
-        names the file.
+        If ``out`` has no manifest (an interrupted or foreign directory), is locked (a
+        running command still writes it, or the one that did was interrupted and left
+        no finished run: the message tells which and what to do), the manifest was edited (its
+        ``manifest_sha256`` differs), or a listed file is missing or its SHA-256
+        differs; the message names the file.
     """
     out = Path(out)
     path = out / MANIFEST
-    if (out / LOCK).exists():
-        raise OutputError(f"{out}: a coref command is still writing it (lock file {out / LOCK})")
+    lock = read_lock(out)
+    # a dead command's lock beside a manifest: that command was interrupted before its swap,
+    # so the finished run it would have replaced is still whole (its files are checked below)
+    if lock is not None and not (lock_state(lock) == "interrupted" and path.is_file()):
+        raise OutputError(lock_message(out, lock))
     if not path.is_file():
         raise OutputError(f"{path}: no manifest; {out} is not the output of a finished coref command "
                           "(interrupted, or written by something else)")
@@ -126,8 +131,12 @@ def read_manifest(out):
         raise OutputError(f"{path}: unreadable manifest ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != _MANIFEST_FORMAT or not isinstance(m.get("files"), dict):
         raise OutputError(f"{path}: not a coref output manifest (format {m.get('format') if isinstance(m, dict) else None!r})")
-    if m.get("version") != _MANIFEST_VERSION:
-        raise OutputError(f"{path}: manifest version {m.get('version')!r}; this coref reads version {_MANIFEST_VERSION}")
+    if m.get("version") not in _READABLE_VERSIONS:
+        raise OutputError(f"{path}: manifest version {m.get('version')!r}; this coref reads versions "
+                          f"{', '.join(map(str, _READABLE_VERSIONS))}")
+    if m["version"] >= 2 and m.get("manifest_sha256") != manifest_digest(m):
+        raise OutputError(f"{path}: its checksum (manifest_sha256) does not match its content: the manifest was "
+                          "edited after the run; rerun the command that wrote it")
     for name, meta in m["files"].items():
         f = _inside(out, name, path)
         if not f.is_file():
@@ -144,117 +153,184 @@ def _inside(out, name, where):
     return out / name
 
 
-class OutputDir:
-    """An output directory held for one command: lock on enter, manifest on :meth:`finish`.
+def check_out_location(out, inputs=(), *, option="--out"):
+    """Refuse an output location before any work, without creating or changing anything.
 
     Parameters
     ----------
     out : str or os.PathLike
-        Directory (created with its parents).
-    command : str
-        Recorded in the lock and the manifest.
+        The output directory (need not exist).
+    inputs : iterable of (str, path or None)
+        ``(what, path)`` of each input of the command (e.g. ``("--data", "x/")``);
+        ``None`` (and non-path values such as DataFrames) are skipped.
+    option : str
+        How the output is named in messages.
 
     Raises
     ------
     OutputError
-        On enter, before any work: ``out`` exists and is not a directory, cannot be
-        created or written, or another live command holds its lock (the message names
-        the lock file, pid and host). A lock left by a dead process of this host is
-        taken over.
+        If ``out`` is a file, cannot be created (a parent is a file or not writable),
+        is an existing directory that is not writable, equals an input or lies inside an
+        input directory, or is locked by a running command.
+    """
+    out = Path(out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{option} {str(out)!r} exists and is not a directory")
+    anc = out
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise OutputError(f"{option} {str(out)!r}: cannot create the directory ({anc} is not a directory)")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        what = "the directory is not writable" if anc == out else f"cannot create the directory ({anc} is not writable)"
+        raise OutputError(f"{option} {str(out)!r}: {what}")
+    real = out.resolve()
+    for what, p in inputs:
+        if not isinstance(p, (str, os.PathLike)):
+            continue
+        src = Path(p).expanduser().resolve()
+        if real == src or (src.is_dir() and src in real.parents):
+            where = "is" if real == src else "is inside"
+            raise OutputError(f"{option} {str(out)!r} {where} the input {what} {str(p)!r}: its files would be mixed "
+                              f"with the input's; choose an {option} outside it")
+    lock = read_lock(out)
+    if lock is not None and lock_state(lock) != "interrupted":
+        raise OutputError(f"{option} {lock_message(out, lock)}")
+
+
+class OutputDir:
+    """An output directory held for one command: checked when made, locked on enter, swapped in by :meth:`finish`.
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        Directory (created with its parents on enter).
+    command : str
+        Recorded in the lock and the manifest.
+    inputs : iterable of (str, path or None)
+        The command's inputs: ``out`` may be neither one of them nor inside one
+        (:func:`check_out_location`).
+
+    Raises
+    ------
+    OutputError
+        When made, before any work and without touching the disk: ``out`` is a file,
+        cannot be created or written, is an input or inside one, or a running command
+        holds its lock (the message names the pid). On enter, if another command took
+        the lock meanwhile. A lock left by a dead process of this host is taken over
+        (and its ``.partial-PID`` folder removed).
 
     Notes
     -----
-    On enter the previous manifest is removed first (so the directory no longer looks
-    finished) and then every file that manifest listed. :meth:`path` gives where to
-    write a file (write it atomically); :meth:`finish` hashes them and writes the
-    manifest last. The lock is released on exit, also after an error; the manifest is
-    then absent, which marks the directory as unfinished.
+    Make it first, read the inputs (inside :meth:`preparing`, so that an error there
+    notes that ``out`` was not touched), then ``with od:`` write each file at
+    :meth:`path` (atomically) and call :meth:`finish`. Until :meth:`finish` the new files
+    are in ``OUT/.partial-PID``; a previous finished run stays in ``OUT`` as it was.
+    On an error the partial folder is removed, ``OUT`` too if this command created it
+    and nothing else is in it, the lock is released, and a note saying what was changed
+    is added to the exception (``exc.__notes__``).
     """
 
-    def __init__(self, out, command):
+    def __init__(self, out, command, *, inputs=()):
         self.out = Path(out).expanduser()
         self.command = command
         self.files = []
+        self.work = None
         self._locked = False
+        self._created = []
+        self._had_finished = False
+        self._finished = False
+        self._moved = None
+        check_out_location(self.out, inputs)
+
+    @contextlib.contextmanager
+    def preparing(self):
+        """Context for reading inputs before enter: an error gets the note that ``out`` was not touched."""
+        try:
+            yield self
+        except BaseException as exc:
+            exc.add_note(f"--out {self.out}: not touched")
+            raise
 
     def __enter__(self):
         out = self.out
-        if out.exists() and not out.is_dir():
-            raise OutputError(f"--out {str(out)!r} exists and is not a directory")
+        check_out_location(out)
+        missing, p = [], out
+        while not p.exists() and p != p.parent:
+            missing.append(p)
+            p = p.parent
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(f"--out {str(out)!r}: cannot create the directory ({exc.strerror or exc})") from None
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise OutputError(f"--out {str(out)!r}: the directory is not writable")
-        self._lock()
+        self._created = missing
         try:
-            self._clear_previous()
+            if not os.access(out, os.W_OK | os.X_OK):
+                raise OutputError(f"--out {str(out)!r}: the directory is not writable")
+            old = acquire_lock(out, self.command)
+            self._locked = True
+            if old and isinstance(old.get("pid"), int):
+                shutil.rmtree(out / f"{PARTIAL_PREFIX}{old['pid']}", ignore_errors=True)
+            self._had_finished = (out / MANIFEST).is_file()
+            self.work = out / f"{PARTIAL_PREFIX}{os.getpid()}"
+            shutil.rmtree(self.work, ignore_errors=True)
+            self.work.mkdir()
         except BaseException:
-            self._unlock()
+            self._abandon()
             raise
         return self
 
-    def __exit__(self, *exc):
-        self._unlock()
+    def __exit__(self, exc_type, exc, tb):
+        if not self._finished:
+            note = self._abandon()
+            if exc is not None:
+                exc.add_note(note)
+        self._release()
         return False
 
-    # ------------------------------------------------------------------ lock
-    def _lock(self):
-        lock = self.out / LOCK
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command, "started": _now()}
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                other = {}
-                with contextlib.suppress(OSError, ValueError):
-                    other = json.loads(lock.read_text(encoding="utf-8"))
-                if (isinstance(other, dict) and other.get("host") == info["host"]
-                        and isinstance(other.get("pid"), int) and not _pid_alive(other["pid"])):
-                    with contextlib.suppress(FileNotFoundError):
-                        lock.unlink()  # left by a process of this host that died: take it over
-                    continue
-                who = (f"pid {other.get('pid')} on {other.get('host')}, coref {other.get('command')} "
-                       f"since {other.get('started')}") if isinstance(other, dict) and other else "unknown"
-                raise OutputError(f"--out {str(self.out)!r} is locked by another coref command ({who}); "
-                                  f"wait for it to finish or, if no command is writing there, delete {lock}") from None
-            except OSError as exc:
-                raise OutputError(f"--out {str(self.out)!r}: cannot write there ({exc.strerror or exc})") from None
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(info, fh)
-            self._locked = True
-            return
-        raise OutputError(f"--out {str(self.out)!r}: could not take the lock {lock}")
-
-    def _unlock(self):
+    # ------------------------------------------------------------------ failure
+    def _release(self):
         if self._locked:
-            with contextlib.suppress(FileNotFoundError):
-                (self.out / LOCK).unlink()
+            release_lock(self.out)
             self._locked = False
 
-    def _clear_previous(self):
-        path = self.out / MANIFEST
-        if not path.exists():
-            return
-        old = {}
-        with contextlib.suppress(OSError, ValueError):
-            old = json.loads(path.read_text(encoding="utf-8"))
-        path.unlink()
-        files = old.get("files") if isinstance(old, dict) else None
-        for name in (files or {}):
-            with contextlib.suppress(OutputError, OSError):
-                _inside(self.out, name, path).unlink()
+    def _abandon(self):
+        """Undo what this command did in ``out`` (not its checkpoints); return a note saying what changed."""
+        out = self.out
+        if self._moved is not None:   # failed half way through the swap: keep what is left of the new run
+            self._release()
+            return (f"--out {out}: the swap of the new results into place failed after {self._moved} file(s); "
+                    f"the previous results are gone, the new files not yet moved are in {self.work}")
+        if self.work is not None:
+            shutil.rmtree(self.work, ignore_errors=True)
+        self._release()
+        removed = False
+        for d in self._created:            # deepest first; only if left empty
+            try:
+                d.rmdir()
+                removed = True
+            except OSError:
+                break
+        if removed and not out.exists():
+            return f"--out {out}: not created"
+        notes = [f"--out {out}: " + ("the previous results there are kept, unchanged" if self._had_finished
+                                      else "nothing was written there")]
+        ckpt = out / ".checkpoint"
+        if self.command == "run" and ckpt.is_dir() and any(ckpt.rglob("*.npz")):
+            notes.append(f"the blocks finished so far are checkpointed in {ckpt} (rerun with --resume to reuse them)")
+        return "; ".join(notes)
 
     # ------------------------------------------------------------------ files
     def path(self, name):
-        """Where to write output file ``name`` (recorded for the manifest)."""
+        """Where to write output file ``name`` (in the partial folder; recorded for the manifest)."""
+        if self.work is None:
+            raise RuntimeError("OutputDir.path() before entering the OutputDir")
         if name not in self.files:
             self.files.append(name)
-        return self.out / name
+        return self.work / name
 
     def finish(self, *, settings, input_info=None, model_info=None, extra=None):
-        """Hash every recorded file and write manifest.json atomically, last.
+        """Hash every recorded file, write manifest.json, and swap the new run into ``out``.
 
         Returns
         -------
@@ -263,17 +339,67 @@ class OutputDir:
         """
         files = {}
         for name in self.files:
-            f = self.out / name
+            f = self.work / name
             if f.is_file():
                 files[name] = {"sha256": sha256_file(f), "bytes": f.stat().st_size}
         manifest = {
             "format": _MANIFEST_FORMAT, "version": _MANIFEST_VERSION, "command": self.command,
             "coref_version": __version__, "settings": settings.to_dict(), "settings_key": settings.key(),
             "seed": settings.seed, "input": input_info or {}, "model": model_info or {},
-            **(extra or {}), "files": files, "finished": _now(),
+            **(extra or {}), "files": files, "finished": now_utc(),
         }
-        atomic_write_text(self.out / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
+        manifest = json.loads(json.dumps(manifest, default=str))
+        manifest["manifest_sha256"] = manifest_digest(manifest)
+        atomic_write_text(self.work / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        self._swap(files)
         return manifest
+
+    def _swap(self, files):
+        """Move the finished files of the partial folder into ``out``, the manifest last."""
+        out, work = self.out, self.work
+        old = {}
+        with contextlib.suppress(OSError, ValueError):
+            old = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        old_files = old.get("files") if isinstance(old, dict) and isinstance(old.get("files"), dict) else {}
+        self._moved = 0
+        (out / MANIFEST).unlink(missing_ok=True)        # from here on OUT is not a finished run
+        for name in files:
+            os.replace(work / name, out / name)
+            self._moved += 1
+        for name in old_files:
+            if name not in files:
+                with contextlib.suppress(OutputError, OSError):
+                    _inside(out, name, out / MANIFEST).unlink()
+        os.replace(work / MANIFEST, out / MANIFEST)
+        self._moved = None
+        self._finished = True
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def content_digest(key, header, arrays):
+    """Hex SHA-256 of a data file's content and the settings it was made for.
+
+    Parameters
+    ----------
+    key : str
+        The settings key (or any string naming what the file was made for).
+    header : dict
+        JSON-able header; its ``content_sha256`` (if any) is left out.
+    arrays : dict of {str: numpy.ndarray}
+        Hashed in name order: name, dtype, shape and bytes of each.
+
+    Returns
+    -------
+    str
+    """
+    h = hashlib.sha256(str(key).encode("utf-8"))
+    body = {k: v for k, v in header.items() if k != "content_sha256"}
+    h.update(json.dumps(body, sort_keys=True).encode("utf-8"))
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\x00{name}\x00{a.dtype.str}\x00{a.shape}\x00".encode("utf-8"))
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def write_npz(path, arrays):

@@ -17,7 +17,7 @@ import pandas as pd
 
 from coref.exceptions import EncodingsError
 from coref.encoding.mentions import MentionEncoding
-from coref.outputs.directory import write_npz
+from coref.outputs.directory import content_digest, write_npz
 
 __all__ = ["ENCODINGS_FILE", "ENCODING_VERSION", "EncodingsError", "write_encodings", "read_encodings"]
 
@@ -35,7 +35,8 @@ def write_encodings(path, enc, *, model_sha256):
 
     Layout: ``header`` (JSON string: format ``coref-mention-encodings``, version 1,
     ``encoding_version`` (:data:`ENCODING_VERSION`), the SHA-256 of the model.json whose
-    vocabulary made it, ``n_mentions``, ``n_vocab``, ``n_topics``), ``mention_id``
+    vocabulary made it, ``n_mentions``, ``n_vocab``, ``n_topics``, and ``content_sha256``
+    over the model checksum, the rest of the header and every array), ``mention_id``
     (unicode), ``array__<name>`` for each array and ``table__<name>`` for each string
     table of the encoding.
 
@@ -53,6 +54,9 @@ def write_encodings(path, enc, *, model_sha256):
               "mention_id": np.asarray(enc.mention_id, dtype=str)}
     arrays.update({f"array__{k}": v for k, v in enc.arrays.items()})
     arrays.update({f"table__{k}": v for k, v in enc.tables.items()})
+    header["content_sha256"] = content_digest(header["model_json_sha256"], header,
+                                              {k: v for k, v in arrays.items() if k != "header"})
+    arrays["header"] = np.array(json.dumps(header, sort_keys=True))
     write_npz(path, arrays)
 
 
@@ -101,6 +105,7 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
                  ("model_json_sha256", model_sha256)):
         if header.get(k) != v:
             bad(f"header field {k!r} is {header.get(k)!r}, expected {v!r}{why.get(k, '')}")
+    members = {k: v for k, v in data.items() if k != "header"}   # what content_sha256 covers
     if "mention_id" not in data:
         bad("no array 'mention_id'")
     mids = data.pop("mention_id")
@@ -127,4 +132,8 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
     if len(want) != len(mids) or (pos < 0).any():
         missing = int((pos < 0).sum())
         bad(f"covers {len(mids)} mentions; the clustering has {len(want)} ({missing} of them not in the file)")
+    # last, so that a structural fault is named as such: a valid-looking edit is caught here
+    if header.get("content_sha256") != content_digest(model_sha256, header, members):
+        bad("its content_sha256 does not match its content and model: the file was edited after it was written "
+            "(or written by an older coref)")
     return enc.take(pos)

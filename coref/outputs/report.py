@@ -37,7 +37,56 @@ __all__ = [
     "render_confidence_md",
     "sampler_items",
     "write_report",
+    "loader_lines",
+    "write_loader_log",
+    "LOADER_LOG",
 ]
+
+#: The file of an output directory that holds every item the loader skipped, repaired or noted.
+LOADER_LOG = "loader.log"
+
+_LOADER_KINDS = (("n_skipped", "skipped", "record(s) skipped by the loader"),
+                 ("n_files_skipped", "files_skipped", "file(s) skipped"),
+                 ("n_repairs", "repairs", "repair(s) of the input"),
+                 ("n_files_ignored", "files_ignored", "folder entry(ies) ignored as not data"))
+
+
+def loader_lines(data, *, log=LOADER_LOG, files=5, kinds=None):
+    """One line per kind of loader event: its count and the files concerned (the details are in ``log``).
+
+    Parameters
+    ----------
+    data : dict
+        What :func:`coref.inputs.load_input` described (``n_skipped``, ``repairs_files``, ...).
+    log : str or None
+        Name of the log file holding the details (None: not mentioned).
+    files : int
+        Files named per line; the rest are counted.
+    kinds : iterable of str or None
+        Only these kinds (``"skipped"``, ``"files_skipped"``, ``"repairs"``,
+        ``"files_ignored"``); None: all.
+
+    Returns
+    -------
+    list of str
+    """
+    lines = []
+    for count, name, label in _LOADER_KINDS:
+        n = int(data.get(count) or 0)
+        if not n or (kinds is not None and name not in kinds):
+            continue
+        fs = list(data.get(f"{name}_files") or [])
+        where = ""
+        if fs:
+            where = " in " + ", ".join(fs[:files]) + (f" and {len(fs) - files} more file(s)" if len(fs) > files else "")
+        lines.append(f"{n} {label}{where}" + (f" (details: {log})" if log else ""))
+    return lines
+
+
+def write_loader_log(od, lines):
+    """Write ``lines`` (one per loader event) to :data:`LOADER_LOG` of the output ``od``, if there are any."""
+    if lines:
+        atomic_write_text(od.path(LOADER_LOG), "\n".join(lines) + "\n")
 
 CLUSTER_COLUMNS = ["sampler", "fold", "block", "mention_id", "cluster_id", "gold", "scored"]
 CURVE_COLUMNS = ["sampler", "sweep", "n_factor_evals", "b3_precision", "b3_recall", "b3_f1"]
@@ -127,7 +176,8 @@ def format_summary(metrics):
     if d.get("n_unlabeled_blocks"):
         lines.append(f"{d['n_unlabeled_blocks']} blocks without gold labels were inferred but not scored")
     if d.get("n_skipped"):
-        lines.append(f"the loader skipped {d['n_skipped']} unreadable records (see metrics.json)")
+        lines.append(f"the loader skipped {d['n_skipped']} unreadable records (details: {LOADER_LOG})")
+    lines += loader_lines(d, kinds=("files_skipped", "repairs", "files_ignored"))
     return "\n".join(lines)
 
 
@@ -139,7 +189,9 @@ def render_report_md(metrics, curves):
         "# Author coreference: Racing-Normal Gibbs vs exact Gibbs",
         "",
         f"Data: `{d.get('path')}` (format `{d.get('format')}`): {d['n_mentions']} mentions in "
-        f"{d['n_blocks']} blocks; {d.get('n_skipped', 0)} records skipped by the loader.",
+        f"{d['n_blocks']} blocks; {d.get('n_skipped', 0)} records skipped by the loader, "
+        f"{d.get('n_repairs', 0)} repairs, {d.get('n_files_skipped', 0)} files skipped"
+        + (f" (details: `{LOADER_LOG}`)." if any(d.get(k) for k, _, _ in _LOADER_KINDS) else "."),
         f"Grouped {s['folds']}-fold cross-validation by block: theta (logistic regression on labeled "
         "within-block pairs) is fitted on the other folds' blocks and never on the blocks it scores.",
         f"Scored: {d['n_scored_mentions']} labeled mentions in {d['n_scored_blocks']} blocks."
@@ -360,11 +412,8 @@ def render_predict_md(summary, largest, weakest, *, title):
                   f"clusters; {summary['n_blocks_touched']} existing blocks received mentions, "
                   f"{summary['n_blocks_new']} new blocks were clustered from scratch; "
                   f"existing cluster ids changed: {summary['n_old_ids_changed']}.", ""]
-    for key, label in (("n_skipped", "records skipped by the loader"), ("n_files_skipped", "files skipped"),
-                       ("n_files_ignored", "files ignored"), ("n_repairs", "repairs")):
-        if d.get(key):
-            detail = d.get(key[2:], [])
-            lines += [f"{d[key]} {label}: " + "; ".join(f"`{x}`" for x in detail[:10]), ""]
+    for line in loader_lines(d):
+        lines += [line + ".", ""]
     lines += ["## Largest clusters", ""] + _md_table(largest) + [""]
     if weakest is not None:
         lines += ["## Weakest merges", "",

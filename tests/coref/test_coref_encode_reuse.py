@@ -11,7 +11,8 @@ from coref.jobs.add import add
 from coref.jobs.incremental import add_clusters
 from coref.io import write_mentions
 from coref.model import PairwiseModel, load_model, save_model
-from coref.outputs import ENCODINGS_FILE, EncodingsError, read_encodings, read_manifest, sha256_file, write_encodings
+from coref.outputs import (ENCODINGS_FILE, EncodingsError, manifest_digest, read_encodings, read_manifest, sha256_file,
+                           write_encodings)
 from coref.jobs.predict import predict
 from coref.settings import make_settings
 
@@ -79,6 +80,7 @@ def _replace_encodings(d, enc, sha):
     write_encodings(path, enc, model_sha256=sha)
     m = json.loads((d / "manifest.json").read_text())
     m["files"][ENCODINGS_FILE] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    m["manifest_sha256"] = manifest_digest(m)          # re-signed (issue 28: a manifest carries its checksum)
     (d / "manifest.json").write_text(json.dumps(m))
 
 
@@ -108,6 +110,7 @@ def test_stale_or_foreign_encodings_are_recomputed_with_a_warning_or_refused_und
     (tmp_path / "P" / ENCODINGS_FILE).unlink()
     m = json.loads((tmp_path / "P" / "manifest.json").read_text())
     del m["files"][ENCODINGS_FILE]
+    m["manifest_sha256"] = manifest_digest(m)
     (tmp_path / "P" / "manifest.json").write_text(json.dumps(m))
     with pytest.warns(RuntimeWarning, match="encodings.npz: not in .*manifest.json"):
         add(tmp_path / "P", new, model=model_dir, out=tmp_path / "Q9", progress=False)

@@ -51,7 +51,7 @@ def test_run_writes_manifest_last_listing_every_file(data, tmp_path):
 
 def test_second_command_on_a_locked_out_is_a_clear_error(data, tmp_path):
     with OutputDir(tmp_path / "o", "predict"):
-        with pytest.raises(OutputError, match=r"is locked by another coref command \(pid \d+ on .*coref predict"):
+        with pytest.raises(OutputError, match=r"a coref command \(pid \d+\) is still writing it \(coref predict"):
             _run(data, tmp_path / "o")
         with pytest.raises(OutputError, match="still writing"):
             read_manifest(tmp_path / "o")
@@ -70,22 +70,28 @@ def test_lock_of_a_dead_process_is_taken_over(data, tmp_path):
     assert read_manifest(tmp_path / "o")["command"] == "run"
 
 
-def test_failed_run_leaves_no_manifest_and_no_files_of_the_previous_run(data, tmp_path, monkeypatch):
-    # the issue: two runs on one --out left report.md of seed 0 beside metrics of seed 7
+def _snapshot(out):
+    return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+
+def test_failed_run_keeps_the_previous_finished_run_untouched(data, tmp_path, monkeypatch):
+    # issue 26: two runs on one --out left report.md of seed 0 beside metrics of seed 7;
+    # issue 28: a failed run must not delete the finished one either -- it is kept, byte for byte
     out = tmp_path / "o"
     _run(data, out, seed=0)
-    assert (out / "clusters.csv").exists()
+    before = _snapshot(out)
+    assert {"clusters.csv", MANIFEST} <= set(before)
 
     def boom(*a, **k):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(scoring, "sweep_curves", boom)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as info:
         _run(data, out, seed=7)
-    left = {p.name for p in out.iterdir()}
-    assert MANIFEST not in left and "clusters.csv" not in left and "metrics.json" not in left and LOCK not in left
-    with pytest.raises(OutputError, match="no manifest"):
-        read_manifest(out)
+    assert any("previous results there are kept, unchanged" in n for n in info.value.__notes__)
+    assert _snapshot(out) == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".partial-") or p.name == LOCK]
+    assert read_manifest(out)["seed"] == 0
 
 
 def test_unusable_out_is_reported_before_any_work(data, tmp_path, monkeypatch):

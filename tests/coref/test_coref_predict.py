@@ -146,7 +146,7 @@ def test_cli_predict_then_add_then_evaluate(data, model_dir, tmp_path, capsys):
     assert "clusters.csv: SHA-256 differs" in capsys.readouterr().err
     assert main(["add", "--clusters", str(tmp_path / "Q"), "--data", str(pn), "--out", str(tmp_path / "Q"),
                  "--model", str(model_dir), "--quiet"]) == 2
-    assert "--out must differ from --clusters" in capsys.readouterr().err
+    assert "is the input --clusters" in capsys.readouterr().err
 
 
 def test_cli_predict_errors(tmp_path, capsys, model_dir):
@@ -226,11 +226,23 @@ def test_predict_names_skipped_repaired_and_ignored_files(aminer_dir, model_dir,
     text = (aminer_dir / "Bin_Yu.xml").read_text(encoding="utf-8").replace("<title>", "<title>\f", 1)
     (d / "Bin_Yu.xml").write_text(text, encoding="utf-8")          # a form feed in a title: repaired
     (d / "Broken.xml").write_text("<person><publication><title>unterminated")
-    with pytest.warns(UserWarning):
-        assert main(["predict", "--data", str(d), "--model", str(model_dir), "--out", str(tmp_path / "o"),
-                     "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert "files skipped: 1" in out and "Broken.xml" in out and "Bin_Yu.xml: 8: removed 1 illegal XML" in out
+    assert main(["predict", "--data", str(d), "--model", str(model_dir), "--out", str(tmp_path / "o"),
+                 "--quiet"]) == 0
+    cap = capsys.readouterr()
+    out = cap.out
+    # issue 28 item 7: counts and the files on the console, the details in loader.log, the
+    # warning one line without a Python source excerpt
+    assert f"1 file(s) skipped in {d / 'Broken.xml'} (details: " in out
+    assert f"3 repair(s) of the input in {d / 'Bin_Yu.xml'}, {d / 'Fei_Su.xml'} (details: {tmp_path / 'o' / 'loader.log'})" in out
+    assert "removed 1 illegal XML" not in out
+    warned = [line for line in cap.err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and warned[0].startswith("coref predict: warning: read 142 mentions from 2 file(s)")
+    assert "warnings.warn" not in cap.err and ".py:" not in cap.err and "None" not in cap.err
+    log = (tmp_path / "o" / "loader.log").read_text()
+    assert f"{d / 'Bin_Yu.xml'}:8: removed 1 illegal XML" in log and "Broken.xml:1: malformed XML" in log
+    assert "loader.log" in read_manifest(tmp_path / "o")["files"]
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert "3 repair(s) of the input in" in md and "escaped" not in md
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert s["n_blocks"] == 2 and s["data"]["n_files_skipped"] == 1
     assert "Broken.xml" in (tmp_path / "o" / "report.md").read_text()
