@@ -68,3 +68,14 @@ class OutputError(OSError):
 class EncodingsError(ValueError):
     """A saved per-mention encoding cannot be reused (unreadable, foreign, tampered, stale or of another
     encoding version)."""
+
+
+# --- input read, but not as written (issue 28; helper C2) ---------------------------------------------
+class InputWarning(UserWarning):
+    """The input was read, but not exactly as written: look at it before trusting the result.
+
+    One line per file and kind, naming the file, the first line concerned and the
+    number of rows: a list column split at an undocumented separator (``;``), a
+    schema column absent (read as unknown for every row), blocks derived from the
+    names. Kept in :attr:`coref.io.LoadReport.warnings`.
+    """

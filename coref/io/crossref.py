@@ -16,8 +16,8 @@ from pathlib import Path
 
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
-from coref.io._cells import set_year, split_keywords, str_list, text
-from coref.io.s2and import read_json, read_utf8
+from coref.io._cells import read_utf8, set_year, split_keywords, str_list, text
+from coref.io.s2and import read_json
 
 __all__ = ["load_crossref", "CROSSREF_GOLD"]
 

@@ -14,17 +14,9 @@ from pathlib import Path
 
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
-from coref.io._cells import set_year, split_keywords, text
+from coref.io._cells import read_utf8, set_year, split_keywords, text
 
-__all__ = ["read_json", "read_utf8", "s2and_companions", "load_s2and"]
-
-
-def read_utf8(path):
-    """The text of a UTF-8 file (a leading BOM dropped); MentionFormatError naming the byte if it is not UTF-8."""
-    try:
-        return Path(path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MentionFormatError(f"not valid UTF-8 at byte {exc.start}: {exc.reason}", path=path) from None
+__all__ = ["read_json", "s2and_companions", "load_s2and"]
 
 
 def read_json(path):
