@@ -195,8 +195,9 @@ def _check_columns(path, table, col, header):
     n = len(table)
     absent = [c for c in EVIDENCE_COLUMNS if c not in columns]
     if absent:
-        col.warn(path, header, f"no column {', '.join(map(repr, absent))}: unknown for all {n} rows, so the "
-                               "features that read it see nothing")
+        them = "them" if len(absent) > 1 else "it"
+        col.warn(path, header, f"no column{'s' if len(absent) > 1 else ''} {', '.join(map(repr, absent))}: unknown "
+                               f"for all {n} rows, so the features that read {them} see nothing")
     if "block" not in columns:
         col.warn(path, header, "no column 'block': blocks derived from the names ('J. Tang' -> 'j tang')",
                  group="no block")
