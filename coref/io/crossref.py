@@ -152,4 +152,6 @@ def load_crossref(files, col):
     loaded = {text(rec.get("mention_id")) for _, _, rec in records}
     unknown = set(gold) - loaded
     if unknown:
-        col.note(gpath, None, f"{len(unknown)} mention id(s) in {CROSSREF_GOLD} are not in the mention file(s)")
+        first = min(unknown)
+        col.note(gpath, f"mention {first}", f"{len(unknown)} mention id(s) in {CROSSREF_GOLD} are not in the mention "
+                                            f"file(s) (e.g. {first!r})")

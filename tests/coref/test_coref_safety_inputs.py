@@ -188,3 +188,9 @@ def test_repairs_are_a_count_and_a_file_list(tmp_path):
     assert "&" not in report.summary()                                   # the details are for a log file
     assert len(report.repair_details().splitlines()) == n and "stray '&'" in report.repair_details()
     assert report.to_dict()["repaired_files"] == list(report.repaired_files)
+
+
+def test_no_none_where_a_line_belongs_in_the_shipped_data_report():
+    _, report = load_quietly(data_path("aminer_na"), return_report=True)
+    assert report.notes and all(r is not None for _, r, _ in report.notes + report.repairs)
+    assert ":None" not in report.summary() and "None:" not in report.summary()
