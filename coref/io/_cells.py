@@ -112,8 +112,9 @@ def read_list_column(values, column=None):
     dict of int -> str
         Rows that could not be read, with the reason.
     dict of str -> list of int
-        ``";"`` / ``","``: rows split at that separator; ``"ambiguous"``: rows
-        that look like a list but cannot be split safely (kept as read).
+        ``";"`` / ``","``: rows split at that separator; ``"mixed"`` (``|`` and
+        ``;`` both) and ``"names,"`` (coauthors ``Ann Lee, Bo Li``): rows that
+        look like a list but cannot be split safely (kept as read).
     """
     n = len(values)
     out = np.empty(n, dtype=object)
@@ -139,7 +140,7 @@ def read_list_column(values, column=None):
         try:
             if isinstance(v, str):
                 out[i], how = read_list_text(v, column)
-                if how in (";", ",", "ambiguous"):
+                if how in (";", ",", "mixed", "names,"):
                     forms.setdefault(how, []).append(i)
             else:
                 out[i] = list_value(v)
@@ -182,10 +183,10 @@ def read_list_text(cell, column=None):
     """:func:`parse_list_text`, returning ``(items, how)``.
 
     ``how`` is ``""`` (empty, or one item), ``"json"``, ``"python"``, ``"|"``,
-    ``";"`` or ``","`` (the separator split at), or ``"ambiguous"``: the cell
-    looks like a list that cannot be split safely (``|`` and ``;`` mixed, or a
-    coauthors cell of ``,``-separated names), and is returned as read
-    (``|``-split, or one item).
+    ``";"`` or ``","`` (the separator split at), or, for a cell that looks like a
+    list that cannot be split safely and is returned as read, ``"mixed"`` (``|``
+    and ``;`` both: ``|``-split) or ``"names,"`` (a coauthors cell of
+    ``,``-separated names: one item).
     """
     s = cell.strip()
     if not s:
@@ -193,7 +194,7 @@ def read_list_text(cell, column=None):
     if not (s.startswith("[") and s.endswith("]")):
         if "|" in s:
             items = [p.strip() for p in s.split("|") if p.strip()]
-            return items, "ambiguous" if ";" in s else "|"
+            return items, "mixed" if ";" in s else "|"
         if ";" in s:
             return [p.strip() for p in s.split(";") if p.strip()], ";"
         if "," in s and column is not None:
@@ -201,7 +202,7 @@ def read_list_text(cell, column=None):
             if column in _COMMA_SPLIT and len(parts) > 1:
                 return parts, ","
             if column == "coauthors" and _looks_like_names(parts):
-                return [s], "ambiguous"
+                return [s], "names,"
         return [s], ""
     if len(s) > _MAX_LIST_CELL:
         raise ValueError(f"a list of {len(s)} characters is longer than the {_MAX_LIST_CELL} allowed")
@@ -244,7 +245,8 @@ def _python_list_problem(s):
         if t.type == tokenize.STRING:
             if previous == tokenize.STRING:
                 return "two strings without a comma between them (a NumPy array repr?), which would be glued"
-        elif not (t.type == tokenize.OP and t.string in ("[", "]", ",")) and not (t.type == tokenize.NAME and t.string == "None"):
+        elif not (t.type == tokenize.OP and t.string in ("[", "]", ",")) and not (t.type == tokenize.NAME
+                                                                               and t.string == "None"):
             return "neither a JSON array nor a Python list literal"
         previous = t.type
     return None

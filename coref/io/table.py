@@ -216,14 +216,15 @@ def _check_list_forms(path, col, c, cells, forms, line_of, n):
         v = str(cells.iat[i]).strip()
         return int(line_of[i]), (v if len(v) <= 60 else v[:57] + "...")
 
-    if "ambiguous" in forms:
-        rows = forms["ambiguous"]
-        line, v = example(rows)
-        raise MentionFormatError(
-            f"column {c!r}: {len(rows)} of {n} rows look like lists that cannot be split safely (e.g. {v!r}: ',' "
-            "is inside names such as 'Lee, Ann', and '|' and ';' are not to be mixed): write each list as a JSON "
-            "array [\"Ann Lee\", \"Bo Li\"] (coref.io.write_mentions does), or separate the items with '|' or ';'",
-            path=path, record=line)
+    why = {"names,": "',' is also inside names ('Lee, Ann')", "mixed": "'|' and ';' both"}
+    for how, reason in why.items():
+        if how in forms:
+            rows = forms[how]
+            line, v = example(rows)
+            raise MentionFormatError(
+                f"column {c!r}: {len(rows)} of {n} rows look like lists that cannot be split safely (e.g. {v!r}: "
+                f"{reason}): write each list as a JSON array [\"Ann Lee\", \"Bo Li\"] (coref.io.write_mentions "
+                "does), or separate the items with one of '|' or ';'", path=path, record=line)
     for sep in (";", ","):
         if sep in forms:
             rows = forms[sep]

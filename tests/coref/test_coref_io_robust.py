@@ -388,7 +388,8 @@ def test_report_keeps_the_attribute_names_the_pipeline_reads():
     assert set(report.repairs) <= set(report.notes) and report.n_repaired == len(report.repairs) > 0
     # Jie_Tang.xml has stray '&' (one repair); Bin_Li.xml needs none
     assert [(Path(p).name, why) for p, _, why in report.repairs] == [("Jie_Tang.xml", "escaped 2 stray '&'")]
-    assert report.summary().splitlines()[0] == "read 5 mentions from 2 file(s); skipped 0 record(s); 1 repair(s) in 1 file(s)"
+    assert report.summary().splitlines()[0] == ("read 5 mentions from 2 file(s); skipped 0 record(s); "
+                                                "1 repair(s) in 1 file(s)")
     d = report.to_dict()
     assert json.loads(json.dumps(d))["n_repaired"] == 1 and d["format"] == "aminer"
 
