@@ -56,7 +56,11 @@ Formats (``format=``, :data:`FORMATS`):
     (:mod:`coref.io.crossref`).
 ``"csv"`` / ``"parquet"``
     a table of the schema itself (:mod:`coref.io.table`); list columns are JSON
-    arrays in CSV, native lists in Parquet; see :func:`write_mentions`.
+    arrays in CSV, native lists in Parquet; see :func:`write_mentions`. A list
+    cell may also be a Python list literal, ``A|B`` or ``A; B`` (split, with an
+    :class:`~coref.exceptions.InputWarning` counting the rows); coauthors
+    ``A, B`` and columns that look like schema columns (``co_authors``) are
+    errors; absent evidence columns and ``block`` are warnings.
 
 Input that never stops a run, and never loses a record silently: a record that
 cannot be read is skipped and counted; a file of a folder that cannot be read
