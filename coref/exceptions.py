@@ -70,7 +70,6 @@ class EncodingsError(ValueError):
     encoding version)."""
 
 
-# ---- issue 28 (helper C1): refused outputs and inputs ---------------------------------------
 class ModelChangeError(ValueError):
     """``coref add`` was given another model than the one that made the clusters it extends.
 
@@ -78,3 +77,12 @@ class ModelChangeError(ValueError):
     the new output's manifest records.
     """
 
+
+class InputWarning(UserWarning):
+    """The input was read, but not exactly as written: look at it before trusting the result.
+
+    One line per file and kind, naming the file, the first line concerned and the
+    number of rows: a list column split at an undocumented separator (``;``), a
+    schema column absent (read as unknown for every row), blocks derived from the
+    names. Kept in :attr:`coref.io.LoadReport.warnings`.
+    """

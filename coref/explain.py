@@ -4,7 +4,10 @@ f_theta(x_a, x_b) (natural-log odds that mentions a and b co-refer; Chen & Ghahr
 2016, Sec. 5.3) is a sum: the intercept b plus theta_k * phi_k for every feature k. The
 breakdown lists each term and, like Splink's match-weight waterfall, sums them by
 human-readable group (coauthors, title, venue, affiliation, year, name, ...) in order,
-with the running total. Feature labels and groups come from
+with the running total. The terms are of three levels: the block's (intercept, block
+prior, block-constant features: equal for every pair of the block), indicators of
+missing information (a mention lists no coauthor, ...), and the pair's evidence,
+which :meth:`Explanation.text` ranks by |contribution| on its own. Feature labels and groups come from
 ``coref.factors.names.FEATURE_LABELS`` / ``FEATURE_GROUPS`` when the feature module defines
 them, otherwise from the feature names.
 
@@ -25,11 +28,20 @@ import pandas as pd
 from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES
 from coref.model import block_bias_evals
 
-__all__ = ["Explanation", "explain_pair", "feature_groups"]
+__all__ = ["Explanation", "explain_pair", "feature_groups", "LEVELS"]
 
 
 _BLOCK_GROUP = "block"  # coref.factors.names.FEATURE_GROUPS' group of the block-constant features
 _BASELINE_LABEL = "block baseline (size, coherence)"
+#: Levels of a term in :attr:`Explanation.by_feature` (column ``level``).
+LEVELS = ("block", "missing", "evidence")
+
+
+def _level(name, group):
+    """``"block"`` (the same for every pair of the block), ``"missing"`` (an indicator) or ``"evidence"``."""
+    if group == _BLOCK_GROUP:
+        return "block"
+    return "missing" if "missing" in name.split("*")[0] else "evidence"
 
 
 def _fallback_group(name):
@@ -74,8 +86,10 @@ class Explanation:
         The intercept b of the block: the model's ``bias_`` (with the tuned shift) plus
         the block's prior shift d_b (:meth:`coref.model.PairwiseModel.block_bias`).
     by_feature : pandas.DataFrame
-        feature, label, group, phi, theta, contribution (= theta * phi), nonzero terms
-        sorted by |contribution|.
+        feature, label, group, level, phi, theta, contribution (= theta * phi), nonzero
+        terms sorted by |contribution|; ``level`` is ``"block"`` (a block-constant
+        feature), ``"missing"`` (an indicator of missing information) or
+        ``"evidence"`` (about the pair: similarities, shared coauthors, ...).
     by_group : pandas.DataFrame
         group, contribution, cumulative (waterfall order: intercept first, then the
         block prior d_b (only for a model with one, ``block_prior="pcc"``), then the
@@ -97,19 +111,58 @@ class Explanation:
         """1 / (1 + exp(-f)): the pair's co-reference probability if f is a calibrated log-odds."""
         return 1.0 / (1.0 + math.exp(-self.f)) if self.f > -700 else 0.0
 
-    def text(self, *, top=12, width=24):
-        """A plain-text waterfall by group, then the ``top`` largest feature terms."""
+    @property
+    def evidence(self):
+        """The terms about the pair itself (``level == "evidence"``), largest |contribution| first."""
+        return self.by_feature[self.by_feature["level"] == "evidence"].reset_index(drop=True)
+
+    def text(self, *, top=12):
+        """Plain text: the waterfall by group, then the block-level terms, then the pair's evidence.
+
+        Full feature labels, columns aligned to the longest one. The block-level terms
+        (intercept, block prior, block-constant features) and the indicators of
+        missing information are listed apart from the evidence about the pair, which
+        is ranked by |contribution| (the ``top`` largest).
+
+        Parameters
+        ----------
+        top : int, default 12
+            Evidence terms to list.
+
+        Returns
+        -------
+        str
+        """
+        feats = self.by_feature
+        ev = self.evidence.head(top)
+        sections = [("block-level terms (the same for every pair of the block)", feats[feats["level"] == "block"]),
+                    ("missing information", feats[feats["level"] == "missing"]),
+                    (f"evidence about this pair ({min(top, len(self.evidence))} of {len(self.evidence)} terms, "
+                     "largest first)", ev)]
+        lead = [r for r in self.by_group.itertuples(index=False) if r.group in ("intercept (b)", "block prior (d_b)")]
+        w = max([len(str(x)) + 2 for x in feats["label"]] + [len(str(g)) for g in self.by_group["group"]]
+                + [len(t) for t, _ in sections] + [44])
         lines = [f"f({self.mention_a}, {self.mention_b}) = theta . phi + b = {self.f:+.3f} "
                  f"(log-odds; P(same author) = {self.probability:.3f}) in block {self.block!r}", "",
-                 f"{'by group':<{width}} {'contribution':>12} {'running total':>14}"]
+                 f"{'by group':<{w}} {'contribution':>12} {'running total':>14}"]
         scale = max([abs(v) for v in self.by_group["contribution"]] + [1e-12])
         for r in self.by_group.itertuples(index=False):
             bar = ("+" if r.contribution >= 0 else "-") * int(round(20 * abs(r.contribution) / scale))
-            lines.append(f"{r.group:<{width}} {r.contribution:>+12.3f} {r.cumulative:>+14.3f}  {bar}")
-        lines += ["", f"{'largest terms (feature)':<{width + 12}} {'phi':>8} {'theta':>9} {'theta*phi':>10}"]
-        for r in self.by_feature.head(top).itertuples(index=False):
-            lines.append(f"{str(r.label)[:width + 12]:<{width + 12}} {r.phi:>8.3f} {r.theta:>+9.3f} "
-                         f"{r.contribution:>+10.3f}")
+            lines.append(f"{r.group:<{w}} {r.contribution:>+12.3f} {r.cumulative:>+14.3f}  {bar}".rstrip())
+        head = f"{'phi':>8} {'theta':>9} {'theta*phi':>10}"
+        for k, (title, rows) in enumerate(sections):
+            if rows.empty and k < 2 and not (k == 0 and lead):
+                continue
+            lines += ["", f"{title:<{w}} {head}"]
+            if k == 0:
+                lines += [f"{'  ' + r.group:<{w}} {'':>8} {'':>9} {r.contribution:>+10.3f}" for r in lead]
+            for r in rows.itertuples(index=False):
+                lines.append(f"{'  ' + str(r.label):<{w}} {r.phi:>8.3f} {r.theta:>+9.3f} {r.contribution:>+10.3f}")
+            if k == 0:
+                sub = sum(r.contribution for r in lead) + float(rows["contribution"].sum())
+                lines.append(f"{'  total, the same for every pair of the block':<{w}} {'':>8} {'':>9} {sub:>+10.3f}")
+        if self.evidence.empty:
+            lines.append("  (no evidence term is nonzero)")
         return "\n".join(lines)
 
 
@@ -165,6 +218,7 @@ def explain_pair(model, df, mention_a, mention_b):
     groups = ["coauthors" if g == _BLOCK_GROUP and n.endswith("*same_comp1") else g
               for n, g in zip(FEATURE_NAMES, groups)]
     feat = pd.DataFrame({"feature": list(FEATURE_NAMES), "label": labels, "group": groups,
+                         "level": [_level(n, g) for n, g in zip(FEATURE_NAMES, groups)],
                          "phi": phi, "theta": theta, "contribution": contrib})
     feat = feat[feat["contribution"] != 0].copy()
     feat = feat.reindex(feat["contribution"].abs().sort_values(ascending=False, kind="stable").index)

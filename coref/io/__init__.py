@@ -56,7 +56,11 @@ Formats (``format=``, :data:`FORMATS`):
     (:mod:`coref.io.crossref`).
 ``"csv"`` / ``"parquet"``
     a table of the schema itself (:mod:`coref.io.table`); list columns are JSON
-    arrays in CSV, native lists in Parquet; see :func:`write_mentions`.
+    arrays in CSV, native lists in Parquet; see :func:`write_mentions`. A list
+    cell may also be a Python list literal, ``A|B`` or ``A; B`` (split, with an
+    :class:`~coref.exceptions.InputWarning` counting the rows); coauthors
+    ``A, B`` and columns that look like schema columns (``co_authors``) are
+    errors; absent evidence columns and ``block`` are warnings.
 
 Input that never stops a run, and never loses a record silently: a record that
 cannot be read is skipped and counted; a file of a folder that cannot be read
@@ -73,7 +77,7 @@ import os
 import warnings
 from pathlib import Path
 
-from coref.exceptions import MentionFormatError, SkippedFilesWarning, SkippedRecordsWarning
+from coref.exceptions import InputWarning, MentionFormatError, SkippedFilesWarning, SkippedRecordsWarning
 from coref.io._collect import Collector, LoadReport, gc_paused
 from coref.io._frame import add_optional_columns, empty_mentions
 from coref.io._scan import guess_file_format, plan_folder
@@ -147,12 +151,17 @@ def load_mentions(path, format=None, *, strict=False, return_report=False):
     MentionFormatError
         If ``path`` is a single file that cannot be read (malformed or truncated
         XML/JSON/CSV even after the repairs, a DTD or entity declaration in XML,
-        text invalid in its encoding, missing required columns), or a folder
+        text invalid in its encoding, missing required columns, a column that
+        looks like a misspelt schema column, coauthors that cannot be split
+        safely), or a folder
         none of whose data files can be read, naming the file and line; with
         ``strict=True`` also for one unreadable file or record of a folder.
 
     Warns
     -----
+    InputWarning
+        One per line of ``LoadReport.warnings``: a list column split at ``;``,
+        an evidence column absent, blocks derived from the names.
     SkippedFilesWarning
         If files of a folder were skipped (``strict=False``).
     SkippedRecordsWarning
@@ -192,6 +201,8 @@ def load_mentions(path, format=None, *, strict=False, return_report=False):
         warnings.warn(report.summary().replace("\n", "; "), SkippedFilesWarning, stacklevel=2)
     elif report.n_skipped:
         warnings.warn(report.summary().replace("\n", "; "), SkippedRecordsWarning, stacklevel=2)
+    for line in report.warning_lines():
+        warnings.warn(line, InputWarning, stacklevel=2)
     return (df, report) if return_report else df
 
 

@@ -1,4 +1,4 @@
-"""Cell values of the mention table: text, list and year cells, read and repaired (private module).
+"""Cell values of the mention table: text, list and year cells, read and repaired; UTF-8 files (private module).
 
 The loaders of :mod:`coref.io` turn raw cells into the schema's values with these;
 none of them evaluates code (list cells are JSON, a Python list literal read by
@@ -11,8 +11,12 @@ import io
 import json
 import tokenize
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+
+from coref.exceptions import MentionFormatError
 
 def text(value):
     """``str(value).strip()``, with ``""`` for None / NA / NaN."""
@@ -87,9 +91,34 @@ def list_column(values):
     ndarray of object, shape (n_rows,)
     dict of int -> str
     """
+    out, errors, _ = read_list_column(values)
+    return out, errors
+
+
+def read_list_column(values, column=None):
+    """:func:`list_column`, also telling which rows were text lists split at an undocumented separator.
+
+    Parameters
+    ----------
+    values : sequence of shape (n_rows,)
+        The cells.
+    column : str or None
+        The schema column (``"coauthors"`` enables the check for ``,``-separated
+        names, which cannot be split safely: ``"Smith, J."`` is one name).
+
+    Returns
+    -------
+    ndarray of object, shape (n_rows,)
+    dict of int -> str
+        Rows that could not be read, with the reason.
+    dict of str -> list of int
+        ``";"`` / ``","``: rows split at that separator; ``"mixed"`` (``|`` and
+        ``;`` both) and ``"names,"`` (coauthors ``Ann Lee, Bo Li``): rows that
+        look like a list but cannot be split safely (kept as read).
+    """
     n = len(values)
     out = np.empty(n, dtype=object)
-    errors = {}
+    errors, forms = {}, {}
     if n and all(isinstance(v, str) for v in values):
         try:
             parsed = json.loads("[" + ",".join(v if v.strip() else "[]" for v in values) + "]")
@@ -97,7 +126,7 @@ def list_column(values):
             parsed = None
         if parsed is not None and len(parsed) == n and all(isinstance(x, list) and _clean(x) for x in parsed):
             out[:] = parsed
-            return out, errors
+            return out, errors, forms
     for i, v in enumerate(values):
         if type(v) is list:
             if _clean(v):
@@ -109,11 +138,16 @@ def list_column(values):
                 out[i] = lst
                 continue
         try:
-            out[i] = list_value(v)
+            if isinstance(v, str):
+                out[i], how = read_list_text(v, column)
+                if how in (";", ",", "mixed", "names,"):
+                    forms.setdefault(how, []).append(i)
+            else:
+                out[i] = list_value(v)
         except ValueError as exc:
             out[i] = []
             errors[i] = str(exc)
-    return out, errors
+    return out, errors, forms
 
 
 def parse_list_text(cell):
@@ -121,9 +155,10 @@ def parse_list_text(cell):
 
     Accepted forms: ``""`` -> ``[]``; a JSON array of strings ``["A", "B"]``
     (what :func:`coref.io.write_mentions` writes); a Python list literal
-    ``['A', 'B']`` (what ``DataFrame.to_csv`` writes for a list column), read
-    with :func:`ast.literal_eval`, which only builds literals; anything else is
-    the legacy ``A|B`` form (``|``-separated).
+    ``['A', 'B']`` (what ``DataFrame.to_csv`` writes for a column of lists), read
+    with :func:`ast.literal_eval`, which only builds literals; ``A|B``
+    (``|``-separated); ``A; B`` (``;``-separated: no name, keyword or id holds a
+    ``;``); anything else is one item.
 
     Raises
     ------
@@ -132,25 +167,58 @@ def parse_list_text(cell):
         array nor a Python list literal of strings (e.g. the ``['A' 'B']``
         repr of a NumPy array, whose missing commas would silently glue names).
     """
+    return read_list_text(cell)[0]
+
+
+# list columns whose items never hold a ",": a ","-separated cell is split (and the split reported)
+_COMMA_SPLIT = ("keywords", "references")
+
+
+def _looks_like_names(parts):
+    """True if ``,``-separated ``parts`` are several names (``"Ann Lee, Bo Li"``), not one ``"Lee, Ann"``."""
+    return len(parts) >= 3 or (len(parts) == 2 and all(len(p.split()) >= 2 for p in parts))
+
+
+def read_list_text(cell, column=None):
+    """:func:`parse_list_text`, returning ``(items, how)``.
+
+    ``how`` is ``""`` (empty, or one item), ``"json"``, ``"python"``, ``"|"``,
+    ``";"`` or ``","`` (the separator split at), or, for a cell that looks like a
+    list that cannot be split safely and is returned as read, ``"mixed"`` (``|``
+    and ``;`` both: ``|``-split) or ``"names,"`` (a coauthors cell of
+    ``,``-separated names: one item).
+    """
     s = cell.strip()
     if not s:
-        return []
+        return [], ""
     if not (s.startswith("[") and s.endswith("]")):
-        return [p.strip() for p in s.split("|") if p.strip()]
+        if "|" in s:
+            items = [p.strip() for p in s.split("|") if p.strip()]
+            return items, "mixed" if ";" in s else "|"
+        if ";" in s:
+            return [p.strip() for p in s.split(";") if p.strip()], ";"
+        if "," in s and column is not None:
+            parts = [p.strip() for p in s.split(",") if p.strip()]
+            if column in _COMMA_SPLIT and len(parts) > 1:
+                return parts, ","
+            if column == "coauthors" and _looks_like_names(parts):
+                return [s], "names,"
+        return [s], ""
     if len(s) > _MAX_LIST_CELL:
         raise ValueError(f"a list of {len(s)} characters is longer than the {_MAX_LIST_CELL} allowed")
+    how = "json"
     try:
         value = json.loads(s)
     except (ValueError, RecursionError):
         why = _python_list_problem(s)
-        value = None
+        value, how = None, "python"
         if why is None:
             try:
                 value = ast.literal_eval(s)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 why = "neither a JSON array nor a Python list literal"
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) or v is None for v in value):
-        return str_list(value)
+        return str_list(value), how
     if value is not None:
         why = "not a list of strings"
     shown = s if len(s) <= 60 else s[:57] + "..."
@@ -177,7 +245,8 @@ def _python_list_problem(s):
         if t.type == tokenize.STRING:
             if previous == tokenize.STRING:
                 return "two strings without a comma between them (a NumPy array repr?), which would be glued"
-        elif not (t.type == tokenize.OP and t.string in ("[", "]", ",")) and not (t.type == tokenize.NAME and t.string == "None"):
+        elif not (t.type == tokenize.OP and t.string in ("[", "]", ",")) and not (t.type == tokenize.NAME
+                                                                               and t.string == "None"):
             return "neither a JSON array nor a Python list literal"
         previous = t.type
     return None
@@ -232,3 +301,21 @@ def set_year(col, path, record, value):
     except ValueError as exc:
         col.repair(path, record, f"{exc}; set to NA")
         return None
+
+
+# --------------------------------------------------------------------------- text files
+def read_utf8(path):
+    """The text of a UTF-8 file (a leading BOM dropped).
+
+    Raises
+    ------
+    MentionFormatError
+        If the file is not UTF-8, naming the line and byte of the first bad byte.
+    """
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise MentionFormatError(f"not valid UTF-8 (byte {exc.start}: {exc.reason}); save the file as UTF-8",
+                                 path=path, record=line) from None

@@ -51,6 +51,12 @@ class LoadReport:
         format (``README.md``, ``.DS_Store``, a sub-folder, ...).
     format : str or None
         The format read (one of :data:`FORMATS`).
+    warnings : tuple of (str, int or str, str)
+        ``(path, record, message)``: what was read, but maybe not as the user
+        meant (a list column split at ``;``, a schema column absent, blocks
+        derived from the names); one entry per file and kind, with the number
+        of rows concerned, ``record`` the first line concerned (also in
+        ``notes``). :meth:`warning_lines` gives them as one line each.
     """
 
     n_read: int
@@ -62,6 +68,7 @@ class LoadReport:
     files_skipped: tuple = ()
     files_ignored: tuple = ()
     format: str | None = None
+    warnings: tuple = ()
 
     files = property(lambda self: self.files_read, doc="Alias of ``files_read`` (the files read, in order).")
     skipped_files = property(lambda self: self.files_skipped, doc="Alias of ``files_skipped``.")
@@ -70,6 +77,29 @@ class LoadReport:
                                doc="Number of files that could not be read (``len(files_skipped)``).")
     n_repaired = property(lambda self: len(self.repairs),
                           doc="Number of repairs (entries of ``repairs``, one per file and kind of repair).")
+
+    @property
+    def repaired_files(self):
+        """Files changed to be readable, in order, once each (the details are in ``repairs``)."""
+        return tuple(dict.fromkeys(p for p, _, _ in self.repairs))
+
+    def warning_lines(self):
+        """``warnings`` as one line each: ``path:record: message``.
+
+        Returns
+        -------
+        list of str
+        """
+        return [_where(p, r) + f": {why}" for p, r, why in self.warnings]
+
+    def repair_details(self):
+        """Every repair, one ``path:record: what`` line each (for a log file; the summary counts them).
+
+        Returns
+        -------
+        str
+        """
+        return "\n".join(_where(p, r) + f": {why}" for p, r, why in self.repairs)
 
     def summary(self, limit=5):
         """Plain text: counts, then the skipped files, repairs, skipped records and ignored files.
@@ -89,7 +119,7 @@ class LoadReport:
         if self.files_skipped:
             head += f" and {len(self.files_skipped)} file(s)"
         if self.repairs:
-            head += f"; {len(self.repairs)} repair(s)"
+            head += f"; {len(self.repairs)} repair(s) in {len(self.repaired_files)} file(s)"
         if self.files_ignored:
             head += f"; ignored {len(self.files_ignored)} other file(s)"
         lines = [head]
@@ -99,15 +129,14 @@ class LoadReport:
             more = f"; ... ({len(items) - limit} more)" if len(items) > limit else ""
             lines.append(f"{title}: {shown}{more}")
 
-        def where(p, r):
-            return f"{p}:{r}" if r is not None else str(p)
-
         if self.files_skipped:
-            listing("files skipped", [f"{where(p, r)}: {why}" for p, r, why in self.files_skipped])
-        if self.repairs:
-            listing("repaired", [f"{where(p, r)}: {why}" for p, r, why in self.repairs])
+            listing("files skipped", [f"{_where(p, r)}: {why}" for p, r, why in self.files_skipped])
+        if self.warnings:
+            listing("warnings", self.warning_lines())
+        if self.repairs:  # the files only: one per line of a file would bury the rest (details: repair_details)
+            listing("repaired files", list(self.repaired_files))
         if self.skipped:
-            listing("records skipped", [f"{where(p, r)}: {why}" for p, r, why in self.skipped])
+            listing("records skipped", [f"{_where(p, r)}: {why}" for p, r, why in self.skipped])
         if self.files_ignored:
             listing("ignored", [f"{p}: {why}" for p, why in self.files_ignored])
         return "\n".join(lines)
@@ -124,10 +153,11 @@ class LoadReport:
         -------
         dict
             ``format``, ``n_read``, ``n_skipped``, ``n_files_read``,
-            ``n_files_skipped``, ``n_files_ignored``, ``n_repaired``, and the lists
-            ``skipped``, ``repairs``, ``notes``, ``files_skipped`` (entries
-            ``{"path", "record", "reason"}``), ``files_ignored`` (``{"path",
-            "reason"}``), ``files_read``.
+            ``n_files_skipped``, ``n_files_ignored``, ``n_repaired``,
+            ``n_warnings``, and the lists ``skipped``, ``repairs``, ``notes``,
+            ``warnings``, ``files_skipped`` (entries ``{"path", "record",
+            "reason"}``), ``files_ignored`` (``{"path", "reason"}``),
+            ``files_read``, ``repaired_files``.
         """
         def cut(items):
             return list(items if limit is None else items[:limit])
@@ -140,11 +170,16 @@ class LoadReport:
             "format": self.format, "n_read": int(self.n_read), "n_skipped": int(self.n_skipped),
             "n_files_read": len(self.files_read), "n_files_skipped": len(self.files_skipped),
             "n_files_ignored": len(self.files_ignored), "n_repaired": len(self.repairs),
-            "skipped": rec(self.skipped), "repairs": rec(self.repairs), "notes": rec(self.notes),
+            "n_warnings": len(self.warnings), "skipped": rec(self.skipped), "repairs": rec(self.repairs),
+            "notes": rec(self.notes), "warnings": rec(self.warnings), "repaired_files": cut(self.repaired_files),
             "files_skipped": rec(self.files_skipped),
             "files_ignored": [{"path": p, "reason": why} for p, why in cut(self.files_ignored)],
             "files_read": cut(self.files_read),
         }
+
+
+def _where(path, record):
+    return f"{path}:{record}" if record is not None else str(path)
 
 
 # --------------------------------------------------------------------------- collector
@@ -159,6 +194,7 @@ class Collector:
         self.skipped = []
         self.notes = []
         self.repairs = []
+        self.warnings = []  # (path, record, message, group)
         self.files_read = []
         self.files_skipped = []
         self.files_ignored = []
@@ -210,6 +246,33 @@ class Collector:
         self.repairs.append((str(path), record, message))
         self.notes.append((str(path), record, message))
 
+    def warn(self, path, record, message, *, group=None):
+        """Read, but maybe not as meant: a note that is also a warning (one line, ``record`` its first line).
+
+        Warnings of one ``group`` from several files are said once, naming the files
+        (e.g. the ``block`` column absent from every file of a folder).
+        """
+        self.warnings.append((str(path), record, message, group))
+        self.notes.append((str(path), record, message))
+
+    def _merged_warnings(self):
+        out, seen = [], {}
+        for p, r, why, group in self.warnings:
+            if group is None:
+                out.append((p, r, why))
+            elif group in seen:
+                seen[group][1].append(p)
+            else:
+                seen[group] = (len(out), [p], r, why)
+                out.append(None)
+        for k, paths, r, why in seen.values():
+            if len(paths) == 1:
+                out[k] = (paths[0], r, why)
+            else:
+                shown = ", ".join(paths[:3]) + (f", ... ({len(paths) - 3} more)" if len(paths) > 3 else "")
+                out[k] = (paths[0], r, f"{why} (the same in {len(paths)} files: {shown})")
+        return tuple(out)
+
     # files ----------------------------------------------------------------
     def mark(self):
         """State to return to if the file being read turns out unreadable (see :meth:`rollback`).
@@ -220,16 +283,17 @@ class Collector:
         if self.chunks:
             self._flush()
         return (len(self.src), len(self.chunks), len(self.skipped), len(self.notes), len(self.repairs),
-                len(self.files_read))
+                len(self.files_read), len(self.warnings))
 
     def rollback(self, state):
         """Forget every row, skip and note added since :meth:`mark` (the file is skipped whole)."""
-        n_rows, n_chunks, n_skipped, n_notes, n_repairs, n_files = state
+        n_rows, n_chunks, n_skipped, n_notes, n_repairs, n_files, n_warnings = state
         del self.chunks[n_chunks:]
         for values in self.rows.values():
             del values[n_rows:]
         del self.src[n_rows:]
         del self.skipped[n_skipped:], self.notes[n_notes:], self.repairs[n_repairs:], self.files_read[n_files:]
+        del self.warnings[n_warnings:]
 
     def read_file(self, path):
         self.files_read.append(str(path))
@@ -261,7 +325,8 @@ class Collector:
         report = LoadReport(n_read=len(df), n_skipped=len(self.skipped), skipped=tuple(self.skipped),
                             notes=tuple(self.notes), repairs=tuple(self.repairs),
                             files_read=tuple(self.files_read), files_skipped=tuple(self.files_skipped),
-                            files_ignored=tuple(self.files_ignored), format=fmt)
+                            files_ignored=tuple(self.files_ignored), format=fmt,
+                            warnings=self._merged_warnings())
         return df, report
 
 

@@ -281,7 +281,7 @@ def load_aminer_file(path, col):
     stem = Path(path).stem
     full = root.find("FullName")
     full_name = (_all_text(full) if full is not None else "") or stem.replace("_", " ")
-    n_unmatched = 0
+    n_unmatched, first_unmatched = 0, None
     for index, pub in enumerate(root.iter("publication")):
         record = f"publication {index + 1}"
         f = _fields(pub)
@@ -293,6 +293,7 @@ def load_aminer_file(path, col):
         _, coauthors = _remove_own_name(authors, full_name)
         if len(coauthors) == len(authors):
             n_unmatched += 1
+            first_unmatched = first_unmatched or record
         label = one("label")
         org = _missing_if_null(one("organization"))
         keywords = split_keywords(_missing_if_null(t) for t in f.get("keyword", []) + f.get("keywords", []))
@@ -303,6 +304,6 @@ def load_aminer_file(path, col):
                 abstract=_missing_if_null(one("abstract")), keywords=keywords,
                 affiliations=[org] if text(org) else [], paper_id=one("id"))
     if n_unmatched:
-        col.note(path, None, f"{n_unmatched} publication(s) do not list {full_name!r} among the authors; "
+        col.note(path, first_unmatched, f"{n_unmatched} publication(s) do not list {full_name!r} among the authors; "
                              "all authors kept as coauthors")
     col.read_file(path)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
-from coref.io._cells import set_year, split_keywords, str_list, text
-from coref.io.s2and import read_json, read_utf8
+from coref.io._cells import read_utf8, set_year, split_keywords, str_list, text
+from coref.io.s2and import read_json
 
 __all__ = ["load_crossref", "CROSSREF_GOLD"]
 
@@ -152,4 +152,6 @@ def load_crossref(files, col):
     loaded = {text(rec.get("mention_id")) for _, _, rec in records}
     unknown = set(gold) - loaded
     if unknown:
-        col.note(gpath, None, f"{len(unknown)} mention id(s) in {CROSSREF_GOLD} are not in the mention file(s)")
+        first = min(unknown)
+        col.note(gpath, f"mention {first}", f"{len(unknown)} mention id(s) in {CROSSREF_GOLD} are not in the mention "
+                                            f"file(s) (e.g. {first!r})")

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from coref.exceptions import MentionFormatError
-from coref.io._cells import year_value
+from coref.io._cells import read_utf8, year_value
 
 __all__ = ["han_blocks", "load_han_file"]
 
@@ -46,10 +46,7 @@ def han_blocks(files):
 def load_han_file(path, col, blocks):
     """Read one Han file into ``col``; raises MentionFormatError if the file is unreadable."""
     group, stem = han_group(path), Path(path).stem
-    try:
-        lines = Path(path).read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise MentionFormatError(f"not valid UTF-8 at byte {exc.start}: {exc.reason}", path=path) from None
+    lines = read_utf8(path).splitlines()
     block = blocks.get(group, _han_block(group))
     for lineno, line in enumerate(lines, 1):
         if not line.strip():

@@ -14,17 +14,9 @@ from pathlib import Path
 
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
-from coref.io._cells import set_year, split_keywords, text
+from coref.io._cells import read_utf8, set_year, split_keywords, text
 
-__all__ = ["read_json", "read_utf8", "s2and_companions", "load_s2and"]
-
-
-def read_utf8(path):
-    """The text of a UTF-8 file (a leading BOM dropped); MentionFormatError naming the byte if it is not UTF-8."""
-    try:
-        return Path(path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MentionFormatError(f"not valid UTF-8 at byte {exc.start}: {exc.reason}", path=path) from None
+__all__ = ["read_json", "s2and_companions", "load_s2and"]
 
 
 def read_json(path):
@@ -68,7 +60,7 @@ def _gold(cl_path, clusters, col):
     if clusters is None:
         return gold
     if not isinstance(clusters, dict):
-        col.skip_file(cl_path, None, "expected a JSON object {cluster_id: cluster}; no gold read")
+        col.skip_file(cl_path, 1, "expected a JSON object {cluster_id: cluster}; no gold read")
         return gold
     for key, cl in clusters.items():
         ids = cl.get("signature_ids") if isinstance(cl, dict) else None
@@ -100,7 +92,7 @@ def load_s2and(sig_path, col):
     gold = _gold(cl_path, _companion(cl_path, col), col)
     papers = _companion(pa_path, col)
     if papers is not None and not isinstance(papers, dict):
-        col.skip_file(pa_path, None, "expected a JSON object {paper_id: paper}; papers ignored")
+        col.skip_file(pa_path, 1, "expected a JSON object {paper_id: paper}; papers ignored")
         papers = None
     papers = papers or {}
     # coauthors from papers.json if present, else from the other signatures of the same paper
@@ -145,4 +137,6 @@ def load_s2and(sig_path, col):
                 paper_id=paper_id, references=references)
     unknown = set(gold) - set(map(str, sigs))
     if unknown:
-        col.note(cl_path, None, f"{len(unknown)} signature id(s) in {cl_path.name} are not in {Path(sig_path).name}")
+        first = min(unknown)
+        col.note(cl_path, f"signature {first}", f"{len(unknown)} signature id(s) in {cl_path.name} are not in "
+                                                f"{Path(sig_path).name} (e.g. {first!r})")

@@ -4,15 +4,25 @@ Parquet keeps list columns (:data:`coref.io.LIST_COLUMNS`) natively. CSV holds
 them as JSON arrays (``["Ann Lee", "Bo Li"]``, what :func:`write_mentions`
 writes); a list cell may also be a Python list literal (``['Ann Lee', 'Bo Li']``,
 what ``DataFrame.to_csv`` writes for a column of lists; read with
-:func:`ast.literal_eval`, never ``eval``) or the legacy ``Ann Lee|Bo Li``. A cell
+:func:`ast.literal_eval`, never ``eval``) or ``Ann Lee|Bo Li``. A cell
 that looks like a list but is neither (e.g. the ``['A' 'B']`` repr of a NumPy
 array) skips its record with the file, line and column named; it is never
 turned into one string.
+
+Nothing changes meaning silently: ``Ann Lee; Bo Li`` is split at ``;`` with an
+:class:`~coref.exceptions.InputWarning` counting the rows (``,`` likewise in
+``keywords`` / ``references``); coauthors written ``Ann Lee, Bo Li`` (``,`` is
+inside names: ``Lee, Ann``) or ``|`` and ``;`` mixed are an error naming the
+file, the first line and the rows concerned. A column that looks like a schema
+column (``co_authors``) is an error naming both; an absent evidence column a
+warning. CSV fields of any length are read (the ``csv`` module's 128 kB field
+limit is lifted while counting fields).
 """
 from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,25 +30,38 @@ import pandas as pd
 
 from coref.blocking import name_key
 from coref.exceptions import MentionFormatError
-from coref.io._cells import list_column
+from coref.io._cells import list_column, read_list_column, read_utf8
 from coref.io._collect import gc_paused
-from coref.schema import ALL_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS, OPTIONAL_COLUMNS, TEXT_COLUMNS
+from coref.schema import (ALL_COLUMNS, EVIDENCE_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, NA_TEXT_COLUMNS,
+                          OPTIONAL_COLUMNS, REQUIRED_INPUT_COLUMNS, TEXT_COLUMNS, schema_column_like)
 from sampling.utils.atomic import atomic_path
 
 __all__ = ["load_table", "write_mentions"]
 
 
+# the csv module refuses fields over 131,072 characters by default; a C long bounds the limit
+_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
 def _csv_field_counts(path):
     """Fields and starting line number of every non-blank CSV record after the header."""
     counts, lines = [], []
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
-        start = 1
-        for k, row in enumerate(reader):
-            if k > 0 and row:
-                counts.append(len(row))
-                lines.append(start)
-            start = reader.line_num + 1
+    old = csv.field_size_limit()
+    csv.field_size_limit(_FIELD_LIMIT)  # process-wide setting: restored below
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            start = 1
+            try:
+                for k, row in enumerate(reader):
+                    if k > 0 and row:
+                        counts.append(len(row))
+                        lines.append(start)
+                    start = reader.line_num + 1
+            except csv.Error as exc:
+                raise MentionFormatError(f"cannot read CSV: {exc}", path=path, record=start) from None
+    finally:
+        csv.field_size_limit(old)
     return np.asarray(counts, dtype=np.int64), np.asarray(lines, dtype=np.int64)
 
 
@@ -47,7 +70,12 @@ def _read(path, fmt):
         try:
             table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[], on_bad_lines="error",
                                 encoding="utf-8-sig")
-        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        except UnicodeDecodeError as exc:
+            read_utf8(path)  # raises, naming the line of the first bad byte
+            raise MentionFormatError(f"cannot read CSV: {exc}", path=path, record=1) from None
+        except pd.errors.EmptyDataError as exc:
+            raise MentionFormatError(f"cannot read CSV: {exc}", path=path, record=1) from None
+        except pd.errors.ParserError as exc:
             raise MentionFormatError(f"cannot read CSV: {exc}", path=path) from None
         return table, 2  # header is line 1; records are 1-based line numbers
     try:
@@ -60,15 +88,8 @@ def _read(path, fmt):
 def load_table(path, col, fmt):
     """CSV / Parquet of the schema, validated column-wise (fast for millions of rows) into ``col``."""
     table, offset = _read(path, fmt)
-    missing = [c for c in ("mention_id", "name") if c not in table.columns]
-    if missing:
-        raise MentionFormatError(f"missing required column(s) {missing}; got {list(table.columns)}", path=path)
-    absent = [c for c in MENTION_COLUMNS if c not in table.columns]
-    if absent:
-        col.note(path, None, f"column(s) {absent} absent; filled with defaults")
-    extra = [c for c in table.columns if c not in ALL_COLUMNS]
-    if extra:
-        col.note(path, None, f"extra column(s) {extra} ignored")
+    header = 1 if fmt == "csv" else "schema"  # where the column names are
+    _check_columns(path, table, col, header)
     n = len(table)
     table = table.reset_index(drop=True)
     bad = np.zeros(n, dtype=bool)
@@ -116,7 +137,8 @@ def load_table(path, col, fmt):
     for c in LIST_COLUMNS:
         if c not in table.columns:
             continue
-        lists[c], errors = list_column(table[c].to_numpy())
+        lists[c], errors, forms = read_list_column(table[c].to_numpy(), c)
+        _check_list_forms(path, col, c, table[c], forms, line_of, n)
         for i, why in sorted(errors.items()):
             if not bad[i]:
                 bad[i], reasons[i] = True, f"column {c!r}: {why}"
@@ -156,6 +178,59 @@ def load_table(path, col, fmt):
         frame[c] = frame[c].astype(str)
     col.read_file(path)
     col.add_frame(frame[list(ALL_COLUMNS)], path, line_of[keep].tolist())
+
+
+def _check_columns(path, table, col, header):
+    """Refuse look-alike and missing required columns; warn about absent evidence columns and ``block``."""
+    columns = [str(c) for c in table.columns]
+    for c in columns:
+        like = schema_column_like(c)
+        if like is not None and like not in columns:
+            raise MentionFormatError(f"column {c!r} looks like the schema column {like!r}: rename it (otherwise it "
+                                     f"is ignored and every row reads as if {like!r} were unknown)", path=path,
+                                     record=header)
+    missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in columns]
+    if missing:
+        raise MentionFormatError(f"missing required column(s) {missing}; got {columns}", path=path, record=header)
+    n = len(table)
+    absent = [c for c in EVIDENCE_COLUMNS if c not in columns]
+    if absent:
+        them = "them" if len(absent) > 1 else "it"
+        col.warn(path, header, f"no column{'s' if len(absent) > 1 else ''} {', '.join(map(repr, absent))}: unknown "
+                               f"for all {n} rows, so the features that read {them} see nothing")
+    if "block" not in columns:
+        col.warn(path, header, "no column 'block': blocks derived from the names ('J. Tang' -> 'j tang')",
+                 group="no block")
+    quiet = [c for c in ALL_COLUMNS if c not in columns and c not in EVIDENCE_COLUMNS and c != "block"]
+    if quiet:
+        col.note(path, header, f"optional column(s) {quiet} absent; read as unknown")
+    extra = [c for c in columns if c not in ALL_COLUMNS]
+    if extra:
+        col.note(path, header, f"extra column(s) {extra} ignored")
+
+
+def _check_list_forms(path, col, c, cells, forms, line_of, n):
+    """Warn about list cells split at ``;`` / ``,``; refuse those that cannot be split safely."""
+    def example(rows):
+        i = rows[0]
+        v = str(cells.iat[i]).strip()
+        return int(line_of[i]), (v if len(v) <= 60 else v[:57] + "...")
+
+    why = {"names,": "',' is also inside names ('Lee, Ann')", "mixed": "'|' and ';' both"}
+    for how, reason in why.items():
+        if how in forms:
+            rows = forms[how]
+            line, v = example(rows)
+            raise MentionFormatError(
+                f"column {c!r}: {len(rows)} of {n} rows look like lists that cannot be split safely (e.g. {v!r}: "
+                f"{reason}): write each list as a JSON array [\"Ann Lee\", \"Bo Li\"] (coref.io.write_mentions "
+                "does), or separate the items with one of '|' or ';'", path=path, record=line)
+    for sep in (";", ","):
+        if sep in forms:
+            rows = forms[sep]
+            line, v = example(rows)
+            col.warn(path, line, f"column {c!r}: {len(rows)} of {n} rows split at {sep!r} (e.g. {v!r}); write "
+                                 "JSON arrays [\"A\", \"B\"] to say so explicitly")
 
 
 def _encode_lists(out, suffix):

@@ -85,3 +85,54 @@ def test_cli(model_and_data, tmp_path, capsys):
     assert out["f"] == pytest.approx(explain_pair(model, df, a, b).f)
     assert main(["explain", "--data", str(path), "--model", str(tmp_path / "m"), a, "zz"]) == 2
     assert "'zz' is not in the data" in capsys.readouterr().err
+
+
+def _section(text, title):
+    """Rows of the section of ``text`` whose heading starts with ``title`` (up to the next blank line)."""
+    lines = text.splitlines()
+    start = next(k for k, ln in enumerate(lines) if ln.startswith(title))
+    rows = []
+    for ln in lines[start + 1:]:
+        if not ln.strip():
+            break
+        rows.append(ln)
+    return lines[start], rows
+
+
+def test_text_full_names_aligned_and_block_terms_apart_on_unrelated_papers():
+    """Issue 28 item 11: two unrelated papers of the shipped data, the shipped model."""
+    from coref.jobs.explain import explain
+
+    e = explain("Ajay_Gupta/0", "Ajay_Gupta/7")        # gold authors 2 and 8: unrelated papers
+    text = e.text(top=50)
+    for label in e.by_feature["label"]:                  # full names, never cut
+        assert f"  {label} " in text
+    assert set(e.by_feature["level"]) <= {"block", "missing", "evidence"}
+    assert (e.by_feature.loc[e.by_feature["group"] == "block", "level"] == "block").all()
+    head, block_rows = _section(text, "block-level terms")
+    assert block_rows[0].split()[:2] == ["intercept", "(b)"] and block_rows[1].startswith("  block prior (d_b)")
+    assert "block size (log)" in "\n".join(block_rows)
+    # the block-level terms add up to intercept + prior + block baseline of the waterfall
+    assert float(block_rows[-1].split()[-1]) == pytest.approx(e.by_group["cumulative"].iloc[2], abs=1e-3)
+    head, ev_rows = _section(text, "evidence about this pair")
+    assert len(ev_rows) == len(e.evidence) > 0
+    block_labels = set(e.by_feature.loc[e.by_feature["level"] != "evidence", "label"])
+    ranked = [float(r.split()[-1]) for r in ev_rows]
+    assert ranked == sorted(ranked, key=abs, reverse=True)   # evidence ranked by |contribution|
+    for r in ev_rows:                                        # only evidence about the pair
+        assert not any(r.startswith(f"  {b} ") for b in block_labels)
+    assert e.evidence["label"].iloc[0] in ev_rows[0]
+    # aligned: every row of a table section ends at the same column, as does its heading
+    for title in ("block-level terms", "missing information", "evidence about this pair"):
+        head, rows = _section(text, title)
+        assert {len(r) for r in rows} == {len(head)}, title
+
+
+def test_evidence_excludes_block_and_missing_terms(model_and_data):
+    model, df = model_and_data
+    blk = df[df["block"] == "Name_2"].reset_index(drop=True)
+    e = explain_pair(model, df, blk["mention_id"].iloc[0], blk["mention_id"].iloc[3])
+    assert (e.evidence["level"] == "evidence").all()
+    assert not e.evidence["feature"].str.split("*").str[0].str.contains("missing").any()
+    assert len(e.evidence) == (e.by_feature["level"] == "evidence").sum()
+    assert "(no evidence term is nonzero)" not in e.text() or e.evidence.empty

@@ -259,7 +259,7 @@ def test_table_round_trip(tmp_path, ext):
 def test_csv_missing_column_and_bad_rows(tmp_path):
     p = tmp_path / "x.csv"
     p.write_text("mention_id,title\n1,t\n")
-    with pytest.raises(MentionFormatError, match=r"x\.csv: missing required column.*'name'"):
+    with pytest.raises(MentionFormatError, match=r"x\.csv:1: missing required column.*'name'"):
         load_mentions(p)
     p.write_text("mention_id,name,year,coauthors,gold\n1,Ann Lee,2001,Bo Li|Cy Wu,a\n2,,2001,,b\n3,Al Ng,1x,,\n")
     with pytest.warns(SkippedRecordsWarning, match=r"skipped 2.*x\.csv:3: empty mention_id or name"):

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import coref.cli
-from coref.exceptions import MentionFormatError, MixedFormatsError, SkippedFilesWarning, SkippedRecordsWarning
+from coref.exceptions import (InputWarning, MentionFormatError, MixedFormatsError, SkippedFilesWarning,
+                              SkippedRecordsWarning)
 from coref.io import (ALL_COLUMNS, FORMATS, IDENTIFIER_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, OPTIONAL_COLUMNS,
                       LoadReport, add_optional_columns, empty_mentions, load_mentions, write_mentions)
 from sampling.utils.data import data_path
@@ -71,9 +72,13 @@ def test_form_feeds_are_repaired_counted_and_every_mention_clustered(tmp_path):
     repaired = {(Path(p).stem, r): why for p, r, why in report.repairs if "control character" in why}
     assert set(repaired) == {(n, lines[n]) for n in FIVE[:3]}
     assert all("removed 1 illegal XML control character(s) (U+000C x1)" in why for why in repaired.values())
-    summary = report.summary()
+    # the summary names the repaired files (a count and the list); every repair is in the details
+    summary, details = report.summary(), report.repair_details()
+    assert "3 repair(s) in 3 file(s)" in summary and "removed" not in summary
+    assert set(report.repaired_files) == {str(folder / f"{n}.xml") for n in FIVE[:3]}
     for n in FIVE[:3]:
-        assert f"{n}.xml:{lines[n]}: removed 1 illegal XML control character" in summary
+        assert f"{n}.xml" in summary
+        assert f"{n}.xml:{lines[n]}: removed 1 illegal XML control character" in details
     # end to end: `coref run` clusters every mention of the five files
     out = tmp_path / "out"
     assert coref.cli.main(["run", "--data", str(folder), "--folds", "2", "--sweeps", "2", "--sampler", "racing",
@@ -140,7 +145,7 @@ def test_han_file_not_utf8_is_skipped_in_a_folder(tmp_path):
     for f in (FIX / "han").iterdir():
         shutil.copy(f, tmp_path / f.name)
     (tmp_path / "kisti_aagarwal_train_f0.txt").write_bytes(b"1;1;a agarwal;;t\xe9;v;2001\n")
-    with pytest.warns(SkippedFilesWarning, match=r"kisti_aagarwal_train_f0\.txt: not valid UTF-8"):
+    with pytest.warns(SkippedFilesWarning, match=r"kisti_aagarwal_train_f0\.txt:1: not valid UTF-8"):
         df, report = load_mentions(tmp_path, return_report=True)
     assert set(df["block"]) == {"a gupta"} and report.n_files_skipped == 1
 
@@ -351,8 +356,9 @@ def test_unparseable_list_cell_is_refused_with_file_line_and_column(tmp_path):
 def test_legacy_pipe_separated_csv_still_reads(tmp_path):
     p = tmp_path / "m.csv"
     p.write_text("mention_id,name,coauthors,keywords,abstract\n1,Ann Lee,Bo Li|Cy Wu,data;graphs,\n")
-    df = quiet_load(p)
-    assert df.at[0, "coauthors"] == ["Bo Li", "Cy Wu"] and df.at[0, "keywords"] == ["data;graphs"]
+    with pytest.warns(InputWarning, match=r"m\.csv:2: column 'keywords': 1 of 1 rows split at ';'"):
+        df = quiet_load(p)
+    assert df.at[0, "coauthors"] == ["Bo Li", "Cy Wu"] and df.at[0, "keywords"] == ["data", "graphs"]
     assert pd.isna(df.at[0, "abstract"])
 
 
@@ -382,7 +388,8 @@ def test_report_keeps_the_attribute_names_the_pipeline_reads():
     assert set(report.repairs) <= set(report.notes) and report.n_repaired == len(report.repairs) > 0
     # Jie_Tang.xml has stray '&' (one repair); Bin_Li.xml needs none
     assert [(Path(p).name, why) for p, _, why in report.repairs] == [("Jie_Tang.xml", "escaped 2 stray '&'")]
-    assert report.summary().splitlines()[0] == "read 5 mentions from 2 file(s); skipped 0 record(s); 1 repair(s)"
+    assert report.summary().splitlines()[0] == ("read 5 mentions from 2 file(s); skipped 0 record(s); "
+                                                "1 repair(s) in 1 file(s)")
     d = report.to_dict()
     assert json.loads(json.dumps(d))["n_repaired"] == 1 and d["format"] == "aminer"
 
