@@ -90,7 +90,7 @@ def _report_desc(report, df):
     """
     desc = {"n_read": int(getattr(report, "n_read", len(df))), "n_skipped": int(getattr(report, "n_skipped", 0))}
     log = []
-    for name in ("skipped", "notes", "files_read", "files_skipped", "files_ignored", "repairs"):
+    for name in ("skipped", "notes", "warnings", "files_read", "files_skipped", "files_ignored", "repairs"):
         v = getattr(report, name, None)
         if v is None:
             continue
