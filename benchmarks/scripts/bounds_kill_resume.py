@@ -94,7 +94,7 @@ def one_mode(args, mode, log_z, tol):
     print(f"[{mode}] uninterrupted: {wall:.1f} s wall, ln Z in [{ref['log_Z_lower']:.6f}, "
           f"{ref['log_Z_upper']:.6f}], samples {ref['n_samples']}")
     print(f"{'kill at s':>9} {'killed':>6} {'ckpt':>5} {'rc':>3} {'resumes':>7} {'lower':>11} {'upper':>11} "
-          f"{'gap':>7} {'brackets':>8} {'same end':>8}")
+          f"{'gap':>7} {'samples':>8} {'brackets':>8} {'same end':>8}")
     failures = 0
     for k in range(args.kills):
         at = wall * (0.05 + 0.9 * k / max(args.kills - 1, 1))
@@ -112,7 +112,7 @@ def one_mode(args, mode, log_z, tol):
         same = "-" if mode == "time" else str(all(row[c] == ref[c] for c in row if c != "time_s"))
         failures += (not ok) + (same == "False")
         print(f"{at:9.2f} {killed!s:>6} {had_ckpt!s:>5} {rc:3d} {n_resumes:7d} {lo:11.6f} {up:11.6f} "
-              f"{up - lo:7.4f} {ok!s:>8} {same:>8}")
+              f"{up - lo:7.4f} {row['n_samples']:8d} {ok!s:>8} {same:>8}")
     return failures
 
 
