@@ -12,7 +12,7 @@ Two runs of the CLI, each killed ``--kills`` times (one fresh run per kill):
   uninterrupted run ends (final row of the checkpoint, full precision), and bracket ln Z.
 
 The kill moments are spread evenly over the wall time of an uninterrupted run of the same
-command (from 5% to 95% of it, process start-up included); a run killed before its first
+command (from 5% to 85% of it, process start-up included); a run killed before its first
 checkpoint starts afresh. ln Z is the exact value from ``--exact-memory-mb`` (variable
 elimination, pedigree23 needs about 4.1 GiB) or else the best known reference
 (``bounds_refs.py``: our exact VE for pedigree23, log10 Z = -38.555591), with the rounding
@@ -97,7 +97,7 @@ def one_mode(args, mode, log_z, tol):
           f"{'gap':>7} {'samples':>8} {'brackets':>8} {'same end':>8}")
     failures = 0
     for k in range(args.kills):
-        at = wall * (0.05 + 0.9 * k / max(args.kills - 1, 1))
+        at = wall * (0.05 + 0.8 * k / max(args.kills - 1, 1))
         with tempfile.TemporaryDirectory(prefix="kill-resume-") as d:
             killed = _run_and_kill(cmd, d, at)
             had_ckpt = (Path(d) / "ck.json").exists()

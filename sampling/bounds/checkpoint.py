@@ -8,6 +8,11 @@ passes are deterministic), and the AND/OR search tree by replaying the same numb
 expansions (the upper-priority search does not depend on the samples; Alg. 1 of Lou,
 Dechter & Ihler 2017). Both rebuilds are checked against the bounds saved in the file.
 The rebuild time is not charged to the run.
+
+The run hands a state to the writer only after a whole step, once the fields that
+summarise it agree (``loop.u_min`` at most the search bound, ``ln sum 1/U_i`` inside
+``[ln n - u_max, ln n - u_min]``); the validation checks those relations with the
+tolerance their arithmetic needs (see the comment above ``_sum_tol``), not a blanket one.
 """
 from __future__ import annotations
 

@@ -121,8 +121,12 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         going on (``rng`` must then be None or the seed the checkpoint was started with).
         Every field is validated before use (:func:`sampling.bounds.checkpoint.validate_state`).
         A new checkpoint's directory is checked for writing before the run starts. It is
-        written every ``checkpoint_every`` seconds once the method runs (not while the WMB
-        is built: a Ctrl-C then leaves none), at the end and on KeyboardInterrupt. A
+        written when the method starts (not while the WMB is built: a run stopped then
+        leaves none), every ``checkpoint_every`` seconds, at the end and on
+        KeyboardInterrupt, always from the state after a whole step (a batch of samples,
+        expansions or DIS rounds), so a run killed at any moment (even with SIGKILL)
+        resumes from its last write; with work budgets (``max_samples`` /
+        ``max_expansions``) it then ends bit for bit where an uninterrupted run ends. A
         finished run resumed with a larger ``time_limit`` or ``max_samples`` goes on from
         where it stopped. Ignored for "wmb" and "exact".
     checkpoint_every : float, default 60.0
