@@ -54,6 +54,10 @@ class PerformanceWarning(UserWarning):
     """A slower code path is used (e.g. a pure-Python fallback)."""
 
 
+class DataWarning(UserWarning):
+    """Input data look wrong but can be used (e.g. extreme returns in a price series)."""
+
+
 class LowESSWarning(UserWarning):
     """An MCMC chain's effective sample size is too low for reliable summaries."""
 

@@ -3,10 +3,14 @@
 Default data: the shipped SPY 1-minute bars of January 2011
 (``data/returns/spy_1min_2011-01_pyalgotrade.txt``; ~14,160 returns, the order of
 the paper's 13,000 five-minute points). Returns are ``100 * diff(log close)``;
-a return across a gap of more than 60 minutes (the overnight break) is dropped
-and the sessions are concatenated; zero returns (1-cent tick) are kept; the
-series is demeaned and scaled to unit standard deviation before fitting.
-Pass several files to concatenate them (e.g. both shipped months).
+for intraday bars a return across a gap of more than 60 minutes (the overnight
+break) is dropped and the sessions are concatenated (daily bars keep every
+return); zero returns (1-cent tick) are kept; the series is demeaned and scaled
+to unit standard deviation before fitting. Pass several files to concatenate
+them (e.g. both shipped months). Returns beyond 50 robust standard deviations
+(1.4826 MAD) of the median are reported with their dates on stderr
+(:func:`sampling.arch.returns.extreme_returns`); the run goes on. Exit status: 0
+done, 2 bad input, 4 an output could not be written.
 
 Outputs in ``--out`` (written atomically): ``summary.json`` (posterior over q,
 likelihood terms evaluated, acceptance rates, racing error rates, ESS, R-hat),
@@ -85,7 +89,11 @@ def _parse_orders(text):
 
 
 def write_outputs(results, out, *, plots=True, data_note=""):
-    """Write summary.json, CSVs and Fig. 2-style plots for ``{method: ARCHSelection}``."""
+    """Write summary.json, CSVs and Fig. 2-style plots for ``{method: ARCHSelection}``.
+
+    Returns the summary (the content of summary.json); :func:`written_outputs` lists the
+    files written.
+    """
     import pandas as pd
 
     out = Path(out)
@@ -131,6 +139,18 @@ def write_outputs(results, out, *, plots=True, data_note=""):
     return summary
 
 
+PLOTS = ("fig2_posterior_q.png", "fig2b_log_posterior.png", "fig2c_adjusted_posterior.png",
+         "fig2d_autocorrelation.png")
+
+
+def written_outputs(results, *, plots=True):
+    """The names of the files :func:`write_outputs` writes for ``results``, in order."""
+    names = ["summary.json", "posterior.csv", "q_trace.csv"]
+    if any(r.log_adjusted_prior_trace.shape[0] for r in results.values()):
+        names.append("warmup_log_prior.csv")
+    return names + (list(PLOTS) if plots else [])
+
+
 def _autocorr(x, max_lag):
     x = np.asarray(x, dtype=float) - np.mean(x)
     v = np.dot(x, x)
@@ -163,7 +183,7 @@ def _plots(results, out):
     ax.set_ylabel("posterior p(q | r)")
     ax.set_title("posterior over the ARCH order (dots: single chains)")
     ax.legend(fontsize=7)
-    _atomic_savefig(fig, out / "fig2_posterior_q.png")
+    _atomic_savefig(fig, out / PLOTS[0])
     plt.close(fig)
     # (b) estimated log posterior of q vs likelihood evaluations during Wang-Landau
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -190,7 +210,7 @@ def _plots(results, out):
         ax.legend(fontsize=7)
     else:
         ax.set_title("(b) no Wang-Landau adaptation ran (adjusted prior given)")
-    _atomic_savefig(fig, out / "fig2b_log_posterior.png")
+    _atomic_savefig(fig, out / PLOTS[1])
     plt.close(fig)
     # (c) adjusted posterior per chain
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -204,7 +224,7 @@ def _plots(results, out):
     ax.set_ylabel("adjusted posterior p~(q | r)")
     ax.set_title(f"(c) adjusted posterior, one line per chain ({style_note})")
     ax.legend()
-    _atomic_savefig(fig, out / "fig2c_adjusted_posterior.png")
+    _atomic_savefig(fig, out / PLOTS[2])
     plt.close(fig)
     # (d) autocorrelation of q
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -216,7 +236,7 @@ def _plots(results, out):
     ax.set_ylabel("autocorrelation of q")
     ax.set_title(f"(d) autocorrelation of sampled q ({style_note})")
     ax.legend()
-    _atomic_savefig(fig, out / "fig2d_autocorrelation.png")
+    _atomic_savefig(fig, out / PLOTS[3])
     plt.close(fig)
 
 
@@ -242,18 +262,33 @@ def _print_result(r, file=sys.stdout):
 
 
 def main(args):
-    """Run the ``sampling arch`` sub-command; returns the exit status."""
-    from sampling.arch.model import DEFAULT_RETURNS_FILE, load_returns
+    """Run the ``sampling arch`` sub-command; returns the exit status.
+
+    0 done; 2 bad input (price files, options, a checkpoint of another run, an output
+    folder that cannot be created), found before the chains run; 4 the results were
+    printed but an output file could not be written. Data warnings (extreme returns)
+    go to stderr as ``sampling arch: warning: ...``.
+    """
+    import warnings
+
+    from sampling.arch.returns import DEFAULT_RETURNS_FILE, load_returns
     from sampling.arch.sampler import select_order
+    from sampling.exceptions import DataWarning
 
     try:
         orders = _parse_orders(args.orders)
-        files = args.files or None
-        returns = load_returns(files)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", DataWarning)
+            returns = load_returns(args.files or None)
+        for w in seen:
+            if issubclass(w.category, DataWarning):
+                print(f"sampling arch: warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         note = ("files: " + ", ".join(str(f) for f in args.files)) if args.files else \
             f"shipped {DEFAULT_RETURNS_FILE}"
-        note += (f"; {returns.size} percent log returns of close prices (returns across gaps > "
-                 "60 min dropped, zeros kept), demeaned and scaled to unit sd")
+        note += (f"; {returns.size} percent log returns of close prices (returns across intraday "
+                 "gaps > 60 min dropped, zeros kept), demeaned and scaled to unit sd")
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         methods = ["subsampled", "exact"] if args.method == "both" else [args.method]
@@ -272,19 +307,24 @@ def main(args):
                 grad_batch=args.grad_batch, control_variate=args.control_variate,
                 outlier_fraction=args.outlier_fraction,
                 progress=not args.quiet, checkpoint=str(out / f"checkpoint_{m}.npz"),
-                resume=args.resume, name=note.split(";")[0])
+                resume=args.resume, name=", ".join(str(f) for f in args.files) or DEFAULT_RETURNS_FILE)
             if fixed is None:  # the second chain reuses the same product-space target
                 fixed, pseudo = res.log_adjusted_prior, res.pseudo_priors
             results[m] = res
             _print_result(res)
             print(f"   ({time.perf_counter() - t0:.1f} s)")
-        summary = write_outputs(results, out, plots=not args.no_plots, data_note=note)
-        if "tv_posterior" in summary:
-            print(f"TV(subsampled, exact): posterior {summary['tv_posterior']:.4f}, adjusted "
-                  f"posterior {summary['tv_adjusted_posterior']:.4f}; likelihood terms per ESS "
-                  f"exact/subsampled = {summary['evals_per_ess_ratio_exact_over_subsampled']:.2f}")
-        print(f"wrote {out}/summary.json, posterior.csv, q_trace.csv and plots")
     except (ReturnsDataError, CheckpointError, ValueError, OSError) as exc:
         print(f"sampling arch: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
+    plots = not args.no_plots
+    try:
+        summary = write_outputs(results, out, plots=plots, data_note=note)
+    except OSError as exc:
+        print(f"sampling arch: cannot write the outputs to {out}: {exc}", file=sys.stderr)
+        return 4
+    if "tv_posterior" in summary:
+        print(f"TV(subsampled, exact): posterior {summary['tv_posterior']:.4f}, adjusted "
+              f"posterior {summary['tv_adjusted_posterior']:.4f}; likelihood terms per ESS "
+              f"exact/subsampled = {summary['evals_per_ess_ratio_exact_over_subsampled']:.2f}")
+    print(f"wrote {out}/: " + ", ".join(written_outputs(results, plots=plots)))
     return 0

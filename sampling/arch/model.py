@@ -1,4 +1,6 @@
-"""ARCH(q) with standardised Student-t innovations: data, likelihood, priors, MAP, Laplace.
+"""ARCH(q) with standardised Student-t innovations: simulation, likelihood, priors, MAP, Laplace.
+
+The returns series it is fitted to is read and checked by :mod:`sampling.arch.returns`.
 
 Model (Chen & Ghahramani 2016, Sec. 5.2, Appx. C.2)::
 
@@ -20,35 +22,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
-from sampling.exceptions import ConvergenceWarning, ReturnsDataError
+from sampling.exceptions import ConvergenceWarning
 
 from sampling.utils.kernels import load_kernel
 
 _loglik = load_kernel("sampling.arch._loglik")
 
-__all__ = [
-    "ARCHModel",
-    "LaplaceApprox",
-    "build_returns",
-    "default_returns_path",
-    "load_prices",
-    "load_returns",
-    "softplus",
-    "softplus_inv",
-    "check_returns",
-    "simulate_arch",
-]
-
-#: Minimum number of likelihood terms (after conditioning on ``q_max``) we accept.
-MIN_TERMS = 50
-
-DEFAULT_RETURNS_FILE = "spy_1min_2011-01_pyalgotrade.txt"
+__all__ = ["ARCHModel", "LaplaceApprox", "softplus", "softplus_inv", "simulate_arch"]
 
 
 # --------------------------------------------------------------------------- softplus
@@ -67,7 +52,7 @@ def _sigmoid(x):
     return special.expit(x)
 
 
-# --------------------------------------------------------------------------- data
+# --------------------------------------------------------------------------- simulation
 def simulate_arch(n, alpha, nu, *, rng=None):
     """Simulate an ARCH(q) series with unit-variance Student-t innovations.
 
@@ -107,172 +92,6 @@ def simulate_arch(n, alpha, nu, *, rng=None):
     for t in range(q, n + q):
         r[t] = math.sqrt(alpha[0] + np.dot(alpha[1:], r[t - q:t][::-1] ** 2)) * z[t - q]
     return r[q:]
-
-
-def default_returns_path():
-    """Path of the default shipped series (SPY 1-minute bars, January 2011)."""
-    from sampling.utils.data import data_path
-
-    return data_path("returns", DEFAULT_RETURNS_FILE)
-
-
-def load_prices(path):
-    """Read a price file into a DataFrame with columns ``time`` (or NaT) and ``price``.
-
-    Formats recognised:
-
-    * NinjaTrader minute bars (the shipped SPY files): no header, ``;``-separated
-      ``YYYYMMDD HHMMSS;open;high;low;close;volume``; ``price`` is ``close``.
-    * CSV (optionally gzipped) with a header holding ``Adj Close``, ``Close``,
-      ``close`` or ``price`` and optionally ``Date``/``time``.
-
-    Raises
-    ------
-    ReturnsDataError
-        If the file cannot be read, has no price column, or holds NaN or
-        non-positive prices (the message names the file and the first bad row).
-    """
-    path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-        if head == b"\x1f\x8b":
-            import gzip
-
-            with gzip.open(path, "rt") as fh:
-                first = fh.readline()
-        else:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                first = fh.readline()
-    except OSError as exc:
-        raise ReturnsDataError(f"{path}: cannot read returns file ({exc})") from exc
-    try:
-        if ";" in first:
-            df = pd.read_csv(path, sep=";", header=None,
-                             names=["dt", "open", "high", "low", "close", "volume"])
-            time = pd.to_datetime(df["dt"], format="%Y%m%d %H%M%S", errors="coerce")
-            price = pd.to_numeric(df["close"], errors="coerce")
-        else:
-            df = pd.read_csv(path)
-            cols = {c.strip().lower(): c for c in df.columns}
-            key = next((cols[c] for c in ("adj close", "close", "price") if c in cols), None)
-            if key is None:
-                raise ReturnsDataError(
-                    f"{path}: no price column; expected one of 'Adj Close', 'Close', 'price', "
-                    f"got columns {list(df.columns)}")
-            price = pd.to_numeric(df[key], errors="coerce")
-            tkey = next((cols[c] for c in ("date", "time", "datetime") if c in cols), None)
-            time = (pd.to_datetime(df[tkey], errors="coerce") if tkey is not None
-                    else pd.Series(pd.NaT, index=df.index))
-    except ReturnsDataError:
-        raise
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ReturnsDataError(f"{path}: cannot parse returns file ({exc})") from exc
-    bad = np.flatnonzero(~np.isfinite(price.to_numpy(dtype=float)))
-    if bad.size:
-        raise ReturnsDataError(
-            f"{path}: {bad.size} missing/NaN price(s), first at data row {bad[0] + 1}")
-    nonpos = np.flatnonzero(price.to_numpy(dtype=float) <= 0)
-    if nonpos.size:
-        raise ReturnsDataError(
-            f"{path}: {nonpos.size} non-positive price(s), first at data row {nonpos[0] + 1}")
-    return pd.DataFrame({"time": time.to_numpy(), "price": price.to_numpy(dtype=float)})
-
-
-def build_returns(prices, times=None, *, max_gap_minutes=60.0):
-    """Percent log returns ``100 * diff(log price)``, dropping returns across session gaps.
-
-    Parameters
-    ----------
-    prices : ndarray of shape (n_prices,)
-        Positive prices in time order.
-    times : array of datetime64 of shape (n_prices,), optional
-        Bar times. When given, a return whose two bars are more than
-        ``max_gap_minutes`` apart spans two sessions (the SPY files have a
-        ~7 h overnight break, SOURCES.md) and is dropped; the remaining returns
-        are concatenated in time order. Shorter gaps inside a session (sparse
-        extended-hours bars) are kept as one return over the gap.
-    max_gap_minutes : float
-        Session-break threshold in minutes.
-
-    Returns
-    -------
-    ndarray of shape (n_returns,)
-        Percent log returns. Zero returns (price unchanged over the bar, ~20% of
-        SPY 1-minute bars because of the 1-cent tick) are kept: the Student-t
-        density is finite at 0 and dropping them would distort the volatility.
-    """
-    p = np.asarray(prices, dtype=float)
-    r = 100.0 * np.diff(np.log(p))
-    if times is not None:
-        t = pd.to_datetime(pd.Series(times))
-        if t.notna().all():
-            gap = t.diff().dt.total_seconds().to_numpy()[1:] / 60.0
-            r = r[gap <= max_gap_minutes]
-    return r
-
-
-def load_returns(path=None, *, max_gap_minutes=60.0):
-    """Load a price file and build its returns (see :func:`build_returns`).
-
-    ``path=None`` loads the shipped SPY 1-minute series of January 2011
-    (``data/returns/spy_1min_2011-01_pyalgotrade.txt``; about 14,160 returns, the
-    same order as the paper's 13,000). Several paths are concatenated in order
-    (returns are built per file, so no return spans two files).
-
-    Raises
-    ------
-    ReturnsDataError
-        Unreadable file, NaN / non-positive prices, or too few returns.
-    """
-    paths = [default_returns_path()] if path is None else (
-        [path] if isinstance(path, (str, Path)) else list(path))
-    parts = []
-    for p in paths:
-        df = load_prices(p)
-        times = df["time"] if df["time"].notna().all() else None
-        parts.append(build_returns(df["price"].to_numpy(), times, max_gap_minutes=max_gap_minutes))
-    r = np.concatenate(parts) if parts else np.empty(0)
-    return r
-
-
-def check_returns(returns, *, q_max, name="returns"):
-    """Validate a returns series; return it as a C-contiguous float64 array.
-
-    Raises
-    ------
-    ReturnsDataError
-        If it is not 1-D, holds NaN/inf, has at most ``q_max + MIN_TERMS``
-        points, or is constant. ``name`` (a file name, say) prefixes the message.
-    """
-    try:
-        r = np.ascontiguousarray(returns, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ReturnsDataError(f"{name}: returns must be numeric ({exc})") from exc
-    if r.ndim != 1:
-        raise ReturnsDataError(f"{name}: returns must be 1-D, got shape {r.shape}")
-    bad = np.flatnonzero(~np.isfinite(r))
-    if bad.size:
-        raise ReturnsDataError(
-            f"{name}: {bad.size} NaN/inf return(s), first at position {bad[0]}")
-    need = q_max + MIN_TERMS
-    if r.size < need:
-        raise ReturnsDataError(
-            f"{name}: too few returns: got {r.size}, need at least {need} "
-            f"(q_max={q_max} conditioning points + {MIN_TERMS} likelihood terms)")
-    if not np.std(r) > 0:
-        raise ReturnsDataError(f"{name}: constant returns series (standard deviation 0)")
-    return r
-
-
-def standardise(returns):
-    """Demean (constant-mean process, Appx. C.2) and scale to unit standard deviation.
-
-    Returns ``(z, mean, scale)`` with ``z = (returns - mean) / scale``.
-    """
-    mean = float(np.mean(returns))
-    scale = float(np.std(returns))
-    return np.ascontiguousarray((returns - mean) / scale), mean, scale
 
 
 # --------------------------------------------------------------------------- model
@@ -317,7 +136,8 @@ class ARCHModel:
     Parameters
     ----------
     returns : ndarray of shape (n_obs,)
-        Validated, standardised returns (see :func:`check_returns`, :func:`standardise`).
+        Validated, standardised returns (see :func:`sampling.arch.returns.check_returns`
+        and :func:`~sampling.arch.returns.standardise`).
     q : int
         ARCH order, ``1 <= q <= q_max``.
     q_max : int

@@ -68,7 +68,8 @@ from sampling.exceptions import LowESSWarning
 from ._cv import BinnedProxy, GradientCV
 from .chain import STATS, ChainContext, ChainState, new_stats, pilot_pseudo_priors, run_chain
 from .checkpoint import load_checkpoint, save_checkpoint
-from .model import ARCHModel, check_returns, standardise
+from .model import ARCHModel
+from .returns import check_returns, standardise
 from .result import ARCHSelection, q_diagnostics
 
 __all__ = ["ARCHSelection", "BinnedProxy", "ChainContext", "ChainState", "GradientCV", "run_chain",
@@ -89,11 +90,12 @@ def _select_iv(returns, orders, method, n_iterations, n_warmup, n_chains, delta,
     if method not in _METHODS:
         raise ValueError(f"the method parameter of select_order must be one of {_METHODS}; "
                          f"got {method!r}")
-    for name, v, lo in (("n_iterations", n_iterations, 1), ("n_warmup", n_warmup, 0),
-                        ("n_chains", n_chains, 1), ("grad_batch", grad_batch, 1),
-                        ("first_batch", first_batch, 2), ("check_every", check_every, 0)):
+    for param, v, lo in (("n_iterations", n_iterations, 1), ("n_warmup", n_warmup, 0),
+                         ("n_chains", n_chains, 1), ("grad_batch", grad_batch, 1),
+                         ("first_batch", first_batch, 2), ("check_every", check_every, 0)):
+        # (not ``name``: that is the data's name, which check_returns puts in its messages)
         if not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"the {name} parameter of select_order must be an int >= {lo}; "
+            raise ValueError(f"the {param} parameter of select_order must be an int >= {lo}; "
                              f"got {v!r}")
     if not 0 < delta < 1:
         raise ValueError(f"the delta parameter of select_order must be in (0, 1); got {delta!r}")

@@ -2,7 +2,12 @@
 AOBFS search stage and the DIS loop of Lou, Dechter & Ihler (2017), Alg. 1.
 
 Each phase goes on from the state in a :class:`RunState` (fresh, or restored from a
-checkpoint) and calls ``state.save()`` after each trace tick.
+checkpoint). A step (a batch of samples, of expansions or of DIS rounds) changes the
+estimator, the search tree, the random stream and the loop counters together; only after
+it, once :func:`note_bounds` has brought ``u_min`` / ``u_max`` up to date, is the state
+consistent, and only then is it handed to the checkpoint (``state.commit()`` before the
+trace tick, ``state.save()`` after it). A checkpoint therefore never holds a state from
+the middle of a step, whatever moment a run is stopped at.
 """
 from __future__ import annotations
 
@@ -10,11 +15,13 @@ import dataclasses
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from ._recorder import NEG_INF, Recorder, trace_row
 from .importance import dis_rounds, sample_wmb_is
 from .trace import BoundTrace
 
-__all__ = ["RunState", "run_method"]
+__all__ = ["RunState", "run_method", "note_bounds"]
 
 
 @dataclasses.dataclass
@@ -30,14 +37,18 @@ class RunState:
     acc : ImportanceAccumulator
     loop : dict
         ``n_done``, ``rounds_done``, ``stage`` ("search" or "sample"), ``u_min`` (smallest
-        deterministic upper bound so far), ``u_max``.
+        deterministic upper bound so far, at most every U_i a sample was weighed with) and
+        ``u_max`` (at least every such U_i); see :func:`note_bounds`.
     gen : numpy.random.Generator
     wmb, ev, fast, search
         The fitted WMB, its factor evaluator, compiled proposal (or None) and AOBFS (or None).
     log_Z_wmb : float
         The bound of ``wmb``.
+    commit : callable
+        ``commit()`` records the current state, consistent after a step, as the one the
+        next checkpoint write (or the write on KeyboardInterrupt) holds.
     save : callable
-        ``save(force=False)`` writes the checkpoint when due.
+        ``save(force=False)``: ``commit()``, then write the checkpoint when due.
     """
 
     rec: Recorder
@@ -50,6 +61,7 @@ class RunState:
     fast: Any = None
     search: Any = None
     log_Z_wmb: float = math.inf
+    commit: Callable = lambda: None
     save: Callable = lambda force=False: None
 
     def trace(self, method):
@@ -78,6 +90,23 @@ def run_method(s, st):
     return _dis(s, st)
 
 
+def note_bounds(st, log_U=None):
+    """Bring ``u_min`` / ``u_max`` of ``st.loop`` up to date after a step.
+
+    ``u_min`` takes the search bound U_S (and its running minimum) and ``u_max`` /
+    ``u_min`` the bounds ``log_U`` the step's samples were weighed with, so that the saved
+    ``u_min`` is never above the saved search bound and ``ln sum 1/U_i`` of the estimator
+    lies in ``[ln n - u_max, ln n - u_min]`` exactly (up to the rounding of its sum); the
+    checkpoint validation relies on both.
+    """
+    loop, search = st.loop, st.search
+    if search is not None:
+        loop["u_min"] = min(loop["u_min"], float(search.log_Z_upper_), float(search.log_Z_upper_min_))
+    if log_U is not None and np.size(log_U):
+        loop["u_min"] = min(loop["u_min"], float(np.min(log_U)))
+        loop["u_max"] = max(loop["u_max"], float(np.max(log_U)))
+
+
 def _wmb_is(s, st):
     """WMB-IS: batches of samples from the WMB proposal, weights bounded by the WMB bound."""
     rec, acc, loop, lz = st.rec, st.acc, st.loop, st.log_Z_wmb
@@ -91,6 +120,8 @@ def _wmb_is(s, st):
         log_w = sample_wmb_is(st.wmb, st.ev, k, st.gen, fast=st.fast)
         acc.add(log_w, lz)
         loop["n_done"] = n_done + k
+        note_bounds(st, lz)
+        st.commit()
 
         def row():
             lo, up = acc.bounds(lz)
@@ -109,7 +140,7 @@ def _search_row(st):
     """Trace row of the search (and DIS) phase: U_S, the solved-sub-problem lower bound and
     the sampling bounds (Theorem 1), whichever is tighter."""
     search, acc, loop = st.search, st.acc, st.loop
-    loop["u_min"] = min(loop["u_min"], search.log_Z_upper_, search.log_Z_upper_min_)
+    note_bounds(st)
     u_det, l_det = loop["u_min"], search.log_Z_lower_
     if search.solved_:
         lz = search.log_Z_upper_
@@ -138,6 +169,8 @@ def _search_stage(s, st):
     while search.can_expand and _expansions_left(s, search) > 0 and rec.elapsed() < stage_limit:
         k = int(min(max(s.n_expansions, 1), _expansions_left(s, search)))
         search.expand(k)
+        note_bounds(st)
+        st.commit()
         rec.tick(lambda: _search_row(st))
         st.save()
     if s.method == "aobfs" or search.solved_:
@@ -147,6 +180,7 @@ def _search_stage(s, st):
         return True
     rec.tick(lambda: _search_row(st), force=True)
     st.loop["stage"] = "sample"
+    st.commit()
     return False
 
 
@@ -173,6 +207,8 @@ def _dis(s, st):
         if len(log_w):
             acc.add(log_w, log_U)
         loop["rounds_done"] += rounds
+        note_bounds(st, log_U)
+        st.commit()
         if search.solved_:
             break
         done = (max_samples is not None and acc.n >= max_samples) or rec.elapsed() >= s.time_limit

@@ -8,6 +8,11 @@ passes are deterministic), and the AND/OR search tree by replaying the same numb
 expansions (the upper-priority search does not depend on the samples; Alg. 1 of Lou,
 Dechter & Ihler 2017). Both rebuilds are checked against the bounds saved in the file.
 The rebuild time is not charged to the run.
+
+The run hands a state to the writer only after a whole step, once the fields that
+summarise it agree (``loop.u_min`` at most the search bound, ``ln sum 1/U_i`` inside
+``[ln n - u_max, ln n - u_min]``); the validation checks those relations with the
+tolerance their arithmetic needs (see the comment above ``_sum_tol``), not a blanket one.
 """
 from __future__ import annotations
 
@@ -98,7 +103,27 @@ def load_checkpoint(path, expected):
 
 
 # --------------------------------------------------------------------------- validation
-_LOG_TOL = 1e-6  # relative slack on log-space consistency checks (rounding of saved floats)
+# Tolerances of the consistency checks, from the arithmetic that produced the fields.
+# * Copies are checked exactly. JSON holds each float as its shortest repr, which reads back
+#   to the same double, and the loops keep ``loop.u_min`` as a running ``min`` over a set
+#   that holds ``meta.log_Z_wmb`` and the saved search bound ``log_Z_search`` (the state is
+#   committed only after the step that updates it; see ``sampling.bounds._loops``), so
+#   ``u_min <= log_Z_search`` and ``u_min <= log_Z_wmb`` hold bit for bit.
+# * Running sums of n terms are checked with ``_sum_tol(n, scale)`` = 4 (n + 2) eps scale.
+#   ``ln sum 1/U_i`` is accumulated by n log-add-exp steps ``hi + log1p(exp(lo - hi))``;
+#   each rounds by at most 3 eps max(1, |result|) (1 ulp in exp and log1p, half an ulp in
+#   the addition), and an earlier error passes through with a factor <= 1, so after n
+#   steps it is at most 3 n eps scale, with scale the largest magnitude among the partial
+#   sums and the bounds; ln n and ``ln n - u`` add 2 eps scale. The same rule bounds the
+#   Welford mean and sum of squares of the ratios r_i in [0, 1].
+# * Trace rows keep the relative slack _LOG_TOL of the estimator's own bound check.
+_LOG_TOL = 1e-6
+_EPS = 2.0 ** -52
+
+
+def _sum_tol(n, scale):
+    """Rounding bound of a running sum of ``n`` terms of magnitude up to ``scale`` (see above)."""
+    return 4.0 * (n + 2) * _EPS * max(1.0, scale)
 
 
 def _field(path, state, key, kind, *, lo=None, hi=None, allow=(), where=""):
@@ -195,10 +220,10 @@ def validate_state(path, state, *, n_vars=None):
         raise ValueError(f"{path}: checkpoint field 'loop.stage' must be 'search' or 'sample'; got {stage!r}")
     u_min = _field(path, loop, "u_min", "float", allow=("-inf",), where="loop.")
     u_max = _field(path, loop, "u_max", "float", allow=("-inf",), where="loop.")
-    if u_min > log_wmb + _LOG_TOL * max(1.0, abs(log_wmb)):
+    if u_min > log_wmb:
         raise ValueError(f"{path}: checkpoint field 'loop.u_min' ({u_min}) is above the WMB bound "
                          f"meta.log_Z_wmb ({log_wmb})")
-    if log_search is not None and u_min > log_search + _LOG_TOL * max(1.0, abs(log_search)):
+    if log_search is not None and u_min > log_search:
         raise ValueError(f"{path}: checkpoint field 'loop.u_min' ({u_min}) is above the search "
                          f"bound log_Z_search ({log_search})")
 
@@ -206,9 +231,9 @@ def validate_state(path, state, *, n_vars=None):
     w = "accumulator."
     _field(path, acc, "delta", "float", lo=0.0, hi=1.0, where=w)
     n = _field(path, acc, "n", "int", lo=0, hi=big, where=w)
-    m = _field(path, acc, "_m", "float", allow=("-inf",), hi=_LOG_TOL, where=w)
-    mean = _field(path, acc, "_mean", "float", lo=0.0, hi=1.0 + 1e-9, where=w)
-    m2 = _field(path, acc, "_m2", "float", lo=0.0, hi=0.25 * n + 1e-9, where=w)
+    m = _field(path, acc, "_m", "float", allow=("-inf",), hi=0.0, where=w)  # ln r <= 0 is clipped
+    mean = _field(path, acc, "_mean", "float", lo=0.0, hi=1.0 + _sum_tol(n, 1.0), where=w)
+    m2 = _field(path, acc, "_m2", "float", lo=0.0, hi=0.25 * n + _sum_tol(n, 0.25 * n), where=w)
     lsu = _field(path, acc, "_log_sum_inv_u", "float", allow=("-inf",), where=w)
     _field(path, acc, "log_w_max", "float", allow=("-inf",), where=w)
     _field(path, acc, "n_bound_violations", "int", lo=0, hi=n, where=w)
@@ -226,7 +251,7 @@ def validate_state(path, state, *, n_vars=None):
         if u_max < u_min:
             raise ValueError(f"{path}: checkpoint field 'loop.u_max' ({u_max}) is below 'loop.u_min' ({u_min})")
         lo_s, hi_s = math.log(n) - u_max, math.log(n) - u_min
-        tol = _LOG_TOL * max(1.0, abs(lo_s), abs(hi_s)) + 1e-9
+        tol = _sum_tol(n, max(abs(lo_s), abs(hi_s), abs(u_min), abs(u_max)))
         if not (lo_s - tol <= lsu <= hi_s + tol):
             raise ValueError(f"{path}: checkpoint fields 'accumulator.n' ({n}) and "
                              f"'accumulator._log_sum_inv_u' ({lsu}) are inconsistent with the bounds "

@@ -22,6 +22,7 @@ References
 """
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import os
@@ -31,7 +32,7 @@ import warnings
 from ..exceptions import ConvergenceWarning
 from ..utils.rng import as_generator
 from ._ladder import build_wmb_ladder, final_trace, wmb_evaluator
-from ._loops import RunState, run_method
+from ._loops import RunState, note_bounds, run_method
 from ._recorder import NEG_INF, Recorder, trace_row
 from ._settings import METHODS, check_run_settings
 from .aobfs import AOBFS
@@ -120,8 +121,12 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         going on (``rng`` must then be None or the seed the checkpoint was started with).
         Every field is validated before use (:func:`sampling.bounds.checkpoint.validate_state`).
         A new checkpoint's directory is checked for writing before the run starts. It is
-        written every ``checkpoint_every`` seconds once the method runs (not while the WMB
-        is built: a Ctrl-C then leaves none), at the end and on KeyboardInterrupt. A
+        written when the method starts (not while the WMB is built: a run stopped then
+        leaves none), every ``checkpoint_every`` seconds, at the end and on
+        KeyboardInterrupt, always from the state after a whole step (a batch of samples,
+        expansions or DIS rounds), so a run killed at any moment (even with SIGKILL)
+        resumes from its last write; with work budgets (``max_samples`` /
+        ``max_expansions``) it then ends bit for bit where an uninterrupted run ends. A
         finished run resumed with a larger ``time_limit`` or ``max_samples`` goes on from
         where it stopped. Ignored for "wmb" and "exact".
     checkpoint_every : float, default 60.0
@@ -231,14 +236,17 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         st.loop["u_min"] = min(st.search.log_Z_upper_, st.loop["u_min"])
     if ckpt is not None:
         _restore(st, ckpt, checkpoint, s, now)
-    st.save = _saver(st, s, checkpoint, expected, ckpt, seed)
+        note_bounds(st)  # the rebuilt U_S may differ from the saved one in its last bits
+    st.commit, st.save, flush = _saver(st, s, checkpoint, expected, ckpt, seed)
+    # written at once: a run stopped from here on resumes without rebuilding the WMB ladder
+    st.save(force=ckpt is None)
     try:
         if out_of_time and not getattr(wmb, "is_exact", False):
             trace = final_trace(s.method, rec, meta, st.acc, st.loop)
         else:
             trace = run_method(s, st)
     except KeyboardInterrupt:
-        st.save(force=True)  # a consistent state: the samples of an unfinished batch are dropped
+        flush()  # the last consistent state: the work of an unfinished step is dropped
         raise
     st.save(force=True)
     return trace
@@ -368,24 +376,52 @@ def _restore(st, ckpt, checkpoint, s, now):
 
 
 def _saver(st, s, checkpoint, expected, ckpt, seed):
-    """Step 5 of :func:`run`: ``save(force=False)``, which writes the checkpoint (if one was
-    asked for) every ``checkpoint_every`` seconds, or at once when forced."""
+    """Step 5 of :func:`run`: the checkpoint writer of ``st``.
+
+    Returns ``(commit, save, flush)``. ``commit()`` takes a snapshot of the state, which
+    the loops call only when it is consistent (after a step and :func:`note_bounds`);
+    ``save(force=False)`` commits, then writes the snapshot if ``checkpoint_every``
+    seconds have passed (or at once when forced); ``flush()`` writes the last snapshot
+    as it is (on KeyboardInterrupt, whose state may be from the middle of a step). A
+    write is atomic, so the file on disk is always one whole committed snapshot.
+    """
     rec, wmb = st.rec, st.wmb
     rebuild = {"wmb_passes": int(getattr(wmb, "n_iters_", 0)),  # how to rebuild the same WMB
                "elim_order": [int(v) for v in getattr(wmb, "elim_order", [])]}
     last_save = [rec.elapsed()]
+    snap = [None]
 
-    def save(force=False):
-        if checkpoint is None or not (force or rec.elapsed() - last_save[0] >= s.checkpoint_every):
+    def commit():
+        if checkpoint is None:
             return
         search = st.search
+        rows = rec.rows
+        # rows are only appended to, or the last one replaced: keep the count and a copy of
+        # the last row instead of copying the list at each step
+        snap[0] = {
+            "meta": copy.deepcopy(st.meta), "elapsed_s": rec.elapsed(),
+            "rng": st.gen.bit_generator.state, "accumulator": st.acc.state_dict(), "loop": dict(st.loop),
+            "n_expansions": 0 if search is None else int(search.n_expansions_),
+            "log_Z_search": None if search is None else float(search.log_Z_upper_),
+            "rows": (len(rows), dict(rows[-1]) if rows else None), "rec_iter": rec.iter,
+            "rec_next_t": rec.next_t}
+
+    def flush():
+        if checkpoint is None or snap[0] is None:
+            return
+        state = dict(snap[0])
+        n_rows, last = state["rows"]
+        state["rows"] = rec.rows[:n_rows - 1] + [last] if n_rows else []
         save_checkpoint(checkpoint, {
             "fingerprint": expected["fingerprint"], "method": s.method, "settings": expected["settings"],
-            "i_bound": st.meta["i_bound"], **rebuild, "meta": st.meta, "elapsed_s": rec.elapsed(),
-            "seed": seed if ckpt is None else ckpt.get("seed"),
-            "rng": st.gen.bit_generator.state, "accumulator": st.acc.state_dict(), "loop": st.loop,
-            "n_expansions": 0 if search is None else search.n_expansions_,
-            "log_Z_search": None if search is None else search.log_Z_upper_,
-            "rows": rec.rows, "rec_iter": rec.iter, "rec_next_t": rec.next_t})
+            "i_bound": state["meta"]["i_bound"], **rebuild, **state,
+            "seed": seed if ckpt is None else ckpt.get("seed")})
         last_save[0] = rec.elapsed()
-    return save
+
+    def save(force=False):
+        if checkpoint is None:
+            return
+        commit()
+        if force or rec.elapsed() - last_save[0] >= s.checkpoint_every:
+            flush()
+    return commit, save, flush

@@ -6,10 +6,12 @@ import pytest
 from scipy import stats
 
 from sampling.arch import _loglik, _loglik_py
-from sampling.arch.model import (ARCHModel, build_returns, check_returns, load_prices,
-                                 load_returns, softplus, softplus_inv, standardise)
+from sampling.arch.model import ARCHModel, softplus, softplus_inv
+from sampling.arch.returns import (EXTREME_K, build_returns, check_returns, extreme_returns, load_prices,
+                                   load_returns, standardise)
 from sampling.arch.model import simulate_arch
-from sampling.exceptions import ReturnsDataError
+from sampling.exceptions import DataWarning, ReturnsDataError
+from sampling.utils.data import data_path
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +194,51 @@ def test_returns_errors(tmp_path):
         check_returns([0.1, 0.2, 0.3, np.nan] + [0.0] * 100, q_max=5, name="spy.txt")
     with pytest.raises(ReturnsDataError, match="cannot read"):
         load_prices(tmp_path / "missing.csv")
+
+
+def test_an_infinite_price_is_reported_as_non_finite(tmp_path):
+    f = tmp_path / "inf.csv"
+    f.write_text("Date,Close\n2020-01-01,1.0\n2020-01-02,1.1\n2020-01-03,inf\n")
+    with pytest.raises(ReturnsDataError, match=r"inf\.csv: 1 non-finite \(infinite\) price\(s\), first at "
+                                               r"data row 3 \(inf\)"):
+        load_prices(f)
+
+
+def test_daily_bars_keep_every_return():
+    """The 60-minute session-break rule is for intraday bars: daily closes are all more than
+    60 minutes apart, and before they were all dropped (the shipped S&P 500 file gave 0 returns)."""
+    t = np.array(["2011-01-03", "2011-01-04", "2011-01-05", "2011-01-07"], dtype="datetime64[D]")
+    p = np.array([100.0, 101.0, 99.0, 99.0])
+    np.testing.assert_allclose(build_returns(p, t), 100 * np.diff(np.log(p)))
+    assert load_returns(data_path("returns", "sp500_daily_arch.csv.gz")).size == 5030
+
+
+def test_extreme_returns_rule():
+    """|r - median| > k * 1.4826 * MAD, k = 50; MAD = 0 falls back to 1.2533 * mean |r - median|."""
+    assert EXTREME_K == 50
+    r = np.array([-1.0, 0.0, 1.0, 0.0, -1.0, 1.0, 74.0, 0.0, 75.0])
+    # median 0, MAD 1, robust sd 1.4826: the threshold is 74.13
+    np.testing.assert_array_equal(extreme_returns(r), [8])
+    np.testing.assert_array_equal(extreme_returns(r, k=10), [6, 8])
+    flat = np.zeros(100)
+    flat[[3, 50]] = [1.0, 200.0]  # MAD 0: s = 1.2533 * 201 / 100 = 2.519, threshold 126
+    np.testing.assert_array_equal(extreme_returns(flat), [50])
+    assert extreme_returns(np.zeros(10)).size == 0
+    for name in ("spy_1min_2011-01_pyalgotrade.txt", "spy_1min_2011-03_pyalgotrade.txt"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DataWarning)  # the shipped series raise no warning
+            load_returns(data_path("returns", name))
+
+
+def test_load_returns_names_the_rows_of_extreme_returns(tmp_path):
+    f = tmp_path / "p.csv"
+    p = 100 * np.exp(np.cumsum(np.random.default_rng(1).normal(0, 0.05, 300)) / 100)
+    p[100] *= 10.0
+    f.write_text("Close\n" + "\n".join(f"{v:.6f}" for v in p) + "\n")
+    with pytest.warns(DataWarning, match=r"p\.csv: 2 extreme return\(s\).*at data row 101 \(\+230\.\d%\), "
+                                         r"data row 102 \(-230\.\d%\)"):
+        r = load_returns(f)
+    assert r.size == 299  # flagged, not dropped
 
 
 def test_standardise():

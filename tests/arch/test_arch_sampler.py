@@ -8,7 +8,8 @@ import pytest
 from sampling.arch import _chain_py, _loglik_py, select_order
 from sampling.arch import sampler as S
 from sampling.arch.chain import new_stats, run_chain
-from sampling.arch.model import ARCHModel, standardise
+from sampling.arch.model import ARCHModel
+from sampling.arch.returns import standardise
 from sampling.arch.model import simulate_arch
 from sampling.exceptions import CheckpointError, ReturnsDataError
 
@@ -264,16 +265,67 @@ def test_cli_writes_outputs(returns, tmp_path):
 
 
 def test_cli_bad_file(tmp_path, capsys):
+    """Bad input exits 2, like ``sampling bounds``; the message names the file, not an option."""
     from sampling.cli import main
 
     f = tmp_path / "broken.csv"
     f.write_text("Close\n1.0\nnan\n1.1\n")
-    assert main(["arch", str(f), "--no-progress"]) == 1
-    assert "broken.csv" in capsys.readouterr().err
+    assert main(["arch", str(f), "--no-progress"]) == 2
+    assert "broken.csv: 1 missing/NaN price(s), first at data row 2" in capsys.readouterr().err
     g = tmp_path / "short.csv"
     g.write_text("Close\n" + "\n".join(str(1 + 0.01 * i) for i in range(20)) + "\n")
-    assert main(["arch", str(g), "--no-progress"]) == 1
-    assert "too few returns" in capsys.readouterr().err
+    assert main(["arch", str(g), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {g}: too few returns: got 19" in err and "check_every" not in err
+    h = tmp_path / "flat.csv"
+    h.write_text("Close\n" + "\n".join(["5.0"] * 200) + "\n")
+    assert main(["arch", str(h), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {h}: constant returns series" in err and "check_every" not in err
+    assert main(["arch", str(g), "--orders", "1,x"]) == 2
+    assert "--orders must be comma-separated integers" in capsys.readouterr().err
+
+
+def test_select_order_names_the_data_not_an_option(returns):
+    """Before: the loop over the count parameters rebound ``name``, so a short or constant
+    series was reported as ``check_every: too few returns``."""
+    with pytest.raises(ReturnsDataError, match=r"^x\.csv: too few returns: got 30"):
+        select_order(returns[:30], orders=ORDERS, name="x.csv")
+    with pytest.raises(ReturnsDataError, match=r"^x\.csv: constant returns series"):
+        select_order(np.ones(500), orders=ORDERS, name="x.csv")
+
+
+def test_cli_no_plots_prints_only_what_it_wrote(returns, tmp_path, capsys):
+    from sampling.cli import main
+
+    prices = 100 * np.exp(np.cumsum(np.append(0.0, returns)) / 100)
+    f = tmp_path / "prices.csv"
+    f.write_text("price\n" + "\n".join(f"{p:.6f}" for p in prices) + "\n")
+    out = tmp_path / "out"
+    assert main(["arch", str(f), "--orders", "1,2", "--iterations", "20", "--warmup", "10",
+                 "--chains", "1", "--pilot", "20", "--out", str(out), "--quiet", "--no-plots"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == f"wrote {out}/: summary.json, posterior.csv, q_trace.csv, warmup_log_prior.csv"
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("checkpoint")) == sorted(
+        ["summary.json", "posterior.csv", "q_trace.csv", "warmup_log_prior.csv"])
+
+
+def test_cli_warns_about_an_extreme_return_with_its_date(tmp_path, capsys):
+    """One price multiplied by 1e6: the two returns around it are named by their bar times."""
+    from sampling.cli import main
+
+    rng = np.random.default_rng(3)
+    t = np.datetime64("2020-01-02T09:30") + np.arange(400) * np.timedelta64(1, "m")
+    p = 100 * np.exp(np.cumsum(0.05 * rng.standard_normal(400)) / 100)
+    p[200] *= 1e6
+    f = tmp_path / "bars.csv"
+    f.write_text("Date,Close\n" + "\n".join(f"{str(a).replace('T', ' ')},{b:.6f}" for a, b in zip(t, p)) + "\n")
+    assert main(["arch", str(f), "--orders", "1,2", "--iterations", "10", "--warmup", "0", "--chains", "1",
+                 "--pilot", "20", "--out", str(tmp_path / "out"), "--quiet", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert (f"sampling arch: warning: {f}: 2 extreme return(s), beyond 50 robust standard deviations"
+            in err)
+    assert "at 2020-01-02 12:50:00 (+1382%), 2020-01-02 12:51:00 (-1382%)" in err
 
 
 @pytest.mark.slow

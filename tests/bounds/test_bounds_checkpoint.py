@@ -182,3 +182,101 @@ def test_resume_with_the_python_search_tree(tmp_path):
     c = run(m, "dis", **kw, max_samples=150)
     assert _final(b)[1] == _final(c)[1] and b.meta["n_resumes"] == 1
     np.testing.assert_allclose(_final(b)[0], _final(c)[0], rtol=1e-9)
+
+
+def _assert_same_end(a, b, msg=""):
+    """The same final bounds, estimate and counts, bit for bit (NaN equal to NaN)."""
+    (va, na), (vb, nb) = _final(a), _final(b)
+    assert na == nb, msg
+    np.testing.assert_array_equal(va, vb, err_msg=msg)
+
+
+def _every_written_checkpoint(monkeypatch, m, method, **kw):
+    """Run to the end writing a checkpoint at every step; returns (trace, the text of each write).
+
+    Each text is what the file holds from that write to the next: what a run killed (SIGKILL)
+    at any moment of that span leaves behind."""
+    import sampling.bounds.dis as dis_mod
+
+    written = []
+    save = dis_mod.save_checkpoint
+
+    def keep(path, state):
+        save(path, state)
+        written.append(open(path, encoding="utf-8").read())
+
+    monkeypatch.setattr(dis_mod, "save_checkpoint", keep)
+    tr = run(m, method, **kw)
+    monkeypatch.setattr(dis_mod, "save_checkpoint", save)
+    return tr, written
+
+
+@pytest.mark.parametrize("method,extra", [
+    ("dis", dict(max_samples=300)),
+    ("two-stage", dict(max_samples=300, max_expansions=15)),
+    ("wmb-is", dict(max_samples=300)),
+    ("aobfs", dict(max_expansions=40)),
+    ("dis", dict(max_samples=300, past_memory="search", max_nodes=60)),
+])
+def test_a_run_killed_at_any_moment_resumes_to_the_same_end(tmp_path, monkeypatch, method, extra):
+    """Every version of the file a run writes resumes, and (a work-limited run) ends bit for
+    bit where the uninterrupted run ends."""
+    m = chain_model()
+    kw = dict(KW, record_every=4, checkpoint_every=1e-9, **extra)  # steps without a trace row
+    ck = tmp_path / "run.ckpt.json"
+    whole, written = _every_written_checkpoint(monkeypatch, m, method, **kw, checkpoint=ck)
+    assert len(written) >= 8
+    plain = run(m, method, **kw)
+    _assert_same_end(whole, plain)
+    for i in sorted(set(np.linspace(0, len(written) - 1, 8).round().astype(int))):  # 8 spread over the run
+        ck.write_text(written[i])
+        resumed = run(m, method, **dict(kw, rng=None), checkpoint=ck)
+        _assert_same_end(resumed, plain, f"resumed from write {i} of {len(written)}")
+
+
+def test_interrupt_in_the_middle_of_a_step_saves_the_state_before_it(tmp_path, monkeypatch):
+    """A KeyboardInterrupt after a step has advanced the random stream and the search tree but
+    before its samples reach the estimator: the checkpoint holds the state before the step
+    (before the fix it mixed both, and the resumed run drew other samples)."""
+    import sampling.bounds._loops as loops
+
+    m = chain_model()
+    kw = dict(KW, max_samples=400)
+    rounds = loops.dis_rounds
+    calls = [0]
+
+    def interrupted(*args, **kwargs):
+        out = rounds(*args, **kwargs)
+        calls[0] += 1
+        if calls[0] == 6:
+            raise KeyboardInterrupt
+        return out
+
+    ck = tmp_path / "run.ckpt.json"
+    monkeypatch.setattr(loops, "dis_rounds", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(m, "dis", **kw, checkpoint=ck)
+    monkeypatch.setattr(loops, "dis_rounds", rounds)
+    saved = json.loads(ck.read_text())
+    assert 0 < saved["accumulator"]["n"] < 400
+    resumed = run(m, "dis", **dict(kw, rng=None), checkpoint=ck)
+    _assert_same_end(resumed, run(m, "dis", **kw))
+
+
+def test_u_min_is_checked_exactly_against_the_search_bound(tmp_path):
+    """``loop.u_min`` is a running min over a set holding ``log_Z_search``: equal passes, one
+    ulp above is refused; the sum of 1/U_i gets the rounding slack of a sum of n terms."""
+    import math
+
+    m = chain_model()
+    ck = tmp_path / "run.ckpt.json"
+    run(m, "dis", **KW, max_samples=60, checkpoint=ck)
+    state = json.loads(ck.read_text())
+    assert state["loop"]["u_min"] <= state["log_Z_search"]
+    state["loop"]["u_min"] = state["log_Z_search"]
+    ck.write_text(json.dumps(state))
+    run(m, "dis", **dict(KW, rng=None), max_samples=60, checkpoint=ck)  # accepted
+    state["loop"]["u_min"] = math.nextafter(state["log_Z_search"], math.inf)
+    ck.write_text(json.dumps(state))
+    with pytest.raises(ValueError, match=r"'loop\.u_min' .* above the search bound"):
+        run(m, "dis", **dict(KW, rng=None), max_samples=60, checkpoint=ck)
