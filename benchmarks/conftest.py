@@ -12,7 +12,7 @@ import pytest
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # scripts/: command-line benchmarks; the two bench_bounds_* files here are transitional shims of scripts
-collect_ignore = ["scripts", "results", "bench_bounds_table1.py", "bench_bounds_anytime.py"]
+collect_ignore = ["scripts", "results"]
 
 
 def pytest_collect_file(file_path, parent):

@@ -99,7 +99,7 @@ def profile_run(name, time_limit, seed):
 def sizes(name, caps, n_samples, i_bound, seed, memory_mb=1024.0):
     """CPU cost per expansion and per two-step draw on trees of the given node caps."""
     from sampling.bounds.aobfs import AOBFS, NODE_BYTES_COMPILED
-    from sampling.bounds.dis import _evaluator
+    from sampling.bounds._ladder import wmb_evaluator as _evaluator
     from sampling.bounds.importance import dis_rounds, make_fast_proposal
     from sampling.bounds.wmb import WeightedMiniBucket
 
@@ -159,7 +159,7 @@ def ab(name, ref_kernel, cap, n_rounds, draws, i_bound, seed, memory_mb=1024.0, 
     ratios A/B."""
     import sampling.utils.kernels as build
     from sampling.bounds.aobfs import AOBFS
-    from sampling.bounds.dis import _evaluator
+    from sampling.bounds._ladder import wmb_evaluator as _evaluator
     from sampling.bounds.importance import dis_rounds, make_fast_proposal
     from sampling.bounds.wmb import WeightedMiniBucket
 

@@ -45,10 +45,6 @@ from .wmb import WeightedMiniBucket
 
 __all__ = ["run", "METHODS", "check_writable"]
 
-# TRANSITIONAL (issue 26): benchmarks/bench_bounds_profile.py imports ``_evaluator`` from here;
-# it is ``sampling.bounds._ladder.wmb_evaluator``.
-_evaluator = wmb_evaluator
-
 
 def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_samples=1,
         n_expansions=10, i_bound=None, rng=0, *, wmb=None, max_samples=None,

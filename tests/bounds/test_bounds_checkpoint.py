@@ -154,7 +154,7 @@ def test_table1_benchmark_resume_keeps_finished_runs(tmp_path):
     from sampling.bounds.uai import write_uai
 
     spec = importlib.util.spec_from_file_location(
-        "bench_bounds_table1", Path(__file__).resolve().parents[2] / "benchmarks" / "bench_bounds_table1.py")
+        "bench_bounds_table1", Path(__file__).resolve().parents[2] / "benchmarks" / "scripts" / "bench_bounds_table1.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     data, out = tmp_path / "data", tmp_path / "out"
