@@ -61,34 +61,32 @@ def _logsumexp0_two_pass(a, weight=1.0):
     passes over the ``(card, n)`` table (``_wmb.lse_axes`` with axis 0 summed out runs the same
     loops and sums in the same order)."""
     import numpy as np
-    from sampling.bounds import wmb as wmb_mod
+    from sampling.bounds import _tables
     a = np.ascontiguousarray(a, dtype=np.float64)
     n = int(np.prod(a.shape[1:], dtype=np.int64))
     out = np.empty(n)
-    wmb_mod._kernels.lse_axes(a.reshape(-1), np.array([a.shape[0], n], dtype=np.intp),
+    _tables._kernels.lse_axes(a.reshape(-1), np.array([a.shape[0], n], dtype=np.intp),
                               np.array([1, 0], dtype=np.uint8), float(weight), out, np.empty(n))
     return out.reshape(a.shape[1:])
 
 
 @contextlib.contextmanager
 def numpy_path():
-    """Patch the NumPy versions of the table helpers into ``wmb`` (the code before the kernels)."""
+    """Patch the NumPy versions of the table helpers into the WMB modules that call the kernels
+    (the code before the kernels), as tests/bounds/test_bounds_wmb_kernels.py does."""
     import wmb_numpy_ref as ref
-    from sampling.bounds import wmb as wmb_mod
-    saved = {k: getattr(wmb_mod, k) for k in ("_lse_axes", "_lse_all", "_cond_inplace", "_broadcast_sum",
-                                               "_match_stats", "_logsumexp0", "_backward_info")}
-    wmb_mod._lse_axes = ref.lse_axes_numpy
-    wmb_mod._lse_all = ref.lse_all_numpy
-    wmb_mod._cond_inplace = ref.cond_inplace_numpy
-    wmb_mod._broadcast_sum = ref.broadcast_sum_numpy
-    wmb_mod._match_stats = ref.match_stats_numpy
-    wmb_mod._logsumexp0 = _logsumexp0_two_pass
-    wmb_mod._backward_info = ref.backward_info_numpy
+    from sampling.bounds import _lookup, _reparam
+    patches = {"lse_axes": ref.lse_axes_numpy, "lse_all": ref.lse_all_numpy, "cond_inplace": ref.cond_inplace_numpy,
+               "broadcast_sum": ref.broadcast_sum_numpy, "match_stats": ref.match_stats_numpy,
+               "logsumexp0": _logsumexp0_two_pass, "backward_info": ref.backward_info_numpy}
+    saved = [(mod, name, getattr(mod, name)) for mod in (_reparam, _lookup) for name in patches if hasattr(mod, name)]
+    for mod, name, _ in saved:
+        setattr(mod, name, patches[name])
     try:
         yield
     finally:
-        for k, v in saved.items():
-            setattr(wmb_mod, k, v)
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
 
 
 def build(model, i_bound, n_iters, memory_mb, use_numpy):
