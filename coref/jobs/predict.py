@@ -14,8 +14,6 @@ References
 """
 from __future__ import annotations
 
-import math
-import numbers
 import time
 
 from coref.inference import executor_context
@@ -24,7 +22,7 @@ from coref.jobs.clusters import predict_clusters
 from coref.jobs.result import ClusteringResult
 from coref.jobs.writing import write_confidence, write_outputs
 from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
-from coref.settings import make_settings
+from coref.settings import check_memory_mb, make_settings
 
 __all__ = ["predict", "cache_params", "clustering_summary"]
 
@@ -40,10 +38,8 @@ def cache_params(factor_cache_mb):
     ValueError
         If the budget is not a finite number >= 0.
     """
-    v = factor_cache_mb
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"--factor-cache-mb must be a finite number >= 0; got {v!r}")
-    return {"factor_cache_mb": float(v)} if v > 0 else None
+    v = check_memory_mb(factor_cache_mb, "--factor-cache-mb")
+    return {"factor_cache_mb": v} if v > 0 else None
 
 
 def clustering_summary(command, clusters, info):
