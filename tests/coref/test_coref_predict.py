@@ -51,7 +51,10 @@ def test_predict_outputs_gold_untouched_and_stable_ids(data, model_dir, tmp_path
     assert all(c.startswith(b + "/") for b, c in zip(cl["block"], cl["cluster_id"]))
     assert cl.groupby("cluster_id")["block"].nunique().max() == 1            # unique across blocks
     m = read_manifest(out)
-    assert set(m["files"]) == {"clusters.csv", "mentions.parquet", "summary.json", "report.md", "encodings.npz"}
+    # loader.log: the loader's note that the optional columns (abstract, keywords, ...) are absent
+    assert set(m["files"]) == {"clusters.csv", "mentions.parquet", "summary.json", "report.md", "encodings.npz",
+                               "loader.log"}
+    assert "optional column(s)" in (out / "loader.log").read_text()
     assert m["model"]["path"] == str(model_dir) and m["seed"] == 0
     report = (out / "report.md").read_text()
     assert "## Largest clusters" in report and "## Weakest merges" in report
