@@ -30,7 +30,7 @@ from .model import GraphicalModel
 from .schedule import plan_wmb
 from .wmb import WeightedMiniBucket
 
-__all__ = ["MarginalBounds", "marginals", "ratio_intervals", "MARGINAL_METHODS", "COLUMNS"]
+__all__ = ["MarginalBounds", "marginals", "ratio_intervals", "tighten_by_sum", "MARGINAL_METHODS", "COLUMNS"]
 
 #: ``method`` values of :func:`marginals`.
 MARGINAL_METHODS = ("auto", "exact", "dis")
@@ -301,6 +301,23 @@ def ratio_intervals(log_lower, log_upper, log_Z_lower=-math.inf, log_Z_upper=mat
         if log_Z_lower > -math.inf:
             hi = np.minimum(hi, U / math.exp(log_Z_lower - c))
     lo, hi = np.clip(np.nan_to_num(lo, nan=0.0), 0.0, 1.0), np.clip(np.nan_to_num(hi, nan=1.0), 0.0, 1.0)
+    return tighten_by_sum(lo, hi)
+
+
+def tighten_by_sum(lower, upper):
+    """Tighten bounds on a distribution (p_x >= 0, sum_x p_x = 1) of one variable.
+
+    ``upper_x <= 1 - sum_{y != x} lower_y`` and ``lower_x >= 1 - sum_{y != x} upper_y``:
+    valid whenever all the inputs are.
+
+    Examples
+    --------
+    >>> lo, hi = tighten_by_sum([0.7, 0.0], [1.0, 0.4])
+    >>> [round(v, 12) for v in lo.tolist()], [round(v, 12) for v in hi.tolist()]
+    ([0.7, 0.0], [1.0, 0.3])
+    """
+    lo = np.clip(np.asarray(lower, dtype=float), 0.0, 1.0)
+    hi = np.clip(np.asarray(upper, dtype=float), 0.0, 1.0)
     hi = np.minimum(hi, np.clip(1.0 - (lo.sum() - lo), 0.0, 1.0))
     lo = np.maximum(lo, np.clip(1.0 - (hi.sum() - hi), 0.0, 1.0))
     return lo, np.maximum(hi, lo)
@@ -326,6 +343,134 @@ def _build_wmb(model, time_limit, budget, i_bound, t0):
                                   elim_order=probe.elim_order, n_iters=0).fit()
 
 
+class _PairSums:
+    """Running Eq. 13 sums of the weights w 1[x_v = x] for every (v, x) of ``variables`` at
+    once (one scale for all), turned into :class:`ImportanceAccumulator` states at the end
+    so that the Theorem 1 arithmetic is the accumulator's own. The bound U is constant."""
+
+    def __init__(self, cards, variables, log_u):
+        self.vars = np.asarray(variables, dtype=np.int64)
+        k = np.asarray([int(cards[v]) for v in variables], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
+        self.n_cols = int(k.sum())
+        self.log_u = float(log_u)
+        self.n, self.m = 0, -math.inf
+        self.z_col = self.n_cols  # one more column, hit by every sample: Z itself
+        self.mean, self.m2 = np.zeros(self.n_cols + 1), np.zeros(self.n_cols + 1)
+
+    def add(self, X, log_w):
+        k = int(log_w.shape[0])
+        log_r = np.minimum(log_w - self.log_u, 0.0)  # a weight over U by rounding is clipped
+        new_m = max(self.m, float(log_r.max(initial=-math.inf)))
+        if new_m == -math.inf:
+            self.n += k
+            return
+        f = 0.0 if self.m == -math.inf else math.exp(self.m - new_m)
+        y = np.exp(log_r - new_m)
+        idx = (X[:, self.vars] + self.offsets[None, :]).ravel()
+        yy = np.repeat(y, len(self.vars))
+        s1 = np.append(np.bincount(idx, weights=yy, minlength=self.n_cols), y.sum())
+        s2 = np.append(np.bincount(idx, weights=yy * yy, minlength=self.n_cols), (y * y).sum())
+        mean_b = s1 / k
+        m2_b = np.maximum(s2 - k * mean_b * mean_b, 0.0)
+        mean_a, m2_a = self.mean * f, self.m2 * f * f
+        n_a, n_t = self.n, self.n + k
+        d = mean_b - mean_a
+        self.mean = mean_a + d * k / n_t
+        self.m2 = m2_a + m2_b + d * d * n_a * k / n_t
+        self.m, self.n = new_m, n_t
+
+    def ratio_intervals(self, cols, delta):
+        """Self-normalised estimates and bounds of P_j = Z_j / Z for the columns ``cols``.
+
+        For a trial p, D = r (1[x in j] - p) with r = w / U in [0, 1] has range 1 and
+        mean (Z_j - p Z) / U, which is 0 at p = P_j. The empirical Bernstein bound
+        (Maurer & Pontil 2009, Thm 4; the one of Theorem 1 of [1]_) at ``delta`` on each
+        side keeps p unless |mean(D)| > sqrt(2 V(p) ln(2/delta) / n) + 7 ln(2/delta) / (3 (n-1)),
+        V(p) the sample variance of D; the kept p form the interval (test inversion: only
+        the test at the true P_j must hold). Computed on a grid of p, refined by bisection.
+        """
+        cols = np.asarray(cols, dtype=np.int64)
+        n = self.n
+        if n < 2 or self.m == -math.inf:
+            return np.full(cols.shape, np.nan), np.zeros(cols.shape), np.ones(cols.shape)
+        z = self.z_col
+        a_j, a_z = self.mean[cols], self.mean[z]
+        b_j = self.m2[cols] / n + a_j * a_j
+        b_z = self.m2[z] / n + a_z * a_z
+        L = math.log(2.0 / delta)
+        t2 = math.exp(-self.m) * 7.0 * L / (3.0 * (n - 1))
+
+        def h(p, sign):  # >= 0 while p is kept on that side (p, a_j, b_j broadcast together)
+            d = a_j[:, None] - p * a_z if np.ndim(p) == 2 else a_j - p * a_z
+            bj = b_j[:, None] if np.ndim(p) == 2 else b_j
+            var = np.maximum(bj * (1.0 - 2.0 * p) + p * p * b_z - d * d, 0.0) * n / (n - 1)
+            return sign * d + np.sqrt(2.0 * var * L / n) + t2
+
+        hat = np.clip(a_j / a_z, 0.0, 1.0) if a_z > 0 else np.full(cols.shape, np.nan)
+        grid = np.linspace(0.0, 1.0, 2049)[None, :]
+        out = []
+        for sign in (1.0, -1.0):  # upper bound (d = a_j - p a_z falls), then lower
+            ok = h(np.broadcast_to(grid, (len(cols), grid.shape[1])), sign) >= 0
+            if sign > 0:
+                i = ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)  # last kept grid point
+                lo_p, hi_p = grid[0, i], grid[0, np.minimum(i + 1, grid.shape[1] - 1)]
+            else:
+                i = np.argmax(ok, axis=1)  # first kept grid point
+                lo_p, hi_p = grid[0, np.maximum(i - 1, 0)], grid[0, i]
+            none = ~ok.any(axis=1)
+            for _ in range(40):  # the kept end moves towards the boundary
+                mid = (lo_p + hi_p) / 2
+                keep = h(mid, sign) >= 0
+                if sign > 0:
+                    lo_p = np.where(keep, mid, lo_p)
+                    hi_p = np.where(keep, hi_p, mid)
+                else:
+                    hi_p = np.where(keep, mid, hi_p)
+                    lo_p = np.where(keep, lo_p, mid)
+            end = hi_p if sign > 0 else lo_p  # the outer end: conservative
+            if sign > 0:
+                end = np.where(ok[:, -1], 1.0, end)
+            else:
+                end = np.where(ok[:, 0], 0.0, end)
+            out.append(np.where(none, 1.0 if sign > 0 else 0.0, end))
+        upper, lower = out
+        return hat, np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
+
+    def accumulator(self, j, delta):
+        """The :class:`ImportanceAccumulator` of column ``j`` (pair offsets[v] + x)."""
+        return ImportanceAccumulator.from_state({
+            "delta": delta, "n": self.n, "_m": self.m, "_mean": float(self.mean[j]), "_m2": float(self.m2[j]),
+            "_log_sum_inv_u": math.log(self.n) - self.log_u if self.n else -math.inf,
+            "log_w_max": -math.inf, "n_bound_violations": 0, "lower_is_markov": True})
+
+
+def _sampler(wmb, model):
+    """``draw(k, gen) -> (X, log_w)``: k samples of the WMB proposal and ln f/q (the compiled
+    sampler when the WMB exposes its tables)."""
+    from ._ladder import wmb_evaluator
+    from .proposal import make_fast_proposal
+
+    fast = make_fast_proposal(wmb, wmb_evaluator(wmb, model)) if getattr(wmb, "tables", None) is not None \
+        else None
+    if fast is None:
+        def draw(k, gen):
+            X, log_q = wmb.sample(k, gen)
+            return X, model.log_value(X) - np.asarray(log_q, dtype=float)
+        return draw
+    zeros, roots, c = np.zeros(model.n_vars, dtype=np.int64), fast.roots, float(fast.log_constant)
+
+    def draw_fast(k, gen):
+        X = np.empty((k, model.n_vars), dtype=np.int64)
+        log_w = np.empty(k)
+        for i in range(k):
+            x, log_q, log_g = fast.sample(gen, zeros, roots)
+            X[i] = x
+            log_w[i] = log_g + c - log_q
+        return X, log_w
+    return draw_fast
+
+
 def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples, t0):
     import warnings
 
@@ -338,23 +483,18 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
     sampled = [v for v in vars_ if model.cards[v] > 1]
     n_bounds = 1 + sum(int(model.cards[v]) for v in sampled)
     dk = delta / (2 * n_bounds)
-    acc_z = ImportanceAccumulator(dk)
-    accs = {v: [ImportanceAccumulator(dk) for _ in range(int(model.cards[v]))] for v in sampled}
+    sums = _PairSums(model.cards, sampled, log_u)
+    col = {v: int(o) for v, o in zip(sampled, sums.offsets)}
+    draw = _sampler(wmb, model)
     n, batch = 0, 256
     deadline = math.inf if time_limit is None else t0 + time_limit
     while (max_samples is None or n < max_samples) and (n < 2 or time.perf_counter() < deadline):
         k = batch if max_samples is None else min(batch, max_samples - n)
-        X, log_q = wmb.sample(k, gen)
-        log_w = model.log_value(X) - np.asarray(log_q, dtype=float)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a weight over U by rounding is clipped
-            acc_z.add(log_w, log_u)
-            for v in sampled:
-                col = X[:, v]
-                for x, acc in enumerate(accs[v]):
-                    acc.add(np.where(col == x, log_w, -math.inf), log_u)
+        X, log_w = draw(k, gen)
+        sums.add(X, log_w)
         n += k
-        batch = min(2 * batch, 8192)
+        batch = min(2 * batch, 4096)
+    acc_z = sums.accumulator(sums.z_col, dk)
     z_lo, z_hi = acc_z.bounds(log_u)
     var, val = _rows(model, vars_)
     p, lo, hi, how = [], [], [], []
@@ -363,11 +503,10 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
         if k == 1:
             p.append([1.0]), lo.append([1.0]), hi.append([1.0]), how.append(["exact"])
             continue
-        b = np.array([a.bounds(log_u) for a in accs[v]])
-        lov, hiv = ratio_intervals(b[:, 0], b[:, 1], z_lo, z_hi)
-        hat = np.array([a.log_Z_hat for a in accs[v]])
-        m = float(np.max(hat))
-        est = np.exp(hat - m) / np.exp(hat - m).sum() if math.isfinite(m) else (lov + hiv) / 2
+        est, lov, hiv = sums.ratio_intervals(np.arange(col[v], col[v] + k), dk)
+        lov, hiv = tighten_by_sum(lov, hiv)
+        if np.isnan(est).any():
+            est = (lov + hiv) / 2
         p.append(np.clip(est, lov, hiv)), lo.append(lov), hi.append(hiv), how.append(["dis"] * k)
     cat = (lambda parts: np.concatenate(parts).astype(float)) if vars_ else (lambda parts: np.zeros(0))
     meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": log_u, "time_s": time.perf_counter() - t0,
