@@ -108,7 +108,7 @@ class MarginalBounds:
 
 
 def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=1024, method="auto",
-              rng=None, i_bound=None, max_samples=None):
+              rng=None, i_bound=None, max_samples=None, clock="wall"):
     """Estimates and certified bounds of every P(X_i = x | evidence), holding jointly.
 
     Parameters
@@ -136,6 +136,9 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
         WMB i-bound (default: the largest that fits the memory and the time share).
     max_samples : int, optional
         Stop after this many samples (with ``time_limit=None``, the only stop rule).
+    clock : {"wall", "cpu"}, default "wall"
+        Clock of ``time_limit``: wall seconds, or this process's CPU seconds
+        (``time.process_time``; fair on a shared, loaded machine), as in :func:`run`.
 
     Returns
     -------
@@ -145,7 +148,7 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
     Raises
     ------
     ValueError
-        For a bad variable id (out of range or repeated), ``delta``, ``method``,
+        For a bad variable id (out of range or repeated), ``delta``, ``method``, ``clock``,
         ``time_limit``/``max_samples`` (at least one must bound the "dis" run), or a model
         whose evidence has probability zero (exact path: Z = 0).
     TypeError
@@ -200,16 +203,19 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
         raise ValueError(f"the method parameter must be one of {MARGINAL_METHODS}; got {method!r} instead")
     if method != "exact":
         _check_budget(time_limit, max_samples)
-    t0 = time.perf_counter()
+    if clock not in ("wall", "cpu"):
+        raise ValueError(f"the clock parameter must be 'wall' or 'cpu'; got {clock!r} instead")
+    now = time.perf_counter if clock == "wall" else time.process_time
+    t0 = now()
     if method in ("auto", "exact"):
         sq = model.squeeze()
         need_mb = exact_marginal_entries(sq, default_order(sq)) * 8 / 2**20
         if need_mb <= budget:
-            return _exact(model, vars_, budget, t0)
+            return _exact(model, vars_, budget, t0, now)
         if method == "exact":
             raise MemoryError(f"exact marginals need {need_mb:.1f} MiB of tables; the budget is "
                               f"memory_mb={budget:g}")
-    return _sampled(model, vars_, time_limit, delta, budget, as_generator(rng), i_bound, max_samples, t0)
+    return _sampled(model, vars_, time_limit, delta, budget, as_generator(rng), i_bound, max_samples, t0, now)
 
 
 def _check_variables(model, variables):
@@ -253,7 +259,7 @@ def _rows(model, vars_):
     return var, val
 
 
-def _exact(model, vars_, budget, t0):
+def _exact(model, vars_, budget, t0, now):
     log_z, lm = exact_log_marginals(model, memory_mb=budget)
     if log_z == -math.inf:
         raise ValueError("the model has Z = 0 (the evidence has probability zero): no marginal is defined")
@@ -261,7 +267,7 @@ def _exact(model, vars_, budget, t0):
     p = np.concatenate([np.exp(lm[v] - log_z) for v in vars_]) if vars_ else np.zeros(0)
     p = np.clip(p, 0.0, 1.0)
     return MarginalBounds(var, val, p, p.copy(), p.copy(), np.full(len(p), "exact", dtype=object), "exact",
-                          0.0, log_z, log_z, log_z, 0, 0, {"time_s": time.perf_counter() - t0})
+                          0.0, log_z, log_z, log_z, 0, 0, {"time_s": now() - t0})
 
 
 def ratio_intervals(log_lower, log_upper, log_Z_lower=-math.inf, log_Z_upper=math.inf):
@@ -323,9 +329,10 @@ def tighten_by_sum(lower, upper):
     return lo, np.maximum(hi, lo)
 
 
-def _build_wmb(model, time_limit, budget, i_bound, t0):
-    """The WMB the sampler draws from: the top rung of :func:`plan_wmb` for the WMB share of
-    the time, built under a deadline (if it runs over, the cheapest rung without passes)."""
+def _build_wmb(model, time_limit, budget, i_bound, t0, now):
+    """The WMB the sampler draws from: the top rung of :func:`plan_wmb` for the time, its
+    passes stopped at ``WMB_TIME_SHARE`` of it; if even its first pass runs past twice that
+    share, the cheapest rung without passes."""
     share = math.inf if time_limit is None else WMB_TIME_SHARE * time_limit
     probe = WeightedMiniBucket(model, i_bound=i_bound, memory_mb=budget).prepare()
     rungs = plan_wmb(probe, memory_mb=budget, time_limit=math.inf if time_limit is None else time_limit,
@@ -333,11 +340,12 @@ def _build_wmb(model, time_limit, budget, i_bound, t0):
     top = rungs[-1]
 
     def stop():
-        return time.perf_counter() - t0 > share
+        return now() - t0 > 2 * share
 
     try:
         return WeightedMiniBucket(model, i_bound=top.i_bound, memory_mb=budget, elim_order=probe.elim_order,
-                                  n_iters=top.n_iters, time_limit=share).fit(stop=stop)
+                                  n_iters=top.n_iters, time_limit=max(share - (now() - t0), 0.0)
+                                  if math.isfinite(share) else None).fit(stop=stop)
     except BuildInterrupted:
         return WeightedMiniBucket(model, i_bound=rungs[0].i_bound, memory_mb=budget,
                                   elim_order=probe.elim_order, n_iters=0).fit()
@@ -471,14 +479,14 @@ def _sampler(wmb, model):
     return draw_fast
 
 
-def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples, t0):
+def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples, t0, now):
     import warnings
 
     from ..exceptions import ConvergenceWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        wmb = _build_wmb(model, time_limit, budget, i_bound, t0)
+        wmb = _build_wmb(model, time_limit, budget, i_bound, t0, now)
     log_u = float(wmb.log_Z_upper)
     sampled = [v for v in vars_ if model.cards[v] > 1]
     n_bounds = 1 + sum(int(model.cards[v]) for v in sampled)
@@ -488,7 +496,7 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
     draw = _sampler(wmb, model)
     n, batch = 0, 256
     deadline = math.inf if time_limit is None else t0 + time_limit
-    while (max_samples is None or n < max_samples) and (n < 2 or time.perf_counter() < deadline):
+    while (max_samples is None or n < max_samples) and (n < 2 or now() < deadline):
         k = batch if max_samples is None else min(batch, max_samples - n)
         X, log_w = draw(k, gen)
         sums.add(X, log_w)
@@ -509,7 +517,8 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
             est = (lov + hiv) / 2
         p.append(np.clip(est, lov, hiv)), lo.append(lov), hi.append(hiv), how.append(["dis"] * k)
     cat = (lambda parts: np.concatenate(parts).astype(float)) if vars_ else (lambda parts: np.zeros(0))
-    meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": log_u, "time_s": time.perf_counter() - t0,
+    meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": log_u, "time_s": now() - t0,
+            "clock": "wall" if now is time.perf_counter else "cpu",
             "time_limit": time_limit, "memory_mb": budget, "delta_each": dk}
     return MarginalBounds(var, val, cat(p), cat(lo), cat(hi),
                           np.array([h for hs in how for h in hs], dtype=object), "dis", delta,

@@ -150,6 +150,7 @@ def test_to_frame_and_csv(tmp_path):
     (dict(method="dis", time_limit=-1.0), ValueError, "time_limit parameter"),
     (dict(method="dis", max_samples=1), ValueError, "max_samples parameter"),
     (dict(memory_mb=0), ValueError, "memory_mb parameter"),
+    (dict(clock="gpu"), ValueError, "clock parameter must be 'wall' or 'cpu'"),
     (dict(method="exact", memory_mb=1e-9), MemoryError, "exact marginals need"),
 ])
 def test_errors(kw, err, match):
