@@ -162,23 +162,26 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
     elimination of :func:`log_partition`) gives every ln Z_{i,x}; p = Z_{i,x} / Z.
 
     **Sampling path ("dis").** One WMB proposal q of [1]_ (Eq. 7-8) with bound U >= f/q;
-    samples x^(j) ~ q with weights w_j = f(x^(j)) / q(x^(j)). For every (i, x) the
-    variables w_j 1[x_i^(j) = x] lie in [0, U] and have mean Z_{i,x}, so Eq. 13 estimates
-    Z_{i,x} and Theorem 1 (Eq. 14) bounds it; the unrestricted weights bound Z. With
-    m = 1 + sum_i |X_i| partition functions (Z and each Z_{i,x}; variables of one state
-    are exact and not counted), each of the 2 m one-sided bounds is computed at
-    delta / (2 m), so by the union bound all hold at once with probability >= 1 - delta,
-    and so does every interval derived from them (:func:`ratio_intervals`):
+    samples x^(j) ~ q with weights w_j = f(x^(j)) / q(x^(j)), r_j = w_j / U in [0, 1]. The
+    mean of r estimates Z / U and Theorem 1 (Eq. 13-14) bounds Z. For each (i, x) and a trial
+    p, D_j(p) = r_j (1[x_i^(j) = x] - p) lies in an interval of length 1 and has mean
+    (Z_{i,x} - p Z) / U, zero at p = P(X_i = x); the empirical Bernstein bound of Theorem 1
+    (at delta_k on each side) rejects p when |mean D(p)| exceeds its deviation term, and the
+    interval is the set of p not rejected (test inversion: only the test at the true P must
+    hold; :meth:`_PairSums.self_normalised`). This self-normalised interval is much tighter
+    than dividing separate bounds on Z_{i,x} and Z (:func:`ratio_intervals`, which is for
+    partition functions bounded separately), because the fluctuations of w shared by
+    numerator and denominator cancel. With m = 1 + sum_i |X_i| quantities (Z and every pair;
+    variables of one state are exact and not counted), each of the 2 m one-sided tests runs
+    at delta_k = delta / (2 m), so by the union bound all intervals and the Z bounds hold at
+    once with probability >= 1 - delta. Last, :func:`tighten_by_sum` uses sum_x P_x = 1:
+    ``upper_x <= 1 - sum_{y != x} lower_y`` and ``lower_x >= 1 - sum_{y != x} upper_y``.
 
-    * ``P_x >= max(L_x / (L_x + sum_{y != x} U_y), L_x / U_Z)``,
-      ``P_x <= min(U_x / (U_x + sum_{y != x} L_y), U_x / L_Z)`` (Z = sum_y Z_{i,y}, and
-      z / (z + s) grows with z and falls with s);
-    * then ``P_x <= 1 - sum_{y != x} lower_y`` and ``P_x >= 1 - sum_{y != x} upper_y``.
-
-    The estimate is the self-normalised ratio Zhat_{i,x} / sum_y Zhat_{i,y}, clipped to the
-    interval. The samples come from the WMB proposal without the search tree of DIS
-    (DIS with N_d = 0, i.e. WMB-IS): the compiled DIS rounds of ``run`` return weights,
-    not configurations.
+    The estimate is the self-normalised ratio sum_j w_j 1[x_i^(j) = x] / sum_j w_j. The
+    samples come from the WMB proposal without the search tree of DIS (DIS with N_d = 0,
+    i.e. WMB-IS): the compiled DIS rounds of ``run`` return weights, not configurations.
+    The WMB is the top rung of :func:`sampling.bounds.schedule.plan_wmb` for ``time_limit``,
+    its passes stopped at ``WMB_TIME_SHARE`` of the time; the rest goes to sampling.
 
     References
     ----------
@@ -283,8 +286,11 @@ def ratio_intervals(log_lower, log_upper, log_Z_lower=-math.inf, log_Z_upper=mat
     Returns
     -------
     (ndarray, ndarray)
-        Lower and upper bounds on P_x in [0, 1], holding whenever the inputs do (see
-        the Notes of :func:`marginals` for the rules).
+        Lower and upper bounds on P_x in [0, 1], holding whenever the inputs do:
+        ``P_x >= max(L_x / (L_x + sum_{y != x} U_y), L_x / U_Z)`` and
+        ``P_x <= min(U_x / (U_x + sum_{y != x} L_y), U_x / L_Z)`` (Z = sum_y Z_y, and
+        z / (z + s) grows with z and falls with s), then :func:`tighten_by_sum`. For two
+        partition functions bounded separately (e.g. by :func:`sampling.bounds.run`).
 
     Examples
     --------
@@ -388,7 +394,7 @@ class _PairSums:
         self.m2 = m2_a + m2_b + d * d * n_a * k / n_t
         self.m, self.n = new_m, n_t
 
-    def ratio_intervals(self, cols, delta):
+    def self_normalised(self, cols, delta):
         """Self-normalised estimates and bounds of P_j = Z_j / Z for the columns ``cols``.
 
         For a trial p, D = r (1[x in j] - p) with r = w / U in [0, 1] has range 1 and
@@ -511,7 +517,7 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
         if k == 1:
             p.append([1.0]), lo.append([1.0]), hi.append([1.0]), how.append(["exact"])
             continue
-        est, lov, hiv = sums.ratio_intervals(np.arange(col[v], col[v] + k), dk)
+        est, lov, hiv = sums.self_normalised(np.arange(col[v], col[v] + k), dk)
         lov, hiv = tighten_by_sum(lov, hiv)
         if np.isnan(est).any():
             est = (lov + hiv) / 2
