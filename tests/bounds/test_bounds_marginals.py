@@ -197,3 +197,17 @@ def test_cli_marginals_errors(tmp_path, capsys):
     assert _cli([str(path), "--marginals", "--marginals-out", str(tmp_path / "no" / "x.csv")]) == 2
     assert "marginals (--marginals-out)" in capsys.readouterr().err
     assert _cli([str(path), "--marginals", "--marginals-method", "exact", "--memory-mb", "1e-9"]) == 3
+
+
+def test_joint_coverage_over_seeds():
+    # all intervals of a run hold together with probability >= 1 - delta: with delta = 0.3 and
+    # 40 short runs, runs with a miss are Binomial(40, <= 0.3): more than 12 + 3 sd = 20 fails
+    m = chain_model(n=7, seed=4)
+    want = np.concatenate(brute_marginals(m)[0])
+    missed = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in range(40):
+            r = marginals(m, method="dis", time_limit=None, max_samples=3000, rng=seed, i_bound=1, delta=0.3)
+            missed += not ((r.p_lower <= want + 1e-12) & (want <= r.p_upper + 1e-12)).all()
+    assert missed <= 20
