@@ -29,6 +29,9 @@ _EXPORTS = {
     "AOBFS": "sampling.bounds.aobfs",
     "BoundTrace": "sampling.bounds.trace",
     "run": "sampling.bounds.dis",
+    # marginals P(X_i = x | evidence)
+    "marginals": "sampling.bounds.marginals",
+    "MarginalBounds": "sampling.bounds.marginals",
 }
 
 __all__ = sorted(_EXPORTS)
