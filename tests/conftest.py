@@ -84,3 +84,23 @@ def shipped_model_and_data():
     except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data absent
         pytest.skip(f"shipped AMiner data or default model absent: {exc}")
     return df, model
+
+
+@pytest.fixture(scope="session")
+def saved_model_factory(tmp_path_factory):
+    """``make(n_blocks, per, seed)`` -> directory of a ``PairwiseModel(bias_shift=0)`` fitted on
+    ``make_mentions(n_blocks, per, n_authors=3, seed)`` and saved (one per setting per session)."""
+    from coref.model import PairwiseModel, save_model
+
+    made = {}
+
+    def make(*, n_blocks, per, seed):
+        key = (n_blocks, per, seed)
+        if key not in made:
+            d = tmp_path_factory.mktemp("m") / "model"
+            save_model(PairwiseModel(bias_shift=0.0).fit(make_mentions(n_blocks=n_blocks, per=per, n_authors=3,
+                                                                        seed=seed)), d)
+            made[key] = d
+        return made[key]
+
+    return make

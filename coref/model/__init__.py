@@ -15,15 +15,10 @@ from sampling.utils.cli import lazy_exports
 
 # Lazy, so that importing coref.model.block_prior (what the Gibbs sampler needs) does not
 # import coref.model.pairwise, which sits above the sampler (it tunes its shift by Gibbs).
-_EXPORTS = {
-    "PairwiseModel": "coref.model.pairwise",
-    "labeled_pairs": "coref.model.pairwise",
-    "rate_pairs": "coref.model.block_prior",
-    "block_bias_evals": "coref.model.block_prior",
-    "save_model": "coref.model.persist",
-    "load_model": "coref.model.persist",
-    "MODEL_FORMAT": "coref.model.persist",
-    "MODEL_VERSION": "coref.model.persist",
-}
+_EXPORTS = {name: f"coref.model.{module}" for module, names in (
+    ("pairwise", ("PairwiseModel", "labeled_pairs")),
+    ("block_prior", ("rate_pairs", "block_bias_evals")),
+    ("persist", ("save_model", "load_model", "MODEL_FORMAT", "MODEL_VERSION")),
+) for name in names}
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports("coref.model", _EXPORTS, globals())

@@ -145,18 +145,13 @@ def main(args) -> int:
         elif args.method != "exact":
             ib = "largest that fits" if args.i_bound is None else args.i_bound
             print(f"building the weighted mini-bucket bound (i-bound: {ib}) ...", file=sys.stderr, flush=True)
-    try:
-        trace = run(model, method=args.method, time_limit=args.time, memory_mb=args.memory_mb,
-                    delta=args.delta, n_samples=args.n_samples, n_expansions=args.n_expansions,
-                    i_bound=args.i_bound, rng=seed, max_samples=args.max_samples,
-                    progress=progress, checkpoint=args.checkpoint,
-                    checkpoint_every=args.checkpoint_every, past_memory=args.past_memory)
-    except (ValueError, TypeError) as exc:
-        print(f"sampling bounds: {exc}", file=sys.stderr)
-        return 2
-    except MemoryError as exc:
-        print(f"sampling bounds: out of memory budget: {exc}", file=sys.stderr)
-        return 3
+    trace, code = _computed(lambda: run(
+        model, method=args.method, time_limit=args.time, memory_mb=args.memory_mb, delta=args.delta,
+        n_samples=args.n_samples, n_expansions=args.n_expansions, i_bound=args.i_bound, rng=seed,
+        max_samples=args.max_samples, progress=progress, checkpoint=args.checkpoint,
+        checkpoint_every=args.checkpoint_every, past_memory=args.past_memory))
+    if code:
+        return code
     # the result first: a failing output file must not lose it
     f = trace.final
     log10 = math.log(10.0)
@@ -182,6 +177,18 @@ def main(args) -> int:
     return code
 
 
+def _computed(compute):
+    """``(compute(), 0)``, or ``(None, exit code)`` with the reason on stderr: 2 bad input, 3 over the memory budget."""
+    try:
+        return compute(), 0
+    except (ValueError, TypeError) as exc:
+        print(f"sampling bounds: {exc}", file=sys.stderr)
+        return None, 2
+    except MemoryError as exc:
+        print(f"sampling bounds: out of memory budget: {exc}", file=sys.stderr)
+        return None, 3
+
+
 def _marginals_main(args, model, seed):
     """``--marginals``: run :func:`sampling.bounds.marginals.marginals` and write its CSV."""
     from .marginals import marginals
@@ -191,16 +198,11 @@ def _marginals_main(args, model, seed):
               f"{args.marginals_method}, time {args.time:g} s, memory {args.memory_mb:g} MB, delta {args.delta}",
               file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    try:
-        res = marginals(model, time_limit=args.time, delta=args.delta, memory_mb=args.memory_mb,
-                        method=args.marginals_method, rng=seed, i_bound=args.i_bound,
-                        max_samples=args.max_samples)
-    except (ValueError, TypeError) as exc:
-        print(f"sampling bounds: {exc}", file=sys.stderr)
-        return 2
-    except MemoryError as exc:
-        print(f"sampling bounds: out of memory budget: {exc}", file=sys.stderr)
-        return 3
+    res, code = _computed(lambda: marginals(model, time_limit=args.time, delta=args.delta, memory_mb=args.memory_mb,
+                                            method=args.marginals_method, rng=seed, i_bound=args.i_bound,
+                                            max_samples=args.max_samples))
+    if code:
+        return code
     if args.marginals_out:
         try:
             res.to_csv(args.marginals_out)

@@ -10,7 +10,7 @@ import pytest
 from coref.jobs.add import add
 from coref.jobs.incremental import add_clusters
 from coref.io import write_mentions
-from coref.model import PairwiseModel, load_model, save_model
+from coref.model import PairwiseModel, load_model
 from coref.outputs import (ENCODINGS_FILE, EncodingsError, manifest_digest, read_encodings, read_manifest, sha256_file,
                            write_encodings)
 from coref.jobs.predict import predict
@@ -18,10 +18,8 @@ from coref.settings import make_settings
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, mentions_factory):
-    d = tmp_path_factory.mktemp("m") / "model"
-    save_model(PairwiseModel(bias_shift=0.0).fit(mentions_factory(n_blocks=6, per=12, n_authors=3, seed=9)), d)
-    return d
+def model_dir(saved_model_factory):
+    return saved_model_factory(n_blocks=6, per=12, seed=9)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from coref.jobs.add import add
 from coref.jobs.incremental import add_clusters
 from coref.cli import main
 from coref.io import write_mentions
-from coref.model import PairwiseModel, save_model
 from coref.outputs import read_manifest
 from coref.jobs.clusters import canonical_cluster_ids, predict_clusters
 from coref.jobs.predict import predict
@@ -25,11 +24,8 @@ def data(mentions_factory):
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, mentions_factory):
-    d = tmp_path_factory.mktemp("m") / "model"
-    train = mentions_factory(n_blocks=6, per=12, n_authors=3, seed=9)
-    save_model(PairwiseModel(bias_shift=0.0).fit(train), d)
-    return d
+def model_dir(saved_model_factory):
+    return saved_model_factory(n_blocks=6, per=12, seed=9)
 
 
 def test_canonical_ids_depend_only_on_the_partition():

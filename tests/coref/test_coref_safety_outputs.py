@@ -30,10 +30,8 @@ def data(mentions_factory):
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, mentions_factory):
-    d = tmp_path_factory.mktemp("m") / "model"
-    save_model(PairwiseModel(bias_shift=0.0).fit(mentions_factory(n_blocks=5, per=10, n_authors=3, seed=8)), d)
-    return d
+def model_dir(saved_model_factory):
+    return saved_model_factory(n_blocks=5, per=10, seed=8)
 
 
 @pytest.fixture(scope="module")
