@@ -68,3 +68,12 @@ class OutputError(OSError):
 class EncodingsError(ValueError):
     """A saved per-mention encoding cannot be reused (unreadable, foreign, tampered, stale or of another
     encoding version)."""
+
+
+class IgnoredFieldsWarning(UserWarning):
+    """Input fields the model never learned are ignored (blanked before encoding).
+
+    Issued once per field and model (its vocabulary) when mentions hold a field
+    that fewer than two training mentions held; the message names the fields and
+    why. ``PairwiseModel.ignored_fields(df)`` returns the same as a dict.
+    """
