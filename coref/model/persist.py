@@ -248,8 +248,7 @@ def _read_doc(jpath, path):
     if names != list(FEATURE_NAMES):
         raise ModelFormatError(
             _feature_mismatch(names, list(FEATURE_NAMES)) + "; refit it with `coref fit --data LABELED "
-            f"--model {path}` (the shipped default: `python -m coref fit --data data/aminer_na "
-            "--model coref/models/default`)", path=jpath)
+            f"--model {path}` (the shipped default: see coref.datasets.DEFAULT_MODEL)", path=jpath)
     return doc
 
 
