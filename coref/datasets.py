@@ -4,6 +4,7 @@
 >>> datasets.data_path("aminer_na").is_dir()          # doctest: +SKIP
 True
 >>> df = datasets.load_aminer()                       # 7,026 mentions, 108 blocks  # doctest: +SKIP
+>>> df = datasets.load_labeled()     # + aminer_dblp_dev: 10,202 mentions, 439 blocks  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -12,10 +13,16 @@ from pathlib import Path
 from coref.io import load_mentions
 from sampling.utils.data import data_path as _shipped_path
 
-__all__ = ["data_path", "load_aminer", "available", "default_model_path", "DEFAULT_MODEL"]
+__all__ = ["data_path", "load_aminer", "load_labeled", "available", "default_model_path", "DEFAULT_MODEL",
+           "LABELED_SETS"]
 
-#: The shipped default model, trained on data/aminer_na (``python -m coref fit --data data/aminer_na
-#: --model coref/models/default`` regenerates it).
+#: The shipped labeled sets, in the order :func:`load_labeled` joins them.
+LABELED_SETS = ("aminer_na", "aminer_dblp_dev")
+
+#: The shipped default model, trained on every shipped labeled set (:func:`load_labeled`);
+#: ``python -c "from coref import datasets; from coref.jobs.fit import fit;
+#: fit(datasets.load_labeled(), model='coref/models/default')"`` regenerates it (``coref fit``
+#: reads one path, so it cannot join the two sets itself).
 DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default"
 
 
@@ -54,6 +61,35 @@ def load_aminer(*, return_report=False):
     return load_mentions(data_path("aminer_na"), format="aminer", return_report=return_report)
 
 
+def load_labeled(*, return_report=False):
+    """Every shipped labeled set, joined: ``aminer_na`` and ``aminer_dblp_dev``.
+
+    ``aminer_dblp_dev`` (338 names, 3,176 mentions with abstracts and keywords; its
+    SOURCES.md) shares six names with ``aminer_na`` (e.g. ``Bing_Liu``) but not their
+    people, so its ``mention_id``, ``block`` and ``gold`` are prefixed with
+    ``aminer_dblp_dev:`` (every name stays its own block, every gold author its own).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The mention schema of :func:`coref.load_mentions`, ``aminer_na`` rows first.
+    list of LoadReport
+        Only with ``return_report``: one per set.
+    """
+    import pandas as pd
+
+    frames, reports = [], []
+    for name in LABELED_SETS:
+        df, rep = load_mentions(data_path(name), format="aminer", return_report=True)
+        if name != LABELED_SETS[0]:
+            for c in ("mention_id", "block", "gold"):
+                df[c] = (name + ":" + df[c].astype("string")).astype(df[c].dtype)
+        frames.append(df)
+        reports.append(rep)
+    df = pd.concat(frames, ignore_index=True)
+    return (df, reports) if return_report else df
+
+
 def default_model_path():
-    """Directory of the shipped default model (trained on ``aminer_na``)."""
+    """Directory of the shipped default model (trained on :func:`load_labeled`)."""
     return DEFAULT_MODEL

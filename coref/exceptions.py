@@ -86,3 +86,12 @@ class InputWarning(UserWarning):
     schema column absent (read as unknown for every row), blocks derived from the
     names. Kept in :attr:`coref.io.LoadReport.warnings`.
     """
+
+
+class IgnoredFieldsWarning(UserWarning):
+    """Input fields the model never learned are ignored (blanked before encoding).
+
+    Issued once per field and model (its vocabulary) when mentions hold a field
+    that fewer than two training mentions held; the message names the fields and
+    why. ``PairwiseModel.ignored_fields(df)`` returns the same as a dict.
+    """

@@ -78,7 +78,10 @@ Word IDF and the LSA topic vectors come from a :class:`Vocabulary` fitted on a c
 of mentions (:mod:`coref.encoding.vocabulary`). Coauthor IDF is block-local,
 ``log((1 + n) / (1 + df)) + 1``. The optional columns ``abstract`` (str or NA) and
 ``keywords`` (list of str) may be absent; a missing value is never matched (indicator
-features instead).
+features instead). A vocabulary records the input fields its corpus held
+(``Vocabulary.fields``); encoding with it blanks every other field first
+(:func:`coref.encoding.mentions.neutral_mentions`, one ``IgnoredFieldsWarning`` per field),
+so a field the model never learned changes neither its own features nor the topic vectors.
 
 Modules, each importing only those above it:
 

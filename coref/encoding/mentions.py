@@ -13,6 +13,7 @@ Encoding is split in two (``encode_mentions(df) == assemble_block(encode_parts(d
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,8 +24,9 @@ from coref.encoding._arrays import EMPTY_TABLE, intern, intern_lists, str_table,
 from coref.encoding.names import acronym, coauthor_key_of, name_parts
 from coref.encoding.text import AFFIL_STOP_WORDS, REQUIRED_COLUMNS, field_texts, words
 from coref.encoding.vocabulary import Vocabulary
+from coref.exceptions import IgnoredFieldsWarning
 
-__all__ = ["CSR_ARRAYS", "INT_ARRAYS", "TABLE_REFS", "TEXT_PREFIX", "MentionEncoding", "encode_parts"]
+__all__ = ["CSR_ARRAYS", "INT_ARRAYS", "TABLE_REFS", "TEXT_PREFIX", "MentionEncoding", "encode_parts", "neutral_mentions"]
 
 #: CSR lists of a :class:`MentionEncoding`: prefix -> (aligned value arrays besides ``ids``)
 CSR_ARRAYS = {"co": (), "ti": ("w",), "ve": ("w",), "af": ("w",), "ab": ("w",), "kw": ("w",),
@@ -333,10 +335,28 @@ def encode_parts(df: pd.DataFrame, vocabulary: Vocabulary | None = None, *,
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an int >= 1; got {chunk_size!r}")
     voc = Vocabulary.fit(df) if vocabulary is None else vocabulary
+    df = neutral_mentions(df, voc)
     if len(df) > chunk_size:
         return MentionEncoding.concat(
             _encode_batch(df.iloc[k:k + chunk_size], voc) for k in range(0, len(df), int(chunk_size)))
     return _encode_batch(df, voc)
+
+
+def neutral_mentions(df: pd.DataFrame, voc: Vocabulary) -> pd.DataFrame:
+    """``df`` with the fields ``voc`` never saw blanked (:meth:`Vocabulary.neutral`).
+
+    Issues one :class:`coref.exceptions.IgnoredFieldsWarning` per field and vocabulary, the
+    first time mentions hold a field the vocabulary's training mentions did not.
+    """
+    df, ignored = voc.neutral(df)
+    new = [f for f in ignored if f not in voc.warned_fields]
+    if new:
+        voc.warned_fields.update(new)
+        warnings.warn(f"ignoring the input field(s) {', '.join(new)}: the model was trained on mentions "
+                      f"without them, so it never learned what they mean and they would shift every "
+                      f"factor (features and topic vectors are computed as if they were missing)",
+                      IgnoredFieldsWarning, stacklevel=3)
+    return df
 
 
 def _encode_batch(df: pd.DataFrame, voc: Vocabulary) -> MentionEncoding:

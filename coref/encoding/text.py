@@ -15,8 +15,8 @@ import unicodedata
 import numpy as np
 import pandas as pd
 
-__all__ = ["AFFIL_STOP_WORDS", "Analyzer", "OPTIONAL_TEXT", "REQUIRED_COLUMNS", "STOP_WORDS", "TEXT_FIELDS",
-           "field_texts", "topic_texts", "words"]
+__all__ = ["AFFIL_STOP_WORDS", "Analyzer", "INPUT_FIELDS", "OPTIONAL_TEXT", "REQUIRED_COLUMNS", "STOP_WORDS",
+           "TEXT_FIELDS", "blank_fields", "field_present", "field_texts", "topic_texts", "words"]
 
 
 #: the mention columns encoding needs
@@ -34,6 +34,9 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 _MISSING = frozenset({"null", "none", "nan", "n/a", "na", "unknown"})
 #: the TF-IDF text fields of a mention, in the kernel's order
 TEXT_FIELDS = ("title", "venue", "affiliation", "abstract", "keywords")
+#: the input fields whose presence a fitted vocabulary records (``Vocabulary.fields``): a field
+#: absent from the training mentions is blanked at encoding (:func:`blank_fields`)
+INPUT_FIELDS = ("title", "venue", "affiliation", "abstract", "keywords", "year", "coauthors")
 
 
 def _ascii_lower(text) -> str:
@@ -99,3 +102,46 @@ def field_texts(df, name) -> list:
 def topic_texts(df) -> list:
     parts = [field_texts(df, f) for f in ("title", "venue", "abstract", "keywords")]
     return [" ".join(p) for p in zip(*parts)]
+
+
+def _has_value(v) -> bool:
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return False
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return any(isinstance(k, str) and _WORD_RE.search(_ascii_lower(k)) is not None for k in v)
+    return _WORD_RE.search(_ascii_lower(v)) is not None
+
+
+def field_present(df, name) -> np.ndarray:
+    """Per row, whether the input field ``name`` (one of :data:`INPUT_FIELDS`) holds a value.
+
+    Text fields and list fields (``keywords``, ``coauthors``) hold a value when they contain
+    an alphanumeric character (placeholders such as ``"null"`` do not count); ``year`` when it
+    is not NA. An absent column holds no value. Returns a bool ndarray of shape (len(df),).
+    """
+    if name not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    if name == "year":
+        return ~np.asarray(pd.isna(pd.array(df[name], dtype="Int64")), dtype=bool)
+    return np.fromiter((_has_value(v) for v in df[name].tolist()), dtype=bool, count=len(df))
+
+
+def blank_fields(df, names):
+    """A copy of ``df`` with the input fields ``names`` missing in every row.
+
+    Text fields become ``""`` (``abstract``: NA), ``year`` NA, ``keywords`` and ``coauthors``
+    empty lists: what a mention without that field looks like to the encoding.
+    """
+    df = df.copy()
+    for name in names:
+        if name not in df.columns:
+            continue
+        if name in ("keywords", "coauthors"):
+            df[name] = [[] for _ in range(len(df))]
+        elif name == "year":
+            df[name] = pd.array([pd.NA] * len(df), dtype="Int64")
+        elif name == "abstract":
+            df[name] = pd.array([pd.NA] * len(df), dtype="string")
+        else:
+            df[name] = ""
+    return df

@@ -17,12 +17,13 @@ import numpy as np
 import pandas as pd
 
 from coref.encoding._arrays import tfidf_block
-from coref.encoding.text import TEXT_FIELDS, Analyzer, field_texts, topic_texts
+from coref.encoding.text import INPUT_FIELDS, TEXT_FIELDS, Analyzer, blank_fields, field_present, field_texts, topic_texts
 
 __all__ = ["Vocabulary"]
 
 _N_TOPICS = 32          # LSA dimensions
 _TOPIC_MAX_WORDS = 4000  # most frequent words (document frequency >= 2) of the topic model
+_MIN_PRESENT = 2         # a field is learned when at least this many training mentions hold it
 
 
 def _new_vectorizer(field_name, **kw):
@@ -52,10 +53,19 @@ class Vocabulary:
         Sublinear, L2-normalised TF-IDF over title + venue + abstract + keyword words.
     topic_svd : sklearn TruncatedSVD or None
         Its truncated SVD (latent semantic analysis); ``None`` if the corpus is too small.
+    fields : tuple of str or None
+        The input fields (:data:`coref.encoding.text.INPUT_FIELDS`) that at least two of the
+        fitted mentions held. Encoding with this vocabulary blanks every other field
+        (:meth:`neutral`), so a field the corpus never had is ignored everywhere it enters:
+        its own features and the topic vectors. ``None`` (a vocabulary saved before this
+        record): every field is used.
     """
 
-    def __init__(self, n_docs=0, words=None, idf=None, topic_words=None, topic_idf=None, topic_components=None):
+    def __init__(self, n_docs=0, words=None, idf=None, topic_words=None, topic_idf=None, topic_components=None,
+                 fields=None):
         self.n_docs = int(n_docs)
+        self.fields = None if fields is None else tuple(f for f in INPUT_FIELDS if f in set(fields))
+        self.warned_fields = set()  # the ignored fields a warning was already issued for
         #: field -> {word: column} (None: the field had no word)
         self._words = {k: (None if (words or {}).get(k) is None else dict(words[k])) for k in TEXT_FIELDS}
         self._idf = {k: (None if self._words[k] is None else np.asarray(idf[k], dtype=np.float64)) for k in TEXT_FIELDS}
@@ -106,7 +116,8 @@ class Vocabulary:
                   idf={k: (None if v is None else v.idf_) for k, v in vecs.items()},
                   topic_words=None if svd is None else tvec.vocabulary_,
                   topic_idf=None if svd is None else tvec.idf_,
-                  topic_components=None if svd is None else svd.components_)
+                  topic_components=None if svd is None else svd.components_,
+                  fields=[f for f in INPUT_FIELDS if int(field_present(df, f).sum()) >= _MIN_PRESENT])
         voc._sk.update(vectorizers=vecs, topic_vectorizer=tvec if svd is not None else None, topic_svd=svd)
         return voc
 
@@ -172,8 +183,11 @@ class Vocabulary:
         if self._topic_components is not None:
             topic = {**vec_state(self._topic_words, self._topic_idf),
                      "components": [[float(x) for x in row] for row in self._topic_components]}
-        return {"version": 2, "n_docs": int(self.n_docs),
-                "fields": {k: vec_state(self._words[k], self._idf[k]) for k in TEXT_FIELDS}, "topic": topic}
+        state = {"version": 2, "n_docs": int(self.n_docs),
+                 "fields": {k: vec_state(self._words[k], self._idf[k]) for k in TEXT_FIELDS}, "topic": topic}
+        if self.fields is not None:
+            state["input_fields"] = list(self.fields)
+        return state
 
     @classmethod
     def from_state(cls, state: dict) -> "Vocabulary":
@@ -223,7 +237,49 @@ class Vocabulary:
                 raise ValueError(f"vocabulary 'topic': 'components' must be a non-empty list of rows of {V} "
                                  "finite numbers")
             comp = np.stack(rows)
-        return cls(n_docs=n, words=words, idf=idfs, topic_words=tw, topic_idf=tidf, topic_components=comp)
+        fields = state.get("input_fields")  # absent: saved before the record, every field used
+        if fields is not None and (not isinstance(fields, list) or not set(map(type, fields)) <= {str}
+                                   or not set(fields) <= set(INPUT_FIELDS) or len(set(fields)) != len(fields)):
+            raise ValueError(f"vocabulary field 'input_fields' must be a list of distinct names of "
+                             f"{list(INPUT_FIELDS)}; got {fields!r:.80}")
+        return cls(n_docs=n, words=words, idf=idfs, topic_words=tw, topic_idf=tidf, topic_components=comp,
+                   fields=fields)
+
+    def ignored_fields(self, df: pd.DataFrame) -> dict:
+        """The input fields of ``df`` that encoding with this vocabulary ignores, and why.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Mentions.
+
+        Returns
+        -------
+        dict of str -> str
+            Field -> reason, for each field that some mention of ``df`` holds but fewer than
+            two of the fitted mentions did (in :data:`~coref.encoding.text.INPUT_FIELDS`
+            order); empty when nothing is ignored (always, for ``fields=None``).
+        """
+        if self.fields is None:
+            return {}
+        return {f: f"the model's {self.n_docs} training mentions held no {f} (fewer than {_MIN_PRESENT}), "
+                   "so it never learned what it means"
+                for f in INPUT_FIELDS if f not in self.fields and field_present(df, f).any()}
+
+    def neutral(self, df: pd.DataFrame):
+        """``df`` with the fields this vocabulary ignores blanked, and those fields.
+
+        Returns
+        -------
+        df : pandas.DataFrame
+            ``df`` itself when no field is ignored, else a copy with the fields of
+            :meth:`ignored_fields` missing in every row (:func:`coref.encoding.text.blank_fields`),
+            so the encoding (features and topic vectors) is that of the mentions without them.
+        ignored : dict of str -> str
+            :meth:`ignored_fields` of ``df``.
+        """
+        ignored = self.ignored_fields(df)
+        return (blank_fields(df, list(ignored)) if ignored else df), ignored
 
     def count_rows(self, field_name, texts):
         """Per text: L2-normalised TF-IDF of the known and the unseen words.

@@ -168,6 +168,10 @@ class PairwiseModel:
     pl_info_ : dict
         With ``objective="pseudolik"``: -PL before / after, anchors, candidates and
         L-BFGS iterations (:func:`coref.model._pseudolik.fit_pseudolik`); else empty.
+    feature_varied_ : ndarray of bool, shape (N_FEATURES,), or None
+        Whether each feature took more than one value on the training pairs. A feature that
+        never varied has ``theta_`` 0: its contribution is folded into the intercept at fit
+        (:meth:`fold_constant_features`). ``None`` for a model saved before this record.
     pair_rate_ : float in (0, 1)
         r_train: mean of sigmoid(theta_ . phi + bias_) over the pairs of the training
         blocks (all their mentions, labeled or not; pooled over pairs, big blocks
@@ -333,6 +337,7 @@ class PairwiseModel:
         self.pl_info_ = {}
         if self.objective == "pseudolik":
             self._pseudolik(df, gen, X, y)
+        self.fold_constant_features(X)
         self.n_pairs_ = int(len(y))
         self.feature_names_ = FEATURE_NAMES
         self._rate_z, self._rate_w = rate_scores(encs, self.theta_, int(self.block_prior_pairs))
@@ -342,6 +347,58 @@ class PairwiseModel:
             shift, self.shift_scores_ = float(self.bias_shift), {}
         self.set_shift(shift)
         return self
+
+    def fold_constant_features(self, X):
+        """Give every feature that never varied on the training pairs ``X`` the weight 0, exactly.
+
+        A feature constant at c on every training pair adds ``theta_k * c`` to every training
+        factor, which is an intercept: it goes into ``intercept_`` and ``theta_k`` becomes 0.
+        A product feature ``a*b`` whose factor ``a`` is constant at c equals ``c * b`` on every
+        training pair: its weight times c goes to ``b`` (checked on ``X`` before moving it), so
+        the weight it got for copying ``b`` (L2 spreads a weight over exact copies) is not
+        applied to data where ``a`` varies. Both moves leave the factor of every training pair
+        unchanged (up to float rounding), so the fit, its shift and its block prior are the
+        same model; a feature the training data could not inform contributes nothing at
+        prediction. Sets ``feature_varied_``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (m, N_FEATURES)
+            The training pairs' features.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        const = np.all(X == X[:1], axis=0) if len(X) else np.ones(X.shape[1], dtype=bool)
+        theta = np.array(self.theta_, dtype=np.float64)
+        pos = {n: k for k, n in enumerate(FEATURE_NAMES)}
+        for k, name in enumerate(FEATURE_NAMES):
+            parts = name.split("*")
+            if len(parts) != 2 or const[k] or theta[k] == 0.0:
+                continue
+            a, b = pos.get(parts[0]), pos.get(parts[1])
+            for fixed, other in ((a, b), (b, a)):
+                if fixed is None or other is None or not const[fixed] or const[other]:
+                    continue
+                c = X[0, fixed]
+                if np.allclose(X[:, k], c * X[:, other], rtol=1e-12, atol=1e-12):
+                    theta[other] += theta[k] * c
+                    theta[k] = 0.0
+                    break
+        c = X[0] if len(X) else np.zeros(X.shape[1])
+        self.intercept_ = float(self.intercept_ + np.dot(theta[const], c[const]))
+        theta[const] = 0.0
+        self.theta_ = np.ascontiguousarray(theta)
+        self.feature_varied_ = ~const
+
+    def ignored_fields(self, df: pd.DataFrame) -> dict:
+        """The input fields of ``df`` this model ignores, and why (field -> reason).
+
+        A field that fewer than two training mentions held is blanked before encoding
+        (:meth:`coref.encoding.Vocabulary.ignored_fields`): its own features and the topic
+        vectors are computed as if it were missing, as they were in training. Encoding such
+        mentions issues one :class:`coref.exceptions.IgnoredFieldsWarning` per field.
+        """
+        self.check_fitted()
+        return self.vocabulary_.ignored_fields(df)
 
     def check_block_prior(self, error):
         """Raise ``error(message)`` if ``block_prior``, ``block_prior_cap`` or

@@ -16,7 +16,12 @@ files, none of them executable::
                     "intercept": float, "shift": float, "bias": float, "n_pairs": int,
                     "pair_rate": float,               # r_train in (0, 1); with block_prior "pcc"
                     "shift_scores": {str(shift): float},
-                    "vocabulary": {"n_docs": int, "tables": {"title"|"venue"|"affiliation": {word: int}}},
+                    "vocabulary": {"n_docs": int, "tables": {"title"|"venue"|"affiliation": {word: int}},
+                                   "input_fields": [str]},  # optional: the fields the training
+                                              # mentions held; others are blanked at encoding
+                                              # (absent: a model saved before, every field used)
+                    "feature_varied": [bool],  # optional: per feature, varied on the training
+                                              # pairs (false: theta 0); absent in older models
                     "extra": {...},                    # e.g. AuthorCoref settings, training data summary
                     "calibration": {...}}              # optional (``coref fit``): the confidence
                                                        # calibration maps, see below
@@ -122,6 +127,9 @@ def save_model(model, path, *, extra=None):
            "n_pairs": int(model.n_pairs_), "pair_rate": float(getattr(model, "pair_rate_", 0.5)),
            "shift_scores": {repr(float(k)): float(v) for k, v in model.shift_scores_.items()},
            "vocabulary": vocab, "extra": extra or {}}
+    varied = getattr(model, "feature_varied_", None)
+    if varied is not None:
+        doc["feature_varied"] = [bool(v) for v in varied]
     cal = getattr(model, "calibration_", None)
     if cal is not None:
         doc["calibration"] = cal.to_dict()
@@ -240,8 +248,7 @@ def _read_doc(jpath, path):
     if names != list(FEATURE_NAMES):
         raise ModelFormatError(
             _feature_mismatch(names, list(FEATURE_NAMES)) + "; refit it with `coref fit --data LABELED "
-            f"--model {path}` (the shipped default: `python -m coref fit --data data/aminer_na "
-            "--model coref/models/default`)", path=jpath)
+            f"--model {path}` (the shipped default: see coref.datasets.DEFAULT_MODEL)", path=jpath)
     return doc
 
 
@@ -357,6 +364,17 @@ def load_model(path):
     model.vocabulary_ = vocab
     model.feature_names_ = FEATURE_NAMES
     model.pl_info_ = {}
+    model.feature_varied_ = None  # absent: saved before the record
+    if "feature_varied" in doc:
+        varied = doc["feature_varied"]
+        if not (isinstance(varied, list) and len(varied) == len(FEATURE_NAMES)
+                and all(isinstance(v, bool) for v in varied)):
+            raise ModelFormatError(f"field 'feature_varied' must be a list of {len(FEATURE_NAMES)} booleans",
+                                   path=jpath)
+        model.feature_varied_ = np.array(varied, dtype=bool)
+        if np.any(model.theta_[~model.feature_varied_] != 0.0):
+            raise ModelFormatError("theta must be 0 for every feature that did not vary in training "
+                                   "('feature_varied' false)", path=jpath)
     model.calibration_ = None
     if "calibration" in doc:
         try:

@@ -165,8 +165,9 @@ def test_feature_layout_and_version_mismatch_are_refused(saved, tmp_path):
 
 
 def test_shipped_default_model_loads_with_this_feature_layout(repo_root):
-    # if this fails after a change of coref/features.py, regenerate the shipped model:
-    #   python -m coref fit --data data/aminer_na --model coref/models/default
+    # if this fails after a change of the features, regenerate the shipped model (pyproject.toml):
+    #   python -c "from coref import datasets; from coref.jobs.fit import fit;
+    #              fit(datasets.load_labeled(), model='coref/models/default')"
     import coref
     from coref.inputs import DEFAULT_MODEL
 
@@ -179,7 +180,23 @@ def test_shipped_default_model_loads_with_this_feature_layout(repo_root):
         assert (DEFAULT_MODEL / f.name).read_bytes() == f.read_bytes(), f.name
     model, extra = load_model(DEFAULT_MODEL)
     assert model.theta_.shape == (N_FEATURES,) and list(model.feature_names_) == list(FEATURE_NAMES)
-    assert extra["training"]["n_blocks"] == 108 and extra["estimator"] == "AuthorCoref"
+    # trained on every shipped labeled set (aminer_na + aminer_dblp_dev), with its field record
+    assert extra["training"]["n_blocks"] == 108 + 331 and extra["training"]["n_labeled"] == 7026 + 3176
+    assert extra["estimator"] == "AuthorCoref"
+    assert model.vocabulary_.fields == ("title", "venue", "affiliation", "abstract", "keywords", "year", "coauthors")
+    assert model.feature_varied_ is not None and np.all(model.theta_[~model.feature_varied_] == 0.0)
+
+
+def test_load_labeled_joins_the_shipped_sets_without_collisions():
+    from coref import datasets
+
+    df = datasets.load_labeled()
+    assert len(df) == 7026 + 3176 and df["mention_id"].is_unique
+    dev = df["block"].str.startswith("aminer_dblp_dev:")
+    assert dev.sum() == 3176 and df.loc[dev, "gold"].str.startswith("aminer_dblp_dev:").all()
+    # a name in both sets stays two blocks of different people
+    assert {"Bing_Liu", "aminer_dblp_dev:Bing_Liu"} <= set(df["block"])
+    assert not set(df.loc[df["block"] == "Bing_Liu", "gold"]) & set(df.loc[dev, "gold"])
 
 
 def test_tune_shift_with_one_mention_labeled_blocks():
