@@ -20,9 +20,7 @@ __all__ = ["data_path", "load_aminer", "load_labeled", "available", "default_mod
 LABELED_SETS = ("aminer_na", "aminer_dblp_dev")
 
 #: The shipped default model, trained on every shipped labeled set (:func:`load_labeled`);
-#: ``python -c "from coref import datasets; from coref.jobs.fit import fit;
-#: fit(datasets.load_labeled(), model='coref/models/default')"`` regenerates it (``coref fit``
-#: reads one path, so it cannot join the two sets itself).
+#: ``python -m coref fit --model coref/models/default`` (no ``--data``) regenerates it.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default"
 
 

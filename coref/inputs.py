@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from coref.blocking import assign_blocks
-from coref.datasets import DEFAULT_MODEL, data_path
+from coref.datasets import DEFAULT_MODEL, LABELED_SETS, data_path, load_labeled
 from coref.io import MENTION_COLUMNS, load_mentions
 from coref.model import load_model
 from coref.outputs import sha256_file
@@ -114,7 +114,8 @@ def load_input(data, *, format=None, strict=False, command="run", need_gold=Fals
     Parameters
     ----------
     data : None, str, os.PathLike or pandas.DataFrame
-        Mention file or directory, a loaded table, or ``None`` for the shipped AMiner set.
+        Mention file or directory, a loaded table, or ``None`` for the shipped AMiner set
+        (``coref fit``: every shipped labeled set, :func:`coref.datasets.load_labeled`).
     format : str or None
         Loader format (validated by the caller's settings).
     strict : bool
@@ -152,23 +153,33 @@ def load_input(data, *, format=None, strict=False, command="run", need_gold=Fals
         df = derive_blocks(data.reset_index(drop=True).copy())
         desc = {"path": "<DataFrame>", "format": "dataframe", "n_read": len(df), "n_skipped": 0}
     else:
-        if data is None:
-            path = data_path("aminer_na")
-            format = format or "aminer"
+        if data is None and command == "fit" and format in (None, "aminer"):
+            # what the shipped default model is trained on: every shipped labeled set
+            df, reports = load_labeled(return_report=True)
+            descs = [_report_desc(r, df) for r in reports]
+            desc = {"path": "the shipped labeled sets (" + " + ".join(LABELED_SETS) + ")", "format": "aminer",
+                    "n_read": len(df), "n_skipped": sum(d["n_skipped"] for d in descs),
+                    "log": [line for d in descs for line in d["log"]]}
+            df = df.reset_index(drop=True)
         else:
-            if not isinstance(data, (str, os.PathLike)):
-                raise TypeError(f"the data parameter of coref.{command} must be None, a path or a DataFrame; "
-                                f"got {type(data).__name__} instead")
-            path = Path(data).expanduser()
-            if not path.exists():
-                raise FileNotFoundError(f"--data {str(data)!r}: no such file or directory")
-            if path.is_dir() and not any(path.iterdir()):
-                raise ValueError(f"--data {str(data)!r}: the directory is empty (expected mention files, e.g. AMiner XML)")
-        df, report = load_mentions(path, format=format, strict=strict, return_report=True)
-        desc = {"path": str(path), "format": format or "auto", **_report_desc(report, df)}
-        df = df.reset_index(drop=True)
-        if need_gold and "gold" not in df.columns:
-            raise ValueError(f"{path}: coref {command} needs gold labels (a 'gold' column)")
+            if data is None:
+                path = data_path("aminer_na")
+                format = format or "aminer"
+            else:
+                if not isinstance(data, (str, os.PathLike)):
+                    raise TypeError(f"the data parameter of coref.{command} must be None, a path or a DataFrame; "
+                                    f"got {type(data).__name__} instead")
+                path = Path(data).expanduser()
+                if not path.exists():
+                    raise FileNotFoundError(f"--data {str(data)!r}: no such file or directory")
+                if path.is_dir() and not any(path.iterdir()):
+                    raise ValueError(f"--data {str(data)!r}: the directory is empty "
+                                     "(expected mention files, e.g. AMiner XML)")
+            df, report = load_mentions(path, format=format, strict=strict, return_report=True)
+            desc = {"path": str(path), "format": format or "auto", **_report_desc(report, df)}
+            df = df.reset_index(drop=True)
+            if need_gold and "gold" not in df.columns:
+                raise ValueError(f"{path}: coref {command} needs gold labels (a 'gold' column)")
     if len(df) == 0:
         raise ValueError(f"no mentions were loaded from {desc['path']!r}")
     df["mention_id"] = df["mention_id"].astype(str)

@@ -13,7 +13,7 @@ __all__ = ["add_arguments", "main"]
 def add_arguments(parser):
     """Options of ``coref fit``."""
     add_input_arguments(parser, metavar="LABELED",
-                        data_help="labeled mention file or directory (default: the shipped AMiner set)")
+                        data_help="labeled mention file or directory (default: every shipped labeled set, aminer_na + aminer_dblp_dev)")
     parser.add_argument("--model", metavar="DIR", required=True, help="model directory to write")
     add_gibbs_arguments(parser, sampler_help="Gibbs sampler saved with the model", seed_help="random seed (default 0)",
                         delta_help="racing error level saved with the model",
