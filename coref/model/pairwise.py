@@ -435,7 +435,9 @@ class PairwiseModel:
 
         ``logit(r_b) - logit(pair_rate_)``, clipped to +-``block_prior_cap``, with r_b
         the mean of sigmoid(theta_ . phi + bias_) over the block's :func:`rate_pairs`
-        (Saerens et al. 2002, eq. 2.4, one EM step from the training prior).  0.0 with
+        (Saerens et al. 2002, eq. 2.4, one EM step from the training prior; run on to the
+        EM's fixed point when that step lowers the prior:
+        :func:`coref.model.block_prior.em_block_rate`).  0.0 with
         ``block_prior="none"``, for blocks of fewer than two mentions, and for models
         loaded from files saved before block priors.
 
@@ -448,7 +450,8 @@ class PairwiseModel:
         if self.block_prior != "pcc" or enc.n < 2:
             return 0.0
         key = (self.theta_.tobytes(), float(self.bias_), int(self.block_prior_pairs))  # what r_b depends on
-        return prior_shift(cached_block_rate(enc, key, self.rate_factors), self.pair_rate_, self.block_prior_cap)
+        r_b = cached_block_rate(enc, key, self.rate_factors, self.pair_rate_, self.block_prior_cap)
+        return prior_shift(r_b, self.pair_rate_, self.block_prior_cap)
 
     def rate_factors(self, enc: EncodedBlock) -> np.ndarray:
         """f at the pooled intercept ``bias_`` over the block's :func:`rate_pairs`, ndarray of shape (m,).

@@ -66,12 +66,48 @@ def test_pair_rate_is_the_pooled_training_mean(fitted):
     assert m.pair_rate_ == pytest.approx(np.concatenate(p).mean(), rel=1e-12)
 
 
+def _em_shift(f, r_train, cap, steps=100):
+    """The downward-only prior-shift EM, written out: classify-and-count, then EM while it lowers."""
+    d = logit(expit(f).mean()) - logit(r_train)
+    if d < 0:
+        for _ in range(steps):
+            if d <= -cap:
+                break
+            new = logit(expit(f + d).mean()) - logit(r_train)
+            if abs(new - d) < 1e-6:
+                d = new
+                break
+            d = new
+    return float(np.clip(d, -cap, cap))
+
+
+def test_em_block_rate_exact_on_a_tiny_input():
+    # r_train = 1/2: step 1 gives d_1 < 0, the EM steps down to its fixed point
+    f = np.array([2.0, -5.0, -5.0, -5.0])
+    r = block_prior.em_block_rate(f, 0.5, 10.0)
+    d = logit(r)
+    assert d == pytest.approx(_em_shift(f, 0.5, 10.0), abs=1e-5)
+    assert d < logit(expit(f).mean()) - 0.5 < 0                # well below the one step
+    # fixed point: d = logit(mean sigmoid(f + d)) within the tolerance
+    assert d == pytest.approx(logit(expit(f + d).mean()), abs=1e-5)
+    # no EM steps: classify-and-count
+    assert block_prior.em_block_rate(f, 0.5, 10.0, max_steps=0) == pytest.approx(expit(f).mean(), rel=1e-15)
+    # a first step that raises the prior is kept as it is (no runaway upwards)
+    up = np.array([5.0, 5.0, -1.0])
+    assert block_prior.em_block_rate(up, 0.5, 3.0) == pytest.approx(expit(up).mean(), rel=1e-15)
+    # stops at -cap: every pair far below the training rate
+    low = np.full(4, -9.0)
+    assert logit(block_prior.em_block_rate(low, 0.5, 1.0)) <= -1.0
+    assert block_prior.prior_shift(block_prior.em_block_rate(low, 0.5, 1.0), 0.5, 1.0) == -1.0
+    assert block_prior.em_block_rate(np.zeros(0), 0.5, 3.0) == 0.5
+
+
 def test_block_shift_is_the_prior_log_odds_change(fitted):
     df, m = fitted
     for b, sub in df.groupby("block"):
         enc = m.encode(sub.drop(columns=["gold"]))
-        want = logit(expit(_f0(m, enc)).mean()) - logit(m.pair_rate_)
-        assert m.block_shift(enc) == pytest.approx(float(np.clip(want, -3, 3)), abs=1e-12)
+        want = _em_shift(_f0(m, enc), m.pair_rate_, 3.0)
+        assert m.block_shift(enc) == pytest.approx(want, abs=1e-5)
         assert m.block_bias(enc) == m.bias_ + m.block_shift(enc)
     # a block of very similar mentions (one author) gets a positive shift: more merging
     one = df[df["gold"] == df["gold"].iloc[0]]
@@ -93,13 +129,14 @@ def test_block_rate_is_computed_once_per_block_and_model_state(fitted, monkeypat
     old = m.bias_
     try:
         m.bias_ = old + 1.0                               # another model state: recomputed
-        want = logit(expit(_f0(m, enc)).mean()) - logit(m.pair_rate_)
-        assert m.block_shift(enc) == pytest.approx(float(np.clip(want, -3, 3)), abs=1e-12)
+        want = _em_shift(_f0(m, enc), m.pair_rate_, 3.0)
+        assert m.block_shift(enc) == pytest.approx(want, abs=1e-5)
         assert len(calls) == 3 and m.block_shift(enc) != d
     finally:
         m.bias_ = old
     assert m.block_shift(enc) == d and len(calls) == 4
-    assert block_prior._BLOCK_RATES[enc][1] == pytest.approx(expit(_f0(m, enc)).mean(), rel=1e-12)
+    assert block_prior._BLOCK_RATES[enc][1] == pytest.approx(
+        block_prior.em_block_rate(_f0(m, enc), m.pair_rate_, 3.0), rel=1e-12)
     assert not any(k.startswith("_rate") for k in vars(enc))      # nothing rides along on the encoding
 
 

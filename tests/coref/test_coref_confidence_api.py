@@ -261,3 +261,29 @@ def test_submodel_public_function(tmp_path):
         submodel(m, df, S)
     with pytest.raises(TypeError, match="enc_or_df_block"):
         submodel(m, [1, 2, 3], S, assignment=labels)
+
+
+def test_certify_seconds_bounds_the_next_least_confident_rows_by_dis():
+    df = _df(n=14, seed=2)
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 4, 5])
+    kw = dict(max_exact=4, max_submodel=3, n_samples=40, n_burn=10, review_threshold=1.0, time_limit=0.3, rng=0,
+              delta=1e-3)
+    off, _ = assignment_confidence(_model(), df, _clusters(df, labels), **kw)
+    assert off.attrs["certify"]["n_certified"] == 0 and off.attrs["certify"]["used_seconds"] == 0.0
+    assert (off["method"] == "dis").sum() == 0 and (off["method"] == "exact").sum() == 3
+    conf, _ = assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=30.0, **kw)
+    info = conf.attrs["certify"]
+    # the 3 least confident rows are summed exactly as before; the next (all 11 others, below the
+    # threshold 1.0) form one sub-model of 11 > max_exact mentions, bounded by DIS
+    assert (conf["method"] == "exact").sum() == 3
+    dis = conf[conf["method"] == "dis"]
+    assert len(dis) == 11 and (dis["n_submodel"] == 11).all()
+    assert info["n_submodels"] == 1 and info["n_certified"] == 11 and 0 < info["used_seconds"]
+    assert ((dis["p_lower"] <= dis["p"]) & (dis["p"] <= dis["p_upper"])).all()
+    w = (dis["p_upper"] - dis["p_lower"]).to_numpy()
+    assert info["width_median"] == pytest.approx(np.median(w)) and info["width_max"] == pytest.approx(w.max())
+    # rows outside both sub-models keep their sampled values
+    keep = off["method"] == "exact"
+    np.testing.assert_allclose(conf.loc[keep, "p"], off.loc[keep, "p"])
+    with pytest.raises(ValueError, match="certify_seconds parameter must be a finite number >= 0"):
+        assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=-1.0)
