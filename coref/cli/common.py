@@ -125,7 +125,8 @@ def add_flag_arguments(parser, *, strict_help="fail on the first bad record or f
 
 def add_common_arguments(parser):
     """Options shared by ``coref predict`` and ``coref add``."""
-    add_gibbs_arguments(parser, sampler_help="Gibbs sampler (default racing); auto: exact Gibbs from the cached "
+    add_gibbs_arguments(parser, default="auto",
+                        sampler_help="Gibbs sampler (default auto); auto: exact Gibbs from the cached "
                                              "factor matrix for each block whose matrix fits --factor-cache-mb "
                                              "(256 MiB when not given), racing for larger blocks")
     add_executor_arguments(parser, scheduler_help="run blocks on this Dask scheduler")
