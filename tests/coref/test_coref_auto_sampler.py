@@ -11,6 +11,7 @@ import pytest
 
 import coref.cli
 from coref.cli import add as add_cli
+from coref.cli import fit as fit_cli
 from coref.cli import predict as predict_cli
 from coref.estimator import AuthorCoref
 from coref.inference import block_sampler
@@ -37,6 +38,7 @@ def test_default_sampler_is_auto_everywhere(tmp_path):
     assert AuthorCoref().sampler == "auto"
     assert _parse(predict_cli, ["--out", "x"]).sampler == "auto"
     assert _parse(add_cli, ["--out", "x", "--clusters", "c", "--data", "d"]).sampler == "auto"
+    assert _parse(fit_cli, ["--model", "m"]).sampler == "auto"        # saved with the model
     assert _parse(predict_cli, ["--out", "x", "--sampler", "racing"]).sampler == "racing"
     with pytest.raises(SystemExit):
         _parse(predict_cli, ["--out", "x", "--sampler", "fast"])
