@@ -75,6 +75,8 @@ def print_summary(summary, out):
     print(f"{summary['n_mentions']} mentions in {summary['n_blocks']} blocks -> {summary['n_clusters']} clusters "
           f"({summary['n_singletons']} singletons); {summary['n_factor_evals']:,} factor evaluations, "
           f"{summary['elapsed_s']:.1f} s")
+    if summary.get("sampling"):
+        print(summary["sampling"]["text"])
     for line in loader_lines(d, log=f"{Path(out) / 'loader.log'}"):
         print(line)
     written = sorted(p.name for p in Path(out).iterdir() if p.is_file() and not p.name.startswith("."))

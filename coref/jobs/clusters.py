@@ -24,6 +24,11 @@ def _mib(n):
     return 8.0 * n * n / 2.0**20
 
 
+def _blocks(k, what="blocks"):
+    """``"1 block"``, ``"2 blocks"`` (``what`` in the plural, ending in s)."""
+    return f"{k:,} {what if k != 1 else what[:-1]}"
+
+
 def _why(sampler, used, n, budget):
     """Why a block of ``n`` mentions got ``used`` when ``sampler`` was asked for."""
     if used == "exact-cached":
@@ -68,17 +73,17 @@ def sampler_choices(results, settings):
     single = sum(b["n_mentions"] <= 1 for b in blocks)
     parts = []
     if counts["exact-cached"]:
-        parts.append(f"{counts['exact-cached']:,} blocks exact Gibbs from the cached factor matrix "
+        parts.append(f"{_blocks(counts['exact-cached'])} exact Gibbs from the cached factor matrix "
                      f"(n <= {max_n:,}: matrix <= {budget:g} MiB)")
     if counts["exact"]:
-        parts.append(f"{counts['exact']:,} blocks exact Gibbs evaluating every factor"
+        parts.append(f"{_blocks(counts['exact'])} exact Gibbs evaluating every factor"
                      + (f" (matrix over the budget of {budget:g} MiB)" if budget > 0 else " (--sampler exact)"))
     n_racing = counts["racing"] - single if sampler != "exact" else counts["racing"]
     if n_racing:
-        parts.append(f"{n_racing:,} blocks racing"
+        parts.append(f"{_blocks(n_racing)} racing"
                      + (f" (matrix over the budget of {budget:g} MiB)" if sampler == "auto" else " (--sampler racing)"))
     if single and sampler != "exact":
-        parts.append(f"{single:,} one-mention blocks (nothing to sample)")
+        parts.append(f"{_blocks(single, 'one-mention blocks')} (nothing to sample)")
     text = f"Sampler `{sampler}`: " + ("; ".join(parts) if parts else "no blocks") + "."
     return {"sampler": sampler, "factor_cache_mib": budget, "max_cached_n": max_n, "n_blocks": counts,
             "text": text, "blocks": blocks}

@@ -56,13 +56,16 @@ def _cluster_numbers(out):
 
 
 @pytest.mark.skipif(not NELSON.exists(), reason="shipped data absent")
-def test_racing_still_gives_the_old_clusters_and_auto_the_exact_ones(tmp_path):
+def test_racing_still_gives_the_old_clusters_and_auto_the_exact_ones(tmp_path, capsys):
     racing = predict(NELSON, out=tmp_path / "r", sampler="racing", progress=False)
     assert _cluster_numbers(tmp_path / "r") == RACING_BEFORE
     assert racing["sampling"]["n_blocks"] == {"exact-cached": 0, "exact": 0, "racing": 1}
     assert racing["sampling"]["blocks"][0]["why"] == "--sampler racing"
     # the command line's default is auto: exact Gibbs from the cached matrix, the exact sampler's clusters
+    capsys.readouterr()
     assert coref.cli.main(["predict", "--data", str(NELSON), "--out", str(tmp_path / "a"), "--quiet"]) == 0
+    assert "Sampler `auto`: 1 block exact Gibbs from the cached factor matrix (n <= 5,792: matrix <= 256 MiB)." \
+        in capsys.readouterr().out
     exact = predict(NELSON, out=tmp_path / "e", sampler="exact", progress=False)
     assert _cluster_numbers(tmp_path / "a") == _cluster_numbers(tmp_path / "e") != RACING_BEFORE
     auto = json.loads((tmp_path / "a" / "summary.json").read_text())
@@ -94,8 +97,8 @@ def test_summary_and_report_say_which_sampler_each_block_used(mentions_factory, 
     by_block = {b["block"]: b for b in s["blocks"]}
     assert by_block["Other"]["sampler"] == "exact-cached" and by_block[big]["sampler"] == "racing"
     assert by_block[big]["why"] == f"factor matrix {8 * 144 / 2**20:.3g} MiB over the budget of {BUDGET:g} MiB"
-    text = (f"Sampler `auto`: 1 blocks exact Gibbs from the cached factor matrix (n <= 6: matrix <= {BUDGET:g} "
-            f"MiB); 1 blocks racing (matrix over the budget of {BUDGET:g} MiB).")
+    text = (f"Sampler `auto`: 1 block exact Gibbs from the cached factor matrix (n <= 6: matrix <= {BUDGET:g} "
+            f"MiB); 1 block racing (matrix over the budget of {BUDGET:g} MiB).")
     assert s["text"] == text
     assert text in (tmp_path / "p" / "report.md").read_text()
     assert json.loads((tmp_path / "p" / "summary.json").read_text())["sampling"] == s
@@ -105,7 +108,7 @@ def test_summary_and_report_say_which_sampler_each_block_used(mentions_factory, 
     assert a["sampling"]["blocks"] == [{"block": "Other", "n_mentions": 8, "sampler": "racing",
                                         "why": f"factor matrix {8 * 64 / 2**20:.3g} MiB over the budget of "
                                                f"{BUDGET:g} MiB"}]
-    assert "1 blocks racing" in (tmp_path / "q" / "report.md").read_text()
+    assert "1 block racing" in (tmp_path / "q" / "report.md").read_text()
 
 
 def test_estimator_records_the_sampling(mentions_factory):
@@ -115,3 +118,36 @@ def test_estimator_records_the_sampling(mentions_factory):
     assert est.sampling_["n_blocks"] == {"exact-cached": 2, "exact": 0, "racing": 0}
     est.set_params(sampler="racing").predict(df.drop(columns="gold"))
     assert est.sampling_["n_blocks"] == {"exact-cached": 0, "exact": 0, "racing": 2}
+
+
+def _result(sampler, block, n, cached):
+    import numpy as np
+
+    from coref.inference import BlockResult
+    ids = np.array([f"{block}{k}" for k in range(n)], dtype=object)
+    return BlockResult(sampler, 0, block, ids, ids, 0, 0.0, np.zeros(2, np.int64), cached=cached)
+
+
+def test_sampler_choices_counts_and_reasons():
+    from coref.jobs.clusters import sampler_choices
+    from coref.jobs.predict import cache_params
+    from coref.settings import make_settings
+
+    auto = make_settings("predict", sampler="auto")
+    s = sampler_choices([_result("auto", "a", 3, True), _result("auto", "b", 1, False),
+                         _result("auto", "c", 6000, False), _result("auto", "d", 5, True)], auto)
+    assert (s["factor_cache_mib"], s["max_cached_n"], s["n_blocks"]) == (256.0, 5792, {"exact-cached": 2, "exact": 0,
+                                                                                         "racing": 2})
+    assert [b["why"] for b in s["blocks"]] == ["factor matrix 6.87e-05 MiB <= budget 256 MiB",
+                                              "one mention: nothing to sample",
+                                              "factor matrix 275 MiB over the budget of 256 MiB",
+                                              "factor matrix 0.000191 MiB <= budget 256 MiB"]
+    assert s["text"] == ("Sampler `auto`: 2 blocks exact Gibbs from the cached factor matrix (n <= 5,792: matrix "
+                         "<= 256 MiB); 1 block racing (matrix over the budget of 256 MiB); 1 one-mention block "
+                         "(nothing to sample).")
+    exact = make_settings("predict", sampler="exact", gibbs_params=cache_params(1.0))
+    s = sampler_choices([_result("exact", "a", 300, True), _result("exact", "c", 600, False)], exact)
+    assert (s["max_cached_n"], s["n_blocks"]["exact"], s["blocks"][1]["why"]) == (
+        362, 1, "factor matrix 2.75 MiB over the budget of 1 MiB")
+    racing = make_settings("predict", sampler="racing")
+    assert sampler_choices([], racing)["text"] == "Sampler `racing`: no blocks."
