@@ -35,6 +35,8 @@ def _why(sampler, used, n, budget):
         return f"factor matrix {_mib(n):.3g} MiB <= budget {budget:g} MiB"
     if n <= 1:
         return "one mention: nothing to sample"
+    if sampler == "auto" and _mib(n) <= budget:   # (coref.gibbs' per-block cost model, not the budget)
+        return f"factor matrix {_mib(n):.3g} MiB within the budget, but racing costs less"
     if sampler == "auto" or (sampler == "exact" and budget > 0):
         return f"factor matrix {_mib(n):.3g} MiB over the budget of {budget:g} MiB"
     return f"--sampler {sampler}" + (" without --factor-cache-mb" if sampler == "exact" else "")
@@ -78,10 +80,13 @@ def sampler_choices(results, settings):
     if counts["exact"]:
         parts.append(f"{_blocks(counts['exact'])} exact Gibbs evaluating every factor"
                      + (f" (matrix over the budget of {budget:g} MiB)" if budget > 0 else " (--sampler exact)"))
-    n_racing = counts["racing"] - single if sampler != "exact" else counts["racing"]
+    cheaper = sum(b["why"].endswith("racing costs less") for b in blocks)
+    n_racing = (counts["racing"] - single if sampler != "exact" else counts["racing"]) - cheaper
     if n_racing:
         parts.append(f"{_blocks(n_racing)} racing"
                      + (f" (matrix over the budget of {budget:g} MiB)" if sampler == "auto" else " (--sampler racing)"))
+    if cheaper:
+        parts.append(f"{_blocks(cheaper)} racing (matrix within the budget, racing cheaper)")
     if single and sampler != "exact":
         parts.append(f"{_blocks(single, 'one-mention blocks')} (nothing to sample)")
     text = f"Sampler `{sampler}`: " + ("; ".join(parts) if parts else "no blocks") + "."

@@ -145,6 +145,10 @@ def test_sampler_choices_counts_and_reasons():
     assert s["text"] == ("Sampler `auto`: 2 blocks exact Gibbs from the cached factor matrix (n <= 5,792: matrix "
                          "<= 256 MiB); 1 block racing (matrix over the budget of 256 MiB); 1 one-mention block "
                          "(nothing to sample).")
+    # a block within the budget that the per-block cost model gave to racing
+    s = sampler_choices([_result("auto", "e", 50, False)], auto)
+    assert s["blocks"][0]["why"] == "factor matrix 0.0191 MiB within the budget, but racing costs less"
+    assert s["text"] == "Sampler `auto`: 1 block racing (matrix within the budget, racing cheaper)."
     exact = make_settings("predict", sampler="exact", gibbs_params=cache_params(1.0))
     s = sampler_choices([_result("exact", "a", 300, True), _result("exact", "c", 600, False)], exact)
     assert (s["max_cached_n"], s["n_blocks"]["exact"], s["blocks"][1]["why"]) == (
