@@ -38,10 +38,11 @@ class AuthorCoref(BaseEstimator):
 
     Parameters
     ----------
-    sampler : {"racing", "exact", "auto"}, default "racing"
-        Gibbs conditional sampler (``"auto"``: exact Gibbs from the cached factor matrix
-        for each block whose matrix fits 256 MiB, racing for larger blocks; see
-        :class:`coref.gibbs.GibbsCoref`).
+    sampler : {"auto", "racing", "exact"}, default "auto"
+        Gibbs conditional sampler of ``predict`` / ``add``: ``"auto"`` is exact Gibbs from
+        the cached factor matrix for each block whose matrix fits 256 MiB (up to 5,792
+        mentions), racing for larger blocks (see :class:`coref.gibbs.GibbsCoref`);
+        ``sampling_`` says which block got which after ``predict`` / ``add``.
     delta : float in (0, 1), default 0.05
         Allowed failure probability of each racing test.
     n_sweeps : int >= 1 or None, default None
@@ -66,6 +67,9 @@ class AuthorCoref(BaseEstimator):
         The seed used.
     n_factor_evals_ : int
         Pairwise factors evaluated by the last ``predict`` / ``add``.
+    sampling_ : dict
+        Which sampler each block of the last ``predict`` / ``add`` used and why
+        (:func:`coref.jobs.clusters.sampler_choices`).
 
     Examples
     --------
@@ -75,7 +79,7 @@ class AuthorCoref(BaseEstimator):
     >>> clusters = est.predict(df.drop(columns="gold"))             # doctest: +SKIP
     """
 
-    def __init__(self, *, sampler="racing", delta=0.05, n_sweeps=None, C=0.1, bias_shift="auto",
+    def __init__(self, *, sampler="auto", delta=0.05, n_sweeps=None, C=0.1, bias_shift="auto",
                  max_pairs_per_block=3000, rng=0, block_prior="pcc"):
         self.block_prior = block_prior
         self.sampler = sampler
@@ -176,6 +180,7 @@ class AuthorCoref(BaseEstimator):
         clusters, stats = predict_clusters(df, self.model_, self._settings("predict"), client=client,
                                            progress=progress)
         self.n_factor_evals_ = stats["n_factor_evals"]
+        self.sampling_ = stats["sampling"]
         return clusters
 
     def add(self, clusters, df_new, *, mentions=None, revisit=False, strict=False, client=None, progress=False):
@@ -219,6 +224,7 @@ class AuthorCoref(BaseEstimator):
         out, info = add_clusters(self.model_, old, clusters, new, settings, client=client, progress=progress)
         info.pop("margins")
         self.n_factor_evals_ = info["n_factor_evals"]
+        self.sampling_ = info["sampling"]
         self.add_info_ = info
         return out
 

@@ -28,7 +28,7 @@ from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
 from coref.model.block_prior import block_bias_evals
 
-__all__ = ["BlockResult", "TOGETHER_MENTIONS", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
+__all__ = ["BlockResult", "TOGETHER_MENTIONS", "block_sampler", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
            "single_thread"]
 
 CHUNK_MENTIONS = 400  # Dask: group small blocks into tasks of about this many mentions
@@ -73,6 +73,9 @@ class BlockResult:
     margin : ndarray of shape (n_block,) or None
         Sum of f_theta to the other members of the mention's final cluster (NaN for a
         singleton); only when asked for (``margins=True``).
+    cached : bool or None
+        True when the block was sampled by exact Gibbs from its cached factor matrix
+        (``GibbsCoref.cached_blocks_``); None when the sampler does not say.
     """
 
     sampler: str
@@ -85,6 +88,34 @@ class BlockResult:
     evals_history: np.ndarray
     labels_history: np.ndarray | None = field(default=None, repr=False)
     margin: np.ndarray | None = field(default=None, repr=False)
+    cached: bool | None = None
+
+    @property
+    def block_sampler(self):
+        """What sampled the block: ``"exact-cached"``, ``"exact"`` or ``"racing"``."""
+        return block_sampler(self.sampler, self.cached)
+
+
+def block_sampler(sampler, cached):
+    """The sampler a block actually got: ``"exact-cached"``, ``"exact"`` or ``"racing"``.
+
+    ``sampler`` is the one asked for; ``cached`` whether the block read its cached factor
+    matrix (None: unknown, taken as False).  ``"auto"`` is exact where cached, racing elsewhere.
+    """
+    if cached:
+        return "exact-cached"
+    return "racing" if sampler in ("racing", "auto") else "exact"
+
+
+def _cached_set(g):
+    """The blocks a fitted ``GibbsCoref`` sampled from their cached factor matrix (None: not said)."""
+    cached = getattr(g, "cached_blocks_", None)
+    return None if cached is None else set(cached)
+
+
+def _was_cached(cached, block):
+    """``block`` in ``cached`` (from :func:`_cached_set`), None when that is None."""
+    return None if cached is None else str(block) in cached
 
 
 
@@ -162,7 +193,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
         margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                  rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
-                       margin)
+                       margin, _was_cached(_cached_set(g), block))
 
 
 def _clusters_of(g, mids):
@@ -237,6 +268,7 @@ def _infer_together(items, model, settings, margins):
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     per_block = getattr(g, "n_factor_evals_per_block_", {})
     total = max(sum(per_block.values()), 1)
+    cached = _cached_set(g)
     found = _clusters_of(g, all_ids)
     bounds = np.cumsum([0] + [len(x) for x in ids])
     out = []
@@ -250,7 +282,7 @@ def _infer_together(items, model, settings, margins):
             margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                      rows=None if fx is None else ~np.asarray(fx, dtype=bool))
         out.append(BlockResult(s, int(f), str(b), mids, cluster_id, n_evals, wall * n_evals / total,
-                               np.array([0, n_evals], dtype=np.int64), None, margin))
+                               np.array([0, n_evals], dtype=np.int64), None, margin, _was_cached(cached, b)))
     return out
 
 
@@ -275,6 +307,7 @@ def _infer_frames_together(items, model, settings, record_history):
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     per_block = g.n_factor_evals_per_block_
     total = max(sum(per_block.values()), 1)
+    cached = _cached_set(g)
     hist = g.labels_history_ if record_history else None
     all_mids = df["mention_id"].astype(str).to_numpy(dtype=object)
     out, start = [], 0
@@ -287,7 +320,7 @@ def _infer_frames_together(items, model, settings, record_history):
         if hist is not None:
             labels_history = np.asarray(hist[:, start:end] - g.block_label_offsets_[str(b)], dtype=np.int32)
         out.append(BlockResult(s, int(f), str(b), mids, _clusters_of(g, mids), n_evals, wall * n_evals / total,
-                               evals, labels_history, None))
+                               evals, labels_history, None, _was_cached(cached, b)))
         start = end
     return out
 

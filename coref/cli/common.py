@@ -75,6 +75,8 @@ def print_summary(summary, out):
     print(f"{summary['n_mentions']} mentions in {summary['n_blocks']} blocks -> {summary['n_clusters']} clusters "
           f"({summary['n_singletons']} singletons); {summary['n_factor_evals']:,} factor evaluations, "
           f"{summary['elapsed_s']:.1f} s")
+    if summary.get("sampling"):
+        print(summary["sampling"]["text"])
     for line in loader_lines(d, log=f"{Path(out) / 'loader.log'}"):
         print(line)
     written = sorted(p.name for p in Path(out).iterdir() if p.is_file() and not p.name.startswith("."))
@@ -125,7 +127,8 @@ def add_flag_arguments(parser, *, strict_help="fail on the first bad record or f
 
 def add_common_arguments(parser):
     """Options shared by ``coref predict`` and ``coref add``."""
-    add_gibbs_arguments(parser, sampler_help="Gibbs sampler (default racing); auto: exact Gibbs from the cached "
+    add_gibbs_arguments(parser, default="auto",
+                        sampler_help="Gibbs sampler (default auto); auto: exact Gibbs from the cached "
                                              "factor matrix for each block whose matrix fits --factor-cache-mb "
                                              "(256 MiB when not given), racing for larger blocks")
     add_executor_arguments(parser, scheduler_help="run blocks on this Dask scheduler")

@@ -15,7 +15,8 @@ def add_arguments(parser):
     add_input_arguments(parser, metavar="LABELED",
                         data_help="labeled mention file or directory (default: every shipped labeled set, aminer_na + aminer_dblp_dev)")
     parser.add_argument("--model", metavar="DIR", required=True, help="model directory to write")
-    add_gibbs_arguments(parser, sampler_help="Gibbs sampler saved with the model", seed_help="random seed (default 0)",
+    add_gibbs_arguments(parser, default="auto", sampler_help="Gibbs sampler saved with the model (default auto)",
+                        seed_help="random seed (default 0)",
                         delta_help="racing error level saved with the model",
                         sweeps_help="Gibbs sweeps saved with the model")
     parser.add_argument("--C", type=float, default=0.1, help="inverse L2 strength of the regression (default 0.1)")

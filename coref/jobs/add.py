@@ -184,7 +184,7 @@ def check_same_model(directory, manifest, model_info, allow_model_change=False):
             "to": {"path": model_info.get("path"), "model_json_sha256": new_sha}}
 
 
-def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="racing", seed=0, delta=0.05,
+def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", seed=0, delta=0.05,
         n_sweeps=None, format=None, strict=False, workers=None, scheduler=None, progress=True,
         factor_cache_mb=0.0, allow_model_change=False):
     """Verify ``clusters_dir``, add the mentions of ``data`` to its clustering, write ``out``.

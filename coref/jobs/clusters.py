@@ -1,6 +1,7 @@
 """Cluster every block of a mention table with a fitted model, and name the clusters.
 
-Every block is clustered with annealed racing Gibbs (:class:`coref.gibbs.GibbsCoref`),
+Every block is clustered with annealed Gibbs (:class:`coref.gibbs.GibbsCoref`; by default
+``"auto"``: exact from the cached factor matrix where it fits, racing elsewhere),
 locally or on Dask; block ``b`` uses ``coref.gibbs.block_rng(seed, b)``, so the same
 seed gives the same clusters on any executor. Cluster ids are ``"<block>/<k>"``,
 k = 0, 1, ... in the order of each cluster's smallest mention id: stable strings,
@@ -12,9 +13,85 @@ import numpy as np
 import pandas as pd
 
 from coref.encoding import mentions as mention_encoding
+from coref.gibbs import FACTOR_CACHE_MB
 from coref.inference import infer_blocks
 
-__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins"]
+__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "sampler_choices"]
+
+
+def _mib(n):
+    """MiB of the n x n float64 factor matrix of a block of n mentions."""
+    return 8.0 * n * n / 2.0**20
+
+
+def _blocks(k, what="blocks"):
+    """``"1 block"``, ``"2 blocks"`` (``what`` in the plural, ending in s)."""
+    return f"{k:,} {what if k != 1 else what[:-1]}"
+
+
+def _why(sampler, used, n, budget):
+    """Why a block of ``n`` mentions got ``used`` when ``sampler`` was asked for."""
+    if used == "exact-cached":
+        return f"factor matrix {_mib(n):.3g} MiB <= budget {budget:g} MiB"
+    if n <= 1:
+        return "one mention: nothing to sample"
+    if sampler == "auto" and _mib(n) <= budget:   # (coref.gibbs' per-block cost model, not the budget)
+        return f"factor matrix {_mib(n):.3g} MiB within the budget, but racing costs less"
+    if sampler == "auto" or (sampler == "exact" and budget > 0):
+        return f"factor matrix {_mib(n):.3g} MiB over the budget of {budget:g} MiB"
+    return f"--sampler {sampler}" + (" without --factor-cache-mb" if sampler == "exact" else "")
+
+
+def sampler_choices(results, settings):
+    """The ``sampling`` entry of summary.json: which sampler each block used and why.
+
+    Parameters
+    ----------
+    results : list of coref.inference.BlockResult
+        The blocks sampled (``BlockResult.block_sampler``).
+    settings : coref.settings.CorefSettings
+        The sampler asked for and the factor-matrix budget (``factor_cache_mb``; 0 under
+        ``"auto"`` means :data:`coref.gibbs.FACTOR_CACHE_MB`).
+
+    Returns
+    -------
+    dict
+        ``sampler`` (asked for), ``factor_cache_mib`` (the budget in force),
+        ``max_cached_n`` (the largest block whose matrix fits it, 0 when off),
+        ``n_blocks`` per used sampler (``"exact-cached"``, ``"exact"``, ``"racing"``),
+        ``text`` (one sentence for report.md) and ``blocks``: one dict per block
+        (``block``, ``n_mentions``, ``sampler``, ``why``).
+    """
+    sampler = settings.samplers[0]
+    budget = float(settings.gibbs_kwargs(sampler).get("factor_cache_mb", 0.0) or 0.0)
+    if sampler == "auto" and budget == 0.0:
+        budget = float(FACTOR_CACHE_MB)
+    if sampler == "racing":
+        budget = 0.0        # racing never reads a matrix
+    max_n = int(np.floor(np.sqrt(budget * 2.0**20 / 8.0))) if budget > 0 else 0
+    blocks = [{"block": r.block, "n_mentions": int(len(r.mention_id)), "sampler": r.block_sampler,
+               "why": _why(sampler, r.block_sampler, len(r.mention_id), budget)} for r in results]
+    counts = {k: sum(b["sampler"] == k for b in blocks) for k in ("exact-cached", "exact", "racing")}
+    single = sum(b["n_mentions"] <= 1 for b in blocks)
+    parts = []
+    if counts["exact-cached"]:
+        parts.append(f"{_blocks(counts['exact-cached'])} exact Gibbs from the cached factor matrix "
+                     f"(n <= {max_n:,}: matrix <= {budget:g} MiB)")
+    if counts["exact"]:
+        parts.append(f"{_blocks(counts['exact'])} exact Gibbs evaluating every factor"
+                     + (f" (matrix over the budget of {budget:g} MiB)" if budget > 0 else " (--sampler exact)"))
+    cheaper = sum(b["why"].endswith("racing costs less") for b in blocks)
+    n_racing = (counts["racing"] - single if sampler != "exact" else counts["racing"]) - cheaper
+    if n_racing:
+        parts.append(f"{_blocks(n_racing)} racing"
+                     + (f" (matrix over the budget of {budget:g} MiB)" if sampler == "auto" else " (--sampler racing)"))
+    if cheaper:
+        parts.append(f"{_blocks(cheaper)} racing (matrix within the budget, racing cheaper)")
+    if single and sampler != "exact":
+        parts.append(f"{_blocks(single, 'one-mention blocks')} (nothing to sample)")
+    text = f"Sampler `{sampler}`: " + ("; ".join(parts) if parts else "no blocks") + "."
+    return {"sampler": sampler, "factor_cache_mib": budget, "max_cached_n": max_n, "n_blocks": counts,
+            "text": text, "blocks": blocks}
 
 
 def canonical_cluster_ids(blocks, mention_ids, keys):
@@ -86,7 +163,8 @@ def predict_clusters(df, model, settings, *, client=None, progress=False, return
         mention_id, block, cluster_id (+ gold, passed through, when ``df`` has it), in
         the row order of ``df``.
     stats : dict
-        ``n_factor_evals`` and ``gibbs_wall_s`` summed over blocks; ``margins``
+        ``n_factor_evals`` and ``gibbs_wall_s`` summed over blocks; ``sampling``
+        (:func:`sampler_choices`: the sampler of each block and why); ``margins``
         (:func:`result_margins`).
     """
     feats = df.drop(columns=[c for c in ("gold",) if c in df.columns]).reset_index(drop=True)
@@ -105,6 +183,7 @@ def predict_clusters(df, model, settings, *, client=None, progress=False, return
         clusters["gold"] = df["gold"].to_numpy()
     stats = {"n_factor_evals": int(sum(r.n_factor_evals for r in results)),
              "gibbs_wall_s": float(sum(r.wall_s for r in results)),
+             "sampling": sampler_choices(results, settings),
              "margins": result_margins(results)}
     if return_encodings:
         stats["encodings"] = encodings

@@ -17,7 +17,7 @@ import pandas as pd
 from coref.encoding import mentions as mention_encoding
 from coref.encoding.mentions import MentionEncoding
 from coref.inference import infer_blocks
-from coref.jobs.clusters import canonical_cluster_ids, result_margins
+from coref.jobs.clusters import canonical_cluster_ids, result_margins, sampler_choices
 
 __all__ = ["add_clusters", "next_cluster_k", "name_final_clusters"]
 
@@ -94,7 +94,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     info = {"n_old_mentions": int(len(old.ids)), "n_new_mentions": int(len(new)),
             "n_skipped_duplicates": len(skipped), "skipped_duplicates": skipped[:20],
             "n_blocks_touched": len(touched), "n_blocks_new": len(fresh), **info,
-            **sampled.stats, "margins": result_margins(sampled.results)}
+            **sampled.stats, "sampling": sampler_choices(sampled.results, settings),
+            "margins": result_margins(sampled.results)}
     if return_encodings:
         info["encodings"] = source.all_encodings()
     return clusters, info

@@ -50,7 +50,7 @@ def clustering_summary(command, clusters, info):
             "gold_passed_through": "gold" in clusters.columns, **info}
 
 
-def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sweeps=None, format=None,
+def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_sweeps=None, format=None,
             strict=False, workers=None, scheduler=None, confidence=False, progress=True,
             factor_cache_mb=0.0):
     """Load mentions, cluster every block, write ``out``.
@@ -64,16 +64,24 @@ def predict(data, *, model=None, out, sampler="racing", seed=0, delta=0.05, n_sw
         Model directory from ``coref fit``; ``None`` = the shipped default model.
     out : str or os.PathLike
         Output directory (locked while written, manifest last).
-    sampler, seed, delta, n_sweeps, format, strict, workers, scheduler
+    sampler : {"auto", "racing", "exact"}, default "auto"
+        Gibbs conditional sampler.  ``"auto"``: per block, exact Gibbs from the block's
+        cached n x n factor matrix when it fits ``factor_cache_mb`` (256 MiB,
+        :data:`coref.gibbs.FACTOR_CACHE_MB`, when 0: blocks of up to 5,792 mentions),
+        racing for larger blocks; summary.json ``sampling`` and report.md say which
+        block got which and why.  On the shipped data every block fits and ``"auto"``
+        is the fastest (``benchmarks/scripts/coref_auto_sampler.py``).
+    seed, delta, n_sweeps, format, strict, workers, scheduler
         As in :func:`coref.settings.make_settings`.
     confidence : bool
         Also write per-mention confidence (needs :mod:`coref.confidence`).
     progress : bool
         Progress bars on stderr.
     factor_cache_mb : float >= 0
-        Exact sampler: sample each block whose n x n factor matrix fits this many MiB
-        from the matrix (:class:`coref.gibbs.GibbsCoref` ``factor_cache_mb``; same
-        clusters, factors evaluated once per block).  0 = off.
+        Exact and auto samplers: sample each block whose n x n factor matrix fits this
+        many MiB from the matrix (:class:`coref.gibbs.GibbsCoref` ``factor_cache_mb``;
+        same clusters, factors evaluated once per block).  0 = off for exact, 256 MiB
+        for auto.
 
     Returns
     -------

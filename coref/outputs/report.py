@@ -406,6 +406,9 @@ def render_predict_md(summary, largest, weakest, *, title):
              f"{summary.get('n_factor_evals', 0):,} pairwise factors evaluated; "
              f"Gibbs {summary.get('gibbs_wall_s', 0.0):.1f} s; whole command {summary.get('elapsed_s', 0.0):.1f} s.",
              ""]
+    if summary.get("sampling"):
+        lines += [summary["sampling"]["text"] + " The sampler of each block and why: `sampling.blocks` in "
+                  "summary.json.", ""]
     if "n_old_mentions" in summary:
         lines += [f"Added {summary['n_new_mentions']} new mentions to {summary['n_old_mentions']} clustered ones: "
                   f"{summary['n_joined_existing']} joined existing clusters, {summary['n_new_clusters']} new "
