@@ -77,6 +77,11 @@ def print_summary(summary, out):
           f"{summary['elapsed_s']:.1f} s")
     if summary.get("sampling"):
         print(summary["sampling"]["text"])
+    c = summary.get("certify")
+    if c and c.get("seconds"):
+        widths = f", interval width median {c['width_median']:.3f}" if c.get("n_certified") else ""
+        print(f"DIS certification ({c.get('used_seconds', 0.0):.1f} of {c['seconds']:.3g} s): "
+              f"{c.get('n_certified', 0)} assignment(s) certified{widths}")
     for line in loader_lines(d, log=f"{Path(out) / 'loader.log'}"):
         print(line)
     written = sorted(p.name for p in Path(out).iterdir() if p.is_file() and not p.name.startswith("."))

@@ -15,6 +15,10 @@ def add_arguments(parser):
     add_common_arguments(parser)
     parser.add_argument("--confidence", action="store_true",
                         help="also write confidence.csv and pairs.csv (per-mention assignment confidence)")
+    parser.add_argument("--certify-seconds", dest="certify_seconds", type=float, default=None, metavar="S",
+                        help="with --confidence: seconds of DIS certification of the least certain assignments "
+                             "whose sub-models are too large to sum exactly (0: off; default: twice the "
+                             "clustering time, 1 to 60 s)")
 
 
 def main(args):
@@ -23,7 +27,8 @@ def main(args):
         result = predict(args.data, model=args.model, out=args.out, sampler=args.sampler, seed=args.seed,
                          delta=args.delta, n_sweeps=args.n_sweeps, format=args.format, strict=args.strict,
                          workers=args.workers, scheduler=args.scheduler, confidence=args.confidence,
-                         progress=not args.quiet, factor_cache_mb=args.factor_cache_mb)
+                         progress=not args.quiet, factor_cache_mb=args.factor_cache_mb,
+                         certify_seconds=args.certify_seconds)
     except ERRORS as exc:
         return report_error("predict", args, exc)
     print_summary(result.summary, args.out)

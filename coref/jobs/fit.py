@@ -69,7 +69,7 @@ class FitResult(SummaryAccess):
         return asdict(self)
 
 
-def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="racing",
+def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="auto",
         delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc", calibration_folds=5):
     """Fit on ``data`` and save to the directory ``model``.
 

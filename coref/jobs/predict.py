@@ -14,6 +14,8 @@ References
 """
 from __future__ import annotations
 
+import math
+import numbers
 import time
 
 from coref.inference import executor_context
@@ -24,7 +26,7 @@ from coref.jobs.writing import write_confidence, write_outputs
 from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
 from coref.settings import check_memory_mb, make_settings
 
-__all__ = ["predict", "cache_params", "clustering_summary"]
+__all__ = ["predict", "cache_params", "certify_budget", "clustering_summary"]
 
 
 def cache_params(factor_cache_mb):
@@ -50,9 +52,25 @@ def clustering_summary(command, clusters, info):
             "gold_passed_through": "gold" in clusters.columns, **info}
 
 
+def certify_budget(certify_seconds, clustering_s):
+    """The DIS certification budget (s): ``certify_seconds``, or for None twice ``clustering_s`` in [1, 60].
+
+    Raises
+    ------
+    ValueError
+        If ``certify_seconds`` is not None and not a finite number >= 0.
+    """
+    if certify_seconds is None:
+        return float(min(60.0, max(1.0, 2.0 * clustering_s)))
+    if isinstance(certify_seconds, bool) or not (isinstance(certify_seconds, numbers.Real)
+                                                 and math.isfinite(certify_seconds) and certify_seconds >= 0):
+        raise ValueError(f"--certify-seconds must be a finite number >= 0; got {certify_seconds!r}")
+    return float(certify_seconds)
+
+
 def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_sweeps=None, format=None,
             strict=False, workers=None, scheduler=None, confidence=False, progress=True,
-            factor_cache_mb=0.0):
+            factor_cache_mb=0.0, certify_seconds=None):
     """Load mentions, cluster every block, write ``out``.
 
     Parameters
@@ -75,6 +93,11 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         As in :func:`coref.settings.make_settings`.
     confidence : bool
         Also write per-mention confidence (needs :mod:`coref.confidence`).
+    certify_seconds : float >= 0 or None, default None
+        With ``confidence``: wall-clock budget (s) of the DIS certification of the least
+        certain assignments whose sub-models are too large to sum exactly (0 = off).
+        ``None``: :func:`certify_budget` of the run so far (twice the clustering time,
+        1 to 60 s), so that ``--confidence`` stays within a small multiple of ``predict``.
     progress : bool
         Progress bars on stderr.
     factor_cache_mb : float >= 0
@@ -101,6 +124,8 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         For bad input, a bad model or an unreachable scheduler.
     """
     t0 = time.perf_counter()
+    if confidence:
+        certify_budget(certify_seconds, 0.0)     # validated before any work
     settings = make_settings("predict", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
                              strict=strict, workers=workers, scheduler=scheduler,
                              gibbs_params=cache_params(factor_cache_mb))
@@ -118,13 +143,19 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         # the encodings are the largest object of a big run
         encodings = stats.pop("encodings")
         write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
-        conf_md = write_confidence(od, fitted, df, clusters, settings, encodings) if confidence else None
+        conf_md, certify = None, None
+        if confidence:
+            budget = certify_budget(certify_seconds, time.perf_counter() - t0)
+            conf_md, certify = write_confidence(od, fitted, df, clusters, settings, encodings,
+                                                certify_seconds=budget)
         del encodings
         summary = {
             **clustering_summary("predict", clusters, stats),
             "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
             "elapsed_s": time.perf_counter() - t0,
         }
+        if certify is not None:
+            summary["certify"] = certify
         summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
                                 title="Author coreference: predicted clusters", confidence=conf_md, loader_log=log)
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,

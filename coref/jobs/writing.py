@@ -48,11 +48,13 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, margins,
     return summary
 
 
-def write_confidence(od, model, df, clusters, settings, encodings=None):
+def write_confidence(od, model, df, clusters, settings, encodings=None, certify_seconds=0.0):
     """confidence.csv, pairs.csv and the report section (coref.confidence, if present).
 
     ``encodings``: the run's per-mention encoding of ``df`` (rows of ``df``), so that
-    blocks are assembled from it rather than encoded again.
+    blocks are assembled from it rather than encoded again. ``certify_seconds``: budget of
+    the DIS certification pass of :func:`coref.confidence.assignment_confidence` (0 = off).
+    Returns the report section and the pass's summary (``confidence_df.attrs["certify"]``).
     """
     try:   # (an optional part: imported when asked for)
         from coref.confidence import assignment_confidence, write_confidence_report
@@ -62,7 +64,9 @@ def write_confidence(od, model, df, clusters, settings, encodings=None):
     features = df.drop(columns=[c for c in ("gold",) if c in df.columns])
     cache = None if encodings is None else EncodingCache(model, parts=encodings, part_ids=df["mention_id"].to_numpy())
     conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
-                                        delta=settings.delta, rng=settings.seed, encodings=cache)
+                                        delta=settings.delta, rng=settings.seed, encodings=cache,
+                                        certify_seconds=certify_seconds)
+    certify = dict(conf.attrs.get("certify") or {})
     write_csv(od.path("confidence.csv"), conf)
     write_csv(od.path("pairs.csv"), pairs)
     before = {p.name for p in od.work.iterdir()}
@@ -70,4 +74,17 @@ def write_confidence(od, model, df, clusters, settings, encodings=None):
     for p in sorted(od.work.iterdir()):
         if p.name not in before and p.suffix == ".png":
             od.path(p.name)
-    return "\n" + (section or "")
+    if certify:
+        section = (section or "") + _certify_md(certify)
+    return "\n" + (section or ""), certify
+
+
+def _certify_md(c):
+    """The report.md lines of the DIS certification pass."""
+    if not c.get("seconds"):
+        return "\nDIS certification: off (`--certify-seconds 0`).\n"
+    widths = "" if not c.get("n_certified") else \
+        f"; interval width median {c['width_median']:.3f}, max {c['width_max']:.3f}"
+    return (f"\nDIS certification (`--certify-seconds {c['seconds']:.3g}`, used {c.get('used_seconds', 0.0):.1f} s): "
+            f"{c.get('n_submodels', 0)} sub-model(s), {c.get('n_certified', 0)} assignment(s) certified "
+            f"(method `dis`, p_lower <= p <= p_upper){widths}.\n")

@@ -331,3 +331,24 @@ def test_confidence_assembles_blocks_from_the_run_encodings(data, model_dir):
                 assert a == b, f.name
     stranger = df.iloc[:3].assign(mention_id=["new-1", "new-2", "new-3"])
     np.testing.assert_array_equal(wrapped.encode(stranger).co_ids, model.encode(stranger).co_ids)
+
+
+def test_certify_budget_default_scales_with_the_clustering_and_is_validated():
+    from coref.jobs.predict import certify_budget
+
+    assert certify_budget(None, 0.1) == 1.0 and certify_budget(None, 3.0) == 6.0 and certify_budget(None, 100) == 60.0
+    assert certify_budget(0, 5.0) == 0.0 and certify_budget(2.5, 5.0) == 2.5
+    for bad in (-1.0, float("inf"), True, "5"):
+        with pytest.raises(ValueError, match="--certify-seconds must be a finite number >= 0"):
+            certify_budget(bad, 1.0)
+
+
+def test_confidence_reports_the_dis_certification_pass(data, model_dir, tmp_path):
+    path = write_mentions(data, tmp_path / "m.parquet")
+    s = predict(path, model=model_dir, out=tmp_path / "o", progress=False, confidence=True, certify_seconds=0.5)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["certify"]["seconds"] == 0.5 and summary["certify"]["n_certified"] >= 0
+    assert "DIS certification" in (tmp_path / "o" / "report.md").read_text()
+    with pytest.raises(ValueError, match="--certify-seconds"):
+        predict(path, model=model_dir, out=tmp_path / "o2", progress=False, confidence=True, certify_seconds=-1)
+    assert not (tmp_path / "o2").exists() and s["n_mentions"] == len(data)
