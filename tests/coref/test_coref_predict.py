@@ -195,7 +195,7 @@ def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, 
 
     seen = {}
 
-    def assignment_confidence(model, df, clusters, *, delta, rng, encodings=None):
+    def assignment_confidence(model, df, clusters, *, delta, rng, encodings=None, certify_seconds=0.0):
         seen.update(delta=delta, rng=rng, cols=list(clusters.columns), gold="gold" in df.columns)
         conf = clusters[["mention_id", "cluster_id"]].assign(p=1.0, p_lower=0.9, p_upper=1.0, method="exact",
                                                            n_submodel=1)
