@@ -31,9 +31,10 @@ def test_every_public_name_of_coref_resolves():
     assert {"io", "datasets", "jobs"} <= set(dir(coref))
 
 
-def test_coref_io_works_right_after_import_coref():
+def test_coref_io_works_right_after_import_coref(tmp_path):
     code = "import coref; print(coref.io.MENTION_COLUMNS[0], coref.datasets.DEFAULT_MODEL.name)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert out.split() == ["mention_id", "default"]
 
 
@@ -82,9 +83,12 @@ def test_jobs_return_frozen_results(fitted, tmp_path):
     assert isinstance(f, FitResult) and f["n_blocks"] == f.n_blocks == 3 and f.calibration is None
 
 
-def test_python_dash_m_coref_routes_like_the_console_script():
-    out = subprocess.run([sys.executable, "-m", "coref", "--version"], capture_output=True, text=True, check=True)
+def test_python_dash_m_coref_routes_like_the_console_script(tmp_path):
+    # cwd outside the checkout: `python -m` puts the cwd first on sys.path (an unbuilt checkout would shadow)
+    out = subprocess.run([sys.executable, "-m", "coref", "--version"], capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
     assert out.stdout.strip() == f"coref (racing-inference) {coref.__version__}"
-    helps = subprocess.run([sys.executable, "-m", "coref", "--help"], capture_output=True, text=True, check=True)
+    helps = subprocess.run([sys.executable, "-m", "coref", "--help"], capture_output=True, text=True, check=True,
+                           cwd=tmp_path)
     for name in ("fit", "predict", "add", "explain", "run", "evaluate", "synth"):
         assert name in helps.stdout

@@ -228,7 +228,9 @@ def _killed_command(out, command):
     code = (f"import os, signal; from coref.outputs import OutputDir; od = OutputDir({str(out)!r}, {command!r}); "
             "od.__enter__(); os.kill(os.getpid(), signal.SIGKILL)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    p = subprocess.run([sys.executable, "-c", code], env=env)
+    # cwd outside the checkout: `python -c` puts the cwd first on sys.path, and an unbuilt
+    # checkout must not shadow the installed package
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=out.parent)
     assert p.returncode == -signal.SIGKILL
     return json.loads((out / LOCK).read_text())["pid"]
 

@@ -156,7 +156,7 @@ def test_cli_synthetic_and_bnormal(tmp_path, capsys):
     assert "delta parameter of b_normal must be in (0, 1)" in capsys.readouterr().out
 
 
-def test_console_script_routes_bnormal():
+def test_console_script_routes_bnormal(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sampling", "bnormal", "--delta", "0.1", "--pi1", "0.01", "--no-table"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0 and "2.045" in r.stdout
