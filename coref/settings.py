@@ -26,6 +26,8 @@ SAMPLERS = ("racing", "exact")
 ALL_SAMPLERS = SAMPLERS + ("auto",)
 #: Initial states of :class:`coref.gibbs.GibbsCoref`: one cluster per mention, or per block.
 INITS = ("singletons", "one")
+#: Calibration maps of the held-out confidence of ``coref run`` (:mod:`coref.jobs.heldout`).
+CALIBRATIONS = ("isotonic", "temperature", "none")
 
 
 def check_delta(value, name="delta", where=None):

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from coref.exceptions import SkippedRecordsWarning
 from coref.io import FORMATS
-from coref.jobs.heldout import CALIBRATIONS
 from coref.outputs.report import loader_lines
-from coref.settings import ALL_SAMPLERS
+from coref.settings import ALL_SAMPLERS, CALIBRATIONS
 
 __all__ = ["ERRORS", "report_error", "print_summary", "add_common_arguments", "add_input_arguments",
            "add_gibbs_arguments", "add_executor_arguments", "add_fit_arguments", "add_flag_arguments",

@@ -11,11 +11,11 @@ from tqdm import tqdm
 from coref.confidence import (assignment_confidence, calibration_from_scores, confidence_figures,
                               with_calibration)
 from coref.inference import single_thread
+from coref.settings import CALIBRATIONS
 
 __all__ = ["heldout_confidence", "check_calibration", "CALIBRATIONS"]
 
 #: Confidence calibration maps ``coref fit`` / ``coref run`` can fit ("none": no map).
-CALIBRATIONS = ("isotonic", "temperature", "none")
 
 
 def check_calibration(calibration):
