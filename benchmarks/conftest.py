@@ -11,7 +11,7 @@ import pytest
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-# scripts/: command-line benchmarks; the two bench_bounds_* files here are transitional shims of scripts
+# scripts/: command-line benchmarks (run directly, not collected); results/: what the suite writes
 collect_ignore = ["scripts", "results"]
 
 

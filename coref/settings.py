@@ -15,8 +15,8 @@ import numbers
 import warnings
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["SAMPLERS", "ALL_SAMPLERS", "INITS", "CorefSettings", "make_settings", "GibbsSettings",
-           "GIBBS_PARAMS", "make_gibbs_settings", "check_delta", "check_memory_mb", "check_positive"]
+__all__ = ["SAMPLERS", "ALL_SAMPLERS", "INITS", "CALIBRATIONS", "CorefSettings", "make_settings", "GibbsSettings",
+           "GIBBS_PARAMS", "make_gibbs_settings", "check_delta", "check_memory_mb", "check_nonnegative", "check_positive"]
 
 #: Gibbs conditional samplers of :class:`coref.gibbs.GibbsCoref` (racing first).
 SAMPLERS = ("racing", "exact")
@@ -58,12 +58,8 @@ def check_delta(value, name="delta", where=None):
     return float(value)
 
 
-def check_memory_mb(value, name="factor_cache_mb"):
-    """Validate a memory budget in MiB: a finite real number >= 0 (0 = off).
-
-    Returns
-    -------
-    float
+def check_nonnegative(value, name):
+    """Validate a finite real number >= 0 (a budget: MiB, seconds; 0 = off); return it as float.
 
     Raises
     ------
@@ -73,6 +69,11 @@ def check_memory_mb(value, name="factor_cache_mb"):
     if isinstance(value, bool) or not (isinstance(value, numbers.Real) and math.isfinite(value) and value >= 0):
         raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
     return float(value)
+
+
+def check_memory_mb(value, name="factor_cache_mb"):
+    """Validate a memory budget in MiB: a finite real number >= 0 (0 = off); see :func:`check_nonnegative`."""
+    return check_nonnegative(value, name)
 
 
 def check_positive(value, name):

@@ -14,8 +14,6 @@ References
 """
 from __future__ import annotations
 
-import math
-import numbers
 import time
 
 from coref.inference import executor_context
@@ -24,7 +22,7 @@ from coref.jobs.clusters import predict_clusters
 from coref.jobs.result import ClusteringResult
 from coref.jobs.writing import write_confidence, write_outputs
 from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
-from coref.settings import check_memory_mb, make_settings
+from coref.settings import check_memory_mb, check_nonnegative, make_settings
 
 __all__ = ["predict", "cache_params", "certify_budget", "clustering_summary"]
 
@@ -62,10 +60,7 @@ def certify_budget(certify_seconds, clustering_s):
     """
     if certify_seconds is None:
         return float(min(60.0, max(1.0, 2.0 * clustering_s)))
-    if isinstance(certify_seconds, bool) or not (isinstance(certify_seconds, numbers.Real)
-                                                 and math.isfinite(certify_seconds) and certify_seconds >= 0):
-        raise ValueError(f"--certify-seconds must be a finite number >= 0; got {certify_seconds!r}")
-    return float(certify_seconds)
+    return check_nonnegative(certify_seconds, "--certify-seconds")
 
 
 def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_sweeps=None, format=None,
