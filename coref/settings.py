@@ -241,7 +241,8 @@ def make_settings(command="predict", *, sampler="racing", seed=0, delta=0.05, n_
 #: (``model``, ``rng`` and ``record_history`` are not settings of the sampler).
 GIBBS_PARAMS = ("sampler", "delta", "n_sweeps", "t_start", "t_end", "first_batch", "init",
                 "buffer_size", "n_samples", "patience", "early_stop_temp", "small_arm_bound",
-                "merge_moves", "merge_exact_max", "merge_max_temp", "factor_cache_mb")
+                "merge_moves", "merge_exact_max", "merge_max_temp", "factor_cache_mb", "split_moves",
+                "split_max_size")
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,8 @@ class GibbsSettings:
     merge_exact_max: int = 64
     merge_max_temp: float = 0.2
     factor_cache_mb: float = 0.0
+    split_moves: int = 0
+    split_max_size: int = 1000
 
 
 def _check_int(name, value):
@@ -280,7 +283,7 @@ def _check_int(name, value):
 def make_gibbs_settings(*, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0, t_end=0.05,
                         first_batch=3, init="singletons", buffer_size=None, n_samples=0, patience=3,
                         early_stop_temp=0.2, small_arm_bound=True, merge_moves=0, merge_exact_max=64,
-                        merge_max_temp=0.2, factor_cache_mb=0.0):
+                        merge_max_temp=0.2, factor_cache_mb=0.0, split_moves=0, split_max_size=1000):
     """Validate the ``GibbsCoref`` hyperparameters once into a :class:`GibbsSettings`.
 
     Parameters are those of :class:`coref.gibbs.GibbsCoref` (same defaults).
@@ -293,9 +296,10 @@ def make_gibbs_settings(*, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.
     ------
     TypeError
         If a count (``n_sweeps``, ``first_batch``, ``n_samples``, ``merge_moves``,
-        ``merge_exact_max``) is not an int.
+        ``merge_exact_max``, ``split_moves``, ``split_max_size``) is not an int.
     ValueError
-        If a value is out of range (the message names the parameter).
+        If a value is out of range (the message names the parameter), or ``split_moves``
+        is positive while ``merge_moves`` is 0.
 
     Warns
     -----
@@ -312,7 +316,8 @@ def make_gibbs_settings(*, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.
                       "the kernel) and will be removed", DeprecationWarning, stacklevel=4)
     counts = {name: _check_int(name, v) for name, v in (
         ("n_sweeps", n_sweeps), ("first_batch", first_batch), ("n_samples", n_samples),
-        ("merge_moves", merge_moves), ("merge_exact_max", merge_exact_max))}
+        ("merge_moves", merge_moves), ("merge_exact_max", merge_exact_max),
+        ("split_moves", split_moves), ("split_max_size", split_max_size))}
     if n_sweeps < 1:
         raise ValueError(f"n_sweeps must be >= 1; got {n_sweeps}")
     if patience is not None and (not isinstance(patience, numbers.Integral) or isinstance(patience, bool)
@@ -324,6 +329,12 @@ def make_gibbs_settings(*, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.
     if merge_moves < 0 or merge_exact_max < 0:
         raise ValueError("merge_moves and merge_exact_max must be >= 0; got "
                          f"{merge_moves} and {merge_exact_max}")
+    if split_moves < 0 or split_max_size < 2:
+        raise ValueError("split_moves must be >= 0 and split_max_size >= 2; got "
+                         f"{split_moves} and {split_max_size}")
+    if split_moves > 0 and merge_moves == 0:
+        raise ValueError("split_moves > 0 needs merge_moves >= 1: the split-merge proposals run "
+                         "after the merge proposals of each sweep")
     if n_samples < 0:
         raise ValueError(f"n_samples must be >= 0; got {n_samples}")
     if first_batch < 2:

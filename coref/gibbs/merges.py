@@ -11,6 +11,8 @@ import numpy as np
 
 from sampling.utils.kernels import load_kernel
 
+from coref.gibbs.splits import split_merge_moves
+
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["merge_moves"]
@@ -41,6 +43,9 @@ def merge_moves(labels, size, inv_temp, run, gen, fixed, settings):
     fixed : ndarray of bool, shape (n,)
         Mentions that never move.
     settings : coref.settings.GibbsSettings
+
+    Then ``settings.split_moves`` split-merge proposals
+    (:func:`coref.gibbs.splits.split_merge_moves`), which can also take a cluster apart.
 
     Returns
     -------
@@ -91,4 +96,6 @@ def merge_moves(labels, size, inv_temp, run, gen, fixed, settings):
         size[labels[src[0]]] = 0
         labels[src] = dst
         size[dst] += len(src)
+    if settings.split_moves > 0:
+        evals += split_merge_moves(labels, size, inv_temp, run, gen, fixed, settings)
     return evals

@@ -117,6 +117,15 @@ class GibbsCoref:
         sum are those of the uncached exact sampler; only the cost changes (one matrix
         per block in memory while it is sampled).  Merge proposals (``merge_moves``)
         still evaluate their factors.  0 = off.
+    split_moves : int >= 0, default 0
+        Split-merge proposals after the merge proposals of each such sweep (needs
+        ``merge_moves`` >= 1): the sequentially-allocated split-merge move of Dahl (2003),
+        see ``coref.gibbs.splits``, accepted by its exact Metropolis-Hastings ratio at the
+        sweep's temperature, so that a cluster holding two authors can come apart in one
+        step.  Every factor of the clusters involved is summed (racing too).  0 = off.
+    split_max_size : int >= 2, default 1000
+        Split-merge proposals involving more mentions than this are skipped (each costs
+        m (m - 1) / 2 factors for its m mentions).
     n_samples : int >= 0, default 0
         Sweeps at temperature 1 run after the annealed ones, from a copy of the
         annealed (MAP) state, to estimate posterior marginals (``pair_probs_``,
@@ -231,7 +240,8 @@ class GibbsCoref:
                  t_end=0.05, first_batch=3, init="singletons", rng=None,
                  record_history=True, buffer_size=None, n_samples=0, patience=3,
                  early_stop_temp=0.2, small_arm_bound=True, merge_moves=0,
-                 merge_exact_max=64, merge_max_temp=0.2, factor_cache_mb=0.0):
+                 merge_exact_max=64, merge_max_temp=0.2, factor_cache_mb=0.0, split_moves=0,
+                 split_max_size=1000):
         self.model = model
         self.sampler = sampler
         self.delta = delta
@@ -251,6 +261,8 @@ class GibbsCoref:
         self.merge_exact_max = merge_exact_max
         self.merge_max_temp = merge_max_temp
         self.factor_cache_mb = factor_cache_mb
+        self.split_moves = split_moves
+        self.split_max_size = split_max_size
 
     # ------------------------------------------------------------------ checks
     def _settings(self):
