@@ -11,7 +11,7 @@ import numpy as np
 
 from sampling.utils.kernels import load_kernel
 
-from coref.gibbs.splits import split_merge_moves
+from coref.gibbs.splits import draw_pair, split_merge_moves
 
 _factors = load_kernel("coref.factors._factors")
 
@@ -60,10 +60,7 @@ def merge_moves(labels, size, inv_temp, run, gen, fixed, settings):
     n = len(labels)
     evals = 0
     for _ in range(int(settings.merge_moves)):
-        i = int(movable[gen.integers(len(movable))])
-        j = int(gen.integers(n - 1))
-        j += j >= i
-        log_u = float(np.log(gen.random()))
+        i, j, log_u = draw_pair(movable, n, gen)
         la, lb = int(labels[i]), int(labels[j])
         if la == lb:
             continue

@@ -105,7 +105,7 @@ class GibbsCoref:
         Largest |A| |B| summed exactly by a racing merge test.
     merge_max_temp : float > 0, default 0.2
         Merge proposals follow only sweeps at this temperature or colder (early
-        merges at high temperature are hard to undo: there is no split move).
+        merges at high temperature are hard to undo unless ``split_moves`` is on).
     factor_cache_mb : float >= 0, default 0
         Exact and auto samplers (racing does not read it: subsampling exists to avoid
         evaluating factors).  When a block's n x n float64 factor matrix takes at most

@@ -38,7 +38,25 @@ from sampling.utils.kernels import load_kernel
 
 _factors = load_kernel("coref.factors._factors")
 
-__all__ = ["split_merge_moves", "allocation_log_q", "cluster_factors"]
+__all__ = ["split_merge_moves", "allocation_log_q", "cluster_factors", "draw_pair"]
+
+
+def draw_pair(movable, n, gen):
+    """The launch of one cluster-level proposal: a movable mention i, another mention j, log u.
+
+    i is uniform over ``movable``, j uniform over the other n - 1 mentions and u uniform on
+    (0, 1), drawn from ``gen`` in this order whatever the state (so the probability of
+    proposing (i, j) is the same forwards and backwards).
+
+    Returns
+    -------
+    i, j : int
+    log_u : float
+    """
+    i = int(movable[gen.integers(len(movable))])
+    j = int(gen.integers(n - 1))
+    j += j >= i
+    return i, j, float(np.log(gen.random()))
 
 
 def cluster_factors(run, members):
@@ -150,10 +168,7 @@ def split_merge_moves(labels, size, inv_temp, run, gen, fixed, settings):
         return 0
     max_size = int(settings.split_max_size)
     for _ in range(int(settings.split_moves)):
-        i = int(movable[gen.integers(len(movable))])
-        j = int(gen.integers(n - 1))
-        j += j >= i
-        log_u = float(np.log(gen.random()))
+        i, j, log_u = draw_pair(movable, n, gen)
         li, lj = int(labels[i]), int(labels[j])
         members = np.flatnonzero((labels == li) | (labels == lj))
         if len(members) > max_size or fixed[members].any():
