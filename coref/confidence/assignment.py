@@ -367,8 +367,8 @@ class _Certify:
             return
         sp = subproblem(F, np.sort(cand), labels)
         how = "exact" if sp.m <= max_exact else "dis"
-        # about m + 1 runs, plus building each graphical model: half the budget left per run's share
-        per_run = min(time_limit, max(self.left(), 1e-3) / (2 * (sp.m + 1)))
+        # one sample stream bounds Z and every event of the sub-model: the budget left is its
+        per_run = min(time_limit, max(self.left(), 1e-3))
         rows = conditional_rows(sp, labels, method=how, delta=delta, time_limit=per_run, memory_mb=memory_mb,
                                 gen=gen, encoding=encoding)
         self.n_submodels += 1
