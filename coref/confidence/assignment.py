@@ -17,14 +17,14 @@ Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``metho
     on y_R; every row says which sub-model it came from by ``n_submodel``).
 ``dis``
     A sub-model S of up to ``max_submodel`` mentions, conditioned on the rest, written
-    as a graphical model (:func:`coref.confidence.submodels.submodel`) whose partition functions Z and Z_A are
-    bounded by dynamic importance sampling (Lou, Dechter & Ihler 2017, Alg. 1,
-    Theorem 1).  DIS is run on Z and on Z_A with delta/2 each; every one of its
-    one-sided bounds L <= Z, Z <= U, L_A <= Z_A, Z_A <= U_A then fails with
-    probability at most delta/2 (Theorem 1 bounds each side separately), so
-    P(A | y_R) = Z_A / Z >= L_A / U and P(A | y_R) <= U_A / L each hold with
-    probability at least 1 - delta, and the interval [L_A / U, U_A / L] with
-    probability at least 1 - 2 delta.
+    as a graphical model (:func:`coref.confidence.submodels.submodel`); the ratios
+    P(A | y_R) = Z_A / Z of all its events are certified together by
+    :func:`sampling.bounds.event_probabilities` (:mod:`coref.confidence.events`): one
+    stream of weighted mini-bucket importance samples (Lou, Dechter & Ihler 2017, Eq.
+    7-8; DIS without its search tree) and the empirical Bernstein bound of their
+    Theorem 1 inverted for each ratio, every one-sided test at delta / (2 (n_events + 1)),
+    so that all the intervals of the sub-model hold jointly with probability at least
+    1 - delta (union bound).
 ``gibbs``
     Mentions beyond the sub-models: Monte Carlo estimates from ``n_samples`` sweeps of
     single-site Gibbs at temperature 1 started from the predicted clustering after
@@ -46,11 +46,10 @@ predict --confidence`` applies it, ``coref run`` fits one per fold on the traini
 only and scores it on the held-out fold).  NaN when the model carries no map.  The
 interval ends are not mapped: they certify the model's probability ``p``.
 
-Per-row guarantee of ``dis`` rows: a mention's value is a weighted mean of the
-probabilities of at most n_ev events; Z is bounded with delta/2 and each Z_A with
-delta / (2 n_ev), so by the union bound each end of the row's interval holds with
-probability at least 1 - delta and the interval with at least 1 - 2 delta (a statement
-per row, not simultaneous over rows).
+Guarantee of ``dis`` rows: a mention's value is a weighted mean of the probabilities
+of its events, and its interval the same mean of their interval ends, so all the rows
+of one sub-model hold jointly with probability at least 1 - delta (a statement per
+sub-model, not simultaneous over sub-models).
 
 Sub-model choice per block: a whole block of at most ``max_exact`` mentions; in a
 bigger block the mentions whose sampled confidence is lowest (below
@@ -183,8 +182,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     clusters : pandas.DataFrame
         The predicted clustering: ``mention_id``, ``block``, ``cluster_id``.
     delta : float in (0, 1), default 0.05
-        Each end of a ``dis`` row's interval holds with probability >= 1 - delta, the
-        interval with >= 1 - 2 delta (as in the must-show coverage check).
+        The intervals of the ``dis`` rows of one sub-model hold jointly with probability
+        >= 1 - delta.
     max_submodel : int, default :data:`DEFAULT_MAX_SUBMODEL`
         Largest sub-model bounded by DIS; larger sets are cut to the least confident.
     max_exact : int, default :data:`DEFAULT_MAX_EXACT`
@@ -193,11 +192,10 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         Gibbs sweeps at temperature 1 kept / discarded, per block above ``max_exact``
         (Rao-Blackwellised estimates, :func:`coref.confidence.marginals.gibbs_marginals`).
     time_limit : float, default 10
-        DIS budget per partition function (wall-clock seconds); a DIS sub-model of m
-        mentions needs 1 + (number of distinct events, about m) runs, so about
-        (m + 1) * time_limit seconds per block that uses DIS.
+        Budget of one ``dis`` sub-model (wall-clock seconds, one sample stream for Z and
+        all its events).
     memory_mb : float, default 256
-        DIS memory budget per run.
+        Weighted mini-bucket memory budget of a ``dis`` sub-model.
     review_threshold : float in (0, 1], default 0.95
         Mentions of big blocks whose sampled confidence is below it form the sub-model.
     rng : int, default 0
@@ -219,10 +217,9 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         after the sub-model above, the next least confident ``gibbs`` rows below
         ``review_threshold`` (at most :data:`CERTIFY_MAX_SUBMODEL`) form a second sub-model,
         conditioned on the rest; when it has more than ``max_exact`` mentions (too large to
-        sum exactly) its rows get DIS intervals (method ``dis``), each DIS run limited to
-        min(``time_limit``, remaining budget / (2 (m + 1))); a smaller one is summed exactly.
-        Blocks are visited in name order until the budget is spent (a block started is
-        finished, so the pass can overrun by one block's runs).  The result is in
+        sum exactly) its rows get DIS intervals (method ``dis``) within
+        min(``time_limit``, remaining budget); a smaller one is summed exactly.
+        Blocks are visited in name order until the budget is spent.  The result is in
         ``confidence_df.attrs["certify"]``: ``seconds`` (budget), ``used_seconds``,
         ``n_submodels``, ``n_certified`` (rows given a DIS interval by the pass),
         ``width_median`` and ``width_max`` of their intervals (NaN when none).
