@@ -36,7 +36,7 @@ from sampling import bounds
 from sampling.utils.rng import as_generator
 
 __all__ = ["EventProbability", "event_probability", "conditional_rows", "certify_events", "CERTIFY_I_BOUND",
-           "CERTIFY_WMB_SHARE"]
+           "CERTIFY_WMB_SHARE", "CERTIFY_TARGET_WIDTH"]
 
 #: WMB i-bound of :func:`certify_events`. A sub-model's graphical model is a complete graph
 #: of pairwise factors (m variables of up to K + m states), so i-bound 2 keeps its factors
@@ -49,6 +49,10 @@ CERTIFY_I_BOUND = 2
 #: The self-normalised intervals are vacuous until U / Z is a few nats (the 16-mention
 #: sub-model: 6.5 nats after 3 passes, 0.5 after 10), and a converged WMB stops early.
 CERTIFY_WMB_SHARE = 0.5
+#: A sub-model's sampling stops at the first look (of a schedule fixed in advance, each
+#: look spending its share of delta) where every event's interval is at most this wide,
+#: so that the budget left goes to the next sub-model (or is not spent).
+CERTIFY_TARGET_WIDTH = 0.05
 
 
 class EventProbability:
@@ -96,7 +100,8 @@ def _log_or_ninf(x):
     return math.log(x) if x > 0 else -math.inf
 
 
-def certify_events(sub, events, *, delta=0.05, time_limit=10.0, memory_mb=256, rng=0, encoding="leader"):
+def certify_events(sub, events, *, delta=0.05, time_limit=10.0, memory_mb=256, rng=0, encoding="leader",
+                   target_width=CERTIFY_TARGET_WIDTH):
     """Certified P(A_j | y_R) of several events of one sub-model, jointly, from one sample stream.
 
     Parameters
@@ -113,6 +118,9 @@ def certify_events(sub, events, *, delta=0.05, time_limit=10.0, memory_mb=256, r
         Weighted mini-bucket budget (MiB).
     rng : None, int or numpy.random.Generator
     encoding : {"leader", "growth"}
+    target_width : float in (0, 1] or None, default :data:`CERTIFY_TARGET_WIDTH`
+        Stop once every interval is at most this wide (the ``target_width`` of
+        :func:`sampling.bounds.event_probabilities`; None: use all of ``time_limit``).
 
     Returns
     -------
@@ -136,7 +144,8 @@ def certify_events(sub, events, *, delta=0.05, time_limit=10.0, memory_mb=256, r
     left = float(time_limit) - (time.perf_counter() - t0)
     res = bounds.event_probabilities(gm, event_indicators(sub, events), len(events), delta=delta,
                                      time_limit=max(left, 1e-3), memory_mb=memory_mb, rng=as_generator(rng),
-                                     i_bound=CERTIFY_I_BOUND, wmb_share=CERTIFY_WMB_SHARE, timed_passes=True)
+                                     i_bound=CERTIFY_I_BOUND, wmb_share=CERTIFY_WMB_SHARE, timed_passes=True,
+                                     target_width=target_width)
     lz = (res.log_Z_lower, res.log_Z, res.log_Z_upper)
     return [EventProbability(p, lo, hi, "dis", lz, (_log_or_ninf(lo) + lz[0], _log_or_ninf(p) + lz[1],
                                                     _log_or_ninf(hi) + lz[2]))

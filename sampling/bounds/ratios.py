@@ -36,7 +36,7 @@ from .schedule import plan_wmb
 from .wmb import WeightedMiniBucket
 
 __all__ = ["EventBounds", "event_probabilities", "WeightedColumnSums", "sample_columns", "check_delta",
-           "check_budget", "WMB_TIME_SHARE"]
+           "check_budget", "look_delta", "WMB_TIME_SHARE", "MAX_TIMED_PASSES", "FIRST_LOOK"]
 
 #: Default share of ``time_limit`` the weighted mini-bucket may take before the sampling starts.
 WMB_TIME_SHARE = 0.35
@@ -46,6 +46,15 @@ WMB_TIME_SHARE = 0.35
 #: mentions: 120 pairwise factors of up to 39 x 39 states, 0.1 s per pass in Python) is far
 #: below the real cost, so it plans 1-7 passes where the bound still falls by nats per pass.
 MAX_TIMED_PASSES = 100
+#: Samples at the first look of an early-stopping run (``target_width``); look j comes at the
+#: first batch end with at least ``FIRST_LOOK * 2**j`` samples.
+FIRST_LOOK = 1024
+
+
+def look_delta(delta, j):
+    """The share of ``delta`` spent at look j = 0, 1, ...: delta 6 / (pi^2 (j + 1)^2), which
+    sums to delta over all looks (the union bound that makes stopping at any look valid)."""
+    return delta * 6.0 / (math.pi ** 2 * (j + 1) ** 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,7 +300,7 @@ class WeightedColumnSums:
 
 
 def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=None, max_samples=None,
-                   wmb_share=WMB_TIME_SHARE, timed_passes=False, t0=None, now=time.perf_counter):
+                   wmb_share=WMB_TIME_SHARE, timed_passes=False, on_look=None, t0=None, now=time.perf_counter):
     """Draw WMB-proposal samples until the budget ends, summing the weights per indicator column.
 
     Parameters
@@ -311,6 +320,10 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
     timed_passes : bool, default False
         WMB passes until ``wmb_share`` of the time is used or the bound converges (at most
         :data:`MAX_TIMED_PASSES`), rather than the work plan's count.
+    on_look : callable, optional
+        ``on_look(sums, j) -> bool``, called at the j-th look (j = 0, 1, ...), the first
+        batch end with at least ``FIRST_LOOK * 2**j`` samples (a schedule fixed in
+        advance); True stops the sampling.
     t0 : float, optional
         Start of the budget on the clock ``now`` (default: now).
     now : callable
@@ -330,6 +343,7 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
     draw = _sampler(wmb, model)
     n, batch = 0, 256
     deadline = math.inf if time_limit is None else t0 + time_limit
+    next_look, n_looks = FIRST_LOOK, 0
     while (max_samples is None or n < max_samples) and (n < 2 or now() < deadline):
         k = batch if max_samples is None else min(batch, max_samples - n)
         X, log_w = draw(k, gen)
@@ -337,12 +351,17 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
         sums.add(log_w, rows, cols)
         n += k
         batch = min(2 * batch, 4096)
+        if on_look is not None and n >= next_look:
+            n_looks += 1
+            next_look *= 2
+            if on_look(sums, n_looks - 1):
+                break
     return sums, wmb, wmb_s
 
 
 def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0.05, memory_mb=256, rng=None,
                         i_bound=None, max_samples=None, clock="wall", wmb_share=WMB_TIME_SHARE,
-                        timed_passes=True):
+                        timed_passes=True, target_width=None):
     """Certified P(A_j) = Z_{A_j} / Z of ``n_events`` events at once, from one sample stream.
 
     Parameters
@@ -372,6 +391,12 @@ def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0
         WMB reparameterisation passes until ``wmb_share`` of the time is used or the bound
         converges (at most :data:`MAX_TIMED_PASSES`); False: the nominal work plan of
         :func:`sampling.bounds.schedule.plan_wmb` (as :func:`sampling.bounds.marginals`).
+    target_width : float in (0, 1], optional
+        Stop sampling early, at a look of the fixed schedule of :func:`sample_columns`
+        (:data:`FIRST_LOOK` samples, then each doubling), once every interval is at most
+        this wide. Look j (and the final result, at the look after the last) spends
+        :func:`look_delta` (delta, j), so that the result holds with probability >= 1 - delta
+        whatever look the run stops at. None: no looks, the whole ``delta`` at the end.
 
     Returns
     -------
@@ -423,6 +448,9 @@ def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0
         raise ValueError(f"the clock parameter must be 'wall' or 'cpu'; got {clock!r} instead")
     if isinstance(wmb_share, bool) or not isinstance(wmb_share, numbers.Real) or not 0.0 < wmb_share < 1.0:
         raise ValueError(f"the wmb_share parameter must be in (0, 1); got {wmb_share!r} instead")
+    if target_width is not None and (isinstance(target_width, bool) or not isinstance(target_width, numbers.Real)
+                                     or not 0.0 < target_width <= 1.0):
+        raise ValueError(f"the target_width parameter must be None or in (0, 1]; got {target_width!r} instead")
     n_events = int(n_events)
     now = time.perf_counter if clock == "wall" else time.process_time
     t0 = now()
@@ -436,17 +464,32 @@ def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0
         rows, cols = np.nonzero(ind)
         return rows.astype(np.int64), cols.astype(np.int64)
 
+    n_bounds = 1 + n_events
+    looks, stopped_at = [], []
+
+    def on_look(sums, j):
+        looks.append(j)
+        res = sums.self_normalised(np.arange(n_events), look_delta(delta, j) / (2 * n_bounds))
+        if np.max(res[2] - res[1]) <= target_width:
+            stopped_at.append(j)
+            return True
+        return False
+
     sums, wmb, wmb_s = sample_columns(model, hits, n_events, time_limit=time_limit, memory_mb=budget,
                                       gen=as_generator(rng), i_bound=i_bound, max_samples=max_samples,
                                       wmb_share=float(wmb_share), timed_passes=bool(timed_passes),
-                                      t0=t0, now=now)
-    n_bounds = 1 + n_events
-    dk = delta / (2 * n_bounds)
+                                      on_look=None if target_width is None else on_look, t0=t0, now=now)
+    if target_width is None:
+        d_final = delta
+    else:  # the look that stopped the run, else one more look at the end
+        d_final = look_delta(delta, stopped_at[0] if stopped_at else len(looks))
+    dk = d_final / (2 * n_bounds)
     acc_z = sums.accumulator(sums.z_col, dk)
     z_lo, z_hi = acc_z.bounds(sums.log_u)
     est, lo, hi = sums.self_normalised(np.arange(n_events), dk)
     est = np.where(np.isnan(est), (lo + hi) / 2, est)
     meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": sums.log_u, "time_s": now() - t0, "wmb_s": wmb_s,
             "clock": clock, "time_limit": time_limit, "memory_mb": budget, "delta_each": dk,
-            "wmb_share": float(wmb_share), "wmb_passes": int(getattr(wmb, "n_iters_", 0))}
+            "wmb_share": float(wmb_share), "wmb_passes": int(getattr(wmb, "n_iters_", 0)),
+            "target_width": target_width, "n_looks": len(looks)}
     return EventBounds(np.clip(est, lo, hi), lo, hi, delta, acc_z.log_Z_hat, z_lo, z_hi, sums.n, n_bounds, meta)

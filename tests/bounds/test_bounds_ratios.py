@@ -114,3 +114,22 @@ def test_errors(kw, err, match):
         event_probabilities(m, args.pop("indicators"), args.pop("n_events"), **args)
     with pytest.raises(TypeError, match="model parameter must be a GraphicalModel"):
         event_probabilities("m.uai", lambda X: X[:, 0] == 0, 1, max_samples=10)
+
+
+def test_target_width_stops_early_and_spends_delta_by_look():
+    from sampling.bounds.ratios import FIRST_LOOK, look_delta
+
+    m = chain_model(n=12, seed=0)
+    want = brute_events(m, _events)
+    full = _run(m, time_limit=None, max_samples=200000, rng=1, i_bound=1, delta=1e-3)
+    early = _run(m, time_limit=None, max_samples=200000, rng=1, i_bound=1, delta=1e-3, target_width=0.1)
+    assert full.meta["n_looks"] == 0 and full.meta["delta_each"] == pytest.approx(1e-3 / 8)
+    j = early.meta["n_looks"] - 1  # stopped at its last look
+    assert FIRST_LOOK * 2 ** j <= early.n_samples < 200000
+    assert early.meta["delta_each"] == pytest.approx(look_delta(1e-3, j) / 8)
+    assert early.width.max() <= 0.1 and full.width.max() < 0.1 and full.n_samples == 200000
+    assert ((early.p_lower <= want + 1e-12) & (want <= early.p_upper + 1e-12)).all()
+    # the shares of delta over all looks sum to delta
+    assert sum(look_delta(0.05, i) for i in range(100000)) == pytest.approx(0.05, rel=1e-4)
+    with pytest.raises(ValueError, match="target_width parameter"):
+        _run(m, max_samples=10, target_width=0.0)
