@@ -218,8 +218,10 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         ``review_threshold`` (at most :data:`CERTIFY_MAX_SUBMODEL`) form a second sub-model,
         conditioned on the rest; when it has more than ``max_exact`` mentions (too large to
         sum exactly) its rows get DIS intervals (method ``dis``) within
-        min(``time_limit``, remaining budget); a smaller one is summed exactly.
-        Blocks are visited in name order until the budget is spent.  The result is in
+        min(``time_limit``, remaining budget), stopping once its intervals are narrow
+        (:data:`coref.confidence.events.CERTIFY_TARGET_WIDTH`); a smaller one is summed
+        exactly. Blocks are visited in name order until the budget is spent; a DIS
+        sub-model is skipped when less than 3/4 of the time the previous one took is left.  The result is in
         ``confidence_df.attrs["certify"]``: ``seconds`` (budget), ``used_seconds``,
         ``n_submodels``, ``n_certified`` (rows given a DIS interval by the pass),
         ``width_median`` and ``width_max`` of their intervals (NaN when none).
@@ -338,6 +340,7 @@ class _Certify:
     def __init__(self, seconds):
         self.seconds = seconds
         self.spent = 0.0
+        self.dis_seconds = 0.0
         self.n_submodels = 0
         self.widths = []
 
@@ -364,11 +367,15 @@ class _Certify:
             return
         sp = subproblem(F, np.sort(cand), labels)
         how = "exact" if sp.m <= max_exact else "dis"
-        # one sample stream bounds Z and every event of the sub-model: the budget left is its
-        per_run = min(time_limit, max(self.left(), 1e-3))
+        if how == "dis" and self.left() < 0.75 * self.dis_seconds:  # too little left for informative intervals
+            return
+        # one sample stream bounds Z and every event of the sub-model: it may use all the budget left
+        t0, per_run = time.perf_counter(), min(time_limit, max(self.left(), 1e-3))
         rows = conditional_rows(sp, labels, method=how, delta=delta, time_limit=per_run, memory_mb=memory_mb,
                                 gen=gen, encoding=encoding)
         self.n_submodels += 1
+        if how == "dis":  # what the last DIS sub-model needed (sampling stops at its target width)
+            self.dis_seconds = time.perf_counter() - t0
         for k, i in enumerate(sp.S):
             p[i], lo[i], hi[i] = rows[k]
             meth[i] = how
