@@ -25,7 +25,7 @@ from ..utils.rng import as_generator
 from ._marginals_exact import exact_log_marginals, exact_marginal_entries
 from .exact import check_memory, default_order
 from .model import GraphicalModel
-from .ratios import check_budget, check_delta, sample_columns
+from .ratios import EventBounds, check_budget, check_delta, sample_columns
 
 __all__ = ["MarginalBounds", "marginals", "ratio_intervals", "tighten_by_sum", "MARGINAL_METHODS", "COLUMNS"]
 
@@ -35,9 +35,12 @@ MARGINAL_METHODS = ("auto", "exact", "dis")
 COLUMNS = ("variable", "value", "p", "p_lower", "p_upper", "method")
 
 
-@dataclasses.dataclass(frozen=True)
-class MarginalBounds:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MarginalBounds(EventBounds):
     """Estimates and joint bounds of P(X_i = x | evidence), one row per (variable, value).
+
+    The events X_i = x of an :class:`sampling.bounds.ratios.EventBounds` (its fields and
+    ``width``), with their variables and values. Built with keywords.
 
     Attributes
     ----------
@@ -65,26 +68,8 @@ class MarginalBounds:
 
     variable: np.ndarray
     value: np.ndarray
-    p: np.ndarray
-    p_lower: np.ndarray
-    p_upper: np.ndarray
     row_method: np.ndarray
     method: str
-    delta: float
-    log_Z: float
-    log_Z_lower: float
-    log_Z_upper: float
-    n_samples: int
-    n_bounds: int
-    meta: dict = dataclasses.field(default_factory=dict)
-
-    def __len__(self):
-        return int(self.variable.shape[0])
-
-    @property
-    def width(self):
-        """``p_upper - p_lower`` per row."""
-        return self.p_upper - self.p_lower
 
     def to_frame(self):
         """A pandas DataFrame with the columns :data:`COLUMNS`."""
@@ -248,8 +233,10 @@ def _exact(model, vars_, budget, t0, now):
     var, val = _rows(model, vars_)
     p = np.concatenate([np.exp(lm[v] - log_z) for v in vars_]) if vars_ else np.zeros(0)
     p = np.clip(p, 0.0, 1.0)
-    return MarginalBounds(var, val, p, p.copy(), p.copy(), np.full(len(p), "exact", dtype=object), "exact",
-                          0.0, log_z, log_z, log_z, 0, 0, {"time_s": now() - t0})
+    return MarginalBounds(variable=var, value=val, p=p, p_lower=p.copy(), p_upper=p.copy(),
+                          row_method=np.full(len(p), "exact", dtype=object), method="exact", delta=0.0,
+                          log_Z=log_z, log_Z_lower=log_z, log_Z_upper=log_z, n_samples=0, n_bounds=0,
+                          meta={"time_s": now() - t0})
 
 
 def ratio_intervals(log_lower, log_upper, log_Z_lower=-math.inf, log_Z_upper=math.inf):
@@ -348,6 +335,7 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
     meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": log_u, "time_s": now() - t0,
             "clock": "wall" if now is time.perf_counter else "cpu",
             "time_limit": time_limit, "memory_mb": budget, "delta_each": dk}
-    return MarginalBounds(var, val, cat(p), cat(lo), cat(hi),
-                          np.array([h for hs in how for h in hs], dtype=object), "dis", delta,
-                          acc_z.log_Z_hat, z_lo, z_hi, sums.n, n_bounds, meta)
+    return MarginalBounds(variable=var, value=val, p=cat(p), p_lower=cat(lo), p_upper=cat(hi),
+                          row_method=np.array([h for hs in how for h in hs], dtype=object), method="dis",
+                          delta=delta, log_Z=acc_z.log_Z_hat, log_Z_lower=z_lo, log_Z_upper=z_hi, n_samples=sums.n,
+                          n_bounds=n_bounds, meta=meta)
