@@ -224,10 +224,11 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         min(``time_limit``, remaining budget), stopping once its intervals are narrow
         (:data:`coref.confidence.events.CERTIFY_TARGET_WIDTH`); a smaller one is summed
         exactly. Blocks are visited in name order until the budget is spent; a DIS
-        sub-model is skipped when less than 3/4 of the time the previous one took is left.  The result is in
-        ``confidence_df.attrs["certify"]``: ``seconds`` (budget), ``used_seconds``,
-        ``n_submodels``, ``n_certified`` (rows given a DIS interval by the pass),
-        ``width_median`` and ``width_max`` of their intervals (NaN when none).
+        sub-model is skipped when less than 1.5 times what the previous one took is
+        left.  The result is in ``confidence_df.attrs["certify"]``: ``seconds``
+        (budget), ``used_seconds``, ``n_submodels``, ``n_certified`` (rows given a DIS
+        interval by the pass), ``width_median`` and ``width_max`` of their intervals (NaN
+        when none).
     encodings : coref.encoding.EncodingCache, optional
         Blocks of ``df`` already encoded (e.g. by the run that clustered them); a block
         it holds or can assemble is not encoded again.
@@ -370,7 +371,7 @@ class _Certify:
             return
         sp = subproblem(F, np.sort(cand), labels)
         how = "exact" if sp.m <= max_exact else "dis"
-        if how == "dis" and self.left() < 0.75 * self.dis_seconds:  # too little left for informative intervals
+        if how == "dis" and self.left() < 1.5 * self.dis_seconds:  # too little left for informative intervals
             return
         # one sample stream bounds Z and every event of the sub-model: it may use all the budget left
         t0, per_run = time.perf_counter(), min(time_limit, max(self.left(), 1e-3))
