@@ -101,8 +101,9 @@ PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p", "p_direct", "p_calibrate
 #: 12.0 s with exact sub-models of <= 8 mentions (621 rows) and 166 s with <= 12 (807
 #: rows; O(K 3^m) per event), for the same coverage (79.6%) and correctness (97.7%) at
 #: confidence >= 0.95.  On 12-20-mention sub-models DIS intervals had a median width of
-#: 0.92 at 2 s per partition function and 0.034 at 10 s (90th percentile 0.98), and a
-#: DIS sub-model of m mentions needs about m + 1 runs.  Raise ``max_submodel`` (and
+#: 0.92 at 2 s per partition function and 0.034 at 10 s (90th percentile 0.98), when a
+#: DIS sub-model of m mentions needed about m + 1 runs (now one sample stream for all its
+#: events, :func:`coref.confidence.events.certify_events`).  Raise ``max_submodel`` (and
 #: ``max_exact`` <= 12) for bigger exact sub-models, or to 16-20 with ``time_limit=10``
 #: for certified DIS intervals.
 DEFAULT_MAX_SUBMODEL = 8
