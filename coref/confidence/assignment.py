@@ -17,14 +17,14 @@ Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``metho
     on y_R; every row says which sub-model it came from by ``n_submodel``).
 ``dis``
     A sub-model S of up to ``max_submodel`` mentions, conditioned on the rest, written
-    as a graphical model (:func:`coref.confidence.submodels.submodel`) whose partition functions Z and Z_A are
-    bounded by dynamic importance sampling (Lou, Dechter & Ihler 2017, Alg. 1,
-    Theorem 1).  DIS is run on Z and on Z_A with delta/2 each; every one of its
-    one-sided bounds L <= Z, Z <= U, L_A <= Z_A, Z_A <= U_A then fails with
-    probability at most delta/2 (Theorem 1 bounds each side separately), so
-    P(A | y_R) = Z_A / Z >= L_A / U and P(A | y_R) <= U_A / L each hold with
-    probability at least 1 - delta, and the interval [L_A / U, U_A / L] with
-    probability at least 1 - 2 delta.
+    as a graphical model (:func:`coref.confidence.submodels.submodel`); the ratios
+    P(A | y_R) = Z_A / Z of all its events are certified together by
+    :func:`sampling.bounds.event_probabilities` (:mod:`coref.confidence.events`): one
+    stream of weighted mini-bucket importance samples (Lou, Dechter & Ihler 2017, Eq.
+    7-8; DIS without its search tree) and the empirical Bernstein bound of their
+    Theorem 1 inverted for each ratio, every one-sided test at delta / (2 (n_events + 1)),
+    so that all the intervals of the sub-model hold jointly with probability at least
+    1 - delta (union bound).
 ``gibbs``
     Mentions beyond the sub-models: Monte Carlo estimates from ``n_samples`` sweeps of
     single-site Gibbs at temperature 1 started from the predicted clustering after
@@ -46,11 +46,10 @@ predict --confidence`` applies it, ``coref run`` fits one per fold on the traini
 only and scores it on the held-out fold).  NaN when the model carries no map.  The
 interval ends are not mapped: they certify the model's probability ``p``.
 
-Per-row guarantee of ``dis`` rows: a mention's value is a weighted mean of the
-probabilities of at most n_ev events; Z is bounded with delta/2 and each Z_A with
-delta / (2 n_ev), so by the union bound each end of the row's interval holds with
-probability at least 1 - delta and the interval with at least 1 - 2 delta (a statement
-per row, not simultaneous over rows).
+Guarantee of ``dis`` rows: a mention's value is a weighted mean of the probabilities
+of its events, and its interval the same mean of their interval ends, so all the rows
+of one sub-model hold jointly with probability at least 1 - delta (a statement per
+sub-model, not simultaneous over sub-models).
 
 Sub-model choice per block: a whole block of at most ``max_exact`` mentions; in a
 bigger block the mentions whose sampled confidence is lowest (below
@@ -102,8 +101,9 @@ PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p", "p_direct", "p_calibrate
 #: 12.0 s with exact sub-models of <= 8 mentions (621 rows) and 166 s with <= 12 (807
 #: rows; O(K 3^m) per event), for the same coverage (79.6%) and correctness (97.7%) at
 #: confidence >= 0.95.  On 12-20-mention sub-models DIS intervals had a median width of
-#: 0.92 at 2 s per partition function and 0.034 at 10 s (90th percentile 0.98), and a
-#: DIS sub-model of m mentions needs about m + 1 runs.  Raise ``max_submodel`` (and
+#: 0.92 at 2 s per partition function and 0.034 at 10 s (90th percentile 0.98), when a
+#: DIS sub-model of m mentions needed about m + 1 runs (now one sample stream for all its
+#: events, :func:`coref.confidence.events.certify_events`).  Raise ``max_submodel`` (and
 #: ``max_exact`` <= 12) for bigger exact sub-models, or to 16-20 with ``time_limit=10``
 #: for certified DIS intervals.
 DEFAULT_MAX_SUBMODEL = 8
@@ -116,9 +116,12 @@ DEFAULT_N_BURN = 10
 #: mentions (shipped model, one loaded 2-core machine; ``coref predict`` takes 5-7 s there):
 #: 10 s certified 13 rows in one DIS sub-model of 13 mentions, interval widths median 0.105,
 #: max 0.120 (10.5 s used); 5 s certified the same rows with widths of 0.97 (uninformative).
+#: With one sample stream per sub-model (2026-11-26, load ~9 on 2 cores) the default budget
+#: (twice the clustering time, 6.8-8.9 s) certified 16 rows of one 16-mention sub-model in
+#: 6.3 s, widths median 0.026, max 0.041.
 DEFAULT_CERTIFY_SECONDS = 10.0
-#: Largest sub-model of the certification pass (``certify_seconds``); a DIS sub-model of m
-#: mentions needs about m + 1 partition-function runs.
+#: Largest sub-model of the certification pass (``certify_seconds``); one sample stream
+#: certifies all its events (:func:`coref.confidence.events.certify_events`).
 CERTIFY_MAX_SUBMODEL = 16
 
 
@@ -183,8 +186,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     clusters : pandas.DataFrame
         The predicted clustering: ``mention_id``, ``block``, ``cluster_id``.
     delta : float in (0, 1), default 0.05
-        Each end of a ``dis`` row's interval holds with probability >= 1 - delta, the
-        interval with >= 1 - 2 delta (as in the must-show coverage check).
+        The intervals of the ``dis`` rows of one sub-model hold jointly with probability
+        >= 1 - delta.
     max_submodel : int, default :data:`DEFAULT_MAX_SUBMODEL`
         Largest sub-model bounded by DIS; larger sets are cut to the least confident.
     max_exact : int, default :data:`DEFAULT_MAX_EXACT`
@@ -193,11 +196,10 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         Gibbs sweeps at temperature 1 kept / discarded, per block above ``max_exact``
         (Rao-Blackwellised estimates, :func:`coref.confidence.marginals.gibbs_marginals`).
     time_limit : float, default 10
-        DIS budget per partition function (wall-clock seconds); a DIS sub-model of m
-        mentions needs 1 + (number of distinct events, about m) runs, so about
-        (m + 1) * time_limit seconds per block that uses DIS.
+        Budget of one ``dis`` sub-model (wall-clock seconds, one sample stream for Z and
+        all its events).
     memory_mb : float, default 256
-        DIS memory budget per run.
+        Weighted mini-bucket memory budget of a ``dis`` sub-model.
     review_threshold : float in (0, 1], default 0.95
         Mentions of big blocks whose sampled confidence is below it form the sub-model.
     rng : int, default 0
@@ -219,13 +221,15 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         after the sub-model above, the next least confident ``gibbs`` rows below
         ``review_threshold`` (at most :data:`CERTIFY_MAX_SUBMODEL`) form a second sub-model,
         conditioned on the rest; when it has more than ``max_exact`` mentions (too large to
-        sum exactly) its rows get DIS intervals (method ``dis``), each DIS run limited to
-        min(``time_limit``, remaining budget / (2 (m + 1))); a smaller one is summed exactly.
-        Blocks are visited in name order until the budget is spent (a block started is
-        finished, so the pass can overrun by one block's runs).  The result is in
-        ``confidence_df.attrs["certify"]``: ``seconds`` (budget), ``used_seconds``,
-        ``n_submodels``, ``n_certified`` (rows given a DIS interval by the pass),
-        ``width_median`` and ``width_max`` of their intervals (NaN when none).
+        sum exactly) its rows get DIS intervals (method ``dis``) within
+        min(``time_limit``, remaining budget), stopping once its intervals are narrow
+        (:data:`coref.confidence.events.CERTIFY_TARGET_WIDTH`); a smaller one is summed
+        exactly. Blocks are visited in name order until the budget is spent; a DIS
+        sub-model is skipped when less than 1.5 times what the previous one took is
+        left.  The result is in ``confidence_df.attrs["certify"]``: ``seconds``
+        (budget), ``used_seconds``, ``n_submodels``, ``n_certified`` (rows given a DIS
+        interval by the pass), ``width_median`` and ``width_max`` of their intervals (NaN
+        when none).
     encodings : coref.encoding.EncodingCache, optional
         Blocks of ``df`` already encoded (e.g. by the run that clustered them); a block
         it holds or can assemble is not encoded again.
@@ -341,6 +345,7 @@ class _Certify:
     def __init__(self, seconds):
         self.seconds = seconds
         self.spent = 0.0
+        self.dis_seconds = 0.0
         self.n_submodels = 0
         self.widths = []
 
@@ -367,11 +372,15 @@ class _Certify:
             return
         sp = subproblem(F, np.sort(cand), labels)
         how = "exact" if sp.m <= max_exact else "dis"
-        # about m + 1 runs, plus building each graphical model: half the budget left per run's share
-        per_run = min(time_limit, max(self.left(), 1e-3) / (2 * (sp.m + 1)))
+        if how == "dis" and self.left() < 1.5 * self.dis_seconds:  # too little left for informative intervals
+            return
+        # one sample stream bounds Z and every event of the sub-model: it may use all the budget left
+        t0, per_run = time.perf_counter(), min(time_limit, max(self.left(), 1e-3))
         rows = conditional_rows(sp, labels, method=how, delta=delta, time_limit=per_run, memory_mb=memory_mb,
                                 gen=gen, encoding=encoding)
         self.n_submodels += 1
+        if how == "dis":  # what the last DIS sub-model needed (sampling stops at its target width)
+            self.dis_seconds = time.perf_counter() - t0
         for k, i in enumerate(sp.S):
             p[i], lo[i], hi[i] = rows[k]
             meth[i] = how

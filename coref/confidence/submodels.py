@@ -55,7 +55,8 @@ import pandas as pd
 
 from sampling.bounds import Factor, GraphicalModel
 
-__all__ = ["SubProblem", "subproblem", "check_constraints", "build_graphical_model", "submodel", "ENCODINGS"]
+__all__ = ["SubProblem", "subproblem", "check_constraints", "build_graphical_model", "event_indicators", "submodel",
+           "ENCODINGS"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,6 +306,47 @@ def build_graphical_model(sub, constraints=(), *, encoding="leader"):
                 t2[idx, idx] = -np.inf
                 factors.append(Factor((a, b), t2))
     return GraphicalModel(cards, factors)
+
+
+def event_indicators(sub, events):
+    """Indicators of events on configurations of the graphical model of ``sub``.
+
+    Parameters
+    ----------
+    sub : SubProblem
+    events : list of list of tuple
+        Each event a list of constraints (output of :func:`check_constraints`), all of
+        which must hold (an empty list is the sure event).
+
+    Returns
+    -------
+    callable
+        ``indicators(X) -> ndarray of bool, shape (k, len(events))`` for configurations
+        ``X`` (ndarray of int, shape (k, n_vars)) of :func:`build_graphical_model` (either
+        encoding: column k < m is the label y_k of s_k, values < K an existing cluster).
+        With either encoding a valid configuration's labels determine its partition, so
+        ``("same", k, l)`` is y_k = y_l, ``("cluster", k, c)`` is y_k = c and
+        ``("alone", k)`` is y_k >= K with no other y_l equal to it; the indicator of an
+        event is 1 exactly on the configurations its factors of
+        :func:`build_graphical_model` keep.
+    """
+    m, K = sub.m, sub.K
+    events = [list(ev) for ev in events]
+
+    def indicators(X):
+        Y = np.asarray(X)[:, :m]
+        out = np.ones((Y.shape[0], len(events)), dtype=bool)
+        for j, ev in enumerate(events):
+            for con in ev:
+                if con[0] == "same":
+                    out[:, j] &= Y[:, con[1]] == Y[:, con[2]]
+                elif con[0] == "cluster":
+                    out[:, j] &= Y[:, con[1]] == con[2]
+                else:  # alone
+                    y = Y[:, con[1]]
+                    out[:, j] &= (y >= K) & ((Y == y[:, None]).sum(axis=1) == 1)
+        return out
+    return indicators
 
 
 # --------------------------------------------------------------------- a fitted model's sub-model

@@ -32,6 +32,9 @@ _EXPORTS = {
     # marginals P(X_i = x | evidence)
     "marginals": "sampling.bounds.marginals",
     "MarginalBounds": "sampling.bounds.marginals",
+    # probabilities of events P(A) = Z_A / Z, one sample stream for all
+    "event_probabilities": "sampling.bounds.ratios",
+    "EventBounds": "sampling.bounds.ratios",
 }
 
 __all__ = sorted(_EXPORTS)

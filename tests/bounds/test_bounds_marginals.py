@@ -99,14 +99,15 @@ def test_joint_delta_bookkeeping():
 def test_pair_sums_match_the_accumulator():
     # the vectorised column sums give the same Theorem 1 bounds as ImportanceAccumulator fed
     # the masked weights w 1[x_v = x]
-    from sampling.bounds.marginals import _PairSums
+    from sampling.bounds.ratios import WeightedColumnSums
 
     rng = np.random.default_rng(0)
     X = rng.integers(0, 3, size=(3000, 2))
     log_w = rng.normal(-2.0, 1.0, size=3000)
-    sums = _PairSums([3, 3], [0, 1], 1.5)
+    sums = WeightedColumnSums(6, 1.5)
     for a in range(0, 3000, 700):
-        sums.add(X[a:a + 700], log_w[a:a + 700])
+        Xa = X[a:a + 700]
+        sums.add(log_w[a:a + 700], np.repeat(np.arange(len(Xa)), 2), (Xa + [0, 3]).ravel())
     for j, (v, x) in enumerate([(v, x) for v in range(2) for x in range(3)]):
         acc = ImportanceAccumulator(0.01)
         acc.add(np.where(X[:, v] == x, log_w, -np.inf), 1.5)

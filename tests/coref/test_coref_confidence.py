@@ -246,3 +246,63 @@ def test_encode_blocks_encodes_each_block_once():
     e3 = w.encode(a.iloc[::-1])                           # another row order: encoded anew
     assert e3 is not e1 and len(m.calls) == 3
     assert w.model is m and len(w) == 2
+
+
+@pytest.mark.parametrize("encoding", ["leader", "growth"])
+def test_event_indicators_equal_the_event_factors(encoding):
+    # on every configuration the event's indicator is 1 exactly where the graphical model
+    # with the event's factors keeps a non-zero weight
+    import itertools
+
+    from coref.confidence.submodels import event_indicators
+
+    F, a = _random_block(8, 2, seed=5)
+    sub = subproblem(F, [0, 2, 3, 6], a)
+    i, j = int(sub.S[0]), int(sub.S[2])
+    cons = [("same", i, j), ("cluster", j, int(sub.cluster_labels[0])), ("alone", int(sub.S[3])),
+            [("same", i, j), ("alone", int(sub.S[1]))]]
+    checked = [check_constraints(sub, c) for c in cons]
+    gm = build_graphical_model(sub, encoding=encoding)
+    xs = np.array(list(itertools.product(*[range(int(c)) for c in gm.cards])))
+    valid = np.isfinite(gm.log_value(xs))
+    ind = event_indicators(sub, checked)(xs[valid])
+    assert ind.shape == (int(valid.sum()), len(cons))
+    for k, c in enumerate(checked):
+        want = np.isfinite(build_graphical_model(sub, c, encoding=encoding).log_value(xs[valid]))
+        np.testing.assert_array_equal(ind[:, k], want)
+        assert 0 < want.sum() < valid.sum()  # the check can fail both ways
+
+
+def test_certify_events_hold_the_exact_probabilities_jointly():
+    from coref.confidence.events import certify_events
+
+    F, a = _random_block(14, 3, seed=9)
+    sub = subproblem(F, [0, 1, 2, 4, 5, 7, 8, 11], a)
+    S = [int(s) for s in sub.S]
+    cons = [("same", S[0], S[1]), ("same", S[2], S[5]), ("cluster", S[3], int(sub.cluster_labels[1])),
+            ("alone", S[4]), ("alone", S[7])]
+    lz = exact_log_z(sub)
+    want = [math.exp(exact_log_z(sub, check_constraints(sub, c)) - lz) for c in cons]
+    res = certify_events(sub, [check_constraints(sub, c) for c in cons], delta=1e-3, time_limit=5.0, rng=2,
+                         target_width=0.1)
+    assert [r.method for r in res] == ["dis"] * len(cons)
+    for r, p in zip(res, want):  # all hold jointly, failing with probability <= 1e-3
+        assert r.p_lower - 1e-9 <= p <= r.p_upper + 1e-9
+        assert r.log_Z[0] <= lz + 1e-9 and lz <= r.log_Z[2] + 1e-9
+        assert r.log_Z_A[0] <= math.log(p) + lz + 1e-9 <= r.log_Z_A[2] + 2e-9
+    assert np.median([r.p_upper - r.p_lower for r in res]) < 0.2  # informative (stops at 0.1 unless out of time)
+
+
+def test_conditional_rows_dis_hold_the_exact_rows():
+    from coref.confidence.events import conditional_rows
+
+    F, a = _random_block(16, 4, seed=3)
+    labels = np.unique(a, return_inverse=True)[1].astype(np.int64)
+    sub = subproblem(F, [1, 2, 3, 5, 8, 9, 12], labels)
+    gen = np.random.default_rng(0)
+    kw = dict(delta=1e-3, time_limit=1.5, memory_mb=64, gen=gen, encoding="leader")
+    ex = conditional_rows(sub, labels, method="exact", **kw)
+    dis = conditional_rows(sub, labels, method="dis", **kw)
+    assert all(p == lo == hi for p, lo, hi in ex)
+    for (p, _, _), (q, lo, hi) in zip(ex, dis):
+        assert lo - 1e-9 <= p <= hi + 1e-9 and lo <= q <= hi

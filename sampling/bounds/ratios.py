@@ -1,0 +1,495 @@
+"""Certified probabilities of events, P(A) = Z_A / Z, from one stream of importance samples.
+
+An *event* A is a set of configurations given by its indicator 1[x in A]; its probability
+under the model is the ratio of two partition functions, P(A) = Z_A / Z with
+Z_A = sum_x f(x) 1[x in A]. :func:`event_probabilities` bounds any number of such ratios at
+once, all holding jointly with probability at least 1 - delta, from one stream of samples
+of the weighted mini-bucket (WMB) proposal of [1]_: every Z_A is the mean of the same
+importance weights masked by its indicator, so one set of samples serves Z and every event.
+This is the one implementation of "a probability from two bounded partition functions" in
+the package: :func:`sampling.bounds.marginals` (events X_i = x) and the sub-model events of
+:mod:`coref.confidence.events` both use it.
+
+References
+----------
+.. [1] Lou, Dechter & Ihler (2017), "Dynamic Importance Sampling for Anytime Bounds of the
+   Partition Function", NIPS. Eq. 7-8, 13-14, Theorem 1.
+.. [2] Maurer & Pontil (2009), "Empirical Bernstein bounds and sample variance
+   penalization", COLT, Theorem 4.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+
+from ..exceptions import BuildInterrupted, ConvergenceWarning
+from ..utils.rng import as_generator
+from .estimator import ImportanceAccumulator
+from .exact import check_memory
+from .model import GraphicalModel
+from .schedule import plan_wmb
+from .wmb import WeightedMiniBucket
+
+__all__ = ["EventBounds", "event_probabilities", "WeightedColumnSums", "sample_columns", "check_delta",
+           "check_budget", "look_delta", "WMB_TIME_SHARE", "MAX_TIMED_PASSES", "FIRST_LOOK"]
+
+#: Default share of ``time_limit`` the weighted mini-bucket may take before the sampling starts.
+WMB_TIME_SHARE = 0.35
+#: Most reparameterisation passes of a WMB whose passes are limited by time (``timed_passes``)
+#: rather than by the nominal work plan of :func:`sampling.bounds.schedule.plan_wmb`: that plan
+#: prices a pass by its table size, which on small dense models (a coreference sub-model of 16
+#: mentions: 120 pairwise factors of up to 39 x 39 states, 0.1 s per pass in Python) is far
+#: below the real cost, so it plans 1-7 passes where the bound still falls by nats per pass.
+MAX_TIMED_PASSES = 100
+#: Samples at the first look of an early-stopping run (``target_width``); look j comes at the
+#: first batch end with at least ``FIRST_LOOK * 2**j`` samples.
+FIRST_LOOK = 1024
+
+
+def look_delta(delta, j):
+    """The share of ``delta`` spent at look j = 0, 1, ...: delta 6 / (pi^2 (j + 1)^2), which
+    sums to delta over all looks (the union bound that makes stopping at any look valid)."""
+    return delta * 6.0 / (math.pi ** 2 * (j + 1) ** 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class EventBounds:
+    """Estimates and joint bounds of P(A_j) = Z_{A_j} / Z for events j = 0 .. n_events - 1.
+
+    Attributes
+    ----------
+    p, p_lower, p_upper : ndarray of float64, shape (n_events,)
+        Self-normalised estimate and bounds, ``p_lower <= p <= p_upper`` in [0, 1].
+    delta : float
+        All the intervals and the bounds on ln Z hold jointly with probability >= 1 - delta.
+    log_Z, log_Z_lower, log_Z_upper : float
+        Estimate of ln Z (Eq. 13 of [1]_) and its Theorem 1 bounds.
+    n_samples : int
+        Importance samples drawn.
+    n_bounds : int
+        Quantities bounded (Z and every event); each of their 2 * n_bounds one-sided tests
+        ran at ``delta / (2 * n_bounds)``.
+    meta : dict
+        ``i_bound``, ``log_Z_wmb`` (the WMB upper bound U), ``time_s``, ``wmb_s`` and the settings.
+    """
+
+    p: np.ndarray
+    p_lower: np.ndarray
+    p_upper: np.ndarray
+    delta: float
+    log_Z: float
+    log_Z_lower: float
+    log_Z_upper: float
+    n_samples: int
+    n_bounds: int
+    meta: dict = dataclasses.field(default_factory=dict)
+
+    def __len__(self):
+        return int(self.p.shape[0])
+
+    @property
+    def width(self):
+        """``p_upper - p_lower`` per event."""
+        return self.p_upper - self.p_lower
+
+
+def check_delta(delta):
+    """``delta`` as a float in (0, 0.5); ValueError otherwise."""
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0.0 < float(delta) < 0.5:
+        raise ValueError(f"the delta parameter must be a number in (0, 0.5); got {delta!r} instead")
+    return float(delta)
+
+
+def check_budget(time_limit, max_samples):
+    """Validate the sampling budget: ``time_limit`` None or > 0 s, ``max_samples`` None or an int
+    >= 2, at least one given (ValueError otherwise)."""
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
+                                   or not time_limit > 0):
+        raise ValueError(f"the time_limit parameter must be None or > 0 seconds; got {time_limit!r} instead")
+    if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral)
+                                    or max_samples < 2):
+        raise ValueError(f"the max_samples parameter must be None or an int >= 2; got {max_samples!r} instead")
+    if time_limit is None and max_samples is None:
+        raise ValueError("the sampling path needs a budget: give time_limit or max_samples")
+
+
+def _build_wmb(model, time_limit, budget, i_bound, t0, now, share, timed_passes):
+    """The WMB the sampler draws from: the top rung of :func:`plan_wmb` for the time, its
+    passes stopped at ``share`` of it (``timed_passes``: up to :data:`MAX_TIMED_PASSES`
+    passes until then or convergence, instead of the plan's nominal count); if even its
+    first pass runs past twice that share, the cheapest rung without passes."""
+    share = math.inf if time_limit is None else share * time_limit
+    probe = WeightedMiniBucket(model, i_bound=i_bound, memory_mb=budget).prepare()
+    rungs = plan_wmb(probe, memory_mb=budget, time_limit=math.inf if time_limit is None else time_limit,
+                     i_bound=i_bound)
+    top = rungs[-1]
+    n_iters = max(top.n_iters, MAX_TIMED_PASSES) if timed_passes and not top.exact else top.n_iters
+
+    def stop():
+        return now() - t0 > 2 * share
+
+    try:
+        return WeightedMiniBucket(model, i_bound=top.i_bound, memory_mb=budget, elim_order=probe.elim_order,
+                                  n_iters=n_iters, time_limit=max(share - (now() - t0), 0.0)
+                                  if math.isfinite(share) else None).fit(stop=stop)
+    except BuildInterrupted:
+        return WeightedMiniBucket(model, i_bound=rungs[0].i_bound, memory_mb=budget,
+                                  elim_order=probe.elim_order, n_iters=0).fit()
+
+
+def _sampler(wmb, model):
+    """``draw(k, gen) -> (X, log_w)``: k samples of the WMB proposal and ln f/q (the compiled
+    sampler when the WMB exposes its tables)."""
+    from ._ladder import wmb_evaluator
+    from .proposal import make_fast_proposal
+
+    fast = make_fast_proposal(wmb, wmb_evaluator(wmb, model)) if getattr(wmb, "tables", None) is not None \
+        else None
+    if fast is None:
+        def draw(k, gen):
+            X, log_q = wmb.sample(k, gen)
+            return X, model.log_value(X) - np.asarray(log_q, dtype=float)
+        return draw
+    kernel, roots, c = fast.kernel, fast.roots, float(fast.log_constant)
+    n_u = int(fast.size[roots].sum())
+
+    def draw_fast(k, gen):
+        # row i of the uniforms is what the i-th ``fast.sample(gen, zeros, roots)`` call would
+        # draw, so the draws are the same as one call per sample, without its per-call copies
+        X = np.zeros((k, model.n_vars), dtype=np.int64)
+        log_w = np.empty(k)
+        u = gen.random((k, n_u))
+        for i in range(k):
+            log_q, log_g = kernel.sample(roots, X[i], u[i])
+            log_w[i] = log_g + c - log_q
+        return X, log_w
+    return draw_fast
+
+
+class WeightedColumnSums:
+    """Running Eq. 13 sums of the weights r = w / U masked by ``n_cols`` indicators at once
+    (one scale for all), plus one more column (``z_col``) hit by every sample: Z itself.
+
+    Parameters
+    ----------
+    n_cols : int
+        Number of indicator columns (events).
+    log_u : float
+        ln U, the constant bound on every weight w = f / q (the WMB upper bound).
+
+    Notes
+    -----
+    :meth:`accumulator` turns a column into an :class:`ImportanceAccumulator` state so that
+    the Theorem 1 arithmetic on a single partition function is the accumulator's own;
+    :meth:`self_normalised` bounds the ratio of a column to Z.
+    """
+
+    def __init__(self, n_cols, log_u):
+        self.n_cols = int(n_cols)
+        self.log_u = float(log_u)
+        self.n, self.m = 0, -math.inf
+        self.z_col = self.n_cols
+        self.mean, self.m2 = np.zeros(self.n_cols + 1), np.zeros(self.n_cols + 1)
+
+    def add(self, log_w, rows, cols):
+        """Add a batch of samples.
+
+        Parameters
+        ----------
+        log_w : ndarray of float, shape (k,)
+            ln w of each sample.
+        rows, cols : ndarray of int64, same shape
+            Sample ``rows[t]`` hits column ``cols[t]`` (the non-zero entries of the
+            batch's 0/1 indicator matrix; a pair may appear once only).
+        """
+        k = int(log_w.shape[0])
+        if k == 0:
+            return
+        log_r = np.minimum(log_w - self.log_u, 0.0)  # a weight over U by rounding is clipped
+        new_m = max(self.m, float(log_r.max(initial=-math.inf)))
+        if new_m == -math.inf:
+            self.n += k
+            return
+        f = 0.0 if self.m == -math.inf else math.exp(self.m - new_m)
+        y = np.exp(log_r - new_m)
+        yy = y[rows]
+        s1 = np.append(np.bincount(cols, weights=yy, minlength=self.n_cols), y.sum())
+        s2 = np.append(np.bincount(cols, weights=yy * yy, minlength=self.n_cols), (y * y).sum())
+        mean_b = s1 / k
+        m2_b = np.maximum(s2 - k * mean_b * mean_b, 0.0)
+        mean_a, m2_a = self.mean * f, self.m2 * f * f
+        n_a, n_t = self.n, self.n + k
+        d = mean_b - mean_a
+        self.mean = mean_a + d * k / n_t
+        self.m2 = m2_a + m2_b + d * d * n_a * k / n_t
+        self.m, self.n = new_m, n_t
+
+    def self_normalised(self, cols, delta):
+        """Self-normalised estimates and bounds of P_j = Z_j / Z for the columns ``cols``.
+
+        For a trial p, D = r (1[x in j] - p) with r = w / U in [0, 1] has range 1 and
+        mean (Z_j - p Z) / U, which is 0 at p = P_j. The empirical Bernstein bound
+        ([2]_, Theorem 4; the one of Theorem 1 of [1]_) at ``delta`` on each side keeps p
+        unless |mean(D)| > sqrt(2 V(p) ln(2/delta) / n) + 7 ln(2/delta) / (3 (n-1)), V(p)
+        the sample variance of D; the kept p form the interval (test inversion: only the
+        test at the true P_j must hold). Computed on a grid of p, refined by bisection.
+
+        Returns
+        -------
+        (ndarray, ndarray, ndarray)
+            Estimate (NaN before a positive weight), lower and upper bound per column.
+        """
+        cols = np.asarray(cols, dtype=np.int64)
+        n = self.n
+        if n < 2 or self.m == -math.inf:
+            return np.full(cols.shape, np.nan), np.zeros(cols.shape), np.ones(cols.shape)
+        z = self.z_col
+        a_j, a_z = self.mean[cols], self.mean[z]
+        b_j = self.m2[cols] / n + a_j * a_j
+        b_z = self.m2[z] / n + a_z * a_z
+        L = math.log(2.0 / delta)
+        t2 = math.exp(-self.m) * 7.0 * L / (3.0 * (n - 1))
+
+        def h(p, sign):  # >= 0 while p is kept on that side (p, a_j, b_j broadcast together)
+            d = a_j[:, None] - p * a_z if np.ndim(p) == 2 else a_j - p * a_z
+            bj = b_j[:, None] if np.ndim(p) == 2 else b_j
+            var = np.maximum(bj * (1.0 - 2.0 * p) + p * p * b_z - d * d, 0.0) * n / (n - 1)
+            return sign * d + np.sqrt(2.0 * var * L / n) + t2
+
+        hat = np.clip(a_j / a_z, 0.0, 1.0) if a_z > 0 else np.full(cols.shape, np.nan)
+        grid = np.linspace(0.0, 1.0, 2049)[None, :]
+        out = []
+        for sign in (1.0, -1.0):  # upper bound (d = a_j - p a_z falls), then lower
+            ok = h(np.broadcast_to(grid, (len(cols), grid.shape[1])), sign) >= 0
+            if sign > 0:
+                i = ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)  # last kept grid point
+                lo_p, hi_p = grid[0, i], grid[0, np.minimum(i + 1, grid.shape[1] - 1)]
+            else:
+                i = np.argmax(ok, axis=1)  # first kept grid point
+                lo_p, hi_p = grid[0, np.maximum(i - 1, 0)], grid[0, i]
+            none = ~ok.any(axis=1)
+            for _ in range(40):  # the kept end moves towards the boundary
+                mid = (lo_p + hi_p) / 2
+                keep = h(mid, sign) >= 0
+                if sign > 0:
+                    lo_p = np.where(keep, mid, lo_p)
+                    hi_p = np.where(keep, hi_p, mid)
+                else:
+                    hi_p = np.where(keep, mid, hi_p)
+                    lo_p = np.where(keep, lo_p, mid)
+            end = hi_p if sign > 0 else lo_p  # the outer end: conservative
+            if sign > 0:
+                end = np.where(ok[:, -1], 1.0, end)
+            else:
+                end = np.where(ok[:, 0], 0.0, end)
+            out.append(np.where(none, 1.0 if sign > 0 else 0.0, end))
+        upper, lower = out
+        return hat, np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
+
+    def accumulator(self, j, delta):
+        """The :class:`ImportanceAccumulator` of column ``j`` (``z_col``: Z itself)."""
+        return ImportanceAccumulator.from_state({
+            "delta": delta, "n": self.n, "_m": self.m, "_mean": float(self.mean[j]), "_m2": float(self.m2[j]),
+            "_log_sum_inv_u": math.log(self.n) - self.log_u if self.n else -math.inf,
+            "log_w_max": -math.inf, "n_bound_violations": 0, "lower_is_markov": True})
+
+
+def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=None, max_samples=None,
+                   wmb_share=WMB_TIME_SHARE, timed_passes=False, on_look=None, t0=None, now=time.perf_counter):
+    """Draw WMB-proposal samples until the budget ends, summing the weights per indicator column.
+
+    Parameters
+    ----------
+    model : GraphicalModel
+    hits : callable
+        ``hits(X) -> (rows, cols)``: the non-zero entries of the 0/1 indicator matrix of a
+        batch ``X`` (ndarray of int64, shape (k, n_vars)).
+    n_cols : int
+    time_limit : float or None
+        Seconds since ``t0`` (the WMB takes at most ``wmb_share`` of them).
+    memory_mb : float
+        WMB budget (MiB), already validated.
+    gen : numpy.random.Generator
+    i_bound, max_samples : int or None
+    wmb_share : float in (0, 1)
+    timed_passes : bool, default False
+        WMB passes until ``wmb_share`` of the time is used or the bound converges (at most
+        :data:`MAX_TIMED_PASSES`), rather than the work plan's count.
+    on_look : callable, optional
+        ``on_look(sums, j) -> bool``, called at the j-th look (j = 0, 1, ...), the first
+        batch end with at least ``FIRST_LOOK * 2**j`` samples (a schedule fixed in
+        advance); True stops the sampling.
+    t0 : float, optional
+        Start of the budget on the clock ``now`` (default: now).
+    now : callable
+        The clock (``time.perf_counter`` or ``time.process_time``).
+
+    Returns
+    -------
+    (WeightedColumnSums, WeightedMiniBucket, float)
+        The sums, the WMB (its ``log_Z_upper`` is U) and the seconds the WMB took.
+    """
+    t0 = now() if t0 is None else t0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        wmb = _build_wmb(model, time_limit, memory_mb, i_bound, t0, now, wmb_share, timed_passes)
+    wmb_s = now() - t0
+    sums = WeightedColumnSums(n_cols, float(wmb.log_Z_upper))
+    draw = _sampler(wmb, model)
+    n, batch = 0, 256
+    deadline = math.inf if time_limit is None else t0 + time_limit
+    next_look, n_looks = FIRST_LOOK, 0
+    while (max_samples is None or n < max_samples) and (n < 2 or now() < deadline):
+        k = batch if max_samples is None else min(batch, max_samples - n)
+        X, log_w = draw(k, gen)
+        rows, cols = hits(X)
+        sums.add(log_w, rows, cols)
+        n += k
+        batch = min(2 * batch, 4096)
+        if on_look is not None and n >= next_look:
+            n_looks += 1
+            next_look *= 2
+            if on_look(sums, n_looks - 1):
+                break
+    return sums, wmb, wmb_s
+
+
+def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0.05, memory_mb=256, rng=None,
+                        i_bound=None, max_samples=None, clock="wall", wmb_share=WMB_TIME_SHARE,
+                        timed_passes=True, target_width=None):
+    """Certified P(A_j) = Z_{A_j} / Z of ``n_events`` events at once, from one sample stream.
+
+    Parameters
+    ----------
+    model : GraphicalModel
+        f(x) = exp(sum of its log factors); Z = sum_x f(x) > 0.
+    indicators : callable
+        ``indicators(X)`` -> array_like of bool, shape (k, n_events): 1[x in A_j] for each
+        row x of ``X`` (ndarray of int64, shape (k, model.n_vars)).
+    n_events : int >= 1
+    time_limit : float or None, default 10
+        Seconds (on ``clock``) for the whole call: the weighted mini-bucket (WMB) takes at
+        most ``wmb_share`` of it, the sampling the rest. None: give ``max_samples``.
+    delta : float in (0, 0.5), default 0.05
+        All the intervals and the bounds on ln Z hold jointly with probability >= 1 - delta.
+    memory_mb : float, default 256
+        WMB budget (MiB).
+    rng : None, int or numpy.random.Generator
+    i_bound : int, optional
+        WMB i-bound (default: the largest that fits the memory and the time share).
+    max_samples : int, optional
+        Stop after this many samples.
+    clock : {"wall", "cpu"}, default "wall"
+    wmb_share : float in (0, 1), default :data:`WMB_TIME_SHARE`
+        Share of ``time_limit`` for the WMB.
+    timed_passes : bool, default True
+        WMB reparameterisation passes until ``wmb_share`` of the time is used or the bound
+        converges (at most :data:`MAX_TIMED_PASSES`); False: the nominal work plan of
+        :func:`sampling.bounds.schedule.plan_wmb` (as :func:`sampling.bounds.marginals`).
+    target_width : float in (0, 1], optional
+        Stop sampling early, at a look of the fixed schedule of :func:`sample_columns`
+        (:data:`FIRST_LOOK` samples, then each doubling), once every interval is at most
+        this wide. Look j (and the final result, at the look after the last) spends
+        :func:`look_delta` (delta, j), so that the result holds with probability >= 1 - delta
+        whatever look the run stops at. None: no looks, the whole ``delta`` at the end.
+
+    Returns
+    -------
+    EventBounds
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a GraphicalModel or ``indicators`` is not callable.
+    ValueError
+        For a bad ``n_events``, ``delta``, ``clock``, ``wmb_share``, budget, or an
+        indicator matrix of the wrong shape.
+    MemoryError
+        When not even the smallest WMB fits ``memory_mb``.
+
+    Notes
+    -----
+    One WMB proposal q of [1]_ (Eq. 7-8) with bound U >= f/q; samples x ~ q with weights
+    w = f(x) / q(x), r = w / U in [0, 1]. The mean of r estimates Z / U, and Theorem 1 (Eq.
+    13-14) bounds Z. For event j and a trial p, D(p) = r (1[x in A_j] - p) lies in an
+    interval of length 1 with mean (Z_{A_j} - p Z) / U, zero at p = P(A_j); the empirical
+    Bernstein bound of Theorem 1 rejects p when |mean D(p)| exceeds its deviation term and
+    the interval is the set of p not rejected (:meth:`WeightedColumnSums.self_normalised`).
+    The fluctuations of w shared by numerator and denominator cancel, so this is much
+    tighter than dividing separate bounds L_A / U_Z and U_A / L_Z. With n_bounds =
+    1 + n_events quantities, each of the 2 n_bounds one-sided tests runs at
+    delta / (2 n_bounds): by the union bound everything holds jointly with probability
+    >= 1 - delta. The estimate is sum w 1[x in A_j] / sum w. The samples come from the
+    WMB proposal without the search tree of DIS (N_d = 0, i.e. WMB-IS).
+
+    Examples
+    --------
+    >>> from sampling.bounds import Factor, GraphicalModel
+    >>> m = GraphicalModel([2, 2], [Factor.from_values((0, 1), [[1.0, 2.0], [3.0, 4.0]])])
+    >>> r = event_probabilities(m, lambda X: X[:, 0] == X[:, 1], 1, time_limit=None, max_samples=20000, rng=0)
+    >>> bool(r.p_lower[0] <= 0.5 <= r.p_upper[0])   # P(x0 = x1) = (1 + 4) / 10
+    True
+    """
+    if not isinstance(model, GraphicalModel):
+        raise TypeError(f"the model parameter must be a GraphicalModel; got {type(model).__name__} instead")
+    if not callable(indicators):
+        raise TypeError(f"the indicators parameter must be callable; got {type(indicators).__name__} instead")
+    if isinstance(n_events, bool) or not isinstance(n_events, numbers.Integral) or n_events < 1:
+        raise ValueError(f"the n_events parameter must be an int >= 1; got {n_events!r} instead")
+    delta = check_delta(delta)
+    budget = check_memory(memory_mb)
+    check_budget(time_limit, max_samples)
+    if clock not in ("wall", "cpu"):
+        raise ValueError(f"the clock parameter must be 'wall' or 'cpu'; got {clock!r} instead")
+    if isinstance(wmb_share, bool) or not isinstance(wmb_share, numbers.Real) or not 0.0 < wmb_share < 1.0:
+        raise ValueError(f"the wmb_share parameter must be in (0, 1); got {wmb_share!r} instead")
+    if target_width is not None and (isinstance(target_width, bool) or not isinstance(target_width, numbers.Real)
+                                     or not 0.0 < target_width <= 1.0):
+        raise ValueError(f"the target_width parameter must be None or in (0, 1]; got {target_width!r} instead")
+    n_events = int(n_events)
+    now = time.perf_counter if clock == "wall" else time.process_time
+    t0 = now()
+
+    def hits(X):
+        ind = np.asarray(indicators(X), dtype=bool)
+        if ind.ndim == 1 and n_events == 1:
+            ind = ind[:, None]
+        if ind.shape != (X.shape[0], n_events):
+            raise ValueError(f"indicators(X) must have shape ({X.shape[0]}, {n_events}); got {ind.shape}")
+        rows, cols = np.nonzero(ind)
+        return rows.astype(np.int64), cols.astype(np.int64)
+
+    n_bounds = 1 + n_events
+    looks, stopped_at = [], []
+
+    def on_look(sums, j):
+        looks.append(j)
+        res = sums.self_normalised(np.arange(n_events), look_delta(delta, j) / (2 * n_bounds))
+        if np.max(res[2] - res[1]) <= target_width:
+            stopped_at.append(j)
+            return True
+        return False
+
+    sums, wmb, wmb_s = sample_columns(model, hits, n_events, time_limit=time_limit, memory_mb=budget,
+                                      gen=as_generator(rng), i_bound=i_bound, max_samples=max_samples,
+                                      wmb_share=float(wmb_share), timed_passes=bool(timed_passes),
+                                      on_look=None if target_width is None else on_look, t0=t0, now=now)
+    if target_width is None:
+        d_final = delta
+    else:  # the look that stopped the run, else one more look at the end
+        d_final = look_delta(delta, stopped_at[0] if stopped_at else len(looks))
+    dk = d_final / (2 * n_bounds)
+    acc_z = sums.accumulator(sums.z_col, dk)
+    z_lo, z_hi = acc_z.bounds(sums.log_u)
+    est, lo, hi = sums.self_normalised(np.arange(n_events), dk)
+    est = np.where(np.isnan(est), (lo + hi) / 2, est)
+    meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": sums.log_u, "time_s": now() - t0, "wmb_s": wmb_s,
+            "clock": clock, "time_limit": time_limit, "memory_mb": budget, "delta_each": dk,
+            "wmb_share": float(wmb_share), "wmb_passes": int(getattr(wmb, "n_iters_", 0)),
+            "target_width": target_width, "n_looks": len(looks)}
+    return EventBounds(np.clip(est, lo, hi), lo, hi, delta, acc_z.log_Z_hat, z_lo, z_hi, sums.n, n_bounds, meta)
