@@ -13,13 +13,18 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from coref.calibration import ConfidenceCalibration, fit_calibration
+from coref.calibration import ConfidenceCalibration, fit_calibration, fit_logistic
 from coref.confidence.assignment import DEFAULT_N_BURN, DEFAULT_N_SAMPLES, assignment_confidence
+from coref.confidence.features import MENTION_FEATURES, mention_features
 from coref.confidence.scores import acceptance_score, mention_correct, pair_labels, pair_score
 from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
 from coref.inference import encode_blocks
 
-__all__ = ["fit_confidence_calibration", "calibration_from_scores", "map_clusters"]
+__all__ = ["fit_confidence_calibration", "calibration_from_scores", "map_clusters", "subsampled_blocks",
+           "DEFAULT_SUBSAMPLE_SIZES"]
+
+#: sizes of the random sub-blocks added to each held-out group (:func:`subsampled_blocks`)
+DEFAULT_SUBSAMPLE_SIZES = (2, 3, 5, 8, 13, 21, 34)
 
 
 def map_clusters(model, df, *, sampler, rng, encodings=None):
@@ -114,7 +119,8 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
             cl = map_clusters(m, part, sampler=sampler, rng=rng, encodings=encodings)
         cl = cl[["mention_id", "block", "cluster_id"]]
         conf, pairs = assignment_confidence(m, part.drop(columns=["gold"]), cl, encodings=encodings, **kw)
-        scored.append((conf, pairs, cl))
+        # the clustering scored is the one reported (a point estimate may have repaired the MAP)
+        scored.append((conf, pairs, conf[["mention_id", "block", "cluster_id"]]))
     conf, pairs, cl = (pd.concat([x[i] for x in scored], ignore_index=True) for i in range(3))
     info = {"source": source, "n_blocks": int(df["block"].nunique()),
             "n_samples": int(kw.get("n_samples", DEFAULT_N_SAMPLES)), "n_burn": int(kw.get("n_burn", DEFAULT_N_BURN))}
@@ -128,7 +134,11 @@ def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="
     :func:`coref.confidence.scores.pair_score` ((p + sigmoid(f)) / 2)
     to 1{gold_a = gold_b}; the mention map takes :func:`coref.confidence.scores.acceptance_score`
     (min(p, p_direct)) to correctness (the mention's gold author is the majority gold
-    author of its predicted cluster, :func:`coref.confidence.scores.mention_correct`).
+    author of its predicted cluster, :func:`coref.confidence.scores.mention_correct`);
+    when ``confidence_df`` has the columns of :func:`coref.confidence.features.mention_features`'
+    inputs (``block``, ``p_competing``), the mention model
+    (:func:`coref.calibration.fit_logistic` of correctness on :data:`coref.confidence.features.MENTION_FEATURES`)
+    is fitted too, and it is what :func:`coref.confidence.assignment.with_calibration` applies.
 
     Parameters
     ----------
@@ -165,4 +175,53 @@ def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="
     pair_map = fit_calibration(pair_score(pairs_df)[ok], y, method=method)
     mention_map = fit_calibration(cp, correct.to_numpy(float), method=method)
     meta = {"method": method, "n_pairs": int(ok.sum()), "n_mentions": int(len(correct)), **(info or {})}
-    return ConfidenceCalibration(pair_map, mention_map, meta)
+    mention_model = None
+    if {"block", "p_competing"} <= set(confidence_df.columns) and correct.nunique() == 2:
+        X = mention_features(confidence_df)
+        X.index = confidence_df["mention_id"].astype(str).to_numpy()
+        mention_model = fit_logistic(X.reindex(correct.index), correct.to_numpy(float))
+        meta["mention_model"] = "logistic regression on " + ", ".join(MENTION_FEATURES)
+    return ConfidenceCalibration(pair_map, mention_map, meta, mention_model)
+
+
+def subsampled_blocks(df, sizes=DEFAULT_SUBSAMPLE_SIZES, *, rng=0):
+    """Random sub-blocks of a labeled frame's blocks: the same names seen as smaller blocks.
+
+    Training blocks are large (tens to hundreds of mentions) while new data often comes
+    in blocks of a few; a calibration map fitted only on the former cannot know how
+    the model errs on the latter.  For every block of ``df`` and every size s in
+    ``sizes`` smaller than the block, one uniformly random subset of s mentions becomes
+    a block of its own, named ``f"{block}#s{s}"``, its mentions ``f"{mention_id}#s{s}"``
+    (gold kept).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions with ``mention_id`` and ``block`` (and ``gold``).
+    sizes : sequence of int >= 1
+    rng : int, default 0
+        Seed of the subsets.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The sub-blocks' mentions (columns of ``df``), empty when no block is big enough.
+
+    Raises
+    ------
+    ValueError
+        If a size is not an int >= 1.
+    """
+    if any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in sizes):
+        raise ValueError(f"sizes must be integers >= 1; got {list(sizes)!r}")
+    gen = np.random.default_rng(int(rng))
+    parts = []
+    for block, sub in df.groupby(df["block"].astype(str), sort=True):
+        for s in sorted(set(int(v) for v in sizes)):
+            if s >= len(sub):
+                continue
+            pick = sub.iloc[np.sort(gen.choice(len(sub), size=s, replace=False))].copy()
+            pick["mention_id"] = pick["mention_id"].astype(str) + f"#s{s}"
+            pick["block"] = f"{block}#s{s}"
+            parts.append(pick)
+    return pd.concat(parts, ignore_index=True) if parts else df.iloc[:0].copy()

@@ -7,7 +7,9 @@
 * ``loader.log`` (when the loader skipped, repaired or ignored anything): every item, one
   line each (``kind: file:line: reason``); the console and report.md give counts and files.
 * with ``--confidence``: ``confidence.csv`` and ``pairs.csv`` from
-  :func:`coref.confidence.assignment_confidence`, and the report section.
+  :func:`coref.confidence.assignment_confidence`, ``review.csv`` (the curator's queue,
+  :func:`coref.confidence.review_table`, columns documented in :mod:`coref.confidence.review`)
+  and the report section.
 
 (``encodings.npz`` is written by the jobs with :func:`coref.outputs.write_encodings`.)
 """
@@ -57,7 +59,7 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     Returns the report section and the pass's summary (``confidence_df.attrs["certify"]``).
     """
     try:   # (an optional part: imported when asked for)
-        from coref.confidence import assignment_confidence, write_confidence_report
+        from coref.confidence import assignment_confidence, review_table, write_confidence_report
     except ImportError as exc:
         raise RuntimeError(f"--confidence needs coref.confidence, which is not available here ({exc})") from None
 
@@ -69,6 +71,7 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     certify = dict(conf.attrs.get("certify") or {})
     write_csv(od.path("confidence.csv"), conf)
     write_csv(od.path("pairs.csv"), pairs)
+    write_csv(od.path("review.csv"), review_table(model, features, conf, encodings=cache))
     before = {p.name for p in od.work.iterdir()}
     section = write_confidence_report(od.work, conf, pairs)
     for p in sorted(od.work.iterdir()):

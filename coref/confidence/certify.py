@@ -1,0 +1,71 @@
+"""The certification pass of :func:`coref.confidence.assignment.assignment_confidence` (``certify_seconds``).
+
+Within a wall-clock budget, block after block, the least confident ``gibbs`` rows (at most
+:data:`CERTIFY_MAX_SUBMODEL`) form a sub-model conditioned on the rest of the block; when it is
+too large to sum exactly its rows get DIS intervals (method ``dis``; Lou, Dechter & Ihler 2017).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from coref.confidence.events import conditional_rows
+from coref.confidence.submodels import subproblem
+
+__all__ = ["Certify", "CERTIFY_MAX_SUBMODEL"]
+
+#: Largest sub-model of the certification pass (``certify_seconds``); a DIS sub-model of m
+#: mentions needs about m + 1 partition-function runs.
+CERTIFY_MAX_SUBMODEL = 16
+
+
+class Certify:
+    """Budget and results of the certification pass; :meth:`run` is called once per block."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.spent = 0.0
+        self.n_submodels = 0
+        self.widths = []
+
+    def left(self):
+        return self.seconds - self.spent
+
+    def run(self, F, labels, p, lo, hi, meth, nsub, *, review_threshold, max_exact, delta, time_limit,
+            memory_mb, gen, encoding):
+        """Certify the next least confident ``gibbs`` rows of one block, in place."""
+        if self.seconds <= 0.0 or self.left() <= 0.0:
+            return
+        t0 = time.perf_counter()
+        try:
+            self._run(F, labels, p, lo, hi, meth, nsub, review_threshold, max_exact, delta, time_limit, memory_mb,
+                      gen, encoding)
+        finally:
+            self.spent += time.perf_counter() - t0
+
+    def _run(self, F, labels, p, lo, hi, meth, nsub, review_threshold, max_exact, delta, time_limit, memory_mb,
+             gen, encoding):
+        cand = np.flatnonzero((meth == "gibbs") & (p < review_threshold))
+        cand = cand[np.argsort(p[cand], kind="stable")][:CERTIFY_MAX_SUBMODEL]
+        if cand.size == 0:
+            return
+        sp = subproblem(F, np.sort(cand), labels)
+        how = "exact" if sp.m <= max_exact else "dis"
+        # about m + 1 runs, plus building each graphical model: half the budget left per run's share
+        per_run = min(time_limit, max(self.left(), 1e-3) / (2 * (sp.m + 1)))
+        rows = conditional_rows(sp, labels, method=how, delta=delta, time_limit=per_run, memory_mb=memory_mb,
+                                gen=gen, encoding=encoding)
+        self.n_submodels += 1
+        for k, i in enumerate(sp.S):
+            p[i], lo[i], hi[i] = rows[k]
+            meth[i] = how
+            nsub[i] = sp.m
+            if how == "dis":
+                self.widths.append(float(rows[k][2] - rows[k][1]))
+
+    def summary(self):
+        w = np.asarray(self.widths)
+        return {"seconds": self.seconds, "used_seconds": round(self.spent, 3), "n_submodels": self.n_submodels, "n_certified": int(w.size),
+                "width_median": float(np.median(w)) if w.size else float("nan"),
+                "width_max": float(w.max()) if w.size else float("nan")}
