@@ -18,7 +18,14 @@ confidence frame (:func:`coref.confidence.assignment.assignment_confidence`):
 ``singleton``
     1 for a predicted cluster of one mention;
 ``big_share``
-    ``log_cluster_size * cluster_share`` (large clusters that swallow their block).
+    ``log_cluster_size * cluster_share`` (large clusters that swallow their block);
+``p``, ``p_direct``
+    the two probabilities themselves (the logits saturate);
+``logit_acceptance``
+    min(logit_p, logit_p_direct) (:func:`coref.confidence.scores.acceptance_score`);
+``log_block_size_sq``, ``log_cluster_size_sq``, ``direct_x_cluster``, ``block_x_share``
+    squares and products that let a logistic model bend with size
+    (``logit_p_direct * log_cluster_size``, ``log_block_size * cluster_share``).
 
 The calibration model on them (:class:`coref.calibration.LogisticMap`) is fitted on
 cross-fitted training blocks (:func:`coref.confidence.fit.calibration_from_scores`).
@@ -31,7 +38,9 @@ import pandas as pd
 __all__ = ["MENTION_FEATURES", "mention_features"]
 
 MENTION_FEATURES = ("logit_p", "logit_p_direct", "logit_p_competing", "margin", "log_block_size",
-                    "log_cluster_size", "cluster_share", "log_n_clusters", "singleton", "big_share")
+                    "log_cluster_size", "cluster_share", "log_n_clusters", "singleton", "big_share", "p", "p_direct",
+                    "logit_acceptance", "log_block_size_sq", "log_cluster_size_sq", "direct_x_cluster",
+                    "block_x_share")
 
 _CLIP = 1e-6
 
@@ -80,4 +89,11 @@ def mention_features(confidence_df):
                         "log_cluster_size": np.log(k), "cluster_share": share,
                         "log_n_clusters": np.log(n_clusters), "singleton": (k == 1).astype(float),
                         "big_share": np.log(k) * share}, index=confidence_df.index)
+    out["p"] = np.clip(p, 0.0, 1.0)
+    out["p_direct"] = np.clip(confidence_df["p_direct"].to_numpy(float), 0.0, 1.0)
+    out["logit_acceptance"] = np.minimum(out["logit_p"], out["logit_p_direct"])
+    out["log_block_size_sq"] = out["log_block_size"] ** 2
+    out["log_cluster_size_sq"] = out["log_cluster_size"] ** 2
+    out["direct_x_cluster"] = out["logit_p_direct"] * out["log_cluster_size"]
+    out["block_x_share"] = out["log_block_size"] * share
     return out[list(MENTION_FEATURES)]

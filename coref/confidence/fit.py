@@ -41,7 +41,7 @@ def map_clusters(model, df, *, sampler, rng, encodings=None):
 
 
 def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", sampler="exact", rng=0,
-                               folds=0, refit=None, **confidence_kw):
+                               folds=0, refit=None, subsample_sizes=DEFAULT_SUBSAMPLE_SIZES, **confidence_kw):
     """Fit the pair and mention calibration maps on labeled (training) mentions.
 
     The mentions of ``df`` are clustered (annealed Gibbs MAP, unless ``clusters`` is
@@ -73,6 +73,10 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
         Cross-fitting groups (0: none).
     refit : callable, optional
         ``refit(df_train) -> fitted model``; required with ``folds >= 2``.
+    subsample_sizes : sequence of int, default :data:`DEFAULT_SUBSAMPLE_SIZES`
+        With cross-fitting: each held-out group is scored together with random sub-blocks
+        of its blocks of these sizes (:func:`subsampled_blocks`), so that the mention
+        model sees how the model errs in small blocks too (empty: none).
     **confidence_kw
         Passed to :func:`coref.confidence.assignment.assignment_confidence` (``pair_min_p``
         is forced to 0 and no calibration is applied).
@@ -96,7 +100,6 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     if folds and (refit is None or clusters is not None):
         raise ValueError("cross-fitting (folds >= 2) needs refit and takes no clusters")
     kw = {**confidence_kw, "pair_min_p": 0.0, "calibration": None, "rng": rng}
-    gold = df.set_index(df["mention_id"].astype(str))["gold"]
     parts = []
     if folds:
         from sklearn.model_selection import GroupKFold
@@ -105,8 +108,11 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
         if len(np.unique(blocks)) < folds:
             raise ValueError(f"cross-fitting in {folds} folds needs at least {folds} blocks; "
                              f"df has {len(np.unique(blocks))}")
-        for tr, te in GroupKFold(n_splits=int(folds)).split(np.zeros(len(df)), groups=blocks):
-            parts.append((refit(df.iloc[tr].reset_index(drop=True)), df.iloc[te].reset_index(drop=True), None))
+        for k, (tr, te) in enumerate(GroupKFold(n_splits=int(folds)).split(np.zeros(len(df)), groups=blocks)):
+            held = df.iloc[te].reset_index(drop=True)
+            if len(subsample_sizes):
+                held = pd.concat([held, subsampled_blocks(held, subsample_sizes, rng=int(rng) + k)], ignore_index=True)
+            parts.append((refit(df.iloc[tr].reset_index(drop=True)), held, None))
         source = f"training mentions, cross-fitted: each of {int(folds)} block groups clustered and scored by a " \
                  "model fitted on the others"
     else:
@@ -122,7 +128,10 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
         # the clustering scored is the one reported (a point estimate may have repaired the MAP)
         scored.append((conf, pairs, conf[["mention_id", "block", "cluster_id"]]))
     conf, pairs, cl = (pd.concat([x[i] for x in scored], ignore_index=True) for i in range(3))
-    info = {"source": source, "n_blocks": int(df["block"].nunique()),
+    every = pd.concat([p for _, p, _ in parts], ignore_index=True)
+    gold = every.set_index(every["mention_id"].astype(str))["gold"]
+    info = {"source": source, "n_blocks": int(df["block"].nunique()), "n_subsampled_blocks":
+            int(every["block"].nunique() - df["block"].nunique()),
             "n_samples": int(kw.get("n_samples", DEFAULT_N_SAMPLES)), "n_burn": int(kw.get("n_burn", DEFAULT_N_BURN))}
     return calibration_from_scores(conf, pairs, cl, gold, method=method, info=info)
 

@@ -50,13 +50,20 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, margins,
     return summary
 
 
-def write_confidence(od, model, df, clusters, settings, encodings=None, certify_seconds=0.0):
-    """confidence.csv, pairs.csv and the report section (coref.confidence, if present).
+def write_confidence(od, model, df, clusters, settings, encodings=None, certify_seconds=0.0,
+                     point_estimate="repair"):
+    """confidence.csv, pairs.csv, review.csv and the report section (coref.confidence, if present).
+
+    ``point_estimate`` (:func:`coref.confidence.assignment_confidence`): ``"repair"`` (default)
+    moves the mentions of the MAP clustering that the posterior pair probabilities contradict
+    (P > 0.99 split, P < 0.01 joined), so that clusters.csv and pairs.csv agree; the returned
+    clustering is the one to write to clusters.csv.
 
     ``encodings``: the run's per-mention encoding of ``df`` (rows of ``df``), so that
     blocks are assembled from it rather than encoded again. ``certify_seconds``: budget of
     the DIS certification pass of :func:`coref.confidence.assignment_confidence` (0 = off).
-    Returns the report section and the pass's summary (``confidence_df.attrs["certify"]``).
+    Returns the report section, the pass's summary (``confidence_df.attrs["certify"]``) and
+    ``clusters`` with the reported ``cluster_id`` (a copy; the other columns as given).
     """
     try:   # (an optional part: imported when asked for)
         from coref.confidence import assignment_confidence, review_table, write_confidence_report
@@ -67,7 +74,9 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     cache = None if encodings is None else EncodingCache(model, parts=encodings, part_ids=df["mention_id"].to_numpy())
     conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
                                         delta=settings.delta, rng=settings.seed, encodings=cache,
-                                        certify_seconds=certify_seconds)
+                                        certify_seconds=certify_seconds, point_estimate=point_estimate)
+    reported = conf.set_index(conf["mention_id"].astype(str))["cluster_id"]
+    clusters = clusters.assign(cluster_id=clusters["mention_id"].astype(str).map(reported).to_numpy())
     certify = dict(conf.attrs.get("certify") or {})
     write_csv(od.path("confidence.csv"), conf)
     write_csv(od.path("pairs.csv"), pairs)
@@ -79,7 +88,7 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
             od.path(p.name)
     if certify:
         section = (section or "") + _certify_md(certify)
-    return "\n" + (section or ""), certify
+    return "\n" + (section or ""), certify, clusters
 
 
 def _certify_md(c):
