@@ -39,7 +39,7 @@ __all__ = ["REVIEW_COLUMNS", "review_table", "DEFAULT_MAX_EVIDENCE"]
 REVIEW_COLUMNS = ("rank", "mention_id", "block", "cluster_id", "cluster_size", "confidence", "expected_errors", "p",
                   "competing_cluster", "p_competing", "evidence", "evidence_competing")
 #: rows (from the top of the queue) that get their evidence terms
-DEFAULT_MAX_EVIDENCE = 500
+DEFAULT_MAX_EVIDENCE = 100
 _TOP_TERMS = 3
 
 

@@ -76,7 +76,9 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
                                         delta=settings.delta, rng=settings.seed, encodings=cache,
                                         certify_seconds=certify_seconds, point_estimate=point_estimate)
     reported = conf.set_index(conf["mention_id"].astype(str))["cluster_id"]
-    clusters = clusters.assign(cluster_id=clusters["mention_id"].astype(str).map(reported).to_numpy())
+    new_ids = clusters["mention_id"].astype(str).map(reported).to_numpy()
+    n_moved = int((new_ids != clusters["cluster_id"].astype(str).to_numpy()).sum())
+    clusters = clusters.assign(cluster_id=new_ids)
     certify = dict(conf.attrs.get("certify") or {})
     write_csv(od.path("confidence.csv"), conf)
     write_csv(od.path("pairs.csv"), pairs)
@@ -86,8 +88,13 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     for p in sorted(od.work.iterdir()):
         if p.name not in before and p.suffix == ".png":
             od.path(p.name)
+    section = (section or "") + (
+        f"\nclusters.csv is the clustering these confidences describe (`{point_estimate}`: the MAP clustering"
+        + (f", {n_moved} mention(s) moved where the posterior pair probabilities contradicted it" if
+           point_estimate != "map" else "") + "). review.csv lists every mention, the likeliest errors first "
+        "(expected errors fixed = 1 - confidence), with its competing cluster and the evidence.\n")
     if certify:
-        section = (section or "") + _certify_md(certify)
+        section = section + _certify_md(certify)
     return "\n" + (section or ""), certify, clusters
 
 
