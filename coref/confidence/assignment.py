@@ -34,6 +34,15 @@ Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``metho
     pair a non-zero probability.  No certified interval (``p_lower`` / ``p_upper``
     NaN).
 
+Cluster-level moves (``n_moves``): the sampled chain can add split-merge proposals
+(:mod:`coref.confidence.moves`, exact Metropolis-Hastings at temperature 1) so that it can
+leave the MAP's mode by whole clusters.  The reported clustering (``point_estimate``):
+the MAP as given, or repaired where the block's pair marginals contradict it
+(:mod:`coref.confidence.consensus`), so that clusters and pair probabilities come from
+one posterior.  ``confidence``: the mention model's probability that the assignment is
+right (:mod:`coref.confidence.features`, :class:`coref.calibration.LogisticMap`), or the
+older mention map below for a model saved without one.
+
 Calibration (column ``p_calibrated`` of both outputs): for pairs, the image of
 (p + sigmoid(f)) / 2 (:func:`coref.confidence.scores.pair_score`) under a monotone map;
 for mentions, the image of min(p, p_direct) (``p_direct`` = mean sigmoid(f) to the other
