@@ -4,7 +4,11 @@
   (p -> sigmoid(logit(p) / T)) or an isotonic map (knots, linear interpolation),
   fitted on training folds only by :func:`fit_calibration` and applied to held-out
   probabilities.
-* :class:`ConfidenceCalibration`: the pair map and the mention map saved with a model
+* :class:`LogisticMap`: a logistic regression of correctness on named features (the
+  mention calibration model on names never seen: the features of
+  :func:`coref.confidence.features.mention_features`), coefficients and standardisation
+  stored as JSON numbers, fitted by :func:`fit_logistic`.
+* :class:`ConfidenceCalibration`: the pair map, the mention map (and the mention model) saved with a model
   (``model.json`` field ``calibration``, :mod:`coref.model.persist`), validated field by
   field when read back.
 
@@ -19,7 +23,7 @@ import math
 
 import numpy as np
 
-__all__ = ["CalibrationMap", "ConfidenceCalibration", "fit_calibration"]
+__all__ = ["CalibrationMap", "ConfidenceCalibration", "fit_calibration", "LogisticMap", "fit_logistic"]
 
 _EPS = 1e-12
 
@@ -115,6 +119,117 @@ class CalibrationMap:
 
 
 @dataclasses.dataclass(frozen=True)
+class LogisticMap:
+    """P(correct | features) = sigmoid(intercept + sum_k coef_k (x_k - mean_k) / scale_k).
+
+    Attributes
+    ----------
+    features : tuple of str
+        Names of the input columns, in order.
+    mean, scale, coef : tuple of float
+        Standardisation and coefficients, one per feature (scale > 0).
+    intercept : float
+    """
+
+    features: tuple
+    mean: tuple
+    scale: tuple
+    coef: tuple
+    intercept: float
+
+    def apply(self, X):
+        """Probabilities for a DataFrame ``X`` holding the columns :attr:`features` (extra ones ignored).
+
+        Raises
+        ------
+        ValueError
+            If a feature column is missing, naming it.
+        """
+        miss = [f for f in self.features if f not in X.columns]
+        if miss:
+            raise ValueError(f"the mention calibration model needs the feature(s) {miss}")
+        Z = (np.asarray(X[list(self.features)], float) - np.asarray(self.mean)) / np.asarray(self.scale)
+        z = self.intercept + Z @ np.asarray(self.coef)
+        return 0.5 * (1.0 + np.tanh(0.5 * z))       # sigmoid, overflow-free
+
+    def to_dict(self):
+        """JSON-able dict of the model."""
+        return {"features": list(self.features), "mean": [float(v) for v in self.mean],
+                "scale": [float(v) for v in self.scale], "coef": [float(v) for v in self.coef],
+                "intercept": float(self.intercept)}
+
+    @classmethod
+    def from_dict(cls, d, *, where="mention model"):
+        """Validate a dict written by :meth:`to_dict`, field by field.
+
+        Raises
+        ------
+        ValueError
+            Naming ``where`` and the field: not an object, an unknown or missing field,
+            feature names that are not distinct strings, lists of another length than
+            the features or with non-finite numbers, a scale <= 0, a non-finite intercept.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: expected a JSON object; got {type(d).__name__}")
+        keys = {"features", "mean", "scale", "coef", "intercept"}
+        if set(d) != keys:
+            raise ValueError(f"{where}: fields must be {sorted(keys)}; got {sorted(d)}")
+        f = d["features"]
+        if not (isinstance(f, list) and f and all(isinstance(v, str) for v in f) and len(set(f)) == len(f)):
+            raise ValueError(f"{where}: 'features' must be a non-empty list of distinct names")
+        for k in ("mean", "scale", "coef"):
+            v = d[k]
+            if not (isinstance(v, list) and len(v) == len(f) and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
+                raise ValueError(f"{where}: '{k}' must be a list of {len(f)} finite numbers")
+        if any(x <= 0 for x in d["scale"]):
+            raise ValueError(f"{where}: 'scale' must be > 0")
+        b = d["intercept"]
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b):
+            raise ValueError(f"{where}: 'intercept' must be a finite number; got {b!r}")
+        return cls(tuple(f), *(tuple(float(x) for x in d[k]) for k in ("mean", "scale", "coef")), float(b))
+
+
+def fit_logistic(X, y, *, C=1.0):
+    """Fit a :class:`LogisticMap` (``sklearn.linear_model.LogisticRegression``, L2, on standardised columns).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame of shape (n, k)
+        Features (held-out / cross-fitted predictions only).
+    y : array_like of shape (n,)
+        0/1 outcomes (the assignment was right).
+    C : float, default 1
+        Inverse L2 strength.
+
+    Returns
+    -------
+    LogisticMap
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is empty, has non-finite values, or ``y`` has one class only.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    A = np.asarray(X, float)
+    y = np.asarray(y, float).ravel()
+    if A.ndim != 2 or A.shape[0] == 0 or A.shape[0] != y.size:
+        raise ValueError(f"X and y must be non-empty with one row per outcome; got {A.shape} and {y.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError("X has non-finite values")
+    if np.unique(y).size < 2:
+        raise ValueError("y has one class only: nothing to fit a mention model on")
+    mean = A.mean(axis=0)
+    scale = A.std(axis=0)
+    scale = np.where(scale > 1e-12, scale, 1.0)
+    lr = LogisticRegression(C=float(C), max_iter=2000).fit((A - mean) / scale, y.astype(int))
+    return LogisticMap(tuple(str(c) for c in X.columns), tuple(mean.tolist()), tuple(scale.tolist()),
+                       tuple(float(v) for v in lr.coef_[0]), float(lr.intercept_[0]))
+
+
+@dataclasses.dataclass(frozen=True)
 class ConfidenceCalibration:
     """The calibration maps saved with a model (``model.json`` field ``calibration``).
 
@@ -133,10 +248,16 @@ class ConfidenceCalibration:
     pair: CalibrationMap
     mention: CalibrationMap
     info: dict = dataclasses.field(default_factory=dict)
+    mention_model: LogisticMap | None = None
 
     def to_dict(self):
-        """JSON-able dict: ``{"version": 1, "pair": {...}, "mention": {...}, "info": {...}}``."""
-        return {"version": 1, "pair": self.pair.to_dict(), "mention": self.mention.to_dict(), "info": dict(self.info)}
+        """JSON-able dict: ``{"version": 1, "pair": {...}, "mention": {...}, "info": {...}}``, and with a
+        mention model ``"version": 2`` and ``"mention_model": {...}``."""
+        d = {"version": 1, "pair": self.pair.to_dict(), "mention": self.mention.to_dict(), "info": dict(self.info)}
+        if self.mention_model is not None:
+            d["version"] = 2
+            d["mention_model"] = self.mention_model.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d, *, where="calibration"):
@@ -149,17 +270,20 @@ class ConfidenceCalibration:
         """
         if not isinstance(d, dict):
             raise ValueError(f"{where}: expected a JSON object; got {type(d).__name__}")
-        if d.get("version") != 1:
-            raise ValueError(f"{where}: 'version' must be 1; got {d.get('version')!r}")
-        extra = set(d) - {"version", "pair", "mention", "info"}
+        if d.get("version") not in (1, 2) or isinstance(d.get("version"), bool):
+            raise ValueError(f"{where}: 'version' must be 1 or 2; got {d.get('version')!r}")
+        extra = set(d) - {"version", "pair", "mention", "info"} - ({"mention_model"} if d["version"] == 2 else set())
         if extra:
             raise ValueError(f"{where}: unknown field(s) {sorted(extra)}")
         info = d.get("info", {})
         if not isinstance(info, dict) or not all(
                 isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool))) for k, v in info.items()):
             raise ValueError(f"{where}: 'info' must map names to JSON scalars")
+        if d["version"] == 2 and "mention_model" not in d:
+            raise ValueError(f"{where}: version 2 needs a 'mention_model'")
+        mm = LogisticMap.from_dict(d["mention_model"], where=f"{where}.mention_model") if d["version"] == 2 else None
         return cls(CalibrationMap.from_dict(d.get("pair"), where=f"{where}.pair"),
-                   CalibrationMap.from_dict(d.get("mention"), where=f"{where}.mention"), dict(info))
+                   CalibrationMap.from_dict(d.get("mention"), where=f"{where}.mention"), dict(info), mm)
 
 
 def fit_calibration(p, y, *, method="temperature"):

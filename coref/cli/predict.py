@@ -14,7 +14,8 @@ def add_arguments(parser):
     parser.add_argument("--out", metavar="DIR", required=True, help="output directory")
     add_common_arguments(parser)
     parser.add_argument("--confidence", action="store_true",
-                        help="also write confidence.csv and pairs.csv (per-mention assignment confidence)")
+                        help="also write confidence.csv, pairs.csv and review.csv (per-mention assignment confidence, "
+                             "the review queue)")
     parser.add_argument("--certify-seconds", dest="certify_seconds", type=float, default=None, metavar="S",
                         help="with --confidence: seconds of DIS certification of the least certain assignments "
                              "whose sub-models are too large to sum exactly (0: off; default: twice the "

@@ -34,6 +34,15 @@ Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``metho
     pair a non-zero probability.  No certified interval (``p_lower`` / ``p_upper``
     NaN).
 
+Cluster-level moves (``n_moves``): the sampled chain can add split-merge proposals
+(:mod:`coref.confidence.moves`, exact Metropolis-Hastings at temperature 1) so that it can
+leave the MAP's mode by whole clusters.  The reported clustering (``point_estimate``):
+the MAP as given, or repaired where the block's pair marginals contradict it
+(:mod:`coref.confidence.consensus`), so that clusters and pair probabilities come from
+one posterior.  ``confidence``: the mention model's probability that the assignment is
+right (:mod:`coref.confidence.features`, :class:`coref.calibration.LogisticMap`), or the
+older mention map below for a model saved without one.
+
 Calibration (column ``p_calibrated`` of both outputs): for pairs, the image of
 (p + sigmoid(f)) / 2 (:func:`coref.confidence.scores.pair_score`) under a monotone map;
 for mentions, the image of min(p, p_direct) (``p_direct`` = mean sigmoid(f) to the other
@@ -72,26 +81,28 @@ References
 from __future__ import annotations
 
 import numbers
-import time
 
 import numpy as np
 import pandas as pd
 
 from coref.calibration import ConfidenceCalibration
+from coref.confidence.certify import CERTIFY_MAX_SUBMODEL, Certify
 from coref.confidence.events import conditional_rows
+from coref.confidence.features import mention_features
 from coref.confidence.exact import DEFAULT_MAX_EXACT, MAX_EXACT_SUBSET, log_block_probabilities
-from coref.confidence.marginals import direct_confidence, gibbs_marginals, mention_confidence
+from coref.confidence.consensus import binder_point_estimate, consensus_ids
+from coref.confidence.marginals import competing_clusters, direct_confidence, gibbs_marginals, mention_confidence
 from coref.confidence.scores import acceptance_score, pair_score
 from coref.confidence.submodels import subproblem
 from coref.gibbs import block_rng
 
 __all__ = ["assignment_confidence", "with_calibration", "apply_calibration", "CONFIDENCE_COLUMNS", "PAIR_COLUMNS",
            "DEFAULT_MAX_SUBMODEL", "DEFAULT_N_SAMPLES", "DEFAULT_N_BURN", "DEFAULT_CERTIFY_SECONDS",
-           "CERTIFY_MAX_SUBMODEL"]
+           "CERTIFY_MAX_SUBMODEL", "DEFAULT_N_MOVES", "POINT_ESTIMATES"]
 
 
-CONFIDENCE_COLUMNS = ("mention_id", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel", "p_direct",
-                      "p_calibrated")
+CONFIDENCE_COLUMNS = ("mention_id", "block", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel",
+                      "p_direct", "competing_cluster", "p_competing", "p_calibrated", "confidence")
 PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p", "p_direct", "p_calibrated")
 
 #: default largest sub-model (see benchmarks/bench_coref_confidence.py).  Below
@@ -111,6 +122,21 @@ DEFAULT_MAX_SUBMODEL = 8
 #: see :func:`coref.confidence.marginals.gibbs_marginals` and benchmarks/bench_coref_confidence.py)
 DEFAULT_N_SAMPLES = 20
 DEFAULT_N_BURN = 10
+#: default split-merge proposals after each sweep of the sampled marginals
+#: (:func:`coref.confidence.moves.split_merge_moves`): off.  Measured (model fitted on
+#: aminer_na, dev names): with 20 per sweep the chain leaves the MAP for the model's own
+#: temperature-1 mode, which merges more (6,679 pairs with P > 0.99 split by the MAP, against
+#: 268 without), the confidence step takes 2.5x longer, the mention calibration is no
+#: better (10% least confident hold 0.28 of the wrong ones either way) and the repaired
+#: clustering loses B3 F1 (0.8735 with 5 moves, 0.8801 without, MAP 0.8851).
+DEFAULT_N_MOVES = 0
+#: the clusterings :func:`assignment_confidence` can report: the given (MAP) one, the MAP
+#: repaired where the posterior contradicts it, or the Binder-loss point estimate of the
+#: posterior started from it (:func:`coref.confidence.consensus.binder_point_estimate`)
+POINT_ESTIMATES = ("map", "repair", "binder")
+#: ``point_estimate="repair"``: the posterior pair probabilities below / above which a
+#: joined / split pair of the MAP is a contradiction to repair
+REPAIR_CONFLICTS = (0.01, 0.99)
 #: Suggested ``certify_seconds`` for ``coref predict --confidence`` (the function's own
 #: default is 0: off, so that library calls stay deterministic).  Measured on the 3,176 dev
 #: mentions (shipped model, one loaded 2-core machine; ``coref predict`` takes 5-7 s there):
@@ -120,9 +146,6 @@ DEFAULT_N_BURN = 10
 #: (twice the clustering time, 6.8-8.9 s) certified 16 rows of one 16-mention sub-model in
 #: 6.3 s, widths median 0.026, max 0.041.
 DEFAULT_CERTIFY_SECONDS = 10.0
-#: Largest sub-model of the certification pass (``certify_seconds``); one sample stream
-#: certifies all its events (:func:`coref.confidence.events.certify_events`).
-CERTIFY_MAX_SUBMODEL = 16
 
 
 def _check_iv(df, clusters, delta, max_submodel, max_exact, n_samples, n_burn, time_limit,
@@ -174,7 +197,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
                           max_exact=DEFAULT_MAX_EXACT, n_samples=DEFAULT_N_SAMPLES, n_burn=DEFAULT_N_BURN,
                           time_limit=10.0, memory_mb=256, review_threshold=0.95, rng=0, encoding="leader",
                           pair_min_p=0.01, calibration="model", pair_factors=False, certify_seconds=0.0,
-                          encodings=None):
+                          encodings=None, n_moves=DEFAULT_N_MOVES, point_estimate="map"):
     """Confidence of every mention's predicted cluster, with certified intervals where affordable.
 
     Parameters
@@ -233,17 +256,35 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     encodings : coref.encoding.EncodingCache, optional
         Blocks of ``df`` already encoded (e.g. by the run that clustered them); a block
         it holds or can assemble is not encoded again.
+    n_moves : int >= 0, default :data:`DEFAULT_N_MOVES`
+        Split-merge proposals after each Gibbs sweep of a sampled block
+        (:func:`coref.confidence.moves.split_merge_moves`, exact Metropolis-Hastings at
+        temperature 1), so that the chain can leave the MAP's mode by whole clusters.
+    point_estimate : {"map", "repair", "binder"}, default "map"
+        The clustering the rows describe (``cluster_id``): ``"map"`` the given one;
+        ``"repair"`` the given one where the block's pair marginals contradict it (a pair
+        with P > 0.99 split or P < 0.01 joined, :data:`REPAIR_CONFLICTS`) moved by
+        Binder-loss descent (:func:`coref.confidence.consensus.binder_point_estimate`
+        with ``conflicts``); ``"binder"`` the Binder-loss descent over every mention.
+        The pair marginals are computed first (from the given clustering), the
+        sub-model rows after, conditioned on the reported clustering.
 
     Returns
     -------
     confidence_df : pandas.DataFrame
-        ``mention_id``, ``cluster_id``, ``p`` (conf(i), module docstring), ``p_lower``,
+        ``mention_id``, ``block``, ``cluster_id`` (the reported clustering, see
+        ``point_estimate``), ``p`` (conf(i), module docstring), ``p_lower``,
         ``p_upper`` (NaN for ``gibbs`` rows), ``method`` (exact | dis | gibbs),
         ``n_submodel`` (mentions of the sub-model the row came from; 0 for gibbs),
         ``p_direct`` (mean sigmoid(f) to the other members of the predicted cluster; 1
         for a singleton), ``p_calibrated`` (the calibration map's image of
         :func:`coref.confidence.scores.acceptance_score` = min(p, p_direct): the probability, estimated on
-        training data, that the assignment is correct; NaN without a map).
+        training data, that the assignment is correct; NaN without a map; with a mention
+        model: its probability on :func:`coref.confidence.features.mention_features`),
+        ``competing_cluster`` / ``p_competing`` (the most probable other place of the
+        mention and its support, :func:`coref.confidence.marginals.competing_clusters`;
+        empty id = a cluster of its own), ``confidence`` (``p_calibrated``, or ``p``
+        without calibration: the column to act on).
     pairs_df : pandas.DataFrame
         ``block``, ``mention_a``, ``mention_b`` (mention_a < mention_b), ``p`` =
         P(y_a = y_b | x) (exact whole-block marginals or Gibbs estimates),
@@ -266,7 +307,11 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     if isinstance(certify_seconds, bool) or not (isinstance(certify_seconds, numbers.Real)
                                                  and 0.0 <= float(certify_seconds) < float("inf")):
         raise ValueError(f"the certify_seconds parameter must be a finite number >= 0; got {certify_seconds!r}")
-    cert = _Certify(float(certify_seconds))
+    if isinstance(n_moves, bool) or not isinstance(n_moves, numbers.Integral) or n_moves < 0:
+        raise ValueError(f"the n_moves parameter must be an int >= 0; got {n_moves!r}")
+    if point_estimate not in POINT_ESTIMATES:
+        raise ValueError(f"the point_estimate parameter must be one of {POINT_ESTIMATES}; got {point_estimate!r}")
+    cert = Certify(float(certify_seconds))
     conf_rows, pair_frames = [], []
     if len(df) == 0:
         return _empty_conf(), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
@@ -286,7 +331,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         enc = None if n <= 1 else (model.encode(sub_df) if encodings is None else encodings.encode(sub_df))
         F = model.factor_matrix(enc) if n > 1 else np.zeros((1, 1))
         if n == 1:
-            P = np.ones((1, 1))
+            P, alone = np.ones((1, 1)), np.ones(1)
         elif n <= max_exact:
             lp, _ = log_block_probabilities(subproblem(F, np.arange(n)))
             pv = np.exp(lp)
@@ -294,11 +339,16 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
             P = (X * pv[:, None]).T @ X
             np.fill_diagonal(P, 1.0)
             alone = pv[1 << np.arange(n)]
-            p = lo = hi = mention_confidence(P, alone, labels)
         else:
-            P, alone = gibbs_marginals(F, labels, n_samples=n_samples, n_burn=n_burn,
+            P, alone = gibbs_marginals(F, labels, n_samples=n_samples, n_burn=n_burn, n_moves=int(n_moves),
                                        rng=np.random.default_rng(int(gen.integers(2**62))))
-            p = mention_confidence(P, alone, labels)
+        if point_estimate != "map" and n > 1:
+            labels = binder_point_estimate(P, labels, conflicts=REPAIR_CONFLICTS if point_estimate == "repair" else None)
+            cid = consensus_ids(block, cid, labels)
+        p = mention_confidence(P, alone, labels)
+        if 1 < n <= max_exact:
+            lo, hi = p.copy(), p.copy()
+        elif n > max_exact:
             lo = np.full(n, np.nan)
             hi = np.full(n, np.nan)
             meth[:] = "gibbs"
@@ -318,9 +368,12 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
             cert.run(F, labels, p, lo, hi, meth, nsub, review_threshold=float(review_threshold),
                      max_exact=int(max_exact), delta=float(delta), time_limit=float(time_limit),
                      memory_mb=float(memory_mb), gen=gen, encoding=encoding)
-        conf_rows.append(pd.DataFrame({"mention_id": ids, "cluster_id": cid, "p": p, "p_lower": lo,
+        comp, p_comp = competing_clusters(P, alone, labels)
+        comp_id = np.where(comp >= 0, cid[np.maximum(comp, 0)] if n else comp, "")
+        conf_rows.append(pd.DataFrame({"mention_id": ids, "block": block, "cluster_id": cid, "p": p, "p_lower": lo,
                                        "p_upper": hi, "method": meth, "n_submodel": nsub,
-                                       "p_direct": direct_confidence(F, labels)}))
+                                       "p_direct": direct_confidence(F, labels), "competing_cluster": comp_id,
+                                       "p_competing": p_comp}))
         a, b = np.triu_indices(n, 1)
         keep = (P[a, b] >= float(pair_min_p)) | (labels[a] == labels[b])
         pf = pd.DataFrame({"block": block, "mention_a": ids[a[keep]], "mention_b": ids[b[keep]],
@@ -339,72 +392,27 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     return conf, pairs[cols]
 
 
-class _Certify:
-    """The certification pass of :func:`assignment_confidence` (``certify_seconds``)."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-        self.spent = 0.0
-        self.dis_seconds = 0.0
-        self.n_submodels = 0
-        self.widths = []
-
-    def left(self):
-        return self.seconds - self.spent
-
-    def run(self, F, labels, p, lo, hi, meth, nsub, *, review_threshold, max_exact, delta, time_limit,
-            memory_mb, gen, encoding):
-        """Certify the next least confident ``gibbs`` rows of one block, in place."""
-        if self.seconds <= 0.0 or self.left() <= 0.0:
-            return
-        t0 = time.perf_counter()
-        try:
-            self._run(F, labels, p, lo, hi, meth, nsub, review_threshold, max_exact, delta, time_limit, memory_mb,
-                      gen, encoding)
-        finally:
-            self.spent += time.perf_counter() - t0
-
-    def _run(self, F, labels, p, lo, hi, meth, nsub, review_threshold, max_exact, delta, time_limit, memory_mb,
-             gen, encoding):
-        cand = np.flatnonzero((meth == "gibbs") & (p < review_threshold))
-        cand = cand[np.argsort(p[cand], kind="stable")][:CERTIFY_MAX_SUBMODEL]
-        if cand.size == 0:
-            return
-        sp = subproblem(F, np.sort(cand), labels)
-        how = "exact" if sp.m <= max_exact else "dis"
-        if how == "dis" and self.left() < 1.5 * self.dis_seconds:  # too little left for informative intervals
-            return
-        # one sample stream bounds Z and every event of the sub-model: it may use all the budget left
-        t0, per_run = time.perf_counter(), min(time_limit, max(self.left(), 1e-3))
-        rows = conditional_rows(sp, labels, method=how, delta=delta, time_limit=per_run, memory_mb=memory_mb,
-                                gen=gen, encoding=encoding)
-        self.n_submodels += 1
-        if how == "dis":  # what the last DIS sub-model needed (sampling stops at its target width)
-            self.dis_seconds = time.perf_counter() - t0
-        for k, i in enumerate(sp.S):
-            p[i], lo[i], hi[i] = rows[k]
-            meth[i] = how
-            nsub[i] = sp.m
-            if how == "dis":
-                self.widths.append(float(rows[k][2] - rows[k][1]))
-
-    def summary(self):
-        w = np.asarray(self.widths)
-        return {"seconds": self.seconds, "used_seconds": round(self.spent, 3), "n_submodels": self.n_submodels, "n_certified": int(w.size),
-                "width_median": float(np.median(w)) if w.size else float("nan"),
-                "width_max": float(w.max()) if w.size else float("nan")}
-
-
 def with_calibration(confidence_df, pairs_df, calibration):
-    """The two outputs of :func:`assignment_confidence` with their ``p_calibrated`` columns
-    (re)computed by ``calibration`` (a :class:`coref.calibration.ConfidenceCalibration`; None: NaN).
+    """The two outputs of :func:`assignment_confidence` with their ``p_calibrated`` (and ``confidence``)
+    columns (re)computed by ``calibration`` (a :class:`coref.calibration.ConfidenceCalibration`; None: NaN).
 
-    The mention map takes :func:`coref.confidence.scores.acceptance_score`, the pair map
-    :func:`coref.confidence.scores.pair_score`. The
-    frames are modified in place and returned.
+    Mentions: with a mention model (``calibration.mention_model``, a
+    :class:`coref.calibration.LogisticMap`) its probability on
+    :func:`coref.confidence.features.mention_features`; otherwise the mention map's image of
+    :func:`coref.confidence.scores.acceptance_score`.  ``confidence`` is ``p_calibrated``, or ``p``
+    where there is no calibration.  Pairs: the pair map's image of
+    :func:`coref.confidence.scores.pair_score`.  The frames are modified in place and returned.
     """
     cal = calibration
-    confidence_df["p_calibrated"] = np.nan if cal is None else cal.mention.apply(acceptance_score(confidence_df))
+    if cal is None:
+        confidence_df["p_calibrated"] = np.nan
+    elif cal.mention_model is not None:
+        confidence_df["p_calibrated"] = cal.mention_model.apply(mention_features(confidence_df)) \
+            if len(confidence_df) else np.zeros(0)
+    else:
+        confidence_df["p_calibrated"] = cal.mention.apply(acceptance_score(confidence_df))
+    confidence_df["confidence"] = confidence_df["p_calibrated"].where(confidence_df["p_calibrated"].notna(),
+                                                                      confidence_df["p"])
     pairs_df["p_calibrated"] = np.nan if cal is None else cal.pair.apply(pair_score(pairs_df))
     return confidence_df, pairs_df
 
@@ -454,8 +462,5 @@ def apply_calibration(confidence_df, pairs_df, *, mention_map=None, pair_map=Non
 
 
 def _empty_conf():
-    return pd.DataFrame({"mention_id": pd.Series(dtype=object), "cluster_id": pd.Series(dtype=object),
-                         "p": pd.Series(dtype=float), "p_lower": pd.Series(dtype=float),
-                         "p_upper": pd.Series(dtype=float), "method": pd.Series(dtype=object),
-                         "n_submodel": pd.Series(dtype=np.int64), "p_direct": pd.Series(dtype=float),
-                         "p_calibrated": pd.Series(dtype=float)})
+    return pd.DataFrame({c: pd.Series(dtype=np.int64 if c == "n_submodel" else float if c.startswith("p")
+                                      or c == "confidence" else object) for c in CONFIDENCE_COLUMNS})

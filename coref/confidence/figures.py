@@ -14,6 +14,9 @@ import numpy as np
 import pandas as pd
 
 from coref.confidence.assignment import CONFIDENCE_COLUMNS
+
+# columns added to the confidence frame by the mention model and the review queue: optional here
+_ADDED_COLUMNS = ("block", "competing_cluster", "p_competing", "confidence")
 from coref.confidence.scores import (brier_score, calibration_scores, ece_score, mention_correct, pair_labels,
                                      reliability_table)
 from sampling.utils.atomic import atomic_path
@@ -164,7 +167,7 @@ def write_confidence_report(out_dir, confidence_df, pairs_df, *, gold=None, expl
     ValueError
         If a required column is missing.
     """
-    miss = [c for c in CONFIDENCE_COLUMNS if c not in confidence_df.columns]
+    miss = [c for c in CONFIDENCE_COLUMNS if c not in confidence_df.columns and c not in _ADDED_COLUMNS]
     if miss:
         raise ValueError(f"confidence_df is missing the column(s) {miss}")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -179,10 +182,11 @@ def write_confidence_report(out_dir, confidence_df, pairs_df, *, gold=None, expl
     has_cal = "p_calibrated" in confidence_df.columns and bool(np.isfinite(confidence_df["p_calibrated"]).any())
     if has_cal:
         lines.append("`p` is the model's posterior probability (temperature 1); `p_direct` the mean pairwise "
-                     "probability sigmoid(f) to the other members of the predicted cluster; `p_calibrated` the "
-                     "image of min(p, p_direct) under the calibration map saved with the model (fitted on the "
-                     "training data by `coref fit`): the estimated probability that the assignment is correct. "
-                     "Act on `p_calibrated`; the review queue is ordered by it.")
+                     "probability sigmoid(f) to the other members of the predicted cluster; `p_calibrated` (= "
+                     "`confidence`) the calibration saved with the model (fitted by `coref fit` on cross-fitted "
+                     "training blocks) applied to them (with a mention model: to p, p_direct, the competing "
+                     "cluster's support, block and cluster sizes): the estimated probability that the assignment "
+                     "is correct. Act on `confidence`; the review queue (and review.csv) is ordered by it.")
         lines.append("")
         lines.append("| confidence >= | mentions (p) | share | mentions (p_calibrated) | share |")
         lines.append("|---|---|---|---|---|")

@@ -13,13 +13,18 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from coref.calibration import ConfidenceCalibration, fit_calibration
+from coref.calibration import ConfidenceCalibration, fit_calibration, fit_logistic
 from coref.confidence.assignment import DEFAULT_N_BURN, DEFAULT_N_SAMPLES, assignment_confidence
+from coref.confidence.features import MENTION_FEATURES, mention_features
 from coref.confidence.scores import acceptance_score, mention_correct, pair_labels, pair_score
 from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
 from coref.inference import encode_blocks
 
-__all__ = ["fit_confidence_calibration", "calibration_from_scores", "map_clusters"]
+__all__ = ["fit_confidence_calibration", "calibration_from_scores", "map_clusters", "subsampled_blocks",
+           "DEFAULT_SUBSAMPLE_SIZES"]
+
+#: sizes of the random sub-blocks added to each held-out group (:func:`subsampled_blocks`)
+DEFAULT_SUBSAMPLE_SIZES = (2, 3, 5, 8, 13, 21, 34)
 
 
 def map_clusters(model, df, *, sampler, rng, encodings=None):
@@ -36,7 +41,7 @@ def map_clusters(model, df, *, sampler, rng, encodings=None):
 
 
 def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", sampler="exact", rng=0,
-                               folds=0, refit=None, **confidence_kw):
+                               folds=0, refit=None, subsample_sizes=DEFAULT_SUBSAMPLE_SIZES, **confidence_kw):
     """Fit the pair and mention calibration maps on labeled (training) mentions.
 
     The mentions of ``df`` are clustered (annealed Gibbs MAP, unless ``clusters`` is
@@ -68,6 +73,10 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
         Cross-fitting groups (0: none).
     refit : callable, optional
         ``refit(df_train) -> fitted model``; required with ``folds >= 2``.
+    subsample_sizes : sequence of int, default :data:`DEFAULT_SUBSAMPLE_SIZES`
+        With cross-fitting: each held-out group is scored together with random sub-blocks
+        of its blocks of these sizes (:func:`subsampled_blocks`), so that the mention
+        model sees how the model errs in small blocks too (empty: none).
     **confidence_kw
         Passed to :func:`coref.confidence.assignment.assignment_confidence` (``pair_min_p``
         is forced to 0 and no calibration is applied).
@@ -91,7 +100,6 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
     if folds and (refit is None or clusters is not None):
         raise ValueError("cross-fitting (folds >= 2) needs refit and takes no clusters")
     kw = {**confidence_kw, "pair_min_p": 0.0, "calibration": None, "rng": rng}
-    gold = df.set_index(df["mention_id"].astype(str))["gold"]
     parts = []
     if folds:
         from sklearn.model_selection import GroupKFold
@@ -100,8 +108,11 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
         if len(np.unique(blocks)) < folds:
             raise ValueError(f"cross-fitting in {folds} folds needs at least {folds} blocks; "
                              f"df has {len(np.unique(blocks))}")
-        for tr, te in GroupKFold(n_splits=int(folds)).split(np.zeros(len(df)), groups=blocks):
-            parts.append((refit(df.iloc[tr].reset_index(drop=True)), df.iloc[te].reset_index(drop=True), None))
+        for k, (tr, te) in enumerate(GroupKFold(n_splits=int(folds)).split(np.zeros(len(df)), groups=blocks)):
+            held = df.iloc[te].reset_index(drop=True)
+            if len(subsample_sizes):
+                held = pd.concat([held, subsampled_blocks(held, subsample_sizes, rng=int(rng) + k)], ignore_index=True)
+            parts.append((refit(df.iloc[tr].reset_index(drop=True)), held, None))
         source = f"training mentions, cross-fitted: each of {int(folds)} block groups clustered and scored by a " \
                  "model fitted on the others"
     else:
@@ -114,9 +125,13 @@ def fit_confidence_calibration(model, df, *, clusters=None, method="isotonic", s
             cl = map_clusters(m, part, sampler=sampler, rng=rng, encodings=encodings)
         cl = cl[["mention_id", "block", "cluster_id"]]
         conf, pairs = assignment_confidence(m, part.drop(columns=["gold"]), cl, encodings=encodings, **kw)
-        scored.append((conf, pairs, cl))
+        # the clustering scored is the one reported (a point estimate may have repaired the MAP)
+        scored.append((conf, pairs, conf[["mention_id", "block", "cluster_id"]]))
     conf, pairs, cl = (pd.concat([x[i] for x in scored], ignore_index=True) for i in range(3))
-    info = {"source": source, "n_blocks": int(df["block"].nunique()),
+    every = pd.concat([p for _, p, _ in parts], ignore_index=True)
+    gold = every.set_index(every["mention_id"].astype(str))["gold"]
+    info = {"source": source, "n_blocks": int(df["block"].nunique()), "n_subsampled_blocks":
+            int(every["block"].nunique() - df["block"].nunique()),
             "n_samples": int(kw.get("n_samples", DEFAULT_N_SAMPLES)), "n_burn": int(kw.get("n_burn", DEFAULT_N_BURN))}
     return calibration_from_scores(conf, pairs, cl, gold, method=method, info=info)
 
@@ -128,7 +143,11 @@ def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="
     :func:`coref.confidence.scores.pair_score` ((p + sigmoid(f)) / 2)
     to 1{gold_a = gold_b}; the mention map takes :func:`coref.confidence.scores.acceptance_score`
     (min(p, p_direct)) to correctness (the mention's gold author is the majority gold
-    author of its predicted cluster, :func:`coref.confidence.scores.mention_correct`).
+    author of its predicted cluster, :func:`coref.confidence.scores.mention_correct`);
+    when ``confidence_df`` has the columns of :func:`coref.confidence.features.mention_features`'
+    inputs (``block``, ``p_competing``), the mention model
+    (:func:`coref.calibration.fit_logistic` of correctness on :data:`coref.confidence.features.MENTION_FEATURES`)
+    is fitted too, and it is what :func:`coref.confidence.assignment.with_calibration` applies.
 
     Parameters
     ----------
@@ -165,4 +184,53 @@ def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="
     pair_map = fit_calibration(pair_score(pairs_df)[ok], y, method=method)
     mention_map = fit_calibration(cp, correct.to_numpy(float), method=method)
     meta = {"method": method, "n_pairs": int(ok.sum()), "n_mentions": int(len(correct)), **(info or {})}
-    return ConfidenceCalibration(pair_map, mention_map, meta)
+    mention_model = None
+    if {"block", "p_competing"} <= set(confidence_df.columns) and correct.nunique() == 2:
+        X = mention_features(confidence_df)
+        X.index = confidence_df["mention_id"].astype(str).to_numpy()
+        mention_model = fit_logistic(X.reindex(correct.index), correct.to_numpy(float))
+        meta["mention_model"] = "logistic regression on " + ", ".join(MENTION_FEATURES)
+    return ConfidenceCalibration(pair_map, mention_map, meta, mention_model)
+
+
+def subsampled_blocks(df, sizes=DEFAULT_SUBSAMPLE_SIZES, *, rng=0):
+    """Random sub-blocks of a labeled frame's blocks: the same names seen as smaller blocks.
+
+    Training blocks are large (tens to hundreds of mentions) while new data often comes
+    in blocks of a few; a calibration map fitted only on the former cannot know how
+    the model errs on the latter.  For every block of ``df`` and every size s in
+    ``sizes`` smaller than the block, one uniformly random subset of s mentions becomes
+    a block of its own, named ``f"{block}#s{s}"``, its mentions ``f"{mention_id}#s{s}"``
+    (gold kept).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Mentions with ``mention_id`` and ``block`` (and ``gold``).
+    sizes : sequence of int >= 1
+    rng : int, default 0
+        Seed of the subsets.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The sub-blocks' mentions (columns of ``df``), empty when no block is big enough.
+
+    Raises
+    ------
+    ValueError
+        If a size is not an int >= 1.
+    """
+    if any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in sizes):
+        raise ValueError(f"sizes must be integers >= 1; got {list(sizes)!r}")
+    gen = np.random.default_rng(int(rng))
+    parts = []
+    for block, sub in df.groupby(df["block"].astype(str), sort=True):
+        for s in sorted(set(int(v) for v in sizes)):
+            if s >= len(sub):
+                continue
+            pick = sub.iloc[np.sort(gen.choice(len(sub), size=s, replace=False))].copy()
+            pick["mention_id"] = pick["mention_id"].astype(str) + f"#s{s}"
+            pick["block"] = f"{block}#s{s}"
+            parts.append(pick)
+    return pd.concat(parts, ignore_index=True) if parts else df.iloc[:0].copy()

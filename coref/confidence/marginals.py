@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from coref.confidence.moves import split_merge_moves
 from sampling.utils.kernels import load_kernel
 
 _gibbs = load_kernel("coref.gibbs._gibbs")
 
-__all__ = ["gibbs_marginals", "marginal_sweep_py", "mention_confidence", "direct_confidence"]
+__all__ = ["gibbs_marginals", "marginal_sweep_py", "mention_confidence", "direct_confidence", "competing_clusters"]
 
 
 def marginal_sweep_py(F, S, lab, size, perm, u, exp):
@@ -44,7 +45,7 @@ def marginal_sweep_py(F, S, lab, size, perm, u, exp):
         size[b] += 1
 
 
-def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0, _sweep=None):
+def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0, n_moves=0, _sweep=None):
     """Rao-Blackwellised pair marginals from single-site Gibbs at a fixed temperature.
 
     The chain targets p(y | x) proportional to exp(sum_{i < j, y_i = y_j} F[i, j] / T)
@@ -77,6 +78,10 @@ def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0, _swee
     rng : numpy.random.Generator
         Random order of each sweep and the draws.
     temperature : float > 0, default 1
+    n_moves : int >= 0, default 0
+        Split-merge proposals after each sweep (:func:`coref.confidence.moves.split_merge_moves`,
+        exact Metropolis-Hastings for the tempered target), so that the chain can leave the
+        start's mode by whole clusters.
 
     Returns
     -------
@@ -114,6 +119,8 @@ def gibbs_marginals(F, labels, *, n_samples, n_burn, rng, temperature=1.0, _swee
         perm = rng.permutation(n).astype(np.int64)
         u = rng.random(n)
         sweep(F, S, lab, size, perm, u, np.exp)
+        if n_moves:
+            split_merge_moves(F, S, lab, size, rng, n_moves)
         if t < int(n_burn):
             continue
         sz = np.broadcast_to(size, (n, n)).copy()
@@ -150,3 +157,49 @@ def mention_confidence(P, alone, labels):
     k = same.sum(axis=1)
     conf = np.where(k > 0, (P * same).sum(axis=1) / np.maximum(k, 1), alone)
     return np.clip(conf, 0.0, 1.0)
+
+
+def competing_clusters(P, alone, labels):
+    """The most probable other place of each mention: another predicted cluster, or a cluster of its own.
+
+    For mention i in predicted cluster C(i), the support of cluster c != C(i) is
+    mean_{j in c} P[i, j] (the confidence of :func:`mention_confidence` had i been put in
+    c); for a mention of a cluster of two or more, being alone has support ``alone[i]``.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, n)
+        Pair marginals.
+    alone : ndarray of shape (n,)
+        P(i is a cluster of its own).
+    labels : ndarray of int of shape (n,)
+        Predicted clustering.
+
+    Returns
+    -------
+    competing : ndarray of int64 of shape (n,)
+        Index of a member of the competing cluster (so its label / id can be looked up),
+        or -1 for "a cluster of its own" (and for a block of one mention).
+    p_competing : ndarray of shape (n,)
+        Its support, in [0, 1]; 0 for a block of one mention.
+    """
+    lab = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64).ravel()
+    n = len(lab)
+    if n < 2:
+        return np.full(n, -1, np.int64), np.zeros(n)
+    import scipy.sparse as sp
+
+    K = int(lab.max()) + 1
+    onehot = sp.csr_matrix((np.ones(n), (np.arange(n), lab)), shape=(n, K))
+    sizes = np.bincount(lab, minlength=K).astype(float)
+    M = np.asarray(sp.csr_matrix.transpose(onehot).dot(np.asarray(P, float).T).T) / sizes[None, :]
+    M[np.arange(n), lab] = -np.inf
+    best = M.argmax(axis=1)
+    p_best = M[np.arange(n), best]
+    own = sizes[lab] > 1
+    use_alone = own & (np.asarray(alone, float) >= np.where(np.isfinite(p_best), p_best, -1.0))
+    first = np.full(K, -1, np.int64)
+    first[lab[::-1]] = np.arange(n)[::-1]          # a member of each cluster
+    comp = np.where(use_alone | ~np.isfinite(p_best), -1, first[best])
+    p_comp = np.where(use_alone, alone, np.where(np.isfinite(p_best), p_best, 0.0))
+    return comp.astype(np.int64), np.clip(p_comp, 0.0, 1.0)

@@ -141,7 +141,8 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         conf_md, certify = None, None
         if confidence:
             budget = certify_budget(certify_seconds, time.perf_counter() - t0)
-            conf_md, certify = write_confidence(od, fitted, df, clusters, settings, encodings,
+            # clusters.csv is the clustering the confidences describe (the MAP, repaired where they contradict it)
+            conf_md, certify, clusters = write_confidence(od, fitted, df, clusters, settings, encodings,
                                                 certify_seconds=budget)
         del encodings
         summary = {

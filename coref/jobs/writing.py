@@ -7,7 +7,9 @@
 * ``loader.log`` (when the loader skipped, repaired or ignored anything): every item, one
   line each (``kind: file:line: reason``); the console and report.md give counts and files.
 * with ``--confidence``: ``confidence.csv`` and ``pairs.csv`` from
-  :func:`coref.confidence.assignment_confidence`, and the report section.
+  :func:`coref.confidence.assignment_confidence`, ``review.csv`` (the curator's queue,
+  :func:`coref.confidence.review_table`, columns documented in :mod:`coref.confidence.review`)
+  and the report section.
 
 (``encodings.npz`` is written by the jobs with :func:`coref.outputs.write_encodings`.)
 """
@@ -48,16 +50,23 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, margins,
     return summary
 
 
-def write_confidence(od, model, df, clusters, settings, encodings=None, certify_seconds=0.0):
-    """confidence.csv, pairs.csv and the report section (coref.confidence, if present).
+def write_confidence(od, model, df, clusters, settings, encodings=None, certify_seconds=0.0,
+                     point_estimate="repair"):
+    """confidence.csv, pairs.csv, review.csv and the report section (coref.confidence, if present).
+
+    ``point_estimate`` (:func:`coref.confidence.assignment_confidence`): ``"repair"`` (default)
+    moves the mentions of the MAP clustering that the posterior pair probabilities contradict
+    (P > 0.99 split, P < 0.01 joined), so that clusters.csv and pairs.csv agree; the returned
+    clustering is the one to write to clusters.csv.
 
     ``encodings``: the run's per-mention encoding of ``df`` (rows of ``df``), so that
     blocks are assembled from it rather than encoded again. ``certify_seconds``: budget of
     the DIS certification pass of :func:`coref.confidence.assignment_confidence` (0 = off).
-    Returns the report section and the pass's summary (``confidence_df.attrs["certify"]``).
+    Returns the report section, the pass's summary (``confidence_df.attrs["certify"]``) and
+    ``clusters`` with the reported ``cluster_id`` (a copy; the other columns as given).
     """
     try:   # (an optional part: imported when asked for)
-        from coref.confidence import assignment_confidence, write_confidence_report
+        from coref.confidence import assignment_confidence, review_table, write_confidence_report
     except ImportError as exc:
         raise RuntimeError(f"--confidence needs coref.confidence, which is not available here ({exc})") from None
 
@@ -65,18 +74,28 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     cache = None if encodings is None else EncodingCache(model, parts=encodings, part_ids=df["mention_id"].to_numpy())
     conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
                                         delta=settings.delta, rng=settings.seed, encodings=cache,
-                                        certify_seconds=certify_seconds)
+                                        certify_seconds=certify_seconds, point_estimate=point_estimate)
+    reported = conf.set_index(conf["mention_id"].astype(str))["cluster_id"]
+    new_ids = clusters["mention_id"].astype(str).map(reported).to_numpy()
+    n_moved = int((new_ids != clusters["cluster_id"].astype(str).to_numpy()).sum())
+    clusters = clusters.assign(cluster_id=new_ids)
     certify = dict(conf.attrs.get("certify") or {})
     write_csv(od.path("confidence.csv"), conf)
     write_csv(od.path("pairs.csv"), pairs)
+    write_csv(od.path("review.csv"), review_table(model, features, conf, encodings=cache))
     before = {p.name for p in od.work.iterdir()}
     section = write_confidence_report(od.work, conf, pairs)
     for p in sorted(od.work.iterdir()):
         if p.name not in before and p.suffix == ".png":
             od.path(p.name)
+    section = (section or "") + (
+        f"\nclusters.csv is the clustering these confidences describe (`{point_estimate}`: the MAP clustering"
+        + (f", {n_moved} mention(s) moved where the posterior pair probabilities contradicted it" if
+           point_estimate != "map" else "") + "). review.csv lists every mention, the likeliest errors first "
+        "(expected errors fixed = 1 - confidence), with its competing cluster and the evidence.\n")
     if certify:
-        section = (section or "") + _certify_md(certify)
-    return "\n" + (section or ""), certify
+        section = section + _certify_md(certify)
+    return "\n" + (section or ""), certify, clusters
 
 
 def _certify_md(c):

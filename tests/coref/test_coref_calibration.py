@@ -242,8 +242,8 @@ def test_cross_fitted_calibration_scores_each_group_with_a_model_that_never_saw_
         seen.append(sorted(train["block"].unique()))
         return PairwiseModel(bias_shift=0.0).fit(train)
 
-    cal = fit_confidence_calibration(models[0], df, folds=3, refit=refit)
-    assert "cross-fitted" in cal.info["source"]
+    cal = fit_confidence_calibration(models[0], df, folds=3, refit=refit, subsample_sizes=())
+    assert "cross-fitted" in cal.info["source"] and cal.info["n_subsampled_blocks"] == 0
     groups = [sorted(df["block"].iloc[te].unique())
               for _, te in GroupKFold(n_splits=3).split(np.zeros(len(df)), groups=df["block"].astype(str))]
     blocks = sorted(df["block"].unique())
@@ -260,6 +260,12 @@ def test_cross_fitted_calibration_scores_each_group_with_a_model_that_never_saw_
     ref = calibration_from_scores(*(pd.concat([p[i] for p in parts], ignore_index=True) for i in range(3)),
                                   df.set_index("mention_id")["gold"], method="isotonic")
     assert cal.to_dict()["pair"] == ref.to_dict()["pair"] and cal.to_dict()["mention"] == ref.to_dict()["mention"]
+    assert cal.mention_model is not None and cal.to_dict()["mention_model"] == ref.to_dict()["mention_model"]
+    # the default adds random sub-blocks of each held-out group, scored by the same fold model
+    seen.clear()
+    aug = fit_confidence_calibration(models[0], df, folds=3, refit=refit)
+    assert aug.info["n_subsampled_blocks"] > 0 and aug.info["n_mentions"] > cal.info["n_mentions"]
+    assert seen == [sorted(set(blocks) - set(g)) for g in groups]
     # in-sample scores give other maps: the check above can fail
     ins = fit_confidence_calibration(models[0], df)
     assert ins.info["source"] == "training mentions clustered and scored by the model"
@@ -372,11 +378,17 @@ def test_coref_fit_saves_calibration_and_none_skips_it(tmp_path):
     from coref.jobs.fit import fit
 
     df = _noisy_df(n_blocks=4, n=10, seed=8)
+    from coref.confidence.fit import DEFAULT_SUBSAMPLE_SIZES
+
     r = fit(df, model=tmp_path / "m", calibration="isotonic")
-    assert r["calibration"]["method"] == "isotonic" and r["calibration"]["n_mentions"] == 40
-    assert r["calibration"]["n_pairs"] == 4 * 45
+    # every block of 10 mentions, plus one random sub-block of each size below 10 (cross-fitted scores)
+    sub = [s for s in DEFAULT_SUBSAMPLE_SIZES if s < 10]
+    assert r["calibration"]["method"] == "isotonic" and r["calibration"]["n_mentions"] == 4 * (10 + sum(sub))
+    n_pairs = 4 * (45 + sum(s * (s - 1) // 2 for s in sub))
+    assert r["calibration"]["n_pairs"] == n_pairs
     m, _ = load_model(tmp_path / "m")
-    assert m.calibration_.pair.method == "isotonic" and m.calibration_.info["n_pairs"] == 180
+    assert m.calibration_.pair.method == "isotonic" and m.calibration_.info["n_pairs"] == n_pairs
+    assert m.calibration_.mention_model is not None
     r = fit(df, model=tmp_path / "n", calibration="none")
     assert r["calibration"] is None and load_model(tmp_path / "n")[0].calibration_ is None
     assert "calibration" not in json.loads((tmp_path / "n" / "model.json").read_text())

@@ -195,8 +195,10 @@ def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, 
 
     seen = {}
 
-    def assignment_confidence(model, df, clusters, *, delta, rng, encodings=None, certify_seconds=0.0):
-        seen.update(delta=delta, rng=rng, cols=list(clusters.columns), gold="gold" in df.columns)
+    def assignment_confidence(model, df, clusters, *, delta, rng, encodings=None, certify_seconds=0.0,
+                              point_estimate="map"):
+        seen.update(delta=delta, rng=rng, cols=list(clusters.columns), gold="gold" in df.columns,
+                    point_estimate=point_estimate)
         conf = clusters[["mention_id", "cluster_id"]].assign(p=1.0, p_lower=0.9, p_upper=1.0, method="exact",
                                                            n_submodel=1)
         pairs = pd.DataFrame({"block": ["Name_0"], "mention_a": ["a"], "mention_b": ["b"], "p": [0.5]})
@@ -206,13 +208,19 @@ def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, 
         (out_dir / "confidence_hist.png").write_bytes(b"png")
         return "## Confidence\n"
 
+    def review_table(model, df, confidence_df, *, encodings=None):
+        return confidence_df[["mention_id", "cluster_id"]].assign(rank=range(1, len(confidence_df) + 1))
+
     fake = types.ModuleType("coref.confidence")
     fake.assignment_confidence, fake.write_confidence_report = assignment_confidence, write_confidence_report
+    fake.review_table = review_table
     monkeypatch.setitem(sys.modules, "coref.confidence", fake)
     predict(data, model=model_dir, out=tmp_path / "o", confidence=True, delta=0.1, seed=4, progress=False)
     m = read_manifest(tmp_path / "o")
-    assert {"confidence.csv", "pairs.csv", "confidence_hist.png"} <= set(m["files"])
-    assert seen == {"delta": 0.1, "rng": 4, "cols": ["mention_id", "block", "cluster_id"], "gold": False}
+    assert {"confidence.csv", "pairs.csv", "review.csv", "confidence_hist.png"} <= set(m["files"])
+    assert seen == {"delta": 0.1, "rng": 4, "cols": ["mention_id", "block", "cluster_id"], "gold": False,
+                    "point_estimate": "repair"}
+    assert len(pd.read_csv(tmp_path / "o" / "review.csv")) == len(data)
     assert "## Confidence" in (tmp_path / "o" / "report.md").read_text()
     assert len(pd.read_csv(tmp_path / "o" / "confidence.csv")) == len(data)
 

@@ -1,0 +1,121 @@
+"""The curator's review queue (``review.csv`` of ``coref predict --confidence``).
+
+:func:`review_table` orders the mentions by the expected number of errors a curator fixes
+by looking at one of them, ``expected_errors = 1 - confidence`` (the probability that its
+assignment is wrong, so that the first k rows hold the largest expected number of wrong
+assignments of any k rows), and gives what the curator needs to decide:
+
+==================== =====================================================================
+column               meaning
+==================== =====================================================================
+rank                 1 = look first
+mention_id, block    the mention
+cluster_id           its reported cluster; ``cluster_size`` its mentions
+confidence           calibrated probability that the assignment is right (``confidence.csv``)
+expected_errors      1 - confidence
+p                    posterior probability of the assignment (before calibration)
+competing_cluster    the most probable other place: another cluster's id, or empty for
+                     "a cluster of its own" (:func:`coref.confidence.marginals.competing_clusters`)
+p_competing          its support (mean posterior pair probability to its members, or
+                     P(alone))
+evidence             the largest pairwise-factor terms between the mention and the other
+                     members of its cluster: ``label (+w); ...`` with w = theta_k times the
+                     mean of phi_k over those pairs, natural-log odds (:mod:`coref.explain`
+                     terms; block-level and missing-information terms left out); empty
+                     for a singleton and below the first ``max_evidence`` rows
+evidence_competing   the same terms towards the members of the competing cluster
+==================== =====================================================================
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from coref.explain import feature_groups
+from coref.factors.names import FEATURE_NAMES
+
+__all__ = ["REVIEW_COLUMNS", "review_table", "DEFAULT_MAX_EVIDENCE"]
+
+REVIEW_COLUMNS = ("rank", "mention_id", "block", "cluster_id", "cluster_size", "confidence", "expected_errors", "p",
+                  "competing_cluster", "p_competing", "evidence", "evidence_competing")
+#: rows (from the top of the queue) that get their evidence terms
+DEFAULT_MAX_EVIDENCE = 100
+_TOP_TERMS = 3
+
+
+def review_table(model, df, confidence_df, *, encodings=None, max_evidence=DEFAULT_MAX_EVIDENCE):
+    """The review queue of a scored clustering.
+
+    Parameters
+    ----------
+    model : coref.model.PairwiseModel
+    df : pandas.DataFrame
+        The mentions (``mention_id``, ``block`` and features), whole blocks.
+    confidence_df : pandas.DataFrame
+        From :func:`coref.confidence.assignment.assignment_confidence` (``confidence``,
+        ``competing_cluster``, ``p_competing`` and the rest).
+    encodings : coref.encoding.EncodingCache, optional
+        Blocks already encoded.
+    max_evidence : int >= 0, default :data:`DEFAULT_MAX_EVIDENCE`
+        Rows, from the top, whose evidence columns are filled.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`REVIEW_COLUMNS` (module docstring), one row per mention, queue order
+        (ties: block, mention_id).
+
+    Raises
+    ------
+    ValueError
+        If ``max_evidence`` is negative or ``confidence_df`` lacks a column.
+    """
+    if isinstance(max_evidence, bool) or not isinstance(max_evidence, (int, np.integer)) or max_evidence < 0:
+        raise ValueError(f"the max_evidence parameter must be an int >= 0; got {max_evidence!r}")
+    need = ("mention_id", "block", "cluster_id", "confidence", "p", "competing_cluster", "p_competing")
+    miss = [c for c in need if c not in confidence_df.columns]
+    if miss:
+        raise ValueError(f"the confidence frame is missing the column(s) {miss}")
+    q = confidence_df[list(need)].copy()
+    q["mention_id"] = q["mention_id"].astype(str)
+    q["cluster_id"] = q["cluster_id"].astype(str)
+    q["block"] = q["block"].astype(str)
+    q["cluster_size"] = q.groupby(["block", "cluster_id"])["mention_id"].transform("size").astype(np.int64)
+    q["expected_errors"] = 1.0 - q["confidence"].astype(float)
+    q = q.sort_values(["expected_errors", "block", "mention_id"], ascending=[False, True, True], kind="stable")
+    q = q.reset_index(drop=True)
+    q["rank"] = np.arange(1, len(q) + 1)
+    q["competing_cluster"] = q["competing_cluster"].fillna("").astype(str)
+    q["evidence"] = ""
+    q["evidence_competing"] = ""
+    top = q.head(int(max_evidence))
+    if len(top):
+        _fill_evidence(model, df, q, top, encodings)
+    return q[list(REVIEW_COLUMNS)]
+
+
+def _fill_evidence(model, df, q, top, encodings):
+    labels, groups = feature_groups()
+    keep = np.array([g != "block" and "missing" not in n.split("*")[0] for n, g in zip(FEATURE_NAMES, groups)])
+    theta = np.asarray(model.theta_, float)
+    cid = q.set_index("mention_id")["cluster_id"]
+    blocks = df["block"].astype(str)
+    for block, rows in top.groupby("block", sort=False):
+        sub = df[(blocks == block).to_numpy()]
+        sub = sub.iloc[np.argsort(sub["mention_id"].astype(str).to_numpy(), kind="stable")]
+        ids = sub["mention_id"].astype(str).to_numpy()
+        if len(ids) < 2:
+            continue
+        enc = model.encode(sub) if encodings is None else encodings.encode(sub)
+        pos = {m: k for k, m in enumerate(ids)}
+        lab = cid.reindex(ids).to_numpy()
+        for r in rows.itertuples():
+            i = pos[r.mention_id]
+            for col, target in (("evidence", r.cluster_id), ("evidence_competing", r.competing_cluster)):
+                J = np.flatnonzero((lab == target) & (np.arange(len(ids)) != i)) if target else np.zeros(0, int)
+                if J.size == 0:
+                    continue
+                phi = np.asarray(model.pair_features(enc, np.full(J.size, i), J), float).mean(axis=0)
+                w = np.where(keep, theta * phi, 0.0)
+                best = np.argsort(-np.abs(w), kind="stable")[:_TOP_TERMS]
+                q.at[r.Index, col] = "; ".join(f"{labels[k]} ({w[k]:+.2f})" for k in best if w[k] != 0.0)
