@@ -28,8 +28,9 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
  13   year_gap2               year_gap ** 2
  14   year_missing            1 if either year is missing
  15   name_compat             1 same full first name, 0.5 compatible (or missing), 0 otherwise
- 16   co_log_count_logn       co_log_count * log(block size)
- 17   same_comp1              1 if i, j are connected in the block's shared-coauthor graph
+ 16   co_log_count_logn       co_log_count * log(min(block size, 512))
+ 17   same_comp1              1 if i, j are in one coauthor group: connected in the block's
+                              shared-coauthor graph (groups of > 200 mentions split, below)
  18   same_comp2              same, for the graph whose edges need >= 2 shared coauthors
  19   same_comp1_logsize      same_comp1 * log(size of that component)
  20   comp_title_cos          cosine of the title profiles of the two comp1 components
@@ -40,7 +41,7 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
                               title profile (1 within one component)
  25   comp_logsizes           log |comp(i)| + log |comp(j)| for different components (else 0)
  26   same_comp_initials      same_comp1 with coauthors keyed by first initial + last name
- 27   log_n                   log(block size)                      (block constant)
+ 27   log_n                   log(min(block size, 512))            (block constant)
  28   comp_frac               number of comp1 components / n       (block constant)
  29   title_coherence         squared norm of the mean title vector ~ mean pairwise title cosine
  30   venue_coherence         same for venue vectors               (block constant)
@@ -73,6 +74,13 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
                               full first names)
  53+k <name>*same_comp1       feature k times same_comp1 (separate weights inside a component)
 ====  ======================  ===========================================================
+
+No feature grows with the block beyond what training blocks showed (issue 27): ``log_n``
+saturates at 512 mentions (:data:`coref.factors.names.BLOCK_SIZE_SATURATION`), and a
+shared-coauthor component of more than :data:`coref.encoding.components.MAX_GROUP` (200)
+mentions, which in a big one-name block chains strangers through common coauthor names,
+is split into its ``comp2`` parts, then single mentions
+(:func:`coref.encoding.components.bounded_groups`); every ``comp1`` feature uses these groups.
 
 Word IDF and the LSA topic vectors come from a :class:`Vocabulary` fitted on a corpus
 of mentions (:mod:`coref.encoding.vocabulary`). Coauthor IDF is block-local,

@@ -14,7 +14,10 @@ import numpy as np
 
 from coref.encoding._arrays import intern_lists
 
-__all__ = ["token_components", "token_list_components"]
+__all__ = ["token_components", "token_list_components", "bounded_groups", "MAX_GROUP"]
+
+#: Largest coauthor group (``comp1`` component) the features trust as one group; see :func:`bounded_groups`.
+MAX_GROUP = 200
 
 
 def token_components(ptr, ids, min_shared=1, group=None):
@@ -112,3 +115,56 @@ def token_list_components(token_lists, min_shared):
     """
     _, ptr, ids = intern_lists([sorted(set(map(str, t))) for t in token_lists])
     return token_components(ptr, ids, min_shared)
+
+
+def bounded_groups(comp1, comp2, max_size=MAX_GROUP):
+    """Coauthor groups that do not percolate: ``comp1``, with oversized components split.
+
+    A chain of shared coauthors grows into one giant component as a block grows: in a
+    one-name block of 10,000 synthetic mentions, 8,701 mentions of 643 authors are linked
+    (one common coauthor name shared by two people is enough), and the group features
+    (``same_comp1``, the group profiles) then call most strangers one group (issue 27). The
+    largest ``comp1`` group of the labeled training data is 182 mentions of one author; the
+    one larger group of the dev names (196 mentions) joins 4 authors. So a component of more
+    than ``max_size`` mentions is replaced by its ``comp2`` parts (mentions linked by >= 2
+    shared coauthors, which refine ``comp1``), and a ``comp2`` part still larger than
+    ``max_size`` by single mentions.
+
+    Parameters
+    ----------
+    comp1, comp2 : ndarray of int, shape (n,)
+        Component labels of ONE block (:func:`token_components` with ``min_shared`` 1 and 2).
+    max_size : int, default :data:`MAX_GROUP`
+        Largest group kept whole (mentions).
+
+    Returns
+    -------
+    ndarray of int32, shape (n,)
+        Group labels ``0, 1, ...`` numbered in the order of each group's first mention;
+        ``comp1`` itself when no component exceeds ``max_size``.
+
+    Raises
+    ------
+    ValueError
+        If the two label arrays differ in length or ``max_size`` < 1.
+    """
+    c1 = np.asarray(comp1, dtype=np.int64)
+    c2 = np.asarray(comp2, dtype=np.int64)
+    if c1.shape != c2.shape or c1.ndim != 1:
+        raise ValueError(f"comp1 and comp2 must be 1-D of one length; got shapes {c1.shape} and {c2.shape}")
+    if int(max_size) < 1:
+        raise ValueError(f"max_size must be >= 1; got {max_size}")
+    n = len(c1)
+    if n == 0 or n <= max_size:
+        return np.asarray(comp1, dtype=np.int32)
+    big1 = np.bincount(c1)[c1] > max_size
+    if not big1.any():
+        return np.asarray(comp1, dtype=np.int32)
+    lab = c1.copy()
+    lab[big1] = n + c2[big1]
+    big2 = big1 & (np.bincount(c2)[c2] > max_size)
+    lab[big2] = 2 * n + np.flatnonzero(big2)
+    _, first, inv = np.unique(lab, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.reshape(-1)].astype(np.int32)

@@ -19,6 +19,9 @@ cdef extern from *:
 cdef enum:
     N_BASE = 53
     N_FEATURES = 106
+    # block size at which the block-size features (log_n, co_log_count_logn) saturate:
+    # they use log(min(n, N_SAT)) (must equal coref.factors.names.BLOCK_SIZE_SATURATION)
+    N_SAT = 512
     # signature words per mention: 2 (128 bits) for each of SIG_FIELDS id lists
     SIG_FIELDS = 9
     N_SIG = 18

@@ -4,6 +4,7 @@ from coref.features import EncodedBlock
 
 n_features: int
 n_base: int
+n_saturate: int
 MEMO_MAX_BYTES: int
 
 def share_memo(enc: EncodedBlock, max_bytes: int = ...) -> None: ...

@@ -16,6 +16,8 @@ at least n^2 / 8 pairs (the tables cost about n^2 entries to set up).
 n_features = N_FEATURES
 #: compile-time number of base features (must equal ``coref.factors.names.N_BASE``)
 n_base = N_BASE
+#: compile-time block-size saturation (must equal ``coref.factors.names.BLOCK_SIZE_SATURATION``)
+n_saturate = N_SAT
 MEMO_MAX_BYTES = 64 * 1024 * 1024
 
 # share_memo's tables, by id(enc): (enc, tables).  The entry holds the encoding, so its

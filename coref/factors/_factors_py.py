@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from coref.factors.names import N_BASE, N_FEATURES
+from coref.factors.names import BLOCK_SIZE_SATURATION, N_BASE, N_FEATURES
 
 
 def _shared(ptr_a, ids_a, i, ptr_b, ids_b, j):
@@ -66,7 +66,7 @@ def _dense_dot(x, xo, y, yo, k):
 def block_phi(enc, i, j):
     """The N_FEATURES features phi(x_i, x_j) as a list of floats."""
     phi = [0.0] * N_FEATURES
-    log_n = math.log(enc.n) if enc.n > 0 else 0.0
+    log_n = math.log(float(min(enc.n, BLOCK_SIZE_SATURATION))) if enc.n > 0 else 0.0
     ni = int(enc.co_ptr[i + 1] - enc.co_ptr[i])
     nj = int(enc.co_ptr[j + 1] - enc.co_ptr[j])
     _, c, sw = _dot_sorted(enc.co_ptr, enc.co_ids, enc.co_w, i, j)

@@ -10,7 +10,7 @@ None of this changes a value: it only decides how the features are computed.
 from libc.math cimport log
 from libc.stdint cimport uint64_t
 
-from coref.factors._block cimport (BlockData, Mention, N_FEATURES, MEMO_CC, SIG_CO, SIG_TI,
+from coref.factors._block cimport (BlockData, Mention, N_FEATURES, N_SAT, MEMO_CC, SIG_CO, SIG_TI,
                                    SIG_VE, SIG_AF, SIG_CK, SIG_AB, SIG_KW, SIG_VA, SIG_VT)
 from coref.factors._lists cimport fill_sig
 from coref.factors._rows cimport row_tables as attach_row_tables
@@ -153,7 +153,7 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
         raise ValueError(f"theta must have {N_FEATURES} entries; got {theta.shape[0]}")
     d.n = enc.n
     d.n_topics = enc.n_topics
-    d.log_n = log(<double>enc.n) if enc.n > 0 else 0.0
+    d.log_n = log(<double>(enc.n if enc.n < N_SAT else N_SAT)) if enc.n > 0 else 0.0
     d.theta = &theta[0]
     d.bias = bias
     d.comp_frac = enc.block_stats[0]

@@ -8,7 +8,15 @@ base features followed by their interactions with ``same_comp1`` (``"<name>*same
 uses. The definitions are in :mod:`coref.encoding`.
 """
 
-__all__ = ["BASE_FEATURES", "N_BASE", "FEATURE_NAMES", "FEATURE_LABELS", "FEATURE_GROUPS", "N_FEATURES"]
+__all__ = ["BASE_FEATURES", "N_BASE", "FEATURE_NAMES", "FEATURE_LABELS", "FEATURE_GROUPS", "N_FEATURES",
+           "BLOCK_SIZE_SATURATION"]
+
+#: The block-size features (``log_n``, ``co_log_count_logn``) use log(min(n, BLOCK_SIZE_SATURATION)):
+#: a linear weight fitted on blocks of at most a few hundred mentions (the largest shipped training
+#: block has 305) is not extrapolated to blocks of thousands, where it added several nats to every
+#: pair (issue 27); the size of a big block enters through the block prior instead. The compiled
+#: kernel's ``N_SAT`` (``coref.factors._factors.n_saturate``) must equal it.
+BLOCK_SIZE_SATURATION = 512
 
 BASE_FEATURES = (
     # name, group, label

@@ -225,12 +225,22 @@ def _chain_encoding(n, k_topics=4):
 
 
 def test_component_log_sizes_of_a_large_component():
-    """log |comp1| of a component of 9170 mentions (more than the kernel's stack scratch)."""
+    """log |comp1| of a component of 9170 mentions (more than the kernel's stack scratch), the
+    components given explicitly; by default the chain, larger than MAX_GROUP with no comp2 link,
+    is split into single mentions (coref.encoding.components.bounded_groups), as in the twin."""
+    from coref.encoding.components import MAX_GROUP
+
     enc = _chain_encoding(9170)
     enc.validate()
-    blk = _check(enc)
+    comps = {"comp1": np.zeros(9170, np.int32), "comp2": np.arange(9170, dtype=np.int32),
+             "comp3": np.arange(9170, dtype=np.int32)}
+    blk = assemble_block(enc, comps)
     assert blk.comp1.tolist() == [0] * 9170 and blk.comp2.tolist() == list(range(9170))
     np.testing.assert_allclose(blk.comp1_logsize, np.log(9170.0), rtol=RTOL, atol=0)
+    assert 9170 > MAX_GROUP
+    blk = _check(enc)
+    assert blk.comp1.tolist() == list(range(9170)) and blk.comp2.tolist() == list(range(9170))
+    np.testing.assert_array_equal(blk.comp1_logsize, np.zeros(9170))
 
 
 @settings(max_examples=150, deadline=None)
