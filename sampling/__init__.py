@@ -20,7 +20,7 @@ _EXPORTS = {
     "b_normal": "sampling.bounds_normal",
     "race": "sampling.racing",
     "RaceResult": "sampling.racing",
-    "lil_ucb": "sampling.lil_ucb",
+    "lil_ucb": "sampling.ucb",
     "sample_discrete": "sampling.discrete",
     "mh_accept": "sampling.mh",
     "MHTestResult": "sampling.mh",

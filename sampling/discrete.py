@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sampling.utils.rng import as_generator
-from sampling.lil_ucb import lil_ucb
+from sampling.ucb import lil_ucb
 from sampling._race_core import check_delta, check_gumbels, check_int, check_problem
 from sampling.racing import RaceResult, race
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sampling.bounds import read_uai
-from sampling.bounds.marginals import marginals
+from sampling.bounds.marginal_bounds import marginals
 from sampling.datasets import resolve_uai
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,8 +30,8 @@ _EXPORTS = {
     "BoundTrace": "sampling.bounds.trace",
     "run": "sampling.bounds.dis",
     # marginals P(X_i = x | evidence)
-    "marginals": "sampling.bounds.marginals",
-    "MarginalBounds": "sampling.bounds.marginals",
+    "marginals": "sampling.bounds.marginal_bounds",
+    "MarginalBounds": "sampling.bounds.marginal_bounds",
     # probabilities of events P(A) = Z_A / Z, one sample stream for all
     "event_probabilities": "sampling.bounds.ratios",
     "EventBounds": "sampling.bounds.ratios",

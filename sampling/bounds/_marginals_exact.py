@@ -3,7 +3,7 @@
 The forward pass is the bucket elimination of :func:`sampling.bounds.log_partition`; it keeps
 every message. The backward pass sends each bucket's belief, without the message of a child,
 down to that child's separator. The belief of the bucket of variable v, summed over the other
-variables, is Z * P(X_v = x). Used by :mod:`sampling.bounds.marginals`.
+variables, is Z * P(X_v = x). Used by :mod:`sampling.bounds.marginal_bounds`.
 """
 from __future__ import annotations
 

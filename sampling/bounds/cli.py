@@ -190,8 +190,8 @@ def _computed(compute):
 
 
 def _marginals_main(args, model, seed):
-    """``--marginals``: run :func:`sampling.bounds.marginals.marginals` and write its CSV."""
-    from .marginals import marginals
+    """``--marginals``: run :func:`sampling.bounds.marginals` and write its CSV."""
+    from .marginal_bounds import marginals
 
     if not args.quiet:
         print(f"sampling bounds: marginals of {args.model} ({len(model.cards)} variables), "

@@ -11,7 +11,7 @@ import pytest
 from bounds_oracle import chain_model, random_model
 from sampling.bounds import cli as bounds_cli
 from sampling.bounds.estimator import ImportanceAccumulator
-from sampling.bounds.marginals import COLUMNS, marginals, ratio_intervals, tighten_by_sum
+from sampling.bounds.marginal_bounds import COLUMNS, marginals, ratio_intervals, tighten_by_sum
 from sampling.bounds.model import Factor, GraphicalModel
 from sampling.bounds.uai import write_uai
 

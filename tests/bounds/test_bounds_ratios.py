@@ -8,8 +8,8 @@ import pytest
 
 from bounds_oracle import chain_model, fit_wmb, random_model
 from sampling.bounds import EventBounds, event_probabilities
-from sampling.bounds.marginals import marginals
-from sampling.bounds.marginals import tighten_by_sum
+from sampling.bounds.marginal_bounds import marginals
+from sampling.bounds.marginal_bounds import tighten_by_sum
 from sampling.bounds.model import Factor, GraphicalModel
 
 

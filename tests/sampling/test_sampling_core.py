@@ -11,7 +11,7 @@ from sampling import ControlVariate, mh_accept, race
 from sampling._race_core import IndexSampler, PermutationSampler
 
 ROOT = Path(__file__).resolve().parents[2]
-RACING_MODULES = ["racing.py", "mh.py", "lil_ucb.py", "discrete.py", "control_variates.py"]
+RACING_MODULES = ["racing.py", "mh.py", "ucb.py", "discrete.py", "control_variates.py"]
 
 
 @pytest.mark.parametrize("name", RACING_MODULES)

@@ -4,7 +4,7 @@ import importlib
 import pytest
 
 MODULES = ["sampling.gumbel", "sampling.bounds_normal", "sampling.racing", "sampling.mh", "sampling.discrete",
-           "sampling.lil_ucb", "sampling.sgld", "sampling.control_variates", "sampling.datasets",
+           "sampling.ucb", "sampling.sgld", "sampling.control_variates", "sampling.datasets",
            "sampling.bounds.wmb", "sampling.bounds.dis"]
 
 

@@ -79,3 +79,28 @@ def test_quiet_is_the_progress_flag_of_every_command(module):
         assert parser.parse_args(base + ["--no-progress"]).quiet is True
         assert "--no-progress" not in parser.format_help()
         assert "--quiet" in parser.format_help()
+
+
+PACKAGES = ["sampling", "sampling.bounds", "sampling.arch", "sampling.utils", "coref", "coref.confidence",
+            "coref.model", "coref.gibbs", "coref.encoding", "coref.outputs", "coref.jobs", "coref.io", "coref.factors"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_exported_function_shares_its_name_with_a_submodule(package):
+    """Importing a submodule sets the package attribute of that name to the module, so an export
+    of the same name (``sampling.bounds.marginals`` once was both) turns into a module."""
+    import importlib
+    import pkgutil
+
+    pkg = importlib.import_module(package)
+    submodules = {m.name for m in pkgutil.iter_modules(pkg.__path__)}
+    exported = set(getattr(pkg, "__all__", ())) | set(getattr(pkg, "_EXPORTS", {}))
+    exported -= set(getattr(pkg, "_SUBPACKAGES", ())) | set(getattr(pkg, "_SUBMODULES", ()))
+    assert not (submodules & exported)
+
+
+def test_marginals_is_the_function_after_its_module_is_imported():
+    import sampling.bounds.marginal_bounds  # noqa: F401
+    from sampling.bounds import marginals
+
+    assert callable(marginals) and marginals.__module__ == "sampling.bounds.marginal_bounds"
