@@ -195,6 +195,14 @@ def _area(trace, t0, t1, floor):
     return bound_area(trace, t_start=t0, t_end=t1, log_Z_floor=floor)
 
 
+def _ratio(a_ours, a_py):
+    """Area ours / pyGMs: 0 when only pyGMs' is infinite (no finite lower bound in the
+    window), NaN when both are (or pyGMs' is 0), inf when only ours is."""
+    if math.isinf(a_py):
+        return math.nan if math.isinf(a_ours) else 0.0
+    return a_ours / a_py if a_py > 0 else math.nan
+
+
 def run_instance(name, args):
     """Both sides on one instance; returns the CSV row (dict)."""
     import warnings
@@ -264,7 +272,7 @@ def run_instance(name, args):
         "pygms_gap": pf["log_Z_upper"] - pf["log_Z_lower"], "pygms_brackets": brk,
         "pygms_samples": info["n_samples"], "pygms_violations": info["violations"], "pygms_zero_frac": info["zero_frac"], "pygms_rss_mb": info["rss_mb"],
         "area_ours": a_ours, "area_pygms": a_py,
-        "area_ratio": a_ours / a_py if math.isfinite(a_py) and a_py > 0 else 0.0 if math.isinf(a_py) else math.nan,
+        "area_ratio": _ratio(a_ours, a_py),
         "pygms_rc": proc.returncode, "pygms_error": err.strip().splitlines()[-1][:200] if proc.returncode else "",
     }
     return row

@@ -86,6 +86,15 @@ def test_no_finite_bound_gives_an_empty_trace_and_infinite_area():
     assert mod._area(tr, 1.0, 5.0, -9.0) == math.inf
 
 
+def test_area_ratio_rules():
+    mod = _load()
+    assert mod._ratio(2.0, 8.0) == 0.25
+    assert mod._ratio(2.0, math.inf) == 0.0
+    assert math.isnan(mod._ratio(math.inf, math.inf))
+    assert mod._ratio(math.inf, 3.0) == math.inf
+    assert math.isnan(mod._ratio(1.0, 0.0))
+
+
 FAKE_PYGMS = '''
 import math
 import numpy as np
