@@ -28,6 +28,18 @@ Measured (shared 2-core machine, load 9-12, w/F at 643ec1e; ln Z of linkage_25 =
   t1 = 2.3e-9, t2 = 1.1e-4: the range term (U_S / Z = e^19.8) keeps the lower bound at
   Markov's; at 60 s with the default ladder (i-bound 12) U_S reached -200.5 (U / Z = e^1.9),
   and then t1 (the largest weights are e^10 times the mean) is what keeps it there.
+* The order decides the table sizes: five randomized weighted min-fill orders
+  (``sampling.bounds.ordering.randomized_min_fill_orders``) gave WMB tables at i-bound 14 of
+  344-697 MiB against 986 MiB for the default order; the best (least total exact-table size)
+  bounds ln Z by -193.45 at i-bound 14 in 461 MiB (10 CPU-s) against -190.01 at i-bound 12 in
+  534 MiB for the default. With the ladder's restarts (w/F 1bbd17e), 60 CPU-s DIS, run two by
+  two against 643ec1e: linkage_25 gap 0.259 (i-bound 15, Bernstein lower bound) vs 5.438
+  (Markov); linkage_20 0.138 vs 0.245.
+* Tried and dropped: restricting the WMB-IS mixture to the values every mini-bucket supports
+  (a zero of one component is a zero of the model): zero weights 0.998 -> 0.86 (i-bound 10)
+  and ESS x3, but draws cost more and the 60 CPU-s gaps did not improve (linkage_25 5.95 vs
+  5.62, linkage_20 0.43 vs 0.38); nor did 10 samples per DIS round (30 CPU-s: 6.00 vs 6.80,
+  4.83 vs 5.12, both Markov).
 """
 from __future__ import annotations
 
