@@ -166,6 +166,13 @@ def test_worker_protocol_passes_then_samples(tmp_path):
     assert all(a["t"] <= b["t"] for a, b in zip(ev, ev[1:]))
 
 
+def test_worker_keeps_the_state_before_a_worse_pass(tmp_path):
+    ev = _run_worker(tmp_path, "[3.0, 2.0, 2.5, 1.0]")
+    passes = [e for e in ev if e["event"] == "pass"]
+    assert [p["k"] for p in passes] == [0, 1, 2]
+    assert {e["U"] for e in ev if e["event"] == "samples"} == {2.0}
+
+
 def test_worker_stops_at_a_nan_pass_without_sampling(tmp_path):
     ev = _run_worker(tmp_path, "[3.0, float('nan'), 1.0]")
     passes = [e for e in ev if e["event"] == "pass"]
