@@ -38,8 +38,8 @@ Measured (shared 2-core machine, load 9-12, w/F at 643ec1e; ln Z of linkage_25 =
 * Tried and dropped: restricting the WMB-IS mixture to the values every mini-bucket supports
   (a zero of one component is a zero of the model): zero weights 0.998 -> 0.86 (i-bound 10)
   and ESS x3, but draws cost more and the 60 CPU-s gaps did not improve (linkage_25 5.95 vs
-  5.62, linkage_20 0.43 vs 0.38); nor did 10 samples per DIS round (30 CPU-s: 6.00 vs 6.80,
-  4.83 vs 5.12, both Markov).
+  5.62, linkage_20 0.43 vs 0.38). 10 samples per DIS round instead of 1 changed little
+  (30 CPU-s: 6.00 vs 6.80, 4.83 vs 5.12, both still Markov).
 """
 from __future__ import annotations
 
