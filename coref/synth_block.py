@@ -17,9 +17,9 @@
   name alone separates few authors.
 * **What distinguishes authors** (as in real data, no single field suffices):
   each author has a research *field* (one of ``n_fields``, shared with many other
-  authors of the block) and, inside it, a personal *collaborator circle* (5-40
-  coauthors drawn from the field's pool of researchers, so authors of one field share
-  some), a personal vocabulary (6 title words of their own beside the field's 20),
+  authors of the block) and a personal *collaborator circle* (5-40 coauthors: 85% their
+  own, 15% from a pool of 30 researchers of the field, so authors of one field share a
+  few), a personal vocabulary (6 title words of their own beside the field's 20),
   2-3 favourite venues of the field, a career (start year, 5-35 years) and a home
   affiliation (shown on half the mentions; 10% print another one).  Each paper takes
   0-5 coauthors from the circle (Zipf: a few regular collaborators), a title of 5-10
@@ -186,11 +186,11 @@ def _one_block(gen, b, n, offset, exponent, max_cluster, n_fields, seen):
                           for w, v in zip(_words(gen, n_aff, 2, seen), _words(gen, n_aff, 2, seen))],
                          dtype=object)
     a_aff = gen.integers(0, n_aff, n_auth)
-    pool_per_field = 150
-    co_first = np.array([w.capitalize() for w in _words(gen, 400, 2, seen)], dtype=object)
-    co_last = np.array([w.capitalize() for w in _words(gen, 400, 3, seen)], dtype=object)
-    co_names = (co_first[gen.integers(0, 400, nf * pool_per_field)] + " "
-                + co_last[gen.integers(0, 400, nf * pool_per_field)])
+    pool_per_field = 30
+    co_first = np.array([w.capitalize() for w in _words(gen, 1000, 2, seen)], dtype=object)
+    co_last = np.array([w.capitalize() for w in _words(gen, 1000, 3, seen)], dtype=object)
+    co_names = (co_first[gen.integers(0, 1000, nf * pool_per_field)] + " "
+                + co_last[gen.integers(0, 1000, nf * pool_per_field)])
     circle_len = np.minimum(5 + (sizes // 3), 40)
     # ---- mentions
     author = np.repeat(np.arange(n_auth), sizes)
@@ -221,13 +221,19 @@ def _one_block(gen, b, n, offset, exponent, max_cluster, n_fields, seen):
         a = int(author[m])
         c = circles.get(a)
         if c is None:
+            # personal collaborators (first + last name drawn from 1000 x 1000), 15% of
+            # them from the field's pool of 30 names that many of its authors share
             g = np.random.default_rng(int(circ_seed[a]))
-            c = field[a] * pool_per_field + g.choice(pool_per_field, size=int(circle_len[a]), replace=False)
+            ln = int(circle_len[a])
+            n_sh = int(g.binomial(ln, 0.15))
+            own = co_first[g.integers(0, 1000, ln - n_sh)] + " " + co_last[g.integers(0, 1000, ln - n_sh)]
+            sh = co_names[field[a] * pool_per_field + g.choice(pool_per_field, size=n_sh, replace=False)]
+            c = [str(x) for x in np.concatenate([own, sh])[g.permutation(ln)]]
             circles[a] = c
         k = int(n_co[m])
         # Zipf over the circle: index floor(L * u^3) favours its first members
         idx = np.unique((len(c) * co_u[m, :k] ** 3).astype(np.int64))
-        coauthors[m] = [str(co_names[c[t]]) for t in idx]
+        coauthors[m] = [c[t] for t in idx]
     return pd.DataFrame({
         "mention_id": pd.array([f"b{offset + m}" for m in range(n)], dtype=str),
         "block": pd.array([key] * n, dtype=str),

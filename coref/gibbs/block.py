@@ -14,7 +14,7 @@ import numpy as np
 
 from sampling.utils.kernels import load_kernel
 
-from coref.gibbs.arm_bound import feature_bound
+from coref.gibbs.arm_bound import component_bound
 from coref.gibbs.marginals import sample_marginals
 from coref.gibbs.merges import merge_moves
 from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask
@@ -24,7 +24,8 @@ from coref.model.block_prior import block_bias_evals
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
 
-__all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "KernelRun", "BlockRun", "fit_block"]
+__all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "KernelRun", "BlockRun",
+           "fit_block"]
 
 #: Factor-matrix budget (MiB) of ``sampler="auto"`` when ``factor_cache_mb`` is 0, and of
 #: the package's own exact Gibbs runs (the intercept tuning of ``PairwiseModel``, the
@@ -34,10 +35,13 @@ FACTOR_CACHE_MB = 256.0
 
 #: Racing's small-arm bound fmax_i >= max_j f(i, j): blocks of up to this many mentions
 #: get the exact row maxima (n (n - 1) / 2 factors before the first sweep: 8e6 at this
-#: size, a few percent of the sweeps); larger blocks the O(n) bound from the factor's
-#: structure (``coref.gibbs.arm_bound.feature_bound``), which is looser (more small arms
-#: are summed) but costs no factor: 5e9 factors saved at n = 100,000.
+#: size, a few percent of the sweeps); larger blocks a bound from the factor's structure
+#: across coauthor components and the exact maxima inside the small ones
+#: (``coref.gibbs.arm_bound.component_bound``), at most ``BOUND_PAIRS_PER_MENTION`` * n
+#: factors: 5e9 factors saved at n = 100,000.
 EXACT_BOUND_MAX_N = 4000
+#: Factor budget per mention of ``component_bound`` in blocks above ``EXACT_BOUND_MAX_N``.
+BOUND_PAIRS_PER_MENTION = 200
 
 
 @dataclass
@@ -187,16 +191,18 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     # small-arm bound: mode 1 computes the exact row maxima in the first kernel call,
     # mode 2 reads run.fmax (the structural bound of a big block, or mode 1's result)
     bound_mode = int(bool(settings.small_arm_bound)) if racing else 0
-    if bound_mode and n > EXACT_BOUND_MAX_N:
-        fb = feature_bound(enc, theta, bias)
-        if fb is not None:
-            run.fmax[:] = fb
+    bound_evals = 0
+    if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0:
+        res = component_bound(enc, theta, bias, BOUND_PAIRS_PER_MENTION * n)
+        if res is not None:
+            run.fmax[:], bound_evals = res
             bound_mode = 2
     if settings.merge_moves > 0 and n > 1 and len(movable) > 0:
         used = _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev,
                                    bound_mode)
     else:
         used = run.anneal(labels, size, inv_temps, mask, settings.patience, bound_mode, kh, ev[1:])
+    ev[1] += bound_evals            # the bound's factors count in sweep 1 (as mode 1's)
     if lab_hist is not None:
         lab_hist[used + 1:] = labels
     marg = None

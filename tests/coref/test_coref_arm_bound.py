@@ -94,6 +94,25 @@ def test_unknown_feature_layout_gives_none(encs, monkeypatch):
     assert arm_bound.feature_bound(blocks[0][1], model.theta_, 0.0) is None
 
 
+@pytest.mark.parametrize("max_pairs", [0, 200, 10**6])
+def test_component_bound_is_at_least_the_exact_row_maximum(encs, max_pairs):
+    blocks, model = encs
+    theta, bias = np.ascontiguousarray(model.theta_, dtype=np.float64), float(model.bias_)
+    for name, enc in blocks:
+        exact = _exact_max(enc, theta, bias)
+        fb, evals = arm_bound.component_bound(enc, theta, bias, max_pairs)
+        assert (fb >= exact).all(), name
+        sizes = np.bincount(np.asarray(enc.comp1))
+        assert evals <= max_pairs and evals % 2 == 0
+        if max_pairs == 0:
+            np.testing.assert_array_equal(fb, arm_bound.feature_bound(enc, theta, bias))
+        if max_pairs >= (sizes * (sizes - 1)).sum():
+            # every component evaluated: the exact maxima wherever the best partner is
+            # in one's own component, and the bound tighter than the intervals alone
+            assert evals == (sizes * (sizes - 1)).sum()
+            assert (fb <= arm_bound.feature_bound(enc, theta, bias)).all()
+
+
 def test_racing_with_the_feature_bound_matches_twin(encs):
     blocks, model = encs
     enc = blocks[-1][1]
@@ -127,13 +146,14 @@ def test_big_blocks_use_the_feature_bound(monkeypatch):
         pytest.skip(f"shipped model absent: {exc}")
     df = synthesize_block(60, rng=2)
     calls = []
-    real = gibbs_block.feature_bound
+    real = gibbs_block.component_bound
 
-    def spy(enc, theta, bias):
+    def spy(enc, theta, bias, max_pairs):
         calls.append(enc.n)
-        return real(enc, theta, bias)
+        return real(enc, theta, bias, max_pairs)
 
-    monkeypatch.setattr(gibbs_block, "feature_bound", spy)
+    monkeypatch.setattr(gibbs_block, "component_bound", spy)
+    monkeypatch.setattr(gibbs_block, "BOUND_PAIRS_PER_MENTION", 0)
     res = {}
     for limit in (10**6, 10):
         monkeypatch.setattr(gibbs_block, "EXACT_BOUND_MAX_N", limit)
