@@ -14,6 +14,7 @@ import numpy as np
 
 from sampling.utils.kernels import load_kernel
 
+from coref.gibbs.arm_bound import component_bound
 from coref.gibbs.marginals import sample_marginals
 from coref.gibbs.merges import merge_moves
 from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask
@@ -23,13 +24,24 @@ from coref.model.block_prior import block_bias_evals
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
 
-__all__ = ["FACTOR_CACHE_MB", "KernelRun", "BlockRun", "fit_block"]
+__all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "KernelRun", "BlockRun",
+           "fit_block"]
 
 #: Factor-matrix budget (MiB) of ``sampler="auto"`` when ``factor_cache_mb`` is 0, and of
 #: the package's own exact Gibbs runs (the intercept tuning of ``PairwiseModel``, the
 #: clusterings that confidence calibration is fitted on): a block whose n x n matrix fits
 #: (n <= 5,792) is sampled from it, with the same clusters as without it.
 FACTOR_CACHE_MB = 256.0
+
+#: Racing's small-arm bound fmax_i >= max_j f(i, j): blocks of up to this many mentions
+#: get the exact row maxima (n (n - 1) / 2 factors before the first sweep: 8e6 at this
+#: size, a few percent of the sweeps); larger blocks a bound from the factor's structure
+#: across coauthor components and the exact maxima inside the small ones
+#: (``coref.gibbs.arm_bound.component_bound``), at most ``BOUND_PAIRS_PER_MENTION`` * n
+#: factors: 5e9 factors saved at n = 100,000.
+EXACT_BOUND_MAX_N = 4000
+#: Factor budget per mention of ``component_bound`` in blocks above ``EXACT_BOUND_MAX_N``.
+BOUND_PAIRS_PER_MENTION = 200
 
 
 @dataclass
@@ -176,25 +188,36 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     inv_temps = 1.0 / np.asarray(temps, dtype=np.float64)
     mask = stop_mask(temps, settings.early_stop_temp)
     kh = lab_hist[1:] if lab_hist is not None else np.zeros((0, n), np.int64)
-    bound_mode = int(bool(settings.small_arm_bound))
+    # small-arm bound: mode 1 computes the exact row maxima in the first kernel call,
+    # mode 2 reads run.fmax (the structural bound of a big block, or mode 1's result)
+    bound_mode = int(bool(settings.small_arm_bound)) if racing else 0
+    bound_evals = 0
+    if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0:
+        res = component_bound(enc, theta, bias, BOUND_PAIRS_PER_MENTION * n)
+        if res is not None:
+            run.fmax[:], bound_evals = res
+            bound_mode = 2
     if settings.merge_moves > 0 and n > 1 and len(movable) > 0:
-        used = _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev)
+        used = _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev,
+                                   bound_mode)
     else:
         used = run.anneal(labels, size, inv_temps, mask, settings.patience, bound_mode, kh, ev[1:])
+    ev[1] += bound_evals            # the bound's factors count in sweep 1 (as mode 1's)
     if lab_hist is not None:
         lab_hist[used + 1:] = labels
     marg = None
     if settings.n_samples > 0:
         marg = sample_marginals(
-            lambda lab, sz, inv_temp: run.sweep(lab, sz, inv_temp, 2 * bound_mode),
+            lambda lab, sz, inv_temp: run.sweep(lab, sz, inv_temp, 2 if bound_mode else 0),
             labels, size, settings.n_samples)
     return BlockRun(labels, ev, lab_hist, marg, used, fmat is not None)
 
 
-def _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev):
+def _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev, bound_mode):
     """Sweeps one at a time, each followed by ``merge_moves`` cluster-merge proposals.
 
     Same early-stop rule as the kernel; an accepted merge counts as a move.
+    ``bound_mode``: the small-arm bound mode of the first sweep (later sweeps: 2 if set).
     Returns the number of sweeps run.
     """
     n = run.enc.n
@@ -202,10 +225,9 @@ def _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, e
     fixed[run.movable] = False
     stop = EarlyStop(settings.patience)
     used = 0
-    bound_mode = int(bool(settings.small_arm_bound))
     for s, inv_temp in enumerate(inv_temps):
         before = labels.copy()
-        e = run.sweep(labels, size, inv_temp, bound_mode if s == 0 else 2 * bound_mode)
+        e = run.sweep(labels, size, inv_temp, bound_mode if s == 0 else (2 if bound_mode else 0))
         if 1.0 / inv_temp <= float(settings.merge_max_temp):
             e += merge_moves(labels, size, float(inv_temp), run, gen, fixed, settings)
         ev[s + 1] = e
