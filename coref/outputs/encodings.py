@@ -68,8 +68,9 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
     path : str or os.PathLike
     model_sha256 : str
         The model now in use: the file must have been made with it.
-    mention_ids : array-like of str
-        The mentions the file must cover, exactly (no more, no fewer).
+    mention_ids : array-like of str or None
+        The mentions the file must cover, exactly (no more, no fewer); None: the file's
+        own, in its order (an output whose manifest lists the file and its SHA-256).
     vocabulary : coref.encoding.Vocabulary or None
         When given, the file's vocabulary sizes must be its.
 
@@ -126,7 +127,10 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
         enc.validate(vocabulary, where=str(path))
     except ValueError as exc:
         raise EncodingsError(str(exc)) from None
-    want = np.asarray(mention_ids, dtype=object).astype(str)
+    if mention_ids is None:
+        want = mids
+    else:
+        want = np.asarray(mention_ids, dtype=object).astype(str)
     index = pd.Index(mids)
     pos = index.get_indexer(want)
     if len(want) != len(mids) or (pos < 0).any():
