@@ -40,7 +40,7 @@ from coref.schema import ALL_COLUMNS, LIST_COLUMNS, NA_TEXT_COLUMNS, TEXT_COLUMN
 
 __all__ = ["STREAM_FORMATS", "BATCH_ROWS", "GROUP_MENTIONS", "BlockGroups", "Partition", "table_batches",
            "plan_block_groups", "partition_groups", "read_group", "mention_schema", "group_file", "ROWS_FILE",
-           "new_collector"]
+           "new_collector", "estimated_rows", "STREAM_MIN_MENTIONS"]
 
 #: Formats that can be read in batches.
 STREAM_FORMATS = ("csv", "parquet")
@@ -48,8 +48,25 @@ STREAM_FORMATS = ("csv", "parquet")
 BATCH_ROWS = 50_000
 #: Default mentions per block group.
 GROUP_MENTIONS = 50_000
+#: Inputs of at least this many mentions are streamed by default (``coref predict --stream``);
+#: smaller ones are read whole (one pass, and the in-memory outputs: ``encodings.npz``).
+STREAM_MIN_MENTIONS = 200_000
+#: Bytes per CSV record assumed to estimate the mentions of a CSV file from its size.
+CSV_BYTES_PER_ROW = 256
 #: The mentions' ids, blocks and gold labels in input order (with their ``row``).
 ROWS_FILE = "rows.parquet"
+
+
+def estimated_rows(path, fmt):
+    """Mentions of a CSV / Parquet file, about (Parquet: its metadata; CSV: size / :data:`CSV_BYTES_PER_ROW`)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        except Exception:  # a broken file: the loader names the problem later
+            return 0
+    return int(Path(path).stat().st_size // CSV_BYTES_PER_ROW)
 
 
 def group_file(g):

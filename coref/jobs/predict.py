@@ -18,7 +18,7 @@ import time
 
 from coref.inference import executor_context
 from coref.inputs import input_paths, load_input, resolve_model, stream_source
-from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS
+from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, STREAM_MIN_MENTIONS, estimated_rows
 from coref.jobs.clusters import predict_clusters
 from coref.jobs.result import ClusteringResult
 from coref.jobs.writing import write_confidence, write_outputs
@@ -128,10 +128,12 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
     settings = make_settings("predict", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
                              strict=strict, workers=workers, scheduler=scheduler,
                              gibbs_params=cache_params(factor_cache_mb))
+    if isinstance(group_mentions, bool) or not isinstance(group_mentions, int) or group_mentions < 1:
+        raise ValueError(f"--group-mentions must be an integer >= 1; got {group_mentions!r}")
     od = OutputDir(out, "predict", inputs=input_paths(data=data, model=model))
     source = stream_source(data, settings.format)
     if stream is None:
-        stream = source is not None and not confidence
+        stream = source is not None and not confidence and estimated_rows(*source) >= STREAM_MIN_MENTIONS
     if stream:
         if source is None or confidence:
             raise ValueError("stream=True needs one CSV or Parquet file as data and no confidence")
