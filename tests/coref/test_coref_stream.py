@@ -197,3 +197,14 @@ def test_table_batches_name_a_broken_file(tmp_path):
 def test_importing_the_outputs_does_not_import_the_samplers(tmp_path):
     code = "import sys, coref.outputs; assert 'coref.inference' not in sys.modules and 'coref.gibbs' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_streamed_groups_on_two_dask_workers_give_the_same_clusters(table, tmp_path, model_dir):
+    path = write_mentions(table, tmp_path / "m.parquet")
+    predict(path, model=model_dir, out=tmp_path / "one", progress=False, stream=True, group_mentions=15)
+    b = predict(path, model=model_dir, out=tmp_path / "two", progress=False, stream=True, group_mentions=15,
+                workers=2)
+    assert b["executor"].startswith("dask LocalCluster (2 workers")
+    assert _bytes(tmp_path / "one") == _bytes(tmp_path / "two")
+    assert _bytes(tmp_path / "one", "blocks.csv") == _bytes(tmp_path / "two", "blocks.csv")
