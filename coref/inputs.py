@@ -15,8 +15,7 @@ import pandas as pd
 
 from coref.blocking import assign_blocks
 from coref.datasets import DEFAULT_MODEL, LABELED_SETS, data_path, load_labeled
-from coref.io import MENTION_COLUMNS, load_mentions, warn_report
-from coref.io._scan import guess_file_format
+from coref.io import MENTION_COLUMNS, guess_file_format, load_mentions, warn_report
 from coref.io.stream import STREAM_FORMATS, new_collector, partition_groups, plan_block_groups
 from coref.model import load_model
 from coref.outputs import sha256_file

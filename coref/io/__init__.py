@@ -88,7 +88,7 @@ from coref.io.s2and import load_s2and
 from coref.io.table import load_table, write_mentions
 from coref.schema import ALL_COLUMNS, FORMATS, IDENTIFIER_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, OPTIONAL_COLUMNS
 
-__all__ = ["load_mentions", "warn_report", "write_mentions", "add_optional_columns", "empty_mentions", "LoadReport",
+__all__ = ["load_mentions", "warn_report", "guess_file_format", "write_mentions", "add_optional_columns", "empty_mentions", "LoadReport",
            "MENTION_COLUMNS", "OPTIONAL_COLUMNS", "ALL_COLUMNS", "LIST_COLUMNS", "IDENTIFIER_COLUMNS", "FORMATS"]
 
 
