@@ -21,7 +21,6 @@ files of the block's mentions). The output is again a block-group output, so add
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -81,25 +80,27 @@ def _old_text(d, ids):
 
 
 def _old_encodings(d, blocks, touched, ids, model_info, vocabulary):
-    """The encodings of the old mentions ``ids`` of the ``touched`` blocks, from their groups' files."""
-    from coref.encoding.mentions import MentionEncoding
+    """The encodings of the old mentions ``ids`` of the ``touched`` blocks: one part per file that holds some.
 
+    The files' bytes were checked against the manifest (:func:`coref.outputs.read_manifest`),
+    so their content digest is not computed again; header, model and arrays are checked.
+    """
     touched = set(touched)
     groups = sorted({g for b, cell in zip(blocks["block"].tolist(), blocks["group"].tolist()) if b in touched
                      for g in _groups_of(cell)})
     want = set(np.asarray(ids, dtype=object).astype(str).tolist())
-    parts = []
+    parts, n = [], 0
     for g in groups:
         enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
-                             vocabulary=vocabulary)
+                             vocabulary=vocabulary, check_digest=False)
         keep = np.flatnonzero(np.fromiter((m in want for m in enc.mention_id.tolist()), bool, len(enc)))
         if len(keep):
             parts.append(enc.take(keep))
-    enc = MentionEncoding.concat(parts) if parts else None
-    if enc is None or len(enc) != len(want):
-        raise EncodingsError(f"{d}: the encodings files of the touched blocks cover {0 if enc is None else len(enc)} "
-                             f"of their {len(want)} old mentions")
-    return enc
+            n += len(keep)
+    if n != len(want):
+        raise EncodingsError(f"{d}: the encodings files of the touched blocks cover {n} of their {len(want)} old "
+                             "mentions")
+    return parts
 
 
 def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings, *, client, progress, t0,
@@ -151,10 +152,9 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
         if len(old_part) else None
     old_mentions = pd.DataFrame({"mention_id": old_part["mention_id"], "block": old_part["block"]})
     clusters, info = add_clusters(model, old_mentions, old_part, new, settings, client=client, progress=progress,
-                                  old_encodings=enc_old, return_encodings=True)
+                                  old_encodings=enc_old, return_encodings="new")
     margins = info.pop("margins")
     enc_new = info.pop("encodings")
-    enc_new = enc_new.take(np.arange(len(old_part), len(enc_new)))
     is_new = np.r_[np.zeros(len(old_part), bool), np.ones(len(new), bool)]
     sampling = info.pop("sampling")
     g_new = 1 + max(g for cell in blocks["group"] for g in _groups_of(cell)) if len(blocks) else 0
@@ -176,12 +176,9 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
             nm[c] = [list(v) if isinstance(v, (list, tuple, np.ndarray)) else [] for v in nm[c]]
         w.write_table(pa.Table.from_pandas(nm, schema=schema, preserve_index=False))
     # -- encodings: the old files linked, the new mentions' in a new one
-    for name in manifest["files"]:
+    for name, meta in manifest["files"].items():
         if name.startswith("encodings-g"):
-            try:
-                os.link(d / name, od.path(name))
-            except OSError:
-                shutil.copyfile(d / name, od.path(name))
+            od.link(d / name, name, meta["sha256"])
     if len(new):
         write_encodings(od.path(encodings_file(g_new)), enc_new, model_sha256=model_info["model_json_sha256"])
     # -- blocks.csv: touched blocks updated, new blocks appended

@@ -60,7 +60,7 @@ def write_encodings(path, enc, *, model_sha256):
     write_npz(path, arrays)
 
 
-def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
+def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None, check_digest=True):
     """A saved per-mention encoding, validated field by field, rows in the order of ``mention_ids``.
 
     Parameters
@@ -73,6 +73,9 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
         own, in its order (an output whose manifest lists the file and its SHA-256).
     vocabulary : coref.encoding.Vocabulary or None
         When given, the file's vocabulary sizes must be its.
+    check_digest : bool, default True
+        Check ``content_sha256``; False only for a file whose bytes were just checked
+        against a manifest (:func:`coref.outputs.read_manifest`).
 
     Returns
     -------
@@ -137,7 +140,7 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
         missing = int((pos < 0).sum())
         bad(f"covers {len(mids)} mentions; the clustering has {len(want)} ({missing} of them not in the file)")
     # last, so that a structural fault is named as such: a valid-looking edit is caught here
-    if header.get("content_sha256") != content_digest(model_sha256, header, members):
+    if check_digest and header.get("content_sha256") != content_digest(model_sha256, header, members):
         bad("its content_sha256 does not match its content and model: the file was edited after it was written "
             "(or written by an older coref)")
     return enc.take(pos)

@@ -208,3 +208,45 @@ def test_streamed_groups_on_two_dask_workers_give_the_same_clusters(table, tmp_p
     assert b["executor"].startswith("dask LocalCluster (2 workers")
     assert _bytes(tmp_path / "one") == _bytes(tmp_path / "two")
     assert _bytes(tmp_path / "one", "blocks.csv") == _bytes(tmp_path / "two", "blocks.csv")
+
+
+def test_linked_files_keep_their_checked_digest_unless_changed(tmp_path):
+    from coref.outputs import OutputDir, sha256_file
+    from coref.settings import make_settings
+
+    src, src2 = tmp_path / "src.bin", tmp_path / "src2.bin"
+    src.write_bytes(b"abc")
+    src2.write_bytes(b"abc")
+    settings = make_settings("predict")
+    with OutputDir(tmp_path / "o", "predict") as od:
+        od.link(src, "a.bin", "0" * 64)                   # a (deliberately wrong) digest said to be checked
+        od.link(src2, "b.bin", "1" * 64)
+        with open(od.path("b.bin"), "ab") as fh:          # changed after the link: hashed again
+            fh.write(b"d")
+        m = od.finish(settings=settings)
+    assert m["files"]["a.bin"]["sha256"] == "0" * 64
+    assert m["files"]["b.bin"]["sha256"] == sha256_file(tmp_path / "o" / "b.bin") != "1" * 64
+
+
+def test_add_clusters_takes_old_encodings_in_parts_and_returns_the_new_ones(table, model_dir):
+    from coref.encoding.mentions import encode_parts
+    from coref.jobs.incremental import add_clusters
+    from coref.model import load_model
+    from coref.settings import make_settings
+
+    model, _ = load_model(model_dir)
+    old, new = table.iloc[:40].reset_index(drop=True), table.iloc[40:].reset_index(drop=True)
+    old = old[old["block"] != ""].reset_index(drop=True)
+    new = new[new["block"] != ""].reset_index(drop=True)
+    settings = make_settings("add", sampler="auto", n_sweeps=3)
+    from coref.jobs.clusters import predict_clusters
+
+    old_clusters, _ = predict_clusters(old, model, make_settings("predict"))
+    enc = encode_parts(old.drop(columns="gold"), model.vocabulary_)
+    one, i1 = add_clusters(model, old, old_clusters, new, settings, old_encodings=enc, return_encodings=True)
+    two, i2 = add_clusters(model, old, old_clusters, new, settings,
+                           old_encodings=[enc.take(np.arange(20, len(enc))), enc.take(np.arange(20))],
+                           return_encodings="new")
+    assert one.equals(two)
+    assert i2["encodings"].mention_id.tolist() == new["mention_id"].tolist()
+    assert i1["encodings"].mention_id.tolist()[len(old):] == new["mention_id"].tolist()
