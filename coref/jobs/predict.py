@@ -192,5 +192,5 @@ def _predict_streamed(source, od, model, settings, *, progress, group_mentions, 
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": str(path), "format": fmt,
                                                     "file_sha256": sha256_file(path)})
-    remove_checkpoint(root)
+    remove_checkpoint(root, others=True)
     return ClusteringResult.from_summary(od.out, summary)

@@ -147,9 +147,13 @@ def _prepare(root, path, fmt, settings, group_mentions, batch_rows):
             return json.loads(done.read_text(encoding="utf-8")), True
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    plan, part, desc = partition_input(path, fmt, root / _PARTS, strict=settings.strict,
-                                       group_mentions=group_mentions, batch_rows=batch_rows,
-                                       given_format=settings.format)
+    try:
+        plan, part, desc = partition_input(path, fmt, root / _PARTS, strict=settings.strict,
+                                           group_mentions=group_mentions, batch_rows=batch_rows,
+                                           given_format=settings.format)
+    except BaseException:          # a partition cut short cannot be resumed: nothing is kept
+        remove_checkpoint(root)
+        raise
     state = {"n_rows": plan.n_rows, "n_groups": plan.n_groups, "n_kept": part.n_kept,
              "group_sizes": plan.group_sizes().tolist(), "duplicates": part.duplicates.tolist(), "desc": desc}
     atomic_write_text(done, json.dumps(state, default=_json_default))
@@ -293,8 +297,11 @@ def write_group_outputs(od, summary, largest, weakest, log, *, title):
     return summary
 
 
-def remove_checkpoint(root):
-    """Remove a finished run's block-group folder (and ``.checkpoint`` when it is left empty)."""
+def remove_checkpoint(root, *, others=False):
+    """Remove a block-group folder (``others``: also those of earlier runs in the same output, made
+    with other settings or input), and ``.checkpoint`` when it is left empty."""
     shutil.rmtree(root, ignore_errors=True)
+    for other in Path(root).parent.glob("stream-*") if others else ():
+        shutil.rmtree(other, ignore_errors=True)
     with contextlib.suppress(OSError):
         Path(root).parent.rmdir()

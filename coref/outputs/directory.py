@@ -319,6 +319,9 @@ class OutputDir:
         ckpt = out / ".checkpoint"
         if self.command == "run" and ckpt.is_dir() and any(ckpt.rglob("*.npz")):
             notes.append(f"the blocks finished so far are checkpointed in {ckpt} (rerun with --resume to reuse them)")
+        if self.command == "predict" and ckpt.is_dir() and any(ckpt.glob("stream-*/plan.json")):
+            notes.append(f"the block groups read and finished so far are kept in {ckpt} (run the same command "
+                         "again to resume from them)")
         return "; ".join(notes)
 
     # ------------------------------------------------------------------ files

@@ -250,3 +250,24 @@ def test_add_clusters_takes_old_encodings_in_parts_and_returns_the_new_ones(tabl
     assert one.equals(two)
     assert i2["encodings"].mention_id.tolist() == new["mention_id"].tolist()
     assert i1["encodings"].mention_id.tolist()[len(old):] == new["mention_id"].tolist()
+
+
+def test_a_bad_file_leaves_no_block_groups_and_an_interrupted_run_says_where_they_are(table, tmp_path, model_dir,
+                                                                                      monkeypatch):
+    from coref.exceptions import MentionFormatError
+
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    with pytest.raises(MentionFormatError, match="cannot read Parquet") as e:
+        predict(bad, model=model_dir, out=tmp_path / "o", progress=False, stream=True)
+    assert not (tmp_path / "o").exists() and "not created" in " ".join(e.value.__notes__)
+    path = write_mentions(table, tmp_path / "m.parquet")
+
+    def boom(*args):
+        raise RuntimeError("worker lost")
+
+    monkeypatch.setattr(streaming, "cluster_group", boom)
+    with pytest.raises(RuntimeError, match="worker lost") as e:
+        predict(path, model=model_dir, out=tmp_path / "o", progress=False, stream=True, group_mentions=9)
+    assert "run the same command again to resume" in " ".join(e.value.__notes__)
+    assert len(list((tmp_path / "o" / ".checkpoint").glob("stream-*/plan.json"))) == 1
