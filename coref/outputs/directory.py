@@ -7,6 +7,12 @@ Layout of an output directory ``OUT``::
     OUT/...                the command's files, each listed in the manifest with its SHA-256
     OUT/encodings.npz      ``coref predict`` / ``add``: the per-mention encodings of the mentions
                            (:mod:`coref.outputs.encodings`), reused by a later ``coref add``
+    OUT/encodings-gNNNNN.npz, OUT/blocks.csv
+                           instead, for a ``coref predict`` streamed in block groups
+                           (:mod:`coref.jobs.streaming`): one encodings file per group (and one
+                           per later ``coref add``), and the files, sampler and size of each block
+    OUT/.checkpoint/stream-KEY/  a streamed ``coref predict`` while it runs: the block groups and
+                           the pieces of the finished ones (kept when interrupted, to resume)
     OUT/.checkpoint/KEY/   ``coref run`` per-block results (npz) and fold models, KEY = settings hash
                            (:mod:`coref.outputs.checkpoints`)
 
