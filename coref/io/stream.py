@@ -125,7 +125,8 @@ def _parquet_batches(path, columns, batch_rows):
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        # buffered reads: a column chunk is read page by page, not whole (a row group may hold millions of rows)
+        pf = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in columns if c in names]
         start = 0
