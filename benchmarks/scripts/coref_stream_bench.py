@@ -26,15 +26,20 @@ run                                    wall s    CPU s    peak MiB  B3 F1
 predict 1M, streamed (20 groups)       1,626     363      845       0.7788
 predict 2M, streamed (40 groups)       3,108     813      1,001     0.7589
 add 10k onto the 1M run                173       28.5     1,244     0.7767
-predict 200k, 1 process                313       --       602       --
-predict 200k, --workers 2              290       --       559       --
+predict 200k, 1 process (load 16-20)   313       --       602       --
+predict 200k, --workers 2 (load 16-20) 290       --       559       --
+predict 200k, 1 process (load 4)       61.9      --       614       0.8327
+predict 200k, --workers 2 (load 4)     52.5      --       550       0.8327
+predict 1M, 1 process (load 4-5)       424.6     --       840       0.7788
+predict 1M, --workers 2 (load 2-5)     319.0     --       801       0.7788
 =====================================  ========  =======  ========  =======
 
 (The in-memory path at 1M, for comparison: about 3.1 GiB peak, issue 29.)
 Clusters: streamed 100k clusters.csv byte-identical to the in-memory path's (``cmp``;
 the shipped data stays in memory: /tmp/verify.sh SAME); add onto the
 streamed 100k run byte-identical to the in-memory add; ``--workers 2`` identical to one
-process. The 10k added mentions touch 653 blocks holding 235,327 old mentions and 84% of
+process (1M: 0.751x the wall of one process; the partition pass and the joining of the
+pieces run in the main process, before and after the workers). The 10k added mentions touch 653 blocks holding 235,327 old mentions and 84% of
 the corpus's pairs (the big name blocks), which is what the add pays for.
 Memory: the partition pass peaks at 433 MiB (1M, buffered reads); the groups at 845 MiB
 (1M, whose largest cached factor matrix is 4,081^2 x 8 B = 127 MiB) and 1,001 MiB at 2M
