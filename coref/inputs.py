@@ -7,6 +7,7 @@ read, repaired, skipped and ignored (for the summary, metrics and manifest).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -14,11 +15,12 @@ import pandas as pd
 
 from coref.blocking import assign_blocks
 from coref.datasets import DEFAULT_MODEL, LABELED_SETS, data_path, load_labeled
-from coref.io import MENTION_COLUMNS, load_mentions
+from coref.io import MENTION_COLUMNS, guess_file_format, load_mentions, warn_report
+from coref.io.stream import STREAM_FORMATS, new_collector, partition_groups, plan_block_groups
 from coref.model import load_model
 from coref.outputs import sha256_file
 
-__all__ = ["load_input", "resolve_model", "as_object_text", "derive_blocks", "input_paths", "DEFAULT_MODEL",
+__all__ = ["load_input", "stream_source", "partition_input", "resolve_model", "as_object_text", "derive_blocks", "input_paths", "DEFAULT_MODEL",
            "REQUIRED_FRAME_COLUMNS"]
 
 #: Columns a mention DataFrame must have: the schema's, less ``gold`` (optional) and ``block``
@@ -189,6 +191,58 @@ def load_input(data, *, format=None, strict=False, command="run", need_gold=Fals
     df = derive_blocks(df, blank=False)
     df["block"] = df["block"].astype(str)
     return as_object_text(df), desc
+
+
+def stream_source(data, format=None):
+    """``(path, format)`` when ``data`` is one CSV / Parquet file (read in block groups), else None.
+
+    A folder, another format, a DataFrame or ``None`` (the shipped set) is read whole
+    by :func:`load_input`.
+    """
+    if not isinstance(data, (str, os.PathLike)):
+        return None
+    path = Path(data).expanduser()
+    if not path.is_file():
+        return None
+    try:
+        fmt = format or guess_file_format(path)
+    except (ValueError, OSError):
+        return None
+    return (path, fmt) if fmt in STREAM_FORMATS else None
+
+
+def partition_input(path, fmt, folder, *, strict=False, group_mentions, batch_rows, given_format=None):
+    """Plan the block groups of a CSV / Parquet file and write each group's mentions to ``folder``.
+
+    The same records are skipped (with their lines), the same warnings given, the same
+    blocks derived as by :func:`load_input` on the file (:mod:`coref.io.stream`).
+
+    Returns
+    -------
+    plan : coref.io.stream.BlockGroups
+    part : coref.io.stream.Partition
+    desc : dict
+        As :func:`load_input`'s (``format``: ``given_format`` or ``"auto"``; ``log``: every
+        loader item, one line each).
+
+    Raises
+    ------
+    ValueError
+        If no mention is left.
+    coref.exceptions.MentionFormatError
+        From the checks (``strict``: the first bad record).
+    """
+    plan = plan_block_groups(path, fmt, group_mentions=group_mentions, batch_rows=batch_rows)
+    col = new_collector(strict)
+    part = partition_groups(path, fmt, plan, folder, col, batch_rows=batch_rows)
+    col.read_file(path)
+    empty, report = col.finish(fmt)
+    report = dataclasses.replace(report, n_read=part.n_kept)
+    warn_report(report)
+    desc = {"path": str(path), "format": given_format or "auto", **_report_desc(report, empty)}
+    if part.n_kept == 0:
+        raise ValueError(f"no mentions were loaded from {str(path)!r}")
+    return plan, part, desc
 
 
 def as_object_text(df):

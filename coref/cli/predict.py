@@ -1,7 +1,10 @@
 """``coref predict``: cluster unlabeled mentions with a saved (or the shipped) model."""
 from __future__ import annotations
 
+import argparse
+
 from coref.cli.common import ERRORS, add_common_arguments, add_input_arguments, print_summary, report_error
+from coref.io.stream import GROUP_MENTIONS, STREAM_MIN_MENTIONS
 from coref.jobs.predict import predict
 
 __all__ = ["add_arguments", "main"]
@@ -20,6 +23,12 @@ def add_arguments(parser):
                         help="with --confidence: seconds of DIS certification of the least certain assignments "
                              "whose sub-models are too large to sum exactly (0: off; default: twice the "
                              "clustering time, 1 to 60 s)")
+    parser.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                        help="read one CSV/Parquet file in block groups, clustered and written one group at a time "
+                             "(memory bounded by the largest group; an interrupted run resumes from the finished "
+                             f"groups); default: for files of {STREAM_MIN_MENTIONS:,} mentions or more")
+    parser.add_argument("--group-mentions", dest="group_mentions", type=int, default=GROUP_MENTIONS, metavar="N",
+                        help=f"with --stream: mentions per block group, about (default {GROUP_MENTIONS:,})")
 
 
 def main(args):
@@ -29,7 +38,8 @@ def main(args):
                          delta=args.delta, n_sweeps=args.n_sweeps, format=args.format, strict=args.strict,
                          workers=args.workers, scheduler=args.scheduler, confidence=args.confidence,
                          progress=not args.quiet, factor_cache_mb=args.factor_cache_mb,
-                         certify_seconds=args.certify_seconds)
+                         certify_seconds=args.certify_seconds, stream=args.stream,
+                         group_mentions=args.group_mentions)
     except ERRORS as exc:
         return report_error("predict", args, exc)
     print_summary(result.summary, args.out)

@@ -88,7 +88,7 @@ from coref.io.s2and import load_s2and
 from coref.io.table import load_table, write_mentions
 from coref.schema import ALL_COLUMNS, FORMATS, IDENTIFIER_COLUMNS, LIST_COLUMNS, MENTION_COLUMNS, OPTIONAL_COLUMNS
 
-__all__ = ["load_mentions", "write_mentions", "add_optional_columns", "empty_mentions", "LoadReport",
+__all__ = ["load_mentions", "warn_report", "guess_file_format", "write_mentions", "add_optional_columns", "empty_mentions", "LoadReport",
            "MENTION_COLUMNS", "OPTIONAL_COLUMNS", "ALL_COLUMNS", "LIST_COLUMNS", "IDENTIFIER_COLUMNS", "FORMATS"]
 
 
@@ -197,13 +197,19 @@ def load_mentions(path, format=None, *, strict=False, return_report=False):
         raise FileNotFoundError(f"mention data not found: {path}")
     with gc_paused():
         df, report = _load(path, format, strict)
-    if report.files_skipped:
-        warnings.warn(report.summary().replace("\n", "; "), SkippedFilesWarning, stacklevel=2)
-    elif report.n_skipped:
-        warnings.warn(report.summary().replace("\n", "; "), SkippedRecordsWarning, stacklevel=2)
-    for line in report.warning_lines():
-        warnings.warn(line, InputWarning, stacklevel=2)
+    warn_report(report, stacklevel=3)
     return (df, report) if return_report else df
+
+
+def warn_report(report, *, stacklevel=2):
+    """The warnings of :func:`load_mentions` for a :class:`LoadReport` (skipped files or records, then one per line
+    of ``report.warning_lines()``)."""
+    if report.files_skipped:
+        warnings.warn(report.summary().replace("\n", "; "), SkippedFilesWarning, stacklevel=stacklevel)
+    elif report.n_skipped:
+        warnings.warn(report.summary().replace("\n", "; "), SkippedRecordsWarning, stacklevel=stacklevel)
+    for line in report.warning_lines():
+        warnings.warn(line, InputWarning, stacklevel=stacklevel)
 
 
 def _load(path, format, strict):

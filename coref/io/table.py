@@ -36,16 +36,23 @@ from coref.schema import (ALL_COLUMNS, EVIDENCE_COLUMNS, LIST_COLUMNS, MENTION_C
                           OPTIONAL_COLUMNS, REQUIRED_INPUT_COLUMNS, TEXT_COLUMNS, schema_column_like)
 from sampling.utils.atomic import atomic_path
 
-__all__ = ["load_table", "write_mentions"]
+__all__ = ["load_table", "validate_table", "check_columns", "csv_records", "csv_field_counts", "write_mentions"]
 
 
 # the csv module refuses fields over 131,072 characters by default; a C long bounds the limit
 _FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
 
 
-def _csv_field_counts(path):
-    """Fields and starting line number of every non-blank CSV record after the header."""
-    counts, lines = [], []
+def csv_records(path):
+    """``(fields, line)`` of every non-blank CSV record after the header, one at a time.
+
+    ``line`` is the 1-based line where the record starts (a quoted field may span lines).
+
+    Raises
+    ------
+    MentionFormatError
+        If the csv module cannot parse the file (naming the line).
+    """
     old = csv.field_size_limit()
     csv.field_size_limit(_FIELD_LIMIT)  # process-wide setting: restored below
     try:
@@ -55,14 +62,18 @@ def _csv_field_counts(path):
             try:
                 for k, row in enumerate(reader):
                     if k > 0 and row:
-                        counts.append(len(row))
-                        lines.append(start)
+                        yield len(row), start
                     start = reader.line_num + 1
             except csv.Error as exc:
                 raise MentionFormatError(f"cannot read CSV: {exc}", path=path, record=start) from None
     finally:
         csv.field_size_limit(old)
-    return np.asarray(counts, dtype=np.int64), np.asarray(lines, dtype=np.int64)
+
+
+def csv_field_counts(path):
+    """Fields and starting line number of every non-blank CSV record after the header."""
+    pairs = np.asarray(list(csv_records(path)), dtype=np.int64).reshape(-1, 2)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
 
 
 def _read(path, fmt):
@@ -89,9 +100,49 @@ def load_table(path, col, fmt):
     """CSV / Parquet of the schema, validated column-wise (fast for millions of rows) into ``col``."""
     table, offset = _read(path, fmt)
     header = 1 if fmt == "csv" else "schema"  # where the column names are
-    _check_columns(path, table, col, header)
+    check_columns(path, table, col, header)
+    n = len(table)
+    line_of, nfields = np.arange(n) + offset, None
+    if fmt == "csv":  # pandas pads a short (truncated) row silently: count the fields ourselves
+        counts, lines = csv_field_counts(path)
+        if len(counts) == n:
+            line_of, nfields = lines, counts
+    frame, lines = validate_table(path, table, col, line_of, nfields)
+    col.read_file(path)
+    col.add_frame(frame, path, lines.tolist())
+
+
+def validate_table(path, table, col, line_of, nfields=None):
+    """Rows of a schema table (or of one batch of it) checked column-wise: the kept rows as mentions.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Named in the records skipped.
+    table : pandas.DataFrame
+        The cells as read (CSV: all str); its columns checked before (:func:`check_columns`).
+    col : Collector
+        Receives every record skipped (``strict``: the first one raises).
+    line_of : ndarray of int, shape (n_rows,)
+        Line (CSV, 1-based) or row (Parquet, 0-based) of each row, for the messages.
+    nfields : ndarray of int or None
+        CSV: fields of each record (fewer than the header: the row is truncated).
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        The kept rows, columns :data:`~coref.schema.ALL_COLUMNS`.
+    lines : ndarray of int
+        ``line_of`` of the kept rows.
+
+    Raises
+    ------
+    MentionFormatError
+        For list cells that cannot be split safely; with ``strict``, for any bad record.
+    """
     n = len(table)
     table = table.reset_index(drop=True)
+    line_of = np.asarray(line_of)
     bad = np.zeros(n, dtype=bool)
     reasons = np.full(n, None, dtype=object)
 
@@ -100,12 +151,9 @@ def load_table(path, col, fmt):
         reasons[mask] = reason
         bad[mask] = True
 
-    line_of = np.arange(n) + offset
-    if fmt == "csv":  # pandas pads a short (truncated) row silently: count the fields ourselves
-        nfields, lines = _csv_field_counts(path)
-        if len(nfields) == n:
-            line_of = lines
-            reject(nfields < table.shape[1], f"too few fields (expected {table.shape[1]}); the row looks truncated")
+    if nfields is not None:
+        reject(np.asarray(nfields) < table.shape[1],
+               f"too few fields (expected {table.shape[1]}); the row looks truncated")
 
     def text(c):
         if c not in table.columns:
@@ -176,12 +224,14 @@ def load_table(path, col, fmt):
     })
     for c in TEXT_COLUMNS:
         frame[c] = frame[c].astype(str)
-    col.read_file(path)
-    col.add_frame(frame[list(ALL_COLUMNS)], path, line_of[keep].tolist())
+    return frame[list(ALL_COLUMNS)], line_of[keep]
 
 
-def _check_columns(path, table, col, header):
-    """Refuse look-alike and missing required columns; warn about absent evidence columns and ``block``."""
+def check_columns(path, table, col, header, n=None):
+    """Refuse look-alike and missing required columns; warn about absent evidence columns and ``block``.
+
+    ``n``: the rows of the whole table (default ``len(table)``; a batch of it is enough to check).
+    """
     columns = [str(c) for c in table.columns]
     for c in columns:
         like = schema_column_like(c)
@@ -192,7 +242,7 @@ def _check_columns(path, table, col, header):
     missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in columns]
     if missing:
         raise MentionFormatError(f"missing required column(s) {missing}; got {columns}", path=path, record=header)
-    n = len(table)
+    n = len(table) if n is None else n
     absent = [c for c in EVIDENCE_COLUMNS if c not in columns]
     if absent:
         them = "them" if len(absent) > 1 else "it"

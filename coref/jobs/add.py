@@ -21,6 +21,7 @@ read.
 """
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from pathlib import Path
@@ -32,6 +33,7 @@ from coref.inference import executor_context
 from coref.exceptions import ModelChangeError
 from coref.inputs import as_object_text, input_paths, load_input, resolve_model
 from coref.io import MENTION_COLUMNS
+from coref.jobs.add_groups import add_onto_groups, is_group_output
 from coref.jobs.incremental import add_clusters
 from coref.jobs.predict import cache_params, clustering_summary
 from coref.jobs.result import ClusteringResult
@@ -237,8 +239,17 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
     od = OutputDir(out, "add", inputs=input_paths(data=data, model=model, clusters=clusters_dir))
     with od.preparing():                 # every input is read before --out is touched
         fitted, _, model_info = resolve_model(model)
-        old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir, as_text=False)
+        old_manifest = read_manifest(clusters_dir)
         model_change = check_same_model(clusters_dir, old_manifest, model_info, allow_model_change)
+        grouped = model_change is None and is_group_output(old_manifest)
+        if grouped:    # read selectively below
+            new, desc = load_input(data, format=settings.format, strict=settings.strict, command="add")
+            old_summary = json.loads((Path(clusters_dir) / "summary.json").read_text(encoding="utf-8"))
+    if grouped:
+        return _add_onto_groups(clusters_dir, old_manifest, new, desc, old_summary, od, fitted, model_info, settings,
+                                progress=progress, t0=t0)
+    with od.preparing():
+        old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir, as_text=False)
         if model_change is None:
             old_encodings, enc_note = reuse_encodings(clusters_dir, old_manifest, old_clusters, fitted, model_info,
                                                       strict=settings.strict)
@@ -278,4 +289,20 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
                                                     "mentions_sha256": mentions_checksum(new),
                                                     "base": str(clusters_dir)},
                                         extra={"model_change": model_change} if model_change else None)
+    return ClusteringResult.from_summary(od.out, summary)
+
+
+def _add_onto_groups(clusters_dir, old_manifest, new, desc, old_summary, od, fitted, model_info, settings, *,
+                     progress, t0):
+    """:func:`add` onto a block-group output (:mod:`coref.jobs.add_groups`): reads what the new mentions touch."""
+    log = desc.pop("log", [])
+    with od:
+        with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
+            summary, kept = add_onto_groups(clusters_dir, old_manifest, new, desc, log, od, fitted, model_info,
+                                            settings, client=client, progress=progress, t0=t0,
+                                            executor_desc=executor_desc, old_summary=old_summary)
+        summary["manifest"] = od.finish(settings=settings, model_info=model_info,
+                                        input_info={"path": desc["path"], "format": desc["format"],
+                                                    "mentions_sha256": mentions_checksum(kept),
+                                                    "base": str(clusters_dir)})
     return ClusteringResult.from_summary(od.out, summary)

@@ -16,7 +16,8 @@ from coref.encoding import mentions as mention_encoding
 from coref.gibbs import FACTOR_CACHE_MB
 from coref.inference import infer_blocks
 
-__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "sampler_choices"]
+__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "sampler_choices", "sampling_budget",
+           "sampling_tally", "add_tallies", "sampling_summary"]
 
 
 def _mib(n):
@@ -62,6 +63,14 @@ def sampler_choices(results, settings):
         ``text`` (one sentence for report.md) and ``blocks``: one dict per block
         (``block``, ``n_mentions``, ``sampler``, ``why``).
     """
+    sampler, budget, max_n = sampling_budget(settings)
+    blocks = [{"block": r.block, "n_mentions": int(len(r.mention_id)), "sampler": r.block_sampler,
+               "why": _why(sampler, r.block_sampler, len(r.mention_id), budget)} for r in results]
+    return {**sampling_summary(settings, sampling_tally(blocks)), "blocks": blocks}
+
+
+def sampling_budget(settings):
+    """``(sampler asked for, factor-matrix budget in MiB in force, largest block whose matrix fits it)``."""
     sampler = settings.samplers[0]
     budget = float(settings.gibbs_kwargs(sampler).get("factor_cache_mb", 0.0) or 0.0)
     if sampler == "auto" and budget == 0.0:
@@ -69,10 +78,35 @@ def sampler_choices(results, settings):
     if sampler == "racing":
         budget = 0.0        # racing never reads a matrix
     max_n = int(np.floor(np.sqrt(budget * 2.0**20 / 8.0))) if budget > 0 else 0
-    blocks = [{"block": r.block, "n_mentions": int(len(r.mention_id)), "sampler": r.block_sampler,
-               "why": _why(sampler, r.block_sampler, len(r.mention_id), budget)} for r in results]
-    counts = {k: sum(b["sampler"] == k for b in blocks) for k in ("exact-cached", "exact", "racing")}
-    single = sum(b["n_mentions"] <= 1 for b in blocks)
+    return sampler, budget, max_n
+
+
+def sampling_tally(blocks):
+    """Counts of the per-block entries of :func:`sampler_choices` (``block``, ``n_mentions``, ``sampler``, ``why``).
+
+    Returns
+    -------
+    dict
+        ``n_blocks`` per used sampler, ``n_one_mention`` (blocks of one mention) and
+        ``n_racing_cheaper`` (racing although the matrix fit, by the cost model): what
+        :func:`sampling_summary` needs; tallies of several parts add key by key.
+    """
+    return {"n_blocks": {k: int(sum(b["sampler"] == k for b in blocks)) for k in ("exact-cached", "exact", "racing")},
+            "n_one_mention": int(sum(b["n_mentions"] <= 1 for b in blocks)),
+            "n_racing_cheaper": int(sum(b["why"].endswith("racing costs less") for b in blocks))}
+
+
+def add_tallies(a, b):
+    """The tally of the blocks of two tallies (:func:`sampling_tally`)."""
+    return {"n_blocks": {k: a["n_blocks"].get(k, 0) + b["n_blocks"].get(k, 0) for k in ("exact-cached", "exact", "racing")},
+            "n_one_mention": a["n_one_mention"] + b["n_one_mention"],
+            "n_racing_cheaper": a["n_racing_cheaper"] + b["n_racing_cheaper"]}
+
+
+def sampling_summary(settings, tally):
+    """The ``sampling`` entry of summary.json without the per-block list, from a :func:`sampling_tally`."""
+    sampler, budget, max_n = sampling_budget(settings)
+    counts, single, cheaper = tally["n_blocks"], tally["n_one_mention"], tally["n_racing_cheaper"]
     parts = []
     if counts["exact-cached"]:
         parts.append(f"{_blocks(counts['exact-cached'])} exact Gibbs from the cached factor matrix "
@@ -80,7 +114,6 @@ def sampler_choices(results, settings):
     if counts["exact"]:
         parts.append(f"{_blocks(counts['exact'])} exact Gibbs evaluating every factor"
                      + (f" (matrix over the budget of {budget:g} MiB)" if budget > 0 else " (--sampler exact)"))
-    cheaper = sum(b["why"].endswith("racing costs less") for b in blocks)
     n_racing = (counts["racing"] - single if sampler != "exact" else counts["racing"]) - cheaper
     if n_racing:
         parts.append(f"{_blocks(n_racing)} racing"
@@ -90,8 +123,8 @@ def sampler_choices(results, settings):
     if single and sampler != "exact":
         parts.append(f"{_blocks(single, 'one-mention blocks')} (nothing to sample)")
     text = f"Sampler `{sampler}`: " + ("; ".join(parts) if parts else "no blocks") + "."
-    return {"sampler": sampler, "factor_cache_mib": budget, "max_cached_n": max_n, "n_blocks": counts,
-            "text": text, "blocks": blocks}
+    return {"sampler": sampler, "factor_cache_mib": budget, "max_cached_n": max_n, "n_blocks": dict(counts),
+            "n_one_mention": single, "n_racing_cheaper": cheaper, "text": text}
 
 
 def canonical_cluster_ids(blocks, mention_ids, keys):

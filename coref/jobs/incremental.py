@@ -48,14 +48,16 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         Seed, delta, sweeps, ``revisit`` and ``strict``.
     client, progress
         As in :func:`coref.jobs.clusters.predict_clusters`.
-    old_encodings : coref.encoding.MentionEncoding or None
-        Per-mention encodings of (at least) the old mentions, made with ``model``'s
+    old_encodings : coref.encoding.MentionEncoding, list of them, or None
+        Per-mention encodings of (at least) the old mentions (a list: of its parts
+        together), made with ``model``'s
         vocabulary (``encodings.npz`` of the earlier output, validated); ``None``
         encodes the old mentions that are needed again. Only the new mentions are
         encoded from their text; each touched block is assembled from both.
-    return_encodings : bool
+    return_encodings : bool or "new"
         Also return, under ``info["encodings"]``, the per-mention encoding of every
-        mention of the result (old then new, the rows of ``clusters``).
+        mention of the result (old then new, the rows of ``clusters``); ``"new"``: of
+        the new mentions only (the rows of ``clusters`` after the old ones).
 
     Returns
     -------
@@ -96,7 +98,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
             "n_blocks_touched": len(touched), "n_blocks_new": len(fresh), **info,
             **sampled.stats, "sampling": sampler_choices(sampled.results, settings),
             "margins": result_margins(sampled.results)}
-    if return_encodings:
+    if return_encodings == "new":
+        info["encodings"] = source.new_enc
+    elif return_encodings:
         info["encodings"] = source.all_encodings()
     return clusters, info
 
@@ -159,13 +163,16 @@ class _EncodingSource:
         self.model, self.old = model, old
         self.new_enc = mention_encoding.encode_parts(new[feats], model.vocabulary_)
         if old_encodings is not None:
-            pos = pd.Index(old_encodings.mention_id.astype(str)).get_indexer(old.ids)
+            # (a list: several files' encodings, merged with the new mentions' in one concat)
+            parts = list(old_encodings) if isinstance(old_encodings, (list, tuple)) else [old_encodings]
+            old_ids = np.concatenate([p.mention_id for p in parts]) if parts else np.array([], object)
+            pos = pd.Index(old_ids.astype(str)).get_indexer(old.ids)
             if (pos < 0).any():
                 raise ValueError(f"old_encodings lack {int((pos < 0).sum())} of the old mentions, e.g. "
                                  f"{old.ids[pos < 0][:3].tolist()}")
             self.old_enc_of = pd.Series(pos, index=old.ids)
-            self.enc_all = MentionEncoding.concat([old_encodings, self.new_enc])
-            self.n_old_enc = len(old_encodings)
+            self.enc_all = MentionEncoding.concat(parts + [self.new_enc])
+            self.n_old_enc = len(old_ids)
             self.om = None                         # the old mentions' text is not needed
         else:
             self.old_enc_of = None

@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 
 from coref.inference import executor_context
-from coref.inputs import input_paths, load_input, resolve_model
+from coref.inputs import input_paths, load_input, resolve_model, stream_source
+from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, STREAM_MIN_MENTIONS, estimated_rows
 from coref.jobs.clusters import predict_clusters
 from coref.jobs.result import ClusteringResult
 from coref.jobs.writing import write_confidence, write_outputs
@@ -65,8 +66,11 @@ def certify_budget(certify_seconds, clustering_s):
 
 def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_sweeps=None, format=None,
             strict=False, workers=None, scheduler=None, confidence=False, progress=True,
-            factor_cache_mb=0.0, certify_seconds=None):
+            factor_cache_mb=0.0, certify_seconds=None, stream=None, group_mentions=GROUP_MENTIONS):
     """Load mentions, cluster every block, write ``out``.
+
+    One CSV / Parquet file is read in block groups (``stream``): memory is bounded by
+    the largest group, not by the corpus (:mod:`coref.jobs.streaming`); same clusters.
 
     Parameters
     ----------
@@ -124,7 +128,16 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
     settings = make_settings("predict", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
                              strict=strict, workers=workers, scheduler=scheduler,
                              gibbs_params=cache_params(factor_cache_mb))
+    if isinstance(group_mentions, bool) or not isinstance(group_mentions, int) or group_mentions < 1:
+        raise ValueError(f"--group-mentions must be an integer >= 1; got {group_mentions!r}")
     od = OutputDir(out, "predict", inputs=input_paths(data=data, model=model))
+    source = stream_source(data, settings.format)
+    if stream is None:
+        stream = source is not None and not confidence and estimated_rows(*source) >= STREAM_MIN_MENTIONS
+    if stream:
+        if source is None or confidence:
+            raise ValueError("stream=True needs one CSV or Parquet file as data and no confidence")
+        return _predict_streamed(source, od, model, settings, progress=progress, group_mentions=group_mentions, t0=t0)
     with od.preparing():                 # every input is read before --out is touched
         fitted, _, model_info = resolve_model(model)
         df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
@@ -157,4 +170,28 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(df)})
+    return ClusteringResult.from_summary(od.out, summary)
+
+
+def _predict_streamed(source, od, model, settings, *, progress, group_mentions, t0):
+    """:func:`predict` of one CSV / Parquet file, block group by block group."""
+    from coref.jobs.streaming import predict_groups, remove_checkpoint, write_group_outputs
+    from coref.outputs import sha256_file
+
+    path, fmt = source
+    with od.preparing():
+        fitted, _, model_info = resolve_model(model)
+    with od:
+        with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
+            summary, (largest, weakest, log, root) = predict_groups(
+                path, fmt, od, fitted, model_info, settings, client=client, progress=progress,
+                group_mentions=group_mentions, batch_rows=BATCH_ROWS)
+        summary.update({"model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
+                        "elapsed_s": time.perf_counter() - t0})
+        summary = write_group_outputs(od, summary, largest, weakest, log,
+                                      title="Author coreference: predicted clusters")
+        summary["manifest"] = od.finish(settings=settings, model_info=model_info,
+                                        input_info={"path": str(path), "format": fmt,
+                                                    "file_sha256": sha256_file(path)})
+    remove_checkpoint(root, others=True)
     return ClusteringResult.from_summary(od.out, summary)

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from coref.inference import BlockResult
 from coref.outputs.directory import content_digest, write_npz
 
 __all__ = ["CheckpointStore", "CHECKPOINT_DIR"]
@@ -117,6 +116,8 @@ class CheckpointStore:
             self.refused.append(f"{path}: edited after it was written (its content_sha256 does not match its "
                                 f"content and settings): block {block!r} recomputed")
             return None
+        from coref.inference import BlockResult   # (here: inference pulls in the samplers, which
+        #                                          no command should import just to start up)
         return BlockResult(sampler, int(fold), str(block), ids.astype(object), cid.astype(object),
                            int(header["n_factor_evals"]), float(header["wall_s"]), ev.astype(np.int64),
                            lh.astype(np.int32) if lh.shape[0] else None)

@@ -7,6 +7,12 @@ Layout of an output directory ``OUT``::
     OUT/...                the command's files, each listed in the manifest with its SHA-256
     OUT/encodings.npz      ``coref predict`` / ``add``: the per-mention encodings of the mentions
                            (:mod:`coref.outputs.encodings`), reused by a later ``coref add``
+    OUT/encodings-gNNNNN.npz, OUT/blocks.csv
+                           instead, for a ``coref predict`` streamed in block groups
+                           (:mod:`coref.jobs.streaming`): one encodings file per group (and one
+                           per later ``coref add``), and the files, sampler and size of each block
+    OUT/.checkpoint/stream-KEY/  a streamed ``coref predict`` while it runs: the block groups and
+                           the pieces of the finished ones (kept when interrupted, to resume)
     OUT/.checkpoint/KEY/   ``coref run`` per-block results (npz) and fold models, KEY = settings hash
                            (:mod:`coref.outputs.checkpoints`)
 
@@ -241,6 +247,7 @@ class OutputDir:
         self._had_finished = False
         self._finished = False
         self._moved = None
+        self._known = {}
         check_out_location(self.out, inputs)
 
     @contextlib.contextmanager
@@ -318,6 +325,9 @@ class OutputDir:
         ckpt = out / ".checkpoint"
         if self.command == "run" and ckpt.is_dir() and any(ckpt.rglob("*.npz")):
             notes.append(f"the blocks finished so far are checkpointed in {ckpt} (rerun with --resume to reuse them)")
+        if self.command == "predict" and ckpt.is_dir() and any(ckpt.glob("stream-*/plan.json")):
+            notes.append(f"the block groups read and finished so far are kept in {ckpt} (run the same command "
+                         "again to resume from them)")
         return "; ".join(notes)
 
     # ------------------------------------------------------------------ files
@@ -328,6 +338,23 @@ class OutputDir:
         if name not in self.files:
             self.files.append(name)
         return self.work / name
+
+    def link(self, src, name, sha256):
+        """Put a copy of the file ``src`` whose SHA-256 is known (checked) in as output file ``name``.
+
+        A hard link when the file system allows it (no bytes copied; :meth:`finish` then
+        takes ``sha256`` instead of hashing the file again, as long as the link is still
+        the same unchanged file), else a copy (hashed as any file).
+        """
+        dst = self.path(name)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
+            return dst
+        st = dst.stat()
+        self._known[name] = (str(sha256), st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+        return dst
 
     def finish(self, *, settings, input_info=None, model_info=None, extra=None):
         """Hash every recorded file, write manifest.json, and swap the new run into ``out``.
@@ -341,7 +368,10 @@ class OutputDir:
         for name in self.files:
             f = self.work / name
             if f.is_file():
-                files[name] = {"sha256": sha256_file(f), "bytes": f.stat().st_size}
+                st = f.stat()
+                known = self._known.get(name)
+                same = known is not None and known[1:] == (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+                files[name] = {"sha256": known[0] if same else sha256_file(f), "bytes": st.st_size}
         manifest = {
             "format": _MANIFEST_FORMAT, "version": _MANIFEST_VERSION, "command": self.command,
             "coref_version": __version__, "settings": settings.to_dict(), "settings_key": settings.key(),

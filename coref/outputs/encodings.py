@@ -60,7 +60,7 @@ def write_encodings(path, enc, *, model_sha256):
     write_npz(path, arrays)
 
 
-def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
+def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None, check_digest=True):
     """A saved per-mention encoding, validated field by field, rows in the order of ``mention_ids``.
 
     Parameters
@@ -68,10 +68,14 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
     path : str or os.PathLike
     model_sha256 : str
         The model now in use: the file must have been made with it.
-    mention_ids : array-like of str
-        The mentions the file must cover, exactly (no more, no fewer).
+    mention_ids : array-like of str or None
+        The mentions the file must cover, exactly (no more, no fewer); None: the file's
+        own, in its order (an output whose manifest lists the file and its SHA-256).
     vocabulary : coref.encoding.Vocabulary or None
         When given, the file's vocabulary sizes must be its.
+    check_digest : bool, default True
+        Check ``content_sha256``; False only for a file whose bytes were just checked
+        against a manifest (:func:`coref.outputs.read_manifest`).
 
     Returns
     -------
@@ -126,14 +130,17 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None):
         enc.validate(vocabulary, where=str(path))
     except ValueError as exc:
         raise EncodingsError(str(exc)) from None
-    want = np.asarray(mention_ids, dtype=object).astype(str)
+    if mention_ids is None:
+        want = mids
+    else:
+        want = np.asarray(mention_ids, dtype=object).astype(str)
     index = pd.Index(mids)
     pos = index.get_indexer(want)
     if len(want) != len(mids) or (pos < 0).any():
         missing = int((pos < 0).sum())
         bad(f"covers {len(mids)} mentions; the clustering has {len(want)} ({missing} of them not in the file)")
     # last, so that a structural fault is named as such: a valid-looking edit is caught here
-    if header.get("content_sha256") != content_digest(model_sha256, header, members):
+    if check_digest and header.get("content_sha256") != content_digest(model_sha256, header, members):
         bad("its content_sha256 does not match its content and model: the file was edited after it was written "
             "(or written by an older coref)")
     return enc.take(pos)

@@ -1,0 +1,256 @@
+"""``coref add`` onto a block-group output: the cost of the touched blocks, not of the corpus.
+
+An output of the streamed ``coref predict`` (:mod:`coref.jobs.streaming`: ``blocks.csv``
+and one ``encodings-gNNNNN.npz`` per group, no ``encodings.npz``) is extended reading
+only what the new mentions touch:
+
+* the old clustering's ids and blocks (three columns of clusters.csv, read by Arrow) to
+  skip new mentions already clustered and to find the touched blocks;
+* the old encodings of the touched blocks (from the files ``blocks.csv`` names for them)
+  and the names and years of their mentions (for the largest clusters);
+* Gibbs on the touched blocks (old mentions fixed, :func:`coref.jobs.incremental.add_clusters`)
+  and on the new blocks.
+
+The rest is copied, not recomputed: clusters.csv is the old file with the new rows
+appended (old ids never change without ``revisit``; with it, the changed ids are
+rewritten batch by batch), mentions.parquet the old row groups then the new mentions,
+the old encodings files are linked, and the new mentions' encodings go to one new file
+``encodings-gNNNNN.npz`` (the next group number), named in ``blocks.csv`` beside the
+old file(s) of each touched block (column ``group``: the space-separated encodings
+files of the block's mentions). The output is again a block-group output, so adds chain.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from coref.io.stream import mention_schema
+from coref.jobs.clusters import sampling_summary, sampling_tally
+from coref.jobs.incremental import add_clusters
+from coref.jobs.streaming import BLOCKS_FILE, N_SHOWN, encodings_file
+from coref.margins import weakest_merges
+from coref.outputs import EncodingsError, read_encodings, write_encodings
+from coref.outputs.report import largest_clusters, render_predict_md, write_json, write_loader_log
+from sampling.utils.atomic import atomic_open, atomic_write_text
+
+__all__ = ["is_group_output", "add_onto_groups"]
+
+_CLUSTER_COLUMNS = ["mention_id", "block", "cluster_id"]
+
+
+def is_group_output(manifest):
+    """True for the manifest of a block-group output (``blocks.csv``, per-group encodings files)."""
+    files = manifest.get("files", {})
+    return BLOCKS_FILE in files and any(f.startswith("encodings-g") for f in files)
+
+
+def _groups_of(cell):
+    return [int(x) for x in str(cell).split()]
+
+
+def _read_old(d, touched):
+    """Old ids (Arrow array), and clusters.csv rows of the ``touched`` blocks (pandas, str)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv as pacsv
+
+    opts = pacsv.ConvertOptions(column_types={c: pa.string() for c in _CLUSTER_COLUMNS + ["gold"]},
+                                strings_can_be_null=False, include_columns=_CLUSTER_COLUMNS + ["gold"],
+                                include_missing_columns=True)
+    t = pacsv.read_csv(d / "clusters.csv", convert_options=opts)
+    part = t.filter(pc.is_in(t["block"], value_set=pa.array(sorted(touched), pa.string()))).to_pandas()
+    for c in part.columns:   # plain str objects (pyarrow-backed strings make isin and lookups slow)
+        part[c] = part[c].to_numpy(dtype=object)
+    if "gold" in part.columns:
+        part["gold"] = part["gold"].replace("", None)
+    return t["mention_id"], t.column_names, part
+
+
+def _old_text(d, ids):
+    """name and year of the old mentions ``ids`` (from mentions.parquet, filtered by Arrow)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    t = ds.dataset(d / "mentions.parquet").to_table(
+        columns=["mention_id", "name", "year"], filter=ds.field("mention_id").isin(pa.array(list(ids), pa.string())))
+    return t.to_pandas()
+
+
+def _old_encodings(d, blocks, touched, ids, model_info, vocabulary):
+    """The encodings of the old mentions ``ids`` of the ``touched`` blocks: one part per file that holds some.
+
+    The files' bytes were checked against the manifest (:func:`coref.outputs.read_manifest`),
+    so their content digest is not computed again; header, model and arrays are checked.
+    """
+    touched = set(touched)
+    groups = sorted({g for b, cell in zip(blocks["block"].tolist(), blocks["group"].tolist()) if b in touched
+                     for g in _groups_of(cell)})
+    want = set(np.asarray(ids, dtype=object).astype(str).tolist())
+    parts, n = [], 0
+    for g in groups:
+        enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
+                             vocabulary=vocabulary, check_digest=False)
+        keep = np.flatnonzero(np.fromiter((m in want for m in enc.mention_id.tolist()), bool, len(enc)))
+        if len(keep):
+            parts.append(enc.take(keep))
+            n += len(keep)
+    if n != len(want):
+        raise EncodingsError(f"{d}: the encodings files of the touched blocks cover {n} of their {len(want)} old "
+                             "mentions")
+    return parts
+
+
+def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings, *, client, progress, t0,
+                    executor_desc, old_summary):
+    """``coref add`` of ``new`` onto the block-group output ``d``; writes ``od``'s files (not finished).
+
+    Returns
+    -------
+    summary : dict
+        summary.json as written.
+    new_kept : pandas.DataFrame
+        The new mentions added (those already clustered left out).
+
+    Raises
+    ------
+    coref.outputs.EncodingsError
+        If an encodings file of a touched block is refused (another model, edited...).
+    ValueError
+        With ``strict``, if a new mention is already clustered.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    import time
+
+    d = Path(d)
+    blocks = pd.read_csv(d / BLOCKS_FILE, dtype={"block": str, "group": str, "sampler": str, "why": str},
+                         keep_default_na=False)
+    for c in ("block", "group", "sampler", "why"):
+        blocks[c] = blocks[c].to_numpy(dtype=object)
+    new = new.reset_index(drop=True)
+    new["mention_id"] = new["mention_id"].astype(str)
+    new["block"] = new["block"].astype(str)
+    touched = sorted(set(new["block"].tolist()) & set(blocks["block"].tolist()))
+    old_ids, old_cols, old_part = _read_old(d, touched)
+    dup = pc.is_in(pa.array(new["mention_id"].tolist(), pa.string()), value_set=old_ids).to_numpy(
+        zero_copy_only=False)
+    skipped = new.loc[dup, "mention_id"].tolist()
+    if skipped and settings.strict:
+        raise ValueError(f"{len(skipped)} new mention id(s) are already clustered, e.g. {skipped[:3]}")
+    new = new[~dup].reset_index(drop=True)
+    n_old = len(old_ids)
+    del old_ids
+    touched = sorted(set(new["block"].tolist()) & set(touched))
+    touched_set = set(touched)
+    old_part = old_part[np.fromiter((b in touched_set for b in old_part["block"].tolist()), bool,
+                                    len(old_part))].reset_index(drop=True)
+    enc_old = _old_encodings(d, blocks, touched, old_part["mention_id"], model_info, model.vocabulary_) \
+        if len(old_part) else None
+    old_mentions = pd.DataFrame({"mention_id": old_part["mention_id"], "block": old_part["block"]})
+    clusters, info = add_clusters(model, old_mentions, old_part, new, settings, client=client, progress=progress,
+                                  old_encodings=enc_old, return_encodings="new")
+    margins = info.pop("margins")
+    enc_new = info.pop("encodings")
+    is_new = np.r_[np.zeros(len(old_part), bool), np.ones(len(new), bool)]
+    sampling = info.pop("sampling")
+    g_new = 1 + max(g for cell in blocks["group"] for g in _groups_of(cell)) if len(blocks) else 0
+    # -- clusters.csv: the old file, its changed ids rewritten (revisit only), the new rows appended
+    changed = {m: c for m, c, o in zip(old_part["mention_id"], clusters["cluster_id"].to_numpy()[:len(old_part)],
+                                      old_part["cluster_id"]) if c != o}
+    out_cols = list(old_cols) + (["gold"] if "gold" not in old_cols and "gold" in clusters.columns else [])
+    new_rows = clusters.loc[is_new].reindex(columns=out_cols)
+    _write_clusters(d / "clusters.csv", od.path("clusters.csv"), old_cols, out_cols, changed, new_rows)
+    # -- mentions.parquet: the old row groups, then the new mentions
+    schema = mention_schema()
+    with pq.ParquetWriter(od.path("mentions.parquet"), schema) as w:
+        pf = pq.ParquetFile(d / "mentions.parquet")
+        for i in range(pf.num_row_groups):
+            w.write_table(pf.read_row_group(i).cast(schema))
+        nm = new.reindex(columns=[f.name for f in schema]).copy()
+        nm["year"] = nm["year"].astype("Int64")
+        for c in ("coauthors", "keywords", "affiliations", "references"):
+            nm[c] = [list(v) if isinstance(v, (list, tuple, np.ndarray)) else [] for v in nm[c]]
+        w.write_table(pa.Table.from_pandas(nm, schema=schema, preserve_index=False))
+    # -- encodings: the old files linked, the new mentions' in a new one
+    for name, meta in manifest["files"].items():
+        if name.startswith("encodings-g"):
+            od.link(d / name, name, meta["sha256"])
+    if len(new):
+        write_encodings(od.path(encodings_file(g_new)), enc_new, model_sha256=model_info["model_json_sha256"])
+    # -- blocks.csv: touched blocks updated, new blocks appended
+    detail = pd.DataFrame(sampling["blocks"]) if sampling.get("blocks") else pd.DataFrame(
+        columns=["block", "n_mentions", "sampler", "why"])
+    detail = detail.set_index("block")
+    blocks = blocks.set_index("block")
+    in_old = detail.index.isin(blocks.index)
+    upd = detail.index[in_old]
+    blocks.loc[upd, "n_mentions"] = detail.loc[upd, "n_mentions"].to_numpy()
+    blocks.loc[upd, "sampler"] = detail.loc[upd, "sampler"].to_numpy()
+    blocks.loc[upd, "why"] = detail.loc[upd, "why"].to_numpy()
+    blocks.loc[upd, "group"] = [f"{g} {g_new}" for g in blocks.loc[upd, "group"]]
+    fresh = detail.loc[~in_old].assign(group=str(g_new))
+    blocks = pd.concat([blocks.reset_index(), fresh.reset_index()[["block", "n_mentions", "group", "sampler", "why"]]],
+                       ignore_index=True)
+    with atomic_open(od.path(BLOCKS_FILE), "w", newline="") as fh:
+        blocks.to_csv(fh, index=False)
+    # -- summary: the old counts, updated by the blocks sampled
+    sampled_part = clusters
+    before = old_part["cluster_id"].value_counts()
+    after = sampled_part["cluster_id"].value_counts()
+    text = _old_text(d, old_part["mention_id"].tolist()) if len(old_part) else pd.DataFrame(
+        columns=["mention_id", "name", "year"])
+    frame = pd.concat([text, new[["mention_id", "name", "year"]]], ignore_index=True)
+    frame = frame.set_index("mention_id").reindex(sampled_part["mention_id"]).reset_index()
+    largest = _largest(old_summary, frame, sampled_part)
+    weakest = weakest_merges(sampled_part, margins, focus=set(new["mention_id"]), n_weakest=N_SHOWN)
+    summary = {"command": "add", "n_mentions": int(n_old + len(new)),
+               "n_blocks": int(len(blocks)),
+               "n_clusters": int(old_summary["n_clusters"] - len(before) + len(after)),
+               "n_singletons": int(old_summary["n_singletons"] - (before == 1).sum() + (after == 1).sum()),
+               "gold_passed_through": "gold" in out_cols, **info,
+               "n_skipped_duplicates": len(skipped), "skipped_duplicates": skipped[:20],
+               # (the blocks sampled by this add, as coref add says; every block's in blocks.csv)
+               "sampling": {**sampling_summary(settings, sampling_tally(sampling["blocks"])),
+                            "blocks_file": BLOCKS_FILE},
+               "base": {"path": str(d), "settings_key": manifest.get("settings_key")},
+               "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
+               "elapsed_s": time.perf_counter() - t0,
+               "read_selectively": {"n_old_mentions_read": int(len(old_part)), "n_blocks_touched": len(touched),
+                                    "encodings_file_new": encodings_file(g_new) if len(new) else None}}
+    write_loader_log(od, list(log))
+    summary = {**summary, "largest_clusters": largest.to_dict("records"),
+               "weakest_merges": None if weakest is None else weakest.to_dict("records")}
+    write_json(od.path("summary.json"), summary)
+    md = render_predict_md(summary, largest, weakest, title="Author coreference: new mentions added")
+    atomic_write_text(od.path("report.md"), md.replace("`sampling.blocks` in summary.json", f"`{BLOCKS_FILE}`"))
+    return summary, new
+
+
+def _write_clusters(src, dst, old_cols, out_cols, changed, new_rows):
+    """The old clusters.csv (ids in ``changed`` replaced, columns ``out_cols``), then ``new_rows``, to ``dst``."""
+    with atomic_open(dst, "w", newline="") as fh:
+        if not changed and list(old_cols) == list(out_cols):
+            with open(src, newline="", encoding="utf-8") as old:
+                shutil.copyfileobj(old, fh, 1 << 22)
+        else:
+            header = True
+            for chunk in pd.read_csv(src, dtype=str, keep_default_na=False, na_values=[""], chunksize=200_000):
+                if changed:
+                    chunk["cluster_id"] = [changed.get(m, c) for m, c in zip(chunk["mention_id"], chunk["cluster_id"])]
+                chunk.reindex(columns=out_cols).to_csv(fh, index=False, header=header)
+                header = False
+        new_rows.to_csv(fh, index=False, header=False)
+
+
+def _largest(old_summary, frame, sampled):
+    """The largest clusters after the add: the old list (sampled clusters updated) and the sampled blocks'."""
+    fresh = largest_clusters(frame, sampled, n_largest=N_SHOWN)
+    old = pd.DataFrame(old_summary.get("largest_clusters") or [])
+    if len(old):
+        old = old[~old["cluster_id"].isin(set(sampled["cluster_id"].tolist()))]
+    both = pd.concat([old, fresh], ignore_index=True) if len(old) else fresh
+    return both.sort_values("n_mentions", ascending=False, kind="stable").head(N_SHOWN).reset_index(drop=True)
