@@ -85,7 +85,9 @@ class GibbsCoref:
         ``patience``.
     small_arm_bound : bool, default True
         Racing only.  Once per block compute fmax_j = max_{k != j} f_theta(x_j, x_k)
-        (n (n - 1) / 2 factors, counted in ``n_factor_evals_`` and in sweep 1 of
+        (n (n - 1) / 2 factors; in blocks over ``coref.gibbs.block.EXACT_BOUND_MAX_N`` mentions
+        a looser bound from the factor's structure, :func:`coref.gibbs.arm_bound.component_bound`,
+        of at most 200 n factors), counted in ``n_factor_evals_`` and in sweep 1 of
         ``history_``); then in each step an arm with N_y <= ``first_batch``, which
         Appx. C.3 sums exactly, is first given the upper bound
         g_y + sum_{j in C_y} min(fmax_i, fmax_j) / tau >= its exact score, and is
@@ -212,7 +214,7 @@ class GibbsCoref:
     two independent totals, (se_x^2 + se_y^2)^(1/2).  ``n_factor_evals_`` counts every
     f_theta evaluated: n - 1 per step for the exact sampler (none from a cached factor matrix,
     whose n_mov (n - 1) factors count once), the sum of T_y for racing
-    (plus the n (n - 1) / 2 factors of ``small_arm_bound`` and those of merge tests).
+    (plus the factors of ``small_arm_bound`` and those of merge tests).
     Both samplers use the same random-number streams (one xoshiro256** generator per
     block inside the compiled kernel), so with ``first_batch`` at least the block size
     they give identical clusters.  The small-arm bound is this package's addition to
