@@ -21,8 +21,8 @@ def add_arguments(parser):
                              "the review queue)")
     parser.add_argument("--certify-seconds", dest="certify_seconds", type=float, default=None, metavar="S",
                         help="with --confidence: seconds of DIS certification of the least certain assignments "
-                             "whose sub-models are too large to sum exactly (0: off; default: twice the "
-                             "clustering time, 1 to 60 s)")
+                             "whose sub-models are too large to sum exactly (0: off; default: half the "
+                             "clustering time, 0.5 to 60 s)")
     parser.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
                         help="read one CSV/Parquet file in block groups, clustered and written one group at a time "
                              "(memory bounded by the largest group; an interrupted run resumes from the finished "

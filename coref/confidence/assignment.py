@@ -118,6 +118,9 @@ PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p", "p_direct", "p_calibrate
 #: ``max_exact`` <= 12) for bigger exact sub-models, or to 16-20 with ``time_limit=10``
 #: for certified DIS intervals.
 DEFAULT_MAX_SUBMODEL = 8
+#: Blocks are assembled from a run's per-mention encodings in batches of about this many
+#: mentions (one batched components call per batch; memory bounded by one batch)
+PREFETCH_MENTIONS = 20_000
 #: default Gibbs sweeps kept / discarded for the sampled marginals (Rao-Blackwellised,
 #: see :func:`coref.confidence.marginals.gibbs_marginals` and benchmarks/bench_coref_confidence.py)
 DEFAULT_N_SAMPLES = 20
@@ -143,7 +146,7 @@ REPAIR_CONFLICTS = (0.01, 0.99)
 #: 10 s certified 13 rows in one DIS sub-model of 13 mentions, interval widths median 0.105,
 #: max 0.120 (10.5 s used); 5 s certified the same rows with widths of 0.97 (uninformative).
 #: With one sample stream per sub-model (2026-11-26, load ~9 on 2 cores) the default budget
-#: (twice the clustering time, 6.8-8.9 s) certified 16 rows of one 16-mention sub-model in
+#: (then twice the clustering time, 6.8-8.9 s) certified 16 rows of one 16-mention sub-model in
 #: 6.3 s, widths median 0.026, max 0.041.
 DEFAULT_CERTIFY_SECONDS = 10.0
 
@@ -316,8 +319,17 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     if len(df) == 0:
         return _empty_conf(), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
                                             for c in PAIR_COLUMNS + (("f",) if pair_factors else ())})
-    for block, sub_df in df.groupby(df["block"].astype(str), sort=True):
-        sub_df = sub_df.iloc[np.argsort(sub_df["mention_id"].astype(str).to_numpy(), kind="stable")]
+    groups = [(b, g.iloc[np.argsort(g["mention_id"].astype(str).to_numpy(), kind="stable")])
+              for b, g in df.groupby(df["block"].astype(str), sort=True)]
+    batch_end, fetched = 0, []
+    for k, (block, sub_df) in enumerate(groups):
+        if encodings is not None and k >= batch_end:   # assemble the next blocks in one batch
+            encodings.drop(fetched)
+            batch_end, size = k, 0
+            while batch_end < len(groups) and (batch_end == k or size < PREFETCH_MENTIONS):
+                size += len(groups[batch_end][1])
+                batch_end += 1
+            fetched = encodings.prefetch([g for _, g in groups[k:batch_end] if len(g) > 1])
         ids = sub_df["mention_id"].astype(str).to_numpy()
         cid = cluster_of.loc[ids].to_numpy()
         labels = np.unique(cid, return_inverse=True)[1].astype(np.int64)
@@ -382,6 +394,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         if pair_factors:
             pf["f"] = F[a[keep], b[keep]]
         pair_frames.append(pf)
+    if encodings is not None:
+        encodings.drop(fetched)
     conf = pd.concat(conf_rows, ignore_index=True)
     conf["method"] = conf["method"].astype(str)
     pairs = pd.concat(pair_frames, ignore_index=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from coref.encoding.blocks import assemble_block
+from coref.encoding.blocks import assemble_block, assemble_blocks
 
 __all__ = ["EncodingCache"]
 
@@ -84,6 +84,46 @@ class EncodingCache:
     def put(self, block, mention_ids, enc):
         """Store ``enc``, the encoding of ``block``'s mentions ``mention_ids`` (in that order)."""
         self._blocks[str(block)] = (enc, _ids(mention_ids).tolist())
+
+    def prefetch(self, frames):
+        """Assemble, in one batch, the blocks of ``frames`` that the cache can assemble but does not hold.
+
+        Assembling many blocks at once finds their coauthor-graph components in three scipy
+        calls in all (:func:`coref.encoding.assemble_blocks`) rather than three per block; the
+        arrays are those of :meth:`lookup`. Pair with :meth:`drop` to bound memory.
+
+        Parameters
+        ----------
+        frames : sequence of pandas.DataFrame
+            One block each (``mention_id``, ``block``), rows in the order wanted.
+
+        Returns
+        -------
+        list of str
+            The blocks assembled and stored.
+        """
+        if self._part_index is None:
+            return []
+        todo = []
+        for df in frames:
+            if len(df) == 0:
+                continue
+            block, ids = str(df["block"].iloc[0]), _ids(df["mention_id"].to_numpy(dtype=object))
+            hit = self._blocks.get(block)
+            if hit is not None and ids.tolist() == hit[1]:
+                continue
+            rows = self._part_index.get_indexer(ids)
+            if (rows >= 0).all():
+                todo.append((block, ids, rows))
+        encs = assemble_blocks([self._parts.take(rows) for _, _, rows in todo])
+        for (block, ids, _), enc in zip(todo, encs):
+            self.put(block, ids, enc)
+        return [block for block, _, _ in todo]
+
+    def drop(self, blocks):
+        """Forget the encodings of ``blocks`` (names); unknown names are ignored."""
+        for b in blocks:
+            self._blocks.pop(str(b), None)
 
     def lookup(self, block, mention_ids):
         """The encoding of ``block``'s mentions ``mention_ids`` (in that order), or None if not held.

@@ -218,3 +218,33 @@ def test_next_cluster_number_of_a_block():
     assert _next_k(ids, "A") == 13
     assert _next_k(["a.b/4", "axb/9"], "a.b") == 5        # the block name is text, not a pattern
     assert _next_k(["B/1"], "A") == 0 and _next_k([], "A") == 0
+
+
+def test_prefetch_assembles_what_lookup_assembles_and_drop_forgets(model_dir, split):
+    """``EncodingCache.prefetch`` (one batched components call) stores, array for array, the
+    blocks ``lookup`` assembles one by one; blocks with mentions outside the parts are skipped;
+    ``drop`` forgets them."""
+    from dataclasses import fields
+
+    from coref.encoding import EncodingCache, EncodedBlock, encode_parts
+
+    model, _ = load_model(model_dir)
+    df, _ = split
+    df = df.sort_values(["block", "mention_id"]).reset_index(drop=True)
+    parts = encode_parts(df, model.vocabulary_)
+    ids = df["mention_id"].to_numpy(dtype=object)
+    frames = [g for _, g in df.groupby("block", sort=True)]
+    one_by_one = EncodingCache(model, parts=parts, part_ids=ids)
+    batched = EncodingCache(model, parts=parts, part_ids=ids)
+    stranger = frames[0].assign(mention_id=frames[0]["mention_id"].astype(str) + "-not-in-parts")
+    got = batched.prefetch(frames + [stranger])
+    assert got == [str(g["block"].iloc[0]) for g in frames] and len(batched) == len(frames)
+    for g in frames:
+        b, mids = str(g["block"].iloc[0]), g["mention_id"].to_numpy(dtype=object)
+        a, e = batched.lookup(b, mids), one_by_one.lookup(b, mids)   # held (len above) vs assembled
+        for f in fields(EncodedBlock):
+            x, y = getattr(a, f.name), getattr(e, f.name)
+            assert np.array_equal(np.asarray(x), np.asarray(y)), f.name
+    assert batched.prefetch(frames) == []          # held already
+    batched.drop(got[:2] + ["no-such-block"])
+    assert len(batched) == len(frames) - 2

@@ -344,7 +344,7 @@ def test_confidence_assembles_blocks_from_the_run_encodings(data, model_dir):
 def test_certify_budget_default_scales_with_the_clustering_and_is_validated():
     from coref.jobs.predict import certify_budget
 
-    assert certify_budget(None, 0.1) == 1.0 and certify_budget(None, 3.0) == 6.0 and certify_budget(None, 100) == 60.0
+    assert certify_budget(None, 0.1) == 0.5 and certify_budget(None, 3.0) == 1.5 and certify_budget(None, 200) == 60.0
     assert certify_budget(0, 5.0) == 0.0 and certify_budget(2.5, 5.0) == 2.5
     for bad in (-1.0, float("inf"), True, "5"):
         with pytest.raises(ValueError, match="--certify-seconds must be a finite number >= 0"):
