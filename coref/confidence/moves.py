@@ -37,14 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from coref.gibbs.splits import allocation_log_q
+
 __all__ = ["split_merge_moves", "sequential_allocation"]
-
-
-def _log_pick(sa, sb, to_a):
-    """log P(choice) of the restricted Gibbs step with log-weights sa (join A) and sb (join B)."""
-    m = max(sa, sb)
-    lz = m + np.log(np.exp(sa - m) + np.exp(sb - m))
-    return (sa if to_a else sb) - lz
 
 
 def sequential_allocation(F, i, j, rest, gen, *, target_a=None):
@@ -69,29 +64,17 @@ def sequential_allocation(F, i, j, rest, gen, *, target_a=None):
     in_a : ndarray of bool
         The allocation of ``rest`` (True = A), in the order of ``rest``.
     log_q : float
-        log of the probability of drawing it (given the order).
+        log of the probability of drawing it (given the order); the allocation itself is
+        :func:`coref.gibbs.splits.allocation_log_q` at temperature 1.
     """
+    rest = np.asarray(rest, dtype=np.int64)
     order = gen.permutation(len(rest))
-    in_a = np.zeros(len(rest), dtype=bool)
-    # running sums of F to the members of A and of B, for every member of rest
-    sa = F[rest, i].astype(float).copy()
-    sb = F[rest, j].astype(float).copy()
-    log_q = 0.0
-    for t in order:
-        k = rest[t]
-        if target_a is None:
-            m = max(sa[t], sb[t])
-            pa = np.exp(sa[t] - m) / (np.exp(sa[t] - m) + np.exp(sb[t] - m))
-            to_a = bool(gen.random() < pa)
-        else:
-            to_a = bool(target_a[t])
-        log_q += _log_pick(sa[t], sb[t], to_a)
-        in_a[t] = to_a
-        if to_a:
-            sa += F[rest, k]
-        else:
-            sb += F[rest, k]
-    return in_a, float(log_q)
+    side = None
+    if target_a is not None:
+        side = np.zeros(F.shape[0], dtype=bool)
+        side[rest] = np.asarray(target_a, dtype=bool)
+    log_q, side = allocation_log_q(F, i, j, rest[order], 1.0, side=side, gen=gen)
+    return side[rest], log_q
 
 
 def split_merge_moves(F, S, lab, size, gen, n_moves):
