@@ -30,11 +30,11 @@ import pandas as pd
 from coref.io.stream import mention_schema
 from coref.jobs.clusters import sampling_summary, sampling_tally
 from coref.jobs.incremental import add_clusters
-from coref.jobs.streaming import BLOCKS_FILE, N_SHOWN, encodings_file
+from coref.jobs.streaming import BLOCKS_FILE, N_SHOWN, encodings_file, write_group_outputs
 from coref.margins import weakest_merges
 from coref.outputs import EncodingsError, read_encodings, write_encodings
-from coref.outputs.report import largest_clusters, render_predict_md, write_json, write_loader_log
-from sampling.utils.atomic import atomic_open, atomic_write_text
+from coref.outputs.report import largest_clusters
+from sampling.utils.atomic import atomic_open
 
 __all__ = ["is_group_output", "add_onto_groups"]
 
@@ -221,12 +221,7 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
                "elapsed_s": time.perf_counter() - t0,
                "read_selectively": {"n_old_mentions_read": int(len(old_part)), "n_blocks_touched": len(touched),
                                     "encodings_file_new": encodings_file(g_new) if len(new) else None}}
-    write_loader_log(od, list(log))
-    summary = {**summary, "largest_clusters": largest.to_dict("records"),
-               "weakest_merges": None if weakest is None else weakest.to_dict("records")}
-    write_json(od.path("summary.json"), summary)
-    md = render_predict_md(summary, largest, weakest, title="Author coreference: new mentions added")
-    atomic_write_text(od.path("report.md"), md.replace("`sampling.blocks` in summary.json", f"`{BLOCKS_FILE}`"))
+    summary = write_group_outputs(od, summary, largest, weakest, log, title="Author coreference: new mentions added")
     return summary, new
 
 

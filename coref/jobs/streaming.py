@@ -41,7 +41,7 @@ from coref.outputs.directory import write_npz
 from coref.outputs.report import largest_clusters, render_predict_md, write_json, write_loader_log
 from sampling.utils.atomic import atomic_open, atomic_write_text
 
-__all__ = ["predict_groups", "cluster_group", "stream_key", "encodings_file", "BLOCKS_FILE", "N_SHOWN"]
+__all__ = ["predict_groups", "cluster_group", "stream_key", "encodings_file", "write_group_outputs", "BLOCKS_FILE", "N_SHOWN"]
 
 #: Per-block detail of the sampler used: block, n_mentions, group, sampler, why.
 BLOCKS_FILE = "blocks.csv"
@@ -293,7 +293,7 @@ def write_group_outputs(od, summary, largest, weakest, log, *, title):
                "weakest_merges": None if weakest is None else weakest.to_dict("records")}
     write_json(od.path("summary.json"), summary)
     md = render_predict_md(summary, largest, weakest, title=title)
-    atomic_write_text(od.path("report.md"), md.replace("`sampling.blocks` in summary.json", f"`{BLOCKS_FILE}`"))
+    atomic_write_text(od.path("report.md"), md)
     return summary
 
 

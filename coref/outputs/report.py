@@ -407,8 +407,9 @@ def render_predict_md(summary, largest, weakest, *, title):
              f"Gibbs {summary.get('gibbs_wall_s', 0.0):.1f} s; whole command {summary.get('elapsed_s', 0.0):.1f} s.",
              ""]
     if summary.get("sampling"):
-        lines += [summary["sampling"]["text"] + " The sampler of each block and why: `sampling.blocks` in "
-                  "summary.json.", ""]
+        where = summary["sampling"].get("blocks_file")     # streamed runs list the blocks in their own file
+        lines += [summary["sampling"]["text"] + " The sampler of each block and why: "
+                  + (f"`{where}`." if where else "`sampling.blocks` in summary.json."), ""]
     if "n_old_mentions" in summary:
         lines += [f"Added {summary['n_new_mentions']} new mentions to {summary['n_old_mentions']} clustered ones: "
                   f"{summary['n_joined_existing']} joined existing clusters, {summary['n_new_clusters']} new "
