@@ -31,7 +31,7 @@ from coref.confidence.figures import confidence_figures, write_confidence_report
 from coref.confidence.fit import (calibration_from_scores, fit_confidence_calibration, map_clusters,
                                   scored_training_mentions)
 from coref.confidence.consensus import binder_loss, binder_point_estimate
-from coref.confidence.features import MENTION_FEATURES, STRUCTURE_FEATURES, mention_features
+from coref.confidence.features import MENTION_FEATURES, SIZE_INTERACTIONS, STRUCTURE_FEATURES, mention_features
 from coref.confidence.structure import cluster_structure
 from coref.confidence.marginals import competing_clusters, gibbs_marginals, marginal_sweep_py
 from coref.confidence.moves import split_merge_moves
@@ -49,5 +49,5 @@ __all__ = ["submodel", "assignment_confidence", "event_probability", "EventProba
            "build_graphical_model", "exact_log_z", "log_block_probabilities", "MAX_EXACT_SUBSET", "marginal_sweep_py",
            "map_clusters", "ece_score", "brier_score", "reliability_table", "mention_correct", "pair_labels",
            "binder_loss", "binder_point_estimate", "MENTION_FEATURES", "mention_features", "competing_clusters",
-           "split_merge_moves", "REVIEW_COLUMNS", "review_table", "STRUCTURE_FEATURES", "cluster_structure",
+           "split_merge_moves", "REVIEW_COLUMNS", "review_table", "STRUCTURE_FEATURES", "SIZE_INTERACTIONS", "cluster_structure",
            "scored_training_mentions"]

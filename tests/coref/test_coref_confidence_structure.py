@@ -7,8 +7,8 @@ import pytest
 
 from coref.calibration import (CALIBRATION_VERSIONS, VERSION2_FEATURES, CalibrationMap, ConfidenceCalibration,
                                LogisticMap)
-from coref.confidence import (CONFIDENCE_COLUMNS, MENTION_FEATURES, STRUCTURE_FEATURES, assignment_confidence,
-                              cluster_structure, mention_features, with_calibration)
+from coref.confidence import (CONFIDENCE_COLUMNS, MENTION_FEATURES, SIZE_INTERACTIONS, STRUCTURE_FEATURES,
+                              assignment_confidence, cluster_structure, mention_features, with_calibration)
 from tests.coref.test_coref_confidence_api import _clusters, _df, _model
 
 
@@ -146,7 +146,10 @@ def test_keep_features_and_mention_features():
     assert list(full.columns) == list(CONFIDENCE_COLUMNS) + list(STRUCTURE_FEATURES)
     pd.testing.assert_frame_equal(full[list(CONFIDENCE_COLUMNS)], conf)
     X = mention_features(full)
-    assert list(X.columns) == list(MENTION_FEATURES) + list(STRUCTURE_FEATURES)
+    assert list(X.columns) == list(MENTION_FEATURES) + list(STRUCTURE_FEATURES) + list(SIZE_INTERACTIONS)
+    for name, col in SIZE_INTERACTIONS.items():
+        np.testing.assert_allclose(X[name], full[col] * np.log(full.groupby(["block", "cluster_id"])[
+            "mention_id"].transform("size")), rtol=1e-12)
     assert X["fit_title"].max() > 0 and X["fit_coauthor"].max() > 0 and X["group_share"].min() > 0
 
 
@@ -159,7 +162,7 @@ def test_calibration_version_3_round_trip_and_version_2_still_loads():
     ident = CalibrationMap("identity")
     v2 = ConfidenceCalibration(ident, ident, {}, _lm(VERSION2_FEATURES)).to_dict()
     assert v2["version"] == 2 and ConfidenceCalibration.from_dict(v2).mention_model == _lm(VERSION2_FEATURES)
-    feats = VERSION2_FEATURES + STRUCTURE_FEATURES
+    feats = VERSION2_FEATURES + STRUCTURE_FEATURES + tuple(SIZE_INTERACTIONS)
     v3 = ConfidenceCalibration(ident, ident, {}, _lm(feats)).to_dict()
     assert v3["version"] == 3 and CALIBRATION_VERSIONS == (1, 2, 3)
     assert ConfidenceCalibration.from_dict(v3).mention_model == _lm(feats)
