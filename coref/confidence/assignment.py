@@ -321,7 +321,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     cert = Certify(float(certify_seconds))
     conf_rows, pair_frames = [], []
     if len(df) == 0:
-        return _empty_conf(), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
+        return _empty_conf(keep_features), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
                                             for c in PAIR_COLUMNS + (("f",) if pair_factors else ())})
     groups = [(b, g.iloc[np.argsort(g["mention_id"].astype(str).to_numpy(), kind="stable")])
               for b, g in df.groupby(df["block"].astype(str), sort=True)]
@@ -483,6 +483,7 @@ def apply_calibration(confidence_df, pairs_df, *, mention_map=None, pair_map=Non
     return conf, pairs
 
 
-def _empty_conf():
+def _empty_conf(keep_features=False):
     return pd.DataFrame({c: pd.Series(dtype=np.int64 if c == "n_submodel" else float if c.startswith("p")
-                                      or c == "confidence" else object) for c in CONFIDENCE_COLUMNS})
+                                      or c == "confidence" or c in STRUCTURE_FEATURES else object)
+                         for c in CONFIDENCE_COLUMNS + (STRUCTURE_FEATURES if keep_features else ())})

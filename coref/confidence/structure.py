@@ -42,7 +42,6 @@ functions of the inputs (no sampling).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["STRUCTURE_FEATURES", "cluster_structure", "empty_structure"]
 
@@ -61,33 +60,42 @@ def empty_structure(n):
 
 
 def _unit_rows(enc, prefix):
-    """The mentions' L2-normalised vectors of one CSR field (scipy CSR of shape (n, V)) and which are non-empty."""
+    """One CSR field of the mentions as (row, token id, unit weight) entries, and which rows are non-empty."""
     ptr = np.asarray(getattr(enc, f"{prefix}_ptr"), np.int64)
     nnz = int(ptr[-1])
-    ids = np.asarray(getattr(enc, f"{prefix}_ids"))[:nnz]
+    ids = np.asarray(getattr(enc, f"{prefix}_ids"), np.int64)[:nnz]
     w = np.asarray(getattr(enc, f"{prefix}_w"), float)[:nnz]
-    V = int(ids.max()) + 1 if nnz else 1
-    M = sp.csr_matrix((w, ids, ptr), shape=(enc.n, V))
-    norm = np.sqrt(np.asarray(M.multiply(M).sum(axis=1)).ravel())
+    row = np.repeat(np.arange(enc.n), np.diff(ptr))
+    norm = np.sqrt(np.bincount(row, weights=w * w, minlength=enc.n))
     has = norm > 0
-    return sp.diags(np.where(has, 1.0 / np.where(has, norm, 1.0), 0.0)) @ M, has
+    return row, ids, w / np.where(has, norm, 1.0)[row], has
 
 
-def _profile_cosines(M, has, labels, K):
-    """cos(x_i, sum_{j in C(i), j != i} x_j) for unit rows ``M`` (sparse or dense), clusters ``labels``."""
-    L = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(K, len(labels)))
-    S = L @ M                                       # cluster sums, (K, V)
-    if sp.issparse(S):
-        dot = np.asarray(M.multiply(S[labels]).sum(axis=1)).ravel()
-        s2 = np.asarray(S.multiply(S).sum(axis=1)).ravel()
-    else:
-        dot = np.einsum("ij,ij->i", M, S[labels])
-        s2 = np.einsum("ij,ij->i", S, S)
+def _cosines(dot, s2, has, labels):
+    """cos(x_i, S_{C(i)} - x_i) from x_i . S_{C(i)} (``dot``) and |S_c|^2 (``s2``), for unit or empty x_i."""
     self2 = has.astype(float)                       # unit rows: |x_i|^2 is 1 or 0
-    dot_o = dot - self2                             # x_i . (S - x_i)
     prof2 = s2[labels] - 2.0 * dot + self2          # |S - x_i|^2
     ok = has & (prof2 > 1e-12)
-    return np.where(ok, dot_o / np.sqrt(np.where(ok, prof2, 1.0)), 0.0), ok
+    return np.where(ok, (dot - self2) / np.sqrt(np.where(ok, prof2, 1.0)), 0.0), ok
+
+
+def _sparse_profile_cosines(row, ids, w, has, labels, K):
+    """cos(x_i, sum_{j in C(i), j != i} x_j) for the unit rows given as CSR entries (``_unit_rows``)."""
+    if not ids.size:
+        return np.zeros(labels.size), np.zeros(labels.size, bool)
+    key = labels[row] * (int(ids.max()) + 1) + ids  # (cluster, token) of every entry
+    uk, inv = np.unique(key, return_inverse=True)
+    S = np.bincount(inv.ravel(), weights=w)          # cluster sums, one value per (cluster, token)
+    dot = np.bincount(row, weights=w * S[inv.ravel()], minlength=labels.size)
+    s2 = np.bincount(uk // (int(ids.max()) + 1), weights=S * S, minlength=K)
+    return _cosines(dot, s2, has, labels)
+
+
+def _dense_profile_cosines(Z, has, labels, K):
+    """The same for dense unit (or zero) rows ``Z`` of shape (n, T)."""
+    S = np.zeros((K, Z.shape[1]))
+    np.add.at(S, labels, Z)
+    return _cosines(np.einsum("ij,ij->i", Z, S[labels]), np.einsum("ij,ij->i", S, S), has, labels)
 
 
 def _relative(v, ok, labels, K):
@@ -127,8 +135,8 @@ def cluster_structure(enc, F, P, labels):
     multi = k > 1
     out = empty_structure(n)
     for name, prefix in _VIEWS:
-        M, has = _unit_rows(enc, prefix)
-        cos, ok = _profile_cosines(M, has, labels, K)
+        row, ids, w, has = _unit_rows(enc, prefix)
+        cos, ok = _sparse_profile_cosines(row, ids, w, has, labels, K)
         out[f"fit_{name}"] = cos
         out[f"rel_{name}"] = _relative(cos, ok & multi, labels, K)
     T = int(enc.n_topics)
@@ -136,7 +144,7 @@ def cluster_structure(enc, F, P, labels):
         Z = np.asarray(enc.topic, float)[: n * T].reshape(n, T)
         has = np.einsum("ij,ij->i", Z, Z) > 1e-12
         Z = Z / np.sqrt(np.where(has, np.einsum("ij,ij->i", Z, Z), 1.0))[:, None]
-        cos, ok = _profile_cosines(Z, has, labels, K)
+        cos, ok = _dense_profile_cosines(Z, has, labels, K)
         out["fit_topic"] = cos
         out["rel_topic"] = _relative(cos, ok & multi, labels, K)
     same = labels[:, None] == labels[None, :]
@@ -162,10 +170,15 @@ def cluster_structure(enc, F, P, labels):
     year = np.asarray(enc.year, float)[:n]
     known = year >= 0
     med = np.full(K, -1.0)
-    for c in np.flatnonzero(size > 1):               # median known year of each cluster
-        yc = year[(labels == c) & known]
-        if yc.size:
-            med[c] = np.median(yc)
+    kn = np.flatnonzero(known)
+    order = kn[np.lexsort((year[kn], labels[kn]))]  # known years, by cluster then year
+    cnt = np.bincount(labels[order], minlength=K)
+    start = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    has_y = (cnt > 0) & (size > 1)
+    lo = start + (cnt - 1) // 2
+    hi = start + cnt // 2
+    ys = year[order]
+    med[has_y] = 0.5 * (ys[lo[has_y]] + ys[hi[has_y]])   # median known year of each cluster
     med = med[labels]
     ok = known & multi & (med >= 0)
     out["year_dev"] = np.where(ok, np.minimum(np.abs(year - med) / 10.0, 3.0), 0.0)

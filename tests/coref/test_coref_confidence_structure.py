@@ -185,3 +185,11 @@ def test_with_calibration_names_missing_structure_features():
                                         keep_features=True)
     X = mention_features(full)
     np.testing.assert_allclose(full["confidence"], cal.mention_model.apply(X), rtol=1e-12)
+
+
+def test_empty_frame_keeps_the_feature_columns():
+    df = _df(n=3).drop(columns="gold").iloc[:0]
+    conf, _ = assignment_confidence(_model(), df, _clusters(df, []), keep_features=True)
+    assert conf.empty and list(conf.columns) == list(CONFIDENCE_COLUMNS) + list(STRUCTURE_FEATURES)
+    conf, _ = assignment_confidence(_model(), df, _clusters(df, []))
+    assert list(conf.columns) == list(CONFIDENCE_COLUMNS)
