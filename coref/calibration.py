@@ -23,9 +23,19 @@ import math
 
 import numpy as np
 
-__all__ = ["CalibrationMap", "ConfidenceCalibration", "fit_calibration", "LogisticMap", "fit_logistic"]
+__all__ = ["CalibrationMap", "ConfidenceCalibration", "fit_calibration", "LogisticMap", "fit_logistic",
+           "CALIBRATION_VERSIONS", "VERSION2_FEATURES"]
 
 _EPS = 1e-12
+#: versions of the ``calibration`` field this code reads: 1 (two maps), 2 (and a mention model on
+#: :data:`VERSION2_FEATURES`), 3 (a mention model on any named features, e.g. the cluster-structure ones)
+CALIBRATION_VERSIONS = (1, 2, 3)
+#: the features a version-2 mention model may read (those of the confidence frame alone,
+#: :data:`coref.confidence.features.MENTION_FEATURES`)
+VERSION2_FEATURES = ("logit_p", "logit_p_direct", "logit_p_competing", "margin", "log_block_size",
+                     "log_cluster_size", "cluster_share", "log_n_clusters", "singleton", "big_share", "p",
+                     "p_direct", "logit_acceptance", "log_block_size_sq", "log_cluster_size_sq",
+                     "direct_x_cluster", "block_x_share")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,10 +262,12 @@ class ConfidenceCalibration:
 
     def to_dict(self):
         """JSON-able dict: ``{"version": 1, "pair": {...}, "mention": {...}, "info": {...}}``, and with a
-        mention model ``"version": 2`` and ``"mention_model": {...}``."""
+        mention model ``"mention_model": {...}`` and ``"version"`` 2 (it reads only the features of
+        :data:`VERSION2_FEATURES`) or 3 (it reads others, e.g. the cluster-structure features of
+        :mod:`coref.confidence.structure`, which code reading version 2 cannot compute)."""
         d = {"version": 1, "pair": self.pair.to_dict(), "mention": self.mention.to_dict(), "info": dict(self.info)}
         if self.mention_model is not None:
-            d["version"] = 2
+            d["version"] = 2 if set(self.mention_model.features) <= set(VERSION2_FEATURES) else 3
             d["mention_model"] = self.mention_model.to_dict()
         return d
 
@@ -270,18 +282,21 @@ class ConfidenceCalibration:
         """
         if not isinstance(d, dict):
             raise ValueError(f"{where}: expected a JSON object; got {type(d).__name__}")
-        if d.get("version") not in (1, 2) or isinstance(d.get("version"), bool):
-            raise ValueError(f"{where}: 'version' must be 1 or 2; got {d.get('version')!r}")
-        extra = set(d) - {"version", "pair", "mention", "info"} - ({"mention_model"} if d["version"] == 2 else set())
+        if d.get("version") not in CALIBRATION_VERSIONS or isinstance(d.get("version"), bool):
+            raise ValueError(f"{where}: 'version' must be one of {CALIBRATION_VERSIONS}; got {d.get('version')!r}")
+        extra = set(d) - {"version", "pair", "mention", "info"} - ({"mention_model"} if d["version"] >= 2 else set())
         if extra:
             raise ValueError(f"{where}: unknown field(s) {sorted(extra)}")
         info = d.get("info", {})
         if not isinstance(info, dict) or not all(
                 isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool))) for k, v in info.items()):
             raise ValueError(f"{where}: 'info' must map names to JSON scalars")
-        if d["version"] == 2 and "mention_model" not in d:
-            raise ValueError(f"{where}: version 2 needs a 'mention_model'")
-        mm = LogisticMap.from_dict(d["mention_model"], where=f"{where}.mention_model") if d["version"] == 2 else None
+        if d["version"] >= 2 and "mention_model" not in d:
+            raise ValueError(f"{where}: version {d['version']} needs a 'mention_model'")
+        mm = LogisticMap.from_dict(d["mention_model"], where=f"{where}.mention_model") if d["version"] >= 2 else None
+        if d["version"] == 2 and not set(mm.features) <= set(VERSION2_FEATURES):
+            raise ValueError(f"{where}: a version 2 mention model reads only {list(VERSION2_FEATURES)}; got "
+                             f"{sorted(set(mm.features) - set(VERSION2_FEATURES))}")
         return cls(CalibrationMap.from_dict(d.get("pair"), where=f"{where}.pair"),
                    CalibrationMap.from_dict(d.get("mention"), where=f"{where}.mention"), dict(info), mm)
 

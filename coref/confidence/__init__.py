@@ -28,9 +28,11 @@ from coref.confidence.assignment import (CONFIDENCE_COLUMNS, DEFAULT_MAX_SUBMODE
 from coref.confidence.events import EventProbability, event_probability
 from coref.confidence.exact import DEFAULT_MAX_EXACT, MAX_EXACT_SUBSET, exact_log_z, log_block_probabilities
 from coref.confidence.figures import confidence_figures, write_confidence_report
-from coref.confidence.fit import calibration_from_scores, fit_confidence_calibration, map_clusters
+from coref.confidence.fit import (calibration_from_scores, fit_confidence_calibration, map_clusters,
+                                  scored_training_mentions)
 from coref.confidence.consensus import binder_loss, binder_point_estimate
-from coref.confidence.features import MENTION_FEATURES, mention_features
+from coref.confidence.features import MENTION_FEATURES, SIZE_INTERACTIONS, STRUCTURE_FEATURES, mention_features
+from coref.confidence.structure import cluster_structure
 from coref.confidence.marginals import competing_clusters, gibbs_marginals, marginal_sweep_py
 from coref.confidence.moves import split_merge_moves
 from coref.confidence.review import REVIEW_COLUMNS, review_table
@@ -47,4 +49,5 @@ __all__ = ["submodel", "assignment_confidence", "event_probability", "EventProba
            "build_graphical_model", "exact_log_z", "log_block_probabilities", "MAX_EXACT_SUBSET", "marginal_sweep_py",
            "map_clusters", "ece_score", "brier_score", "reliability_table", "mention_correct", "pair_labels",
            "binder_loss", "binder_point_estimate", "MENTION_FEATURES", "mention_features", "competing_clusters",
-           "split_merge_moves", "REVIEW_COLUMNS", "review_table"]
+           "split_merge_moves", "REVIEW_COLUMNS", "review_table", "STRUCTURE_FEATURES", "SIZE_INTERACTIONS", "cluster_structure",
+           "scored_training_mentions"]

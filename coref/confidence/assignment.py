@@ -93,6 +93,7 @@ from coref.confidence.exact import DEFAULT_MAX_EXACT, MAX_EXACT_SUBSET, log_bloc
 from coref.confidence.consensus import binder_point_estimate, consensus_ids
 from coref.confidence.marginals import competing_clusters, direct_confidence, gibbs_marginals, mention_confidence
 from coref.confidence.scores import acceptance_score, pair_score
+from coref.confidence.structure import STRUCTURE_FEATURES, cluster_structure
 from coref.confidence.submodels import subproblem
 from coref.gibbs import block_rng
 
@@ -200,7 +201,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
                           max_exact=DEFAULT_MAX_EXACT, n_samples=DEFAULT_N_SAMPLES, n_burn=DEFAULT_N_BURN,
                           time_limit=10.0, memory_mb=256, review_threshold=0.95, rng=0, encoding="leader",
                           pair_min_p=0.01, calibration="model", pair_factors=False, certify_seconds=0.0,
-                          encodings=None, n_moves=DEFAULT_N_MOVES, point_estimate="map"):
+                          encodings=None, n_moves=DEFAULT_N_MOVES, point_estimate="map", keep_features=False):
     """Confidence of every mention's predicted cluster, with certified intervals where affordable.
 
     Parameters
@@ -271,6 +272,9 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         with ``conflicts``); ``"binder"`` the Binder-loss descent over every mention.
         The pair marginals are computed first (from the given clustering), the
         sub-model rows after, conditioned on the reported clustering.
+    keep_features : bool, default False
+        Keep the columns :data:`coref.confidence.structure.STRUCTURE_FEATURES` (the
+        mention's fit to its cluster, inputs of the mention model) after the others.
 
     Returns
     -------
@@ -317,7 +321,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     cert = Certify(float(certify_seconds))
     conf_rows, pair_frames = [], []
     if len(df) == 0:
-        return _empty_conf(), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
+        return _empty_conf(keep_features), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
                                             for c in PAIR_COLUMNS + (("f",) if pair_factors else ())})
     groups = [(b, g.iloc[np.argsort(g["mention_id"].astype(str).to_numpy(), kind="stable")])
               for b, g in df.groupby(df["block"].astype(str), sort=True)]
@@ -385,7 +389,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         conf_rows.append(pd.DataFrame({"mention_id": ids, "block": block, "cluster_id": cid, "p": p, "p_lower": lo,
                                        "p_upper": hi, "method": meth, "n_submodel": nsub,
                                        "p_direct": direct_confidence(F, labels), "competing_cluster": comp_id,
-                                       "p_competing": p_comp}))
+                                       "p_competing": p_comp, **cluster_structure(enc, F, P, labels)}))
         a, b = np.triu_indices(n, 1)
         keep = (P[a, b] >= float(pair_min_p)) | (labels[a] == labels[b])
         pf = pd.DataFrame({"block": block, "mention_a": ids[a[keep]], "mention_b": ids[b[keep]],
@@ -401,7 +405,7 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     pairs = pd.concat(pair_frames, ignore_index=True)
     conf, pairs = with_calibration(conf, pairs, _resolve_calibration(model, calibration))
     cols = list(PAIR_COLUMNS) + (["f"] if pair_factors else [])
-    conf = conf[list(CONFIDENCE_COLUMNS)].copy()
+    conf = conf[list(CONFIDENCE_COLUMNS) + (list(STRUCTURE_FEATURES) if keep_features else [])].copy()
     conf.attrs["certify"] = cert.summary()
     return conf, pairs[cols]
 
@@ -421,8 +425,12 @@ def with_calibration(confidence_df, pairs_df, calibration):
     if cal is None:
         confidence_df["p_calibrated"] = np.nan
     elif cal.mention_model is not None:
-        confidence_df["p_calibrated"] = cal.mention_model.apply(mention_features(confidence_df)) \
-            if len(confidence_df) else np.zeros(0)
+        X = mention_features(confidence_df)
+        miss = [c for c in cal.mention_model.features if c not in X.columns]
+        if miss:
+            raise ValueError(f"the model's mention calibration reads {miss}, which this confidence frame lacks "
+                             "(compute it with assignment_confidence(..., keep_features=True))")
+        confidence_df["p_calibrated"] = cal.mention_model.apply(X) if len(confidence_df) else np.zeros(0)
     else:
         confidence_df["p_calibrated"] = cal.mention.apply(acceptance_score(confidence_df))
     confidence_df["confidence"] = confidence_df["p_calibrated"].where(confidence_df["p_calibrated"].notna(),
@@ -475,6 +483,7 @@ def apply_calibration(confidence_df, pairs_df, *, mention_map=None, pair_map=Non
     return conf, pairs
 
 
-def _empty_conf():
+def _empty_conf(keep_features=False):
     return pd.DataFrame({c: pd.Series(dtype=np.int64 if c == "n_submodel" else float if c.startswith("p")
-                                      or c == "confidence" else object) for c in CONFIDENCE_COLUMNS})
+                                      or c == "confidence" or c in STRUCTURE_FEATURES else object)
+                         for c in CONFIDENCE_COLUMNS + (STRUCTURE_FEATURES if keep_features else ())})

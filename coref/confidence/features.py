@@ -27,6 +27,18 @@ confidence frame (:func:`coref.confidence.assignment.assignment_confidence`):
     squares and products that let a logistic model bend with size
     (``logit_p_direct * log_cluster_size``, ``log_block_size * cluster_share``).
 
+and, when the frame carries them (``assignment_confidence(..., keep_features=True)``),
+the columns :data:`coref.confidence.structure.STRUCTURE_FEATURES`: how the mention fits
+its cluster (title / venue / coauthor / topic cosines with the cluster without it,
+relative to the cluster's typical member) and how coherent the cluster is (pairs the
+pairwise model rejects, coauthor groups spanned, years), the signs of an over-merge that
+``p`` does not show, and their products with ``log_cluster_size`` (:data:`SIZE_INTERACTIONS`:
+``rel_title_x_cluster``, ``rel_venue_x_cluster``, ``rel_coauthor_x_cluster``,
+``rel_topic_x_cluster``, ``rel_f_x_cluster``, ``neg_share_x_cluster`` =
+``cluster_neg_share * log_cluster_size``, ``groups_x_cluster`` = ``log_groups *
+log_cluster_size``): a member that fits its cluster worse than the typical one matters
+more in a big cluster.
+
 The calibration model on them (:class:`coref.calibration.LogisticMap`) is fitted on
 cross-fitted training blocks (:func:`coref.confidence.fit.calibration_from_scores`).
 """
@@ -35,12 +47,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["MENTION_FEATURES", "mention_features"]
+from coref.calibration import VERSION2_FEATURES
+from coref.confidence.structure import STRUCTURE_FEATURES
 
-MENTION_FEATURES = ("logit_p", "logit_p_direct", "logit_p_competing", "margin", "log_block_size",
-                    "log_cluster_size", "cluster_share", "log_n_clusters", "singleton", "big_share", "p", "p_direct",
-                    "logit_acceptance", "log_block_size_sq", "log_cluster_size_sq", "direct_x_cluster",
-                    "block_x_share")
+__all__ = ["MENTION_FEATURES", "STRUCTURE_FEATURES", "SIZE_INTERACTIONS", "mention_features"]
+
+#: the features of the confidence frame alone (those a version-2 calibration's mention model reads)
+MENTION_FEATURES = VERSION2_FEATURES
+#: products of cluster-structure features with log_cluster_size (name -> structure column)
+SIZE_INTERACTIONS = {"rel_title_x_cluster": "rel_title", "rel_venue_x_cluster": "rel_venue",
+                     "rel_coauthor_x_cluster": "rel_coauthor", "rel_topic_x_cluster": "rel_topic",
+                     "rel_f_x_cluster": "rel_f", "neg_share_x_cluster": "cluster_neg_share",
+                     "groups_x_cluster": "log_groups"}
 
 _CLIP = 1e-6
 
@@ -60,11 +78,15 @@ def mention_features(confidence_df):
         :func:`coref.confidence.assignment.assignment_confidence`); every mention of each
         block it covers.
 
+        With the columns :data:`STRUCTURE_FEATURES` too (all of them), they are added, and
+        their products :data:`SIZE_INTERACTIONS`.
+
     Returns
     -------
     pandas.DataFrame
-        The columns :data:`MENTION_FEATURES`, one row per row of ``confidence_df``
-        (same index), float.
+        The columns :data:`MENTION_FEATURES` (then :data:`STRUCTURE_FEATURES` and
+        :data:`SIZE_INTERACTIONS` when the frame has the former), one row per row of
+        ``confidence_df`` (same index), float.
 
     Raises
     ------
@@ -96,4 +118,11 @@ def mention_features(confidence_df):
     out["log_cluster_size_sq"] = out["log_cluster_size"] ** 2
     out["direct_x_cluster"] = out["logit_p_direct"] * out["log_cluster_size"]
     out["block_x_share"] = out["log_block_size"] * share
-    return out[list(MENTION_FEATURES)]
+    cols = list(MENTION_FEATURES)
+    if all(c in confidence_df.columns for c in STRUCTURE_FEATURES):
+        for c in STRUCTURE_FEATURES:
+            out[c] = confidence_df[c].to_numpy(float)
+        for name, c in SIZE_INTERACTIONS.items():
+            out[name] = out[c] * out["log_cluster_size"]
+        cols += list(STRUCTURE_FEATURES) + list(SIZE_INTERACTIONS)
+    return out[cols]

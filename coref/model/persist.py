@@ -35,7 +35,12 @@ The optional ``calibration`` field (written when ``model.calibration_`` is set, 
 by ``coref fit``) is :meth:`coref.calibration.ConfidenceCalibration.to_dict`:
 ``{"version": 1, "pair": MAP, "mention": MAP, "info": {str: scalar}}`` with MAP =
 ``{"method": "isotonic"|"temperature"|"identity", "temperature": float > 0,
-"x": [float], "y": [float]}`` (isotonic knots, non-decreasing in [0, 1]); it is
+"x": [float], "y": [float]}`` (isotonic knots, non-decreasing in [0, 1]); version 2 adds
+``"mention_model": {"features": [str], "mean": [float], "scale": [float], "coef": [float],
+"intercept": float}`` (a logistic mention model on the features of the confidence frame,
+``coref.calibration.VERSION2_FEATURES``), version 3 the same on any named features (those
+with the cluster-structure features of ``coref.confidence.structure``, written by ``coref fit``
+since calibration version 3); versions 1-3 load.  It is
 validated field by field on load (a model without it loads with
 ``calibration_ = None``: the format version is unchanged).
 

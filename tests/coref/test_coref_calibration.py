@@ -255,12 +255,15 @@ def test_cross_fitted_calibration_scores_each_group_with_a_model_that_never_saw_
         part = df[df["block"].isin(g)].reset_index(drop=True)
         cl = map_clusters(m, part, sampler="exact", rng=0)[["mention_id", "block", "cluster_id"]]
         conf, pairs = assignment_confidence(m, part.drop(columns="gold"), cl, calibration=None, pair_min_p=0.0,
-                                            rng=0)
+                                            rng=0, keep_features=True)
         parts.append((conf, pairs, cl))
     ref = calibration_from_scores(*(pd.concat([p[i] for p in parts], ignore_index=True) for i in range(3)),
                                   df.set_index("mention_id")["gold"], method="isotonic")
     assert cal.to_dict()["pair"] == ref.to_dict()["pair"] and cal.to_dict()["mention"] == ref.to_dict()["mention"]
     assert cal.mention_model is not None and cal.to_dict()["mention_model"] == ref.to_dict()["mention_model"]
+    from coref.confidence import STRUCTURE_FEATURES
+
+    assert cal.to_dict()["version"] == 3 and set(STRUCTURE_FEATURES) <= set(cal.mention_model.features)
     # the default adds random sub-blocks of each held-out group, scored by the same fold model
     seen.clear()
     aug = fit_confidence_calibration(models[0], df, folds=3, refit=refit)

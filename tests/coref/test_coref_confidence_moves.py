@@ -213,7 +213,7 @@ def test_logistic_map_fit_round_trip_and_validation():
     ident = CalibrationMap("identity")
     cal = ConfidenceCalibration(ident, ident, {"k": 1}, lm)
     d2 = cal.to_dict()
-    assert d2["version"] == 2
+    assert d2["version"] == 3            # features other than version 2's (u, v): version 3
     assert ConfidenceCalibration.from_dict(d2).mention_model == lm
     v1 = ConfidenceCalibration(ident, ident, {}).to_dict()
     assert v1["version"] == 1 and ConfidenceCalibration.from_dict(v1).mention_model is None
