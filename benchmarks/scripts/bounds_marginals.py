@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--memory-mb", type=float, default=1024.0)
     ap.add_argument("--exact-memory-mb", type=float, default=12000.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--i-bound", type=int, default=None, help="WMB i-bound (default: marginals' choice)")
     ap.add_argument("--sampler", choices=("dis", "wmb-is"), default="dis",
                     help="samples of the sampling path: DIS (search tree + proposal) or WMB-IS")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="cpu",
@@ -76,7 +77,8 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = marginals(model, time_limit=args.time, delta=args.delta, memory_mb=args.memory_mb,
-                          method=args.method, rng=args.seed, clock=args.clock, sampler=args.sampler)
+                          method=args.method, rng=args.seed, clock=args.clock, sampler=args.sampler,
+                          i_bound=args.i_bound)
         free = model.cards[r.variable] > 1
         held = (r.p_lower <= ex_p + 1e-10) & (ex_p <= r.p_upper + 1e-10)
         w = r.width[free]

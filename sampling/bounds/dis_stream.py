@@ -21,12 +21,15 @@ from ._ladder import wmb_evaluator
 from .aobfs import AOBFS
 from .proposal import FastProposal
 
-__all__ = ["DisStream", "MAX_TRIES", "N_EXPANSIONS", "N_SAMPLES"]
+__all__ = ["DisStream", "MAX_TRIES", "N_EXPANSIONS", "N_SAMPLES", "SEARCH_SHARE"]
 
 #: N_d of Alg. 1: node expansions per round (the default of :func:`sampling.bounds.run`).
 N_EXPANSIONS = 10
 #: N_l of Alg. 1: samples per round.
 N_SAMPLES = 1
+#: Most of the sampling time :meth:`DisStream.search_first` may spend searching before the
+#: first draw (two-stage DIS, Sec. 3 of [1]_); it stops sooner when the tree is full.
+SEARCH_SHARE = 0.5
 #: Rejection tries per solved sub-problem of a draw before it keeps its last try (counted in
 #: ``n_capped``; the draws are then no longer exact). The acceptance rate of a sub-problem is
 #: Z_s / H_s, its value over its WMB bound.
@@ -87,6 +90,24 @@ class DisStream:
     def log_Z_upper(self):
         """ln U_S of the current tree (a deterministic upper bound on ln Z)."""
         return float(self.search.log_Z_upper_)
+
+    def search_first(self, stop, max_expansions=None):
+        """Expand the tree before sampling (the first stage of two-stage DIS, Sec. 3 of [1]_)
+        until it is full (the memory budget) or solved, ``stop()`` is true, or
+        ``max_expansions`` (None: no limit) are done; returns the expansions done.
+
+        When the estimate is needed only at the end (not anytime), every draw then comes
+        from the tightest tree the memory allows; :meth:`draw` goes on expanding N_d nodes
+        per round if the tree can still grow. The tree depends only on the number of
+        expansions, never on the draws, so the draws stay independent.
+        """
+        done, cap = 0, float("inf") if max_expansions is None else int(max_expansions)
+        while done < cap and self.search.can_expand and not stop():
+            k = self.search.expand(int(min(4096, cap - done)))
+            done += k
+            if k == 0:
+                break
+        return done
 
     def draw(self, k, gen):
         """About ``k`` more draws: ``ceil(k / n_samples)`` rounds of Alg. 1.

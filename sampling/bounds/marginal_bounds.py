@@ -159,8 +159,11 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
     of :func:`sampling.bounds.ratios.event_probabilities`, from the same code). This self-normalised interval is much tighter
     than dividing separate bounds on Z_{i,x} and Z (:func:`ratio_intervals`, which is for
     partition functions bounded separately), because the fluctuations of w shared by
-    numerator and denominator cancel. With m = 1 + sum_i |X_i| quantities (Z and every pair;
-    variables of one state are exact and not counted), each of the 2 m one-sided tests runs
+    numerator and denominator cancel. With m = 1 + sum_i m_i quantities (Z and every pair;
+    variables of one state are exact and not counted; m_i = |X_i|, except m_i = 1 for a
+    binary X_i, whose two tests are one: D_j(1 - p) of value 1 is -D_j(p) of value 0, so the
+    test of P(X_i = 1) at 1 - p rejects exactly when that of P(X_i = 0) at p does), each of
+    the 2 m one-sided tests runs
     at delta_k = delta / (2 m), so by the union bound all intervals and the Z bounds hold at
     once with probability >= 1 - delta. Last, :func:`tighten_by_sum` uses sum_x P_x = 1:
     ``upper_x <= 1 - sum_{y != x} lower_y`` and ``lower_x >= 1 - sum_{y != x} upper_y``.
@@ -334,7 +337,7 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
     sums, wmb, _ = sample_columns(model, hits, int(k.sum()), time_limit=time_limit, memory_mb=budget, gen=gen,
                                   i_bound=i_bound, max_samples=max_samples, t0=t0, now=now, sampler=sampler)
     log_u = sums.log_u
-    n_bounds = 1 + int(k.sum())
+    n_bounds = 1 + int(np.where(k == 2, 1, k).sum())  # a binary variable's two tests are one
     dk = delta / (2 * n_bounds)
     acc_z = sums.accumulator(sums.z_col, dk)
     z_lo, z_hi = acc_z.bounds(min(log_u, sums.log_u_min))

@@ -203,10 +203,12 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
         The clock (``time.perf_counter`` or ``time.process_time``).
     sampler : {"wmb-is", "dis"}, default "wmb-is"
         "wmb-is": samples of the WMB proposal, every weight bounded by the WMB bound U.
-        "dis": the draws of DIS (Alg. 1 of [1]_, :class:`sampling.bounds.dis_stream.DisStream`:
-        the AND/OR search tree grows within ``memory_mb`` while sampling), each weight
-        bounded by the U_S of its tree; far less variable once the tree has tightened
-        U_S. Falls back to "wmb-is" when the WMB has no lookup tables.
+        "dis": the draws of DIS (Alg. 1 of [1]_, :class:`sampling.bounds.dis_stream.DisStream`),
+        each weight bounded by the U_S of its tree: the AND/OR search tree first grows
+        within ``memory_mb`` (until full, or ``dis_stream.SEARCH_SHARE`` of the time left;
+        with ``max_samples`` alone, at most N_d expansions per sample), then the rounds of
+        Alg. 1 go on from it; the weights vary far less than WMB-IS's once the tree has
+        tightened U_S. Falls back to "wmb-is" when the WMB has no lookup tables.
 
     Returns
     -------
@@ -232,6 +234,12 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
         draw = lambda k, g: (*wmb_is(k, g), None)  # noqa: E731
     n, batch = 0, 256
     deadline = math.inf if time_limit is None else t0 + time_limit
+    if stream is not None:  # two-stage: the search first, up to SEARCH_SHARE of the time left
+        from .dis_stream import SEARCH_SHARE
+
+        stop_at = now() + SEARCH_SHARE * (deadline - now())
+        stream.search_first(lambda: now() >= stop_at,
+                            None if max_samples is None else max_samples * stream.n_expansions)
     next_look, n_looks = FIRST_LOOK, 0
     while (max_samples is None or n < max_samples) and (n < 2 or now() < deadline):
         k = batch if max_samples is None else min(batch, max_samples - n)
