@@ -88,7 +88,9 @@ def main():
                "max_width": float(w.max(initial=0.0)), "max_abs_err": float(np.abs(r.p - ex_p).max(initial=0.0)),
                "n_samples": r.n_samples, "i_bound": r.meta.get("i_bound", -1), "time_s": r.meta["time_s"],
                "exact_time_s": t_exact, "log_Z_lower": r.log_Z_lower,
-               "log_Z_upper": r.log_Z_upper, "n_expansions": r.meta.get("n_expansions", 0),
+               "log_Z_upper": r.log_Z_upper, "log_Z_wmb": r.meta.get("log_Z_wmb", float("nan")),
+               "wmb_passes": r.meta.get("wmb_passes", -1), "log_Z_search": r.meta.get("log_Z_search", float("nan")),
+               "n_expansions": r.meta.get("n_expansions", 0),
                "n_capped": r.meta.get("n_capped", 0),
                "accept": r.meta.get("n_subproblems", 0) / max(r.meta.get("n_tries", 0), 1)}
         rows.append(row)

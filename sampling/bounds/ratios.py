@@ -136,7 +136,7 @@ def _build_wmb(model, time_limit, budget, i_bound, t0, now, share, timed_passes)
     try:
         return WeightedMiniBucket(model, i_bound=top.i_bound, memory_mb=budget, elim_order=probe.elim_order,
                                   n_iters=n_iters, time_limit=max(share - (now() - t0), 0.0)
-                                  if math.isfinite(share) else None).fit(stop=stop)
+                                  if math.isfinite(share) else None, clock=now).fit(stop=stop)
     except BuildInterrupted:
         return WeightedMiniBucket(model, i_bound=rungs[0].i_bound, memory_mb=budget,
                                   elim_order=probe.elim_order, n_iters=0).fit()
@@ -256,7 +256,8 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
     sums.meta["sampler"] = "wmb-is" if stream is None else "dis"
     if stream is not None:
         sums.log_u_min = min(sums.log_u_min, stream.log_Z_upper)
-        sums.meta.update(n_expansions=int(stream.search.n_expansions_), n_nodes=int(stream.search.n_nodes_),
+        sums.meta.update(log_Z_search=stream.log_Z_upper, n_expansions=int(stream.search.n_expansions_),
+                         n_nodes=int(stream.search.n_nodes_),
                          n_tries=stream.n_tries, n_subproblems=stream.n_subproblems, n_capped=stream.n_capped)
     return sums, wmb, wmb_s
 

@@ -135,3 +135,20 @@ def test_bad_sampler_and_backend():
         marginals(m, method="dis", max_samples=10, sampler="gibbs")
     with pytest.raises(ValueError, match="backend parameter"):
         DisStream(w, m, 64, backend="cuda")
+
+
+def test_wmb_passes_follow_the_given_clock():
+    """``WeightedMiniBucket(clock=...)``: marginals(clock="cpu") times the WMB passes on the
+    CPU clock, not on the wall clock."""
+    from sampling.bounds.wmb import WeightedMiniBucket
+    from bounds_oracle import chain_model
+
+    m = chain_model(n=14, seed=2)
+    ticks = iter(range(0, 10**6, 10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = WeightedMiniBucket(m, i_bound=2, n_iters=5, tol=0.0, time_limit=5.0,
+                                  clock=lambda: next(ticks)).fit()  # 10 s per reading: no pass
+        frozen = WeightedMiniBucket(m, i_bound=2, n_iters=5, tol=0.0, time_limit=5.0, clock=lambda: 0.0).fit()
+    assert fast.n_iters_ == 0 and frozen.n_iters_ >= 2
+    assert frozen.log_Z_upper <= fast.log_Z_upper
