@@ -92,7 +92,7 @@ def main():
                "wmb_passes": r.meta.get("wmb_passes", -1), "log_Z_search": r.meta.get("log_Z_search", float("nan")),
                "n_expansions": r.meta.get("n_expansions", 0),
                "n_capped": r.meta.get("n_capped", 0),
-               "accept": r.meta.get("n_subproblems", 0) / max(r.meta.get("n_tries", 0), 1)}
+               "accept": r.meta.get("n_subproblems", 0) / r.meta["n_tries"] if r.meta.get("n_tries") else float("nan")}
         rows.append(row)
         print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
     if rows:

@@ -2,10 +2,11 @@
 """Compiled kernels of the AND/OR search (Lou et al. 2017, Eq. 3-5): ``LookupSum`` (WMB
 arc weights / heuristics at an assignment) and ``AndOrTree`` (the flat-array search tree,
 its memory-limited mode and the DIS rounds, which draw below the frontier with the
-``_proposal.ProposalKernel``).
+``_proposal.ProposalKernel``; ``dis_samples`` also returns each draw's configuration, with
+exact rejection draws below solved nodes).
 
-Reference twins: ``_aobfs_py.py`` (``LookupSum``) and the Python backend of
-``aobfs.AOBFS`` (the tree), tested against these.
+Reference twins: ``_aobfs_py.py`` (``LookupSum``), the Python backend of ``aobfs.AOBFS``
+(the tree) and ``_dis_samples_py.py`` (``dis_samples``), tested against these.
 """
 from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, free

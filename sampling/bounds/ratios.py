@@ -208,7 +208,8 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
         within ``memory_mb`` (until full, or ``dis_stream.SEARCH_SHARE`` of the time left;
         with ``max_samples`` alone, at most N_d expansions per sample), then the rounds of
         Alg. 1 go on from it; the weights vary far less than WMB-IS's once the tree has
-        tightened U_S. Falls back to "wmb-is" when the WMB has no lookup tables.
+        tightened U_S. Falls back to "wmb-is" when the WMB has no lookup tables or is
+        exact (its proposal is then the model itself: every weight is Z = U).
 
     Returns
     -------
@@ -224,7 +225,7 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
     wmb_s = now() - t0
     sums = WeightedColumnSums(n_cols, float(wmb.log_Z_upper))
     stream = None
-    if sampler == "dis" and getattr(wmb, "tables", None) is not None:
+    if sampler == "dis" and getattr(wmb, "tables", None) is not None and not getattr(wmb, "is_exact", False):
         from .dis_stream import DisStream
 
         stream = DisStream(wmb, model, memory_mb)
