@@ -152,3 +152,18 @@ def test_wmb_passes_follow_the_given_clock():
         frozen = WeightedMiniBucket(m, i_bound=2, n_iters=5, tol=0.0, time_limit=5.0, clock=lambda: 0.0).fit()
     assert fast.n_iters_ == 0 and frozen.n_iters_ >= 2
     assert frozen.log_Z_upper <= fast.log_Z_upper
+
+
+def test_exact_wmb_samples_without_the_search():
+    """With an exact WMB (i-bound >= induced width) the proposal is the model: the DIS stream
+    falls back to its draws (every weight Z), and the intervals still hold."""
+    m = random_model(6, 1, 0.0, 3)
+    xs, pw = brute(m)
+    exact = np.concatenate([np.bincount(xs[:, v], weights=pw, minlength=int(m.cards[v])) / pw.sum()
+                            for v in range(m.n_vars)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = marginals(m, method="dis", time_limit=None, max_samples=4000, i_bound=6, rng=0)
+    assert r.meta["sampler"] == "wmb-is" and "n_expansions" not in r.meta
+    assert r.log_Z_upper == pytest.approx(r.meta["log_Z_wmb"])
+    assert np.all((r.p_lower <= exact + 1e-12) & (exact <= r.p_upper + 1e-12))
