@@ -615,15 +615,10 @@ cdef class AndOrTree:
         below the open frontier nodes: each variable is drawn once), so the result equals
         the one-call-per-step loop exactly. Stops early (before sampling) once the root is
         solved; returns the samples written."""
-        cdef long long r, j, v, k, i = 0, nv = self.n_vars
+        cdef long long r, j, v, i = 0, nv = self.n_vars
         cdef double log_U
         for r in range(n_rounds):
-            if n_exp > 0:
-                k = n_exp if max_exp < 0 else min(n_exp, max_exp)
-                if k > 0:
-                    k = self._expand_n(k)
-                    if max_exp >= 0:
-                        max_exp -= k
+            max_exp = self._round_expansions(n_exp, max_exp)
             if self.A[0].solved:
                 break
             log_U = self.A[0].logw + self.A[0].logu
@@ -634,6 +629,18 @@ cdef class AndOrTree:
                 out_logU[i] = log_U
                 i += 1
         return i
+
+    cdef long long _round_expansions(self, long long n_exp, long long max_exp):
+        """The expansions of one round of Alg. 1: up to ``n_exp`` while the memory budget and
+        ``max_exp`` (-1: no limit) allow; returns what is left of ``max_exp``."""
+        cdef long long k
+        if n_exp > 0:
+            k = n_exp if max_exp < 0 else min(n_exp, max_exp)
+            if k > 0:
+                k = self._expand_n(k)
+                if max_exp >= 0:
+                    max_exp -= k
+        return max_exp
 
     cdef double _sample(self, ProposalKernel prop, const double* u, long long* x,
                         long long* solved_out=NULL, long long* n_solved=NULL) noexcept:
@@ -723,19 +730,14 @@ cdef class AndOrTree:
         splitmix64 stream seeded by ``seeds[i]``. A sub-problem still rejected after
         ``max_tries`` keeps its last try (``counts[2]`` counts them). Rows of zero weight
         are not completed (their configuration does not enter any estimate)."""
-        cdef long long r, j, v, k, i = 0, nv = self.n_vars, t, ns
+        cdef long long r, j, v, i = 0, nv = self.n_vars, t, ns
         cdef double log_U
         cdef unsigned long long state
         cdef long long[::1] solved = _np.zeros(max(nv, 1), dtype=_np.int64)
         cdef double[::1] buf = _np.zeros(max(nv, 1))
         cdef long long[::1] tally = _np.zeros(3, dtype=_np.int64)
         for r in range(n_rounds):
-            if n_exp > 0:
-                k = n_exp if max_exp < 0 else min(n_exp, max_exp)
-                if k > 0:
-                    k = self._expand_n(k)
-                    if max_exp >= 0:
-                        max_exp -= k
+            max_exp = self._round_expansions(n_exp, max_exp)
             log_U = self.A[0].logw + self.A[0].logu
             for j in range(n_samp):
                 for v in range(nv):
