@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/scripts/bounds_marginals.py [--time 30] [--method dis] [--delta 0.025]
+    python benchmarks/scripts/bounds_marginals.py [--time 30] [--method dis] [--sampler dis] [--delta 0.025]
         [--memory-mb 1024] [--exact-memory-mb 12000] [--seed 0] [--out F.csv] [NAME_OR_PATH ...]
 
 For each instance (a shipped model name such as ``pedigree1``, or a ``.uai`` path; a
@@ -49,6 +49,9 @@ def main():
     ap.add_argument("--memory-mb", type=float, default=1024.0)
     ap.add_argument("--exact-memory-mb", type=float, default=12000.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--i-bound", type=int, default=None, help="WMB i-bound (default: marginals' choice)")
+    ap.add_argument("--sampler", choices=("dis", "wmb-is"), default="dis",
+                    help="samples of the sampling path: DIS (search tree + proposal) or WMB-IS")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="cpu",
                     help="clock of --time (default cpu: fair on a shared, loaded machine)")
     ap.add_argument("--cache", default=str(ROOT / "benchmarks" / "results" / "marginals_exact"),
@@ -74,17 +77,22 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = marginals(model, time_limit=args.time, delta=args.delta, memory_mb=args.memory_mb,
-                          method=args.method, rng=args.seed, clock=args.clock)
+                          method=args.method, rng=args.seed, clock=args.clock, sampler=args.sampler,
+                          i_bound=args.i_bound)
         free = model.cards[r.variable] > 1
         held = (r.p_lower <= ex_p + 1e-10) & (ex_p <= r.p_upper + 1e-10)
         w = r.width[free]
-        row = {"instance": inst, "method": r.method, "time_limit": args.time, "delta": args.delta,
+        row = {"instance": inst, "method": r.method, "sampler": r.meta.get("sampler", "-"), "time_limit": args.time, "delta": args.delta,
                "n_pairs": int(free.sum()), "held": float(held[free].mean()) if free.any() else 1.0,
                "n_missed": int((~held[free]).sum()), "median_width": float(np.median(w)) if w.size else 0.0,
                "max_width": float(w.max(initial=0.0)), "max_abs_err": float(np.abs(r.p - ex_p).max(initial=0.0)),
                "n_samples": r.n_samples, "i_bound": r.meta.get("i_bound", -1), "time_s": r.meta["time_s"],
                "exact_time_s": t_exact, "log_Z_lower": r.log_Z_lower,
-               "log_Z_upper": r.log_Z_upper}
+               "log_Z_upper": r.log_Z_upper, "log_Z_wmb": r.meta.get("log_Z_wmb", float("nan")),
+               "wmb_passes": r.meta.get("wmb_passes", -1), "log_Z_search": r.meta.get("log_Z_search", float("nan")),
+               "n_expansions": r.meta.get("n_expansions", 0),
+               "n_capped": r.meta.get("n_capped", 0),
+               "accept": r.meta.get("n_subproblems", 0) / r.meta["n_tries"] if r.meta.get("n_tries") else float("nan")}
         rows.append(row)
         print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
     if rows:

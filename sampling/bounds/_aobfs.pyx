@@ -2,10 +2,11 @@
 """Compiled kernels of the AND/OR search (Lou et al. 2017, Eq. 3-5): ``LookupSum`` (WMB
 arc weights / heuristics at an assignment) and ``AndOrTree`` (the flat-array search tree,
 its memory-limited mode and the DIS rounds, which draw below the frontier with the
-``_proposal.ProposalKernel``).
+``_proposal.ProposalKernel``; ``dis_samples`` also returns each draw's configuration, with
+exact rejection draws below solved nodes).
 
-Reference twins: ``_aobfs_py.py`` (``LookupSum``) and the Python backend of
-``aobfs.AOBFS`` (the tree), tested against these.
+Reference twins: ``_aobfs_py.py`` (``LookupSum``), the Python backend of ``aobfs.AOBFS``
+(the tree) and ``_dis_samples_py.py`` (``dis_samples``), tested against these.
 """
 from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, free
@@ -63,6 +64,18 @@ cdef class LookupSum:
 import numpy as _np
 
 cdef double NEG_INF = -INFINITY
+
+
+cdef inline double _uniform(unsigned long long* state) noexcept:
+    """Next double in [0, 1) of a splitmix64 stream (Steele, Lea & Flood 2014); the twin
+    ``_dis_samples_py.SplitMix64`` gives the same numbers."""
+    cdef unsigned long long z
+    state[0] += 0x9E3779B97F4A7C15ULL
+    z = state[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    z = z ^ (z >> 31)
+    return <double> (z >> 11) * (1.0 / 9007199254740992.0)
 
 
 cdef struct AndNode:                # 63 bytes, padded to 64: one cache line (arrays are 64-aligned)
@@ -602,15 +615,10 @@ cdef class AndOrTree:
         below the open frontier nodes: each variable is drawn once), so the result equals
         the one-call-per-step loop exactly. Stops early (before sampling) once the root is
         solved; returns the samples written."""
-        cdef long long r, j, v, k, i = 0, nv = self.n_vars
+        cdef long long r, j, v, i = 0, nv = self.n_vars
         cdef double log_U
         for r in range(n_rounds):
-            if n_exp > 0:
-                k = n_exp if max_exp < 0 else min(n_exp, max_exp)
-                if k > 0:
-                    k = self._expand_n(k)
-                    if max_exp >= 0:
-                        max_exp -= k
+            max_exp = self._round_expansions(n_exp, max_exp)
             if self.A[0].solved:
                 break
             log_U = self.A[0].logw + self.A[0].logu
@@ -622,7 +630,22 @@ cdef class AndOrTree:
                 i += 1
         return i
 
-    cdef double _sample(self, ProposalKernel prop, const double* u, long long* x) noexcept:
+    cdef long long _round_expansions(self, long long n_exp, long long max_exp):
+        """The expansions of one round of Alg. 1: up to ``n_exp`` while the memory budget and
+        ``max_exp`` (-1: no limit) allow; returns what is left of ``max_exp``."""
+        cdef long long k
+        if n_exp > 0:
+            k = n_exp if max_exp < 0 else min(n_exp, max_exp)
+            if k > 0:
+                k = self._expand_n(k)
+                if max_exp >= 0:
+                    max_exp -= k
+        return max_exp
+
+    cdef double _sample(self, ProposalKernel prop, const double* u, long long* x,
+                        long long* solved_out=NULL, long long* n_solved=NULL) noexcept:
+        # solved_out (optional): the variables of the solved OR nodes the draw reaches (a
+        # solved AND node: its pseudo-tree children), whose subtrees this draw leaves unset
         cdef long long top = 1, n, s, c, k, c0, vi, j, nst = 0, used = 0
         cdef double log_U = self.A[0].logw + self.A[0].logu, log_h = 0.0, target, acc, best
         cdef double log_q = 0.0, log_g = 0.0
@@ -631,6 +654,11 @@ cdef class AndOrTree:
             top -= 1
             n = self.stack[top]
             if self.A[n].solved:
+                if solved_out != NULL:
+                    vi = self.A[n].var if self.A[n].var >= 0 else self.n_vars
+                    for j in range(self.ch_ptr[vi], self.ch_ptr[vi + 1]):
+                        solved_out[n_solved[0]] = self.ch_idx[j]
+                        n_solved[0] += 1
                 continue
             if self.A[n].nchild < 0:
                 vi = self.A[n].var if self.A[n].var >= 0 else self.n_vars
@@ -641,6 +669,9 @@ cdef class AndOrTree:
                 continue
             for s in range(self.A[n].child0, self.A[n].child0 + self.A[n].nchild):
                 if self.O[s].solved:
+                    if solved_out != NULL:
+                        solved_out[n_solved[0]] = self.O[s].var
+                        n_solved[0] += 1
                     continue
                 k = self.O[s].nchild
                 c0 = self.O[s].child0
@@ -671,3 +702,108 @@ cdef class AndOrTree:
         if log_g == NEG_INF:
             return NEG_INF
         return log_U + log_g - log_h - log_q
+
+    # ------------------------------------------------ sampling with the configurations
+    def dis_samples(self, ProposalKernel prop,
+                    long long n_rounds,                # IN  rounds of Alg. 1
+                    long long n_exp,                   # IN  N_d expansions per round
+                    long long n_samp,                  # IN  N_l samples per round
+                    long long max_exp,                 # IN  expansions allowed in all (-1: no limit)
+                    const double[:, ::1] uniforms,     # IN  (n_rounds * n_samp, n_vars)
+                    const unsigned long long[::1] seeds,  # IN  (n_rounds * n_samp,) splitmix64 seeds
+                    long long max_tries,               # IN  rejection tries per solved sub-problem
+                    long long[:, ::1] X,               # OUT (n_rounds * n_samp, n_vars) configurations
+                    double[::1] out_logw,              # OUT (n_rounds * n_samp,) ln f/q_S
+                    double[::1] out_logU,              # OUT (n_rounds * n_samp,) ln U_S at each draw
+                    long long[::1] counts):            # INOUT (3,) += tries, sub-problems, capped
+        """``dis_rounds`` that also returns each sample's whole configuration.
+
+        The same expansions, weights and bounds as :meth:`dis_rounds` on the same
+        ``uniforms`` (the weight does not depend on what lies below a solved node), except
+        that a solved root does not stop the rounds (its draws have weight U_S = Z). Row i
+        of ``X`` is sample i: the tree's choices, the proposal draws below the open frontier
+        and, below every solved OR node reached (variable y, its context set), an exact
+        draw from the sub-problem: a leaf y in proportion to its arc weights; otherwise
+        rejection sampling: y = x in proportion to w(x) h(x) (arc weight times WMB
+        heuristic), the subtrees below from the WMB proposal, accepted with probability
+        (g/q) / h(x) <= 1; accepted draws follow w(x) g exactly. The tries draw from a
+        splitmix64 stream seeded by ``seeds[i]``. A sub-problem still rejected after
+        ``max_tries`` keeps its last try (``counts[2]`` counts them). Rows of zero weight
+        are not completed (their configuration does not enter any estimate)."""
+        cdef long long r, j, v, i = 0, nv = self.n_vars, t, ns
+        cdef double log_U
+        cdef unsigned long long state
+        cdef long long[::1] solved = _np.zeros(max(nv, 1), dtype=_np.int64)
+        cdef double[::1] buf = _np.zeros(max(nv, 1))
+        cdef long long[::1] tally = _np.zeros(3, dtype=_np.int64)
+        for r in range(n_rounds):
+            max_exp = self._round_expansions(n_exp, max_exp)
+            log_U = self.A[0].logw + self.A[0].logu
+            for j in range(n_samp):
+                for v in range(nv):
+                    X[i, v] = 0
+                ns = 0
+                out_logw[i] = self._sample(prop, &uniforms[i, 0], &X[i, 0], &solved[0], &ns)
+                out_logU[i] = log_U
+                if out_logw[i] > NEG_INF:
+                    state = seeds[i]
+                    for t in range(ns):
+                        self._draw_solved(prop, solved[t], &X[i, 0], &state, &buf[0], max_tries, &tally[0])
+                i += 1
+        for t in range(3):
+            counts[t] += tally[t]
+        return i
+
+    cdef void _draw_solved(self, ProposalKernel prop, long long y, long long* x,
+                           unsigned long long* state, double* buf, long long max_tries,
+                           long long* tally) noexcept:
+        """Exact draw of variable y and its pseudo subtree given its ancestors in x (see
+        :meth:`dis_samples`)."""
+        cdef long long card = self.cards[y], xv, idx, t, n_u, c0, nc
+        cdef double m, tot, acc, target, log_q, log_g, ratio
+        cdef double* ra = &self.row_a[0]
+        cdef double* rh = &self.row_h[0]
+        self.arc._rows(y, x, ra)
+        if self.is_leaf[y]:
+            for xv in range(card):
+                rh[xv] = 0.0
+        else:
+            self.heur._rows(y, x, rh)
+        tally[1] += 1
+        m = NEG_INF
+        for xv in range(card):
+            if ra[xv] + rh[xv] > m:
+                m = ra[xv] + rh[xv]
+        if m == NEG_INF:  # not reachable by a draw of positive weight
+            x[y] = 0
+            return
+        tot = 0.0
+        for xv in range(card):
+            tot += exp(ra[xv] + rh[xv] - m)
+        c0 = self.ch_ptr[y]
+        nc = self.ch_ptr[y + 1] - c0
+        n_u = prop.size[y] - 1
+        for t in range(max_tries):
+            tally[0] += 1
+            target = _uniform(state) * tot
+            acc = 0.0
+            idx = card - 1
+            for xv in range(card):
+                acc += exp(ra[xv] + rh[xv] - m)
+                if target < acc:
+                    idx = xv
+                    break
+            while idx > 0 and ra[idx] + rh[idx] == NEG_INF:  # rounding at the top end
+                idx -= 1
+            x[y] = idx
+            if nc == 0:
+                return
+            for xv in range(n_u):
+                buf[xv] = _uniform(state)
+            log_q = 0.0
+            log_g = 0.0
+            prop._draw(&self.ch_idx[c0], nc, x, buf, &log_q, &log_g, True)
+            ratio = log_g - log_q - rh[idx]
+            if log_g > NEG_INF and (ratio >= 0.0 or _uniform(state) < exp(ratio)):
+                return
+        tally[2] += 1

@@ -143,6 +143,14 @@ class AndOrTree:
     n_collapses = property(lambda self: self.n_collapses_)
     memory_limited = property(lambda self: self._limited)
     reset_collapsed = property(lambda self: self._reset)
+    arc_fn = property(lambda self: self._arc_fn)
+    heur_fn = property(lambda self: self._heur_fn)
+
+    def dis_samples(self, prop, *args):
+        """Twin of the compiled ``dis_samples`` (``_dis_samples_py.dis_samples``)."""
+        from ._dis_samples_py import dis_samples
+
+        return dis_samples(self, prop, *args)
 
     @property
     def log_Z_upper(self):

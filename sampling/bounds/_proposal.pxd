@@ -10,7 +10,7 @@ cdef class ProposalKernel:
     cdef const double[::1] comp_lw
     cdef const long long[::1] bucket_ptr, bucket_fac, f_off, f_vptr, f_vars, f_strides
     cdef const double[::1] f_flat
-    cdef double[::1] row
+    cdef double[::1] row, ex
     cdef int max_card
     cdef void _draw(self, const long long* starts, Py_ssize_t n_starts, long long* x,
                     const double* uniforms, double* out_q, double* out_g,

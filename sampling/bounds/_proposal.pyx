@@ -65,6 +65,7 @@ cdef class ProposalKernel:
         self.f_strides = f_strides
         self.f_flat = f_flat
         self.row = row  # work space of length max card
+        self.ex = row.copy()  # work space: exp(row - max) of one draw
 
     def __dealloc__(self):
         if self.tab != NULL:
@@ -114,6 +115,7 @@ cdef class ProposalKernel:
         cdef long long base, idx
         cdef double log_q = 0.0, log_g = 0.0, m, tot, u, acc, val, lv
         cdef double* row = &self.row[0]
+        cdef double* ex = &self.ex[0]
         for s in range(n_starts):
             v = starts[s]
             for i in range(self.pos[v], self.pos[v] + self.size[v]):
@@ -145,14 +147,15 @@ cdef class ProposalKernel:
                             row[xv] = 0.0
                         m = 0.0
                     tot = 0.0
-                    for xv in range(card):
-                        tot += exp(row[xv] - m)
+                    for xv in range(card):  # each exp once (the same numbers as twice)
+                        ex[xv] = exp(row[xv] - m)
+                        tot += ex[xv]
                     u = uniforms[used] * tot
                     used += 1
                     acc = 0.0
                     idx = card - 1
                     for xv in range(card):
-                        acc += exp(row[xv] - m)
+                        acc += ex[xv]
                         if u < acc:
                             idx = xv
                             break

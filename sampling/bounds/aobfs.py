@@ -315,6 +315,13 @@ class AOBFS:
         expands it directly (``dis_rounds``) must then call :meth:`record_expansions`."""
         return self._ctree
 
+    @property
+    def tree(self):
+        """The search tree: the compiled ``_aobfs.AndOrTree`` or its twin
+        ``_aobfs_py.AndOrTree`` (both have ``dis_samples``). Code that expands it directly
+        must then call :meth:`record_expansions`."""
+        return self._tree
+
     def record_expansions(self, n_expanded):
         """Update the counters after the compiled tree expanded ``n_expanded`` nodes."""
         self._sync(n_expanded)

@@ -27,10 +27,19 @@ from .exact import check_memory, default_order
 from .model import GraphicalModel
 from .ratios import EventBounds, check_budget, check_delta, sample_columns
 
-__all__ = ["MarginalBounds", "marginals", "ratio_intervals", "tighten_by_sum", "MARGINAL_METHODS", "COLUMNS"]
+__all__ = ["MarginalBounds", "marginals", "ratio_intervals", "tighten_by_sum", "MARGINAL_METHODS",
+           "MARGINAL_SAMPLERS", "DIS_WMB_SHARE", "COLUMNS"]
 
 #: ``method`` values of :func:`marginals`.
 MARGINAL_METHODS = ("auto", "exact", "dis")
+#: ``sampler`` values of :func:`marginals`.
+MARGINAL_SAMPLERS = ("dis", "wmb-is")
+#: Share of ``time_limit`` for the WMB passes of ``sampler="dis"`` (passes until then or
+#: convergence). Measured on pedigree20 (i-bound 18, 1 GB, the tree then filled): 2 / 4 / 8
+#: passes (3.4 / 5.0 / 9.7 CPU-s) give a WMB bound of -66.36 / -66.78 / -66.91, a full-tree
+#: U_S of -67.01 / -67.25 / -67.33 (ln Z = -68.23) and a weight CV of 1.29 / 1.05 / 0.99;
+#: the interval width goes as sqrt((1 + CV^2) / n), so about 4 passes pay off at 30 s.
+DIS_WMB_SHARE = 0.2
 #: Columns of :meth:`MarginalBounds.to_frame` (and of the CSV).
 COLUMNS = ("variable", "value", "p", "p_lower", "p_upper", "method")
 
@@ -88,7 +97,7 @@ class MarginalBounds(EventBounds):
 
 
 def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=1024, method="auto",
-              rng=None, i_bound=None, max_samples=None, clock="wall"):
+              rng=None, i_bound=None, max_samples=None, clock="wall", sampler="dis"):
     """Estimates and certified bounds of every P(X_i = x | evidence), holding jointly.
 
     Parameters
@@ -119,6 +128,10 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
     clock : {"wall", "cpu"}, default "wall"
         Clock of ``time_limit``: wall seconds, or this process's CPU seconds
         (``time.process_time``; fair on a shared, loaded machine), as in :func:`run`.
+    sampler : {"dis", "wmb-is"}, default "dis"
+        Samples of the "dis" path: DIS (Alg. 1 of [1]_; the AND/OR search tree grows in
+        the memory the WMB leaves while sampling from it) or WMB-IS (the WMB proposal
+        alone). See Notes.
 
     Returns
     -------
@@ -128,7 +141,7 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
     Raises
     ------
     ValueError
-        For a bad variable id (out of range or repeated), ``delta``, ``method``, ``clock``,
+        For a bad variable id (out of range or repeated), ``delta``, ``method``, ``sampler``, ``clock``,
         ``time_limit``/``max_samples`` (at least one must bound the "dis" run), or a model
         whose evidence has probability zero (exact path: Z = 0).
     TypeError
@@ -152,17 +165,32 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
     of :func:`sampling.bounds.ratios.event_probabilities`, from the same code). This self-normalised interval is much tighter
     than dividing separate bounds on Z_{i,x} and Z (:func:`ratio_intervals`, which is for
     partition functions bounded separately), because the fluctuations of w shared by
-    numerator and denominator cancel. With m = 1 + sum_i |X_i| quantities (Z and every pair;
-    variables of one state are exact and not counted), each of the 2 m one-sided tests runs
+    numerator and denominator cancel. With m = 1 + sum_i m_i quantities (Z and every pair;
+    variables of one state are exact and not counted; m_i = |X_i|, except m_i = 1 for a
+    binary X_i, whose two tests are one: D_j(1 - p) of value 1 is -D_j(p) of value 0, so the
+    test of P(X_i = 1) at 1 - p rejects exactly when that of P(X_i = 0) at p does), each of
+    the 2 m one-sided tests runs
     at delta_k = delta / (2 m), so by the union bound all intervals and the Z bounds hold at
     once with probability >= 1 - delta. Last, :func:`tighten_by_sum` uses sum_x P_x = 1:
     ``upper_x <= 1 - sum_{y != x} lower_y`` and ``lower_x >= 1 - sum_{y != x} upper_y``.
 
-    The estimate is the self-normalised ratio sum_j w_j 1[x_i^(j) = x] / sum_j w_j. The
-    samples come from the WMB proposal without the search tree of DIS (DIS with N_d = 0,
-    i.e. WMB-IS): the compiled DIS rounds of ``run`` return weights, not configurations.
-    The WMB is the top rung of :func:`sampling.bounds.schedule.plan_wmb` for ``time_limit``,
-    its passes stopped at ``ratios.WMB_TIME_SHARE`` of the time; the rest goes to sampling.
+    The estimate is the self-normalised ratio sum_j r_j 1[x_i^(j) = x] / sum_j r_j. With
+    ``sampler="dis"`` the samples are those of DIS (Alg. 1 of [1]_, N_d = 10 expansions and
+    N_l = 1 sample per round, as :func:`sampling.bounds.run`): the proposal q_S of the
+    current AND/OR search tree S, r_j = w_j / U_{S_j} with U_{S_j} the tree's bound when
+    sample j was drawn (Eq. 13). D_j(p) = r_j (1[x_i^(j) = x] - p) then still lies in an
+    interval of length 1 with mean (Z_{i,x} - p Z) / U_{S_j}, zero at the true P, and the
+    same test applies (as Theorem 1 applies Eq. 14 to samples of changing proposals). The
+    search tree only tightens U_S, so r_j is less variable and the intervals narrower than
+    WMB-IS (``sampler="wmb-is"``: DIS with N_d = 0). Below a node the search has solved,
+    a sample's variables are drawn exactly from the sub-problem
+    (:class:`sampling.bounds.dis_stream.DisStream`). The Z bounds use the harmonic mean
+    of the U_{S_j} (Eq. 13) and are capped by the final U_S.
+    The WMB is the top rung of :func:`sampling.bounds.schedule.plan_wmb` for ``time_limit``;
+    with DIS its reparameterisation passes go on until :data:`DIS_WMB_SHARE` of the time or
+    convergence (a tighter WMB tightens every U_S of the tree), with WMB-IS they are the
+    plan's, stopped at ``ratios.WMB_TIME_SHARE`` of the time. The rest goes to sampling
+    (and, with DIS, to the search in the memory the WMB leaves).
 
     References
     ----------
@@ -189,6 +217,8 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
         check_budget(time_limit, max_samples)
     if clock not in ("wall", "cpu"):
         raise ValueError(f"the clock parameter must be 'wall' or 'cpu'; got {clock!r} instead")
+    if sampler not in MARGINAL_SAMPLERS:
+        raise ValueError(f"the sampler parameter must be one of {MARGINAL_SAMPLERS}; got {sampler!r} instead")
     now = time.perf_counter if clock == "wall" else time.process_time
     t0 = now()
     if method in ("auto", "exact"):
@@ -199,7 +229,8 @@ def marginals(model, variables=None, *, time_limit=60.0, delta=0.025, memory_mb=
         if method == "exact":
             raise MemoryError(f"exact marginals need {need_mb:.1f} MiB of tables; the budget is "
                               f"memory_mb={budget:g}")
-    return _sampled(model, vars_, time_limit, delta, budget, as_generator(rng), i_bound, max_samples, t0, now)
+    return _sampled(model, vars_, time_limit, delta, budget, as_generator(rng), i_bound, max_samples, t0, now,
+                    sampler)
 
 
 def _check_variables(model, variables):
@@ -301,7 +332,7 @@ def tighten_by_sum(lower, upper):
     return lo, np.maximum(hi, lo)
 
 
-def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples, t0, now):
+def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples, t0, now, sampler):
     sampled = [v for v in vars_ if model.cards[v] > 1]
     k = np.asarray([int(model.cards[v]) for v in sampled], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
@@ -312,12 +343,13 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
         return rows, (X[:, cols_of] + offsets[None, :]).ravel()
 
     sums, wmb, _ = sample_columns(model, hits, int(k.sum()), time_limit=time_limit, memory_mb=budget, gen=gen,
-                                  i_bound=i_bound, max_samples=max_samples, t0=t0, now=now)
+                                  i_bound=i_bound, max_samples=max_samples, t0=t0, now=now, sampler=sampler,
+                                  **({"wmb_share": DIS_WMB_SHARE, "timed_passes": True} if sampler == "dis" else {}))
     log_u = sums.log_u
-    n_bounds = 1 + int(k.sum())
+    n_bounds = 1 + int(np.where(k == 2, 1, k).sum())  # a binary variable's two tests are one
     dk = delta / (2 * n_bounds)
     acc_z = sums.accumulator(sums.z_col, dk)
-    z_lo, z_hi = acc_z.bounds(log_u)
+    z_lo, z_hi = acc_z.bounds(min(log_u, sums.log_u_min))
     col = {v: int(o) for v, o in zip(sampled, offsets)}
     var, val = _rows(model, vars_)
     p, lo, hi, how = [], [], [], []
@@ -334,7 +366,8 @@ def _sampled(model, vars_, time_limit, delta, budget, gen, i_bound, max_samples,
     cat = (lambda parts: np.concatenate(parts).astype(float)) if vars_ else (lambda parts: np.zeros(0))
     meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": log_u, "time_s": now() - t0,
             "clock": "wall" if now is time.perf_counter else "cpu",
-            "time_limit": time_limit, "memory_mb": budget, "delta_each": dk}
+            "time_limit": time_limit, "memory_mb": budget, "delta_each": dk,
+            "wmb_passes": int(getattr(wmb, "n_iters_", 0)), **sums.meta}
     return MarginalBounds(variable=var, value=val, p=cat(p), p_lower=cat(lo), p_upper=cat(hi),
                           row_method=np.array([h for hs in how for h in hs], dtype=object), method="dis",
                           delta=delta, log_Z=acc_z.log_Z_hat, log_Z_lower=z_lo, log_Z_upper=z_hi, n_samples=sums.n,

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..exceptions import BuildInterrupted, ConvergenceWarning
 from ..utils.rng import as_generator
-from .estimator import ImportanceAccumulator
+from .column_sums import WeightedColumnSums
 from .exact import check_memory
 from .model import GraphicalModel
 from .schedule import plan_wmb
@@ -136,7 +136,7 @@ def _build_wmb(model, time_limit, budget, i_bound, t0, now, share, timed_passes)
     try:
         return WeightedMiniBucket(model, i_bound=top.i_bound, memory_mb=budget, elim_order=probe.elim_order,
                                   n_iters=n_iters, time_limit=max(share - (now() - t0), 0.0)
-                                  if math.isfinite(share) else None).fit(stop=stop)
+                                  if math.isfinite(share) else None, clock=now).fit(stop=stop)
     except BuildInterrupted:
         return WeightedMiniBucket(model, i_bound=rungs[0].i_bound, memory_mb=budget,
                                   elim_order=probe.elim_order, n_iters=0).fit()
@@ -171,137 +171,10 @@ def _sampler(wmb, model):
     return draw_fast
 
 
-class WeightedColumnSums:
-    """Running Eq. 13 sums of the weights r = w / U masked by ``n_cols`` indicators at once
-    (one scale for all), plus one more column (``z_col``) hit by every sample: Z itself.
-
-    Parameters
-    ----------
-    n_cols : int
-        Number of indicator columns (events).
-    log_u : float
-        ln U, the constant bound on every weight w = f / q (the WMB upper bound).
-
-    Notes
-    -----
-    :meth:`accumulator` turns a column into an :class:`ImportanceAccumulator` state so that
-    the Theorem 1 arithmetic on a single partition function is the accumulator's own;
-    :meth:`self_normalised` bounds the ratio of a column to Z.
-    """
-
-    def __init__(self, n_cols, log_u):
-        self.n_cols = int(n_cols)
-        self.log_u = float(log_u)
-        self.n, self.m = 0, -math.inf
-        self.z_col = self.n_cols
-        self.mean, self.m2 = np.zeros(self.n_cols + 1), np.zeros(self.n_cols + 1)
-
-    def add(self, log_w, rows, cols):
-        """Add a batch of samples.
-
-        Parameters
-        ----------
-        log_w : ndarray of float, shape (k,)
-            ln w of each sample.
-        rows, cols : ndarray of int64, same shape
-            Sample ``rows[t]`` hits column ``cols[t]`` (the non-zero entries of the
-            batch's 0/1 indicator matrix; a pair may appear once only).
-        """
-        k = int(log_w.shape[0])
-        if k == 0:
-            return
-        log_r = np.minimum(log_w - self.log_u, 0.0)  # a weight over U by rounding is clipped
-        new_m = max(self.m, float(log_r.max(initial=-math.inf)))
-        if new_m == -math.inf:
-            self.n += k
-            return
-        f = 0.0 if self.m == -math.inf else math.exp(self.m - new_m)
-        y = np.exp(log_r - new_m)
-        yy = y[rows]
-        s1 = np.append(np.bincount(cols, weights=yy, minlength=self.n_cols), y.sum())
-        s2 = np.append(np.bincount(cols, weights=yy * yy, minlength=self.n_cols), (y * y).sum())
-        mean_b = s1 / k
-        m2_b = np.maximum(s2 - k * mean_b * mean_b, 0.0)
-        mean_a, m2_a = self.mean * f, self.m2 * f * f
-        n_a, n_t = self.n, self.n + k
-        d = mean_b - mean_a
-        self.mean = mean_a + d * k / n_t
-        self.m2 = m2_a + m2_b + d * d * n_a * k / n_t
-        self.m, self.n = new_m, n_t
-
-    def self_normalised(self, cols, delta):
-        """Self-normalised estimates and bounds of P_j = Z_j / Z for the columns ``cols``.
-
-        For a trial p, D = r (1[x in j] - p) with r = w / U in [0, 1] has range 1 and
-        mean (Z_j - p Z) / U, which is 0 at p = P_j. The empirical Bernstein bound
-        ([2]_, Theorem 4; the one of Theorem 1 of [1]_) at ``delta`` on each side keeps p
-        unless |mean(D)| > sqrt(2 V(p) ln(2/delta) / n) + 7 ln(2/delta) / (3 (n-1)), V(p)
-        the sample variance of D; the kept p form the interval (test inversion: only the
-        test at the true P_j must hold). Computed on a grid of p, refined by bisection.
-
-        Returns
-        -------
-        (ndarray, ndarray, ndarray)
-            Estimate (NaN before a positive weight), lower and upper bound per column.
-        """
-        cols = np.asarray(cols, dtype=np.int64)
-        n = self.n
-        if n < 2 or self.m == -math.inf:
-            return np.full(cols.shape, np.nan), np.zeros(cols.shape), np.ones(cols.shape)
-        z = self.z_col
-        a_j, a_z = self.mean[cols], self.mean[z]
-        b_j = self.m2[cols] / n + a_j * a_j
-        b_z = self.m2[z] / n + a_z * a_z
-        L = math.log(2.0 / delta)
-        t2 = math.exp(-self.m) * 7.0 * L / (3.0 * (n - 1))
-
-        def h(p, sign):  # >= 0 while p is kept on that side (p, a_j, b_j broadcast together)
-            d = a_j[:, None] - p * a_z if np.ndim(p) == 2 else a_j - p * a_z
-            bj = b_j[:, None] if np.ndim(p) == 2 else b_j
-            var = np.maximum(bj * (1.0 - 2.0 * p) + p * p * b_z - d * d, 0.0) * n / (n - 1)
-            return sign * d + np.sqrt(2.0 * var * L / n) + t2
-
-        hat = np.clip(a_j / a_z, 0.0, 1.0) if a_z > 0 else np.full(cols.shape, np.nan)
-        grid = np.linspace(0.0, 1.0, 2049)[None, :]
-        out = []
-        for sign in (1.0, -1.0):  # upper bound (d = a_j - p a_z falls), then lower
-            ok = h(np.broadcast_to(grid, (len(cols), grid.shape[1])), sign) >= 0
-            if sign > 0:
-                i = ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)  # last kept grid point
-                lo_p, hi_p = grid[0, i], grid[0, np.minimum(i + 1, grid.shape[1] - 1)]
-            else:
-                i = np.argmax(ok, axis=1)  # first kept grid point
-                lo_p, hi_p = grid[0, np.maximum(i - 1, 0)], grid[0, i]
-            none = ~ok.any(axis=1)
-            for _ in range(40):  # the kept end moves towards the boundary
-                mid = (lo_p + hi_p) / 2
-                keep = h(mid, sign) >= 0
-                if sign > 0:
-                    lo_p = np.where(keep, mid, lo_p)
-                    hi_p = np.where(keep, hi_p, mid)
-                else:
-                    hi_p = np.where(keep, mid, hi_p)
-                    lo_p = np.where(keep, lo_p, mid)
-            end = hi_p if sign > 0 else lo_p  # the outer end: conservative
-            if sign > 0:
-                end = np.where(ok[:, -1], 1.0, end)
-            else:
-                end = np.where(ok[:, 0], 0.0, end)
-            out.append(np.where(none, 1.0 if sign > 0 else 0.0, end))
-        upper, lower = out
-        return hat, np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
-
-    def accumulator(self, j, delta):
-        """The :class:`ImportanceAccumulator` of column ``j`` (``z_col``: Z itself)."""
-        return ImportanceAccumulator.from_state({
-            "delta": delta, "n": self.n, "_m": self.m, "_mean": float(self.mean[j]), "_m2": float(self.m2[j]),
-            "_log_sum_inv_u": math.log(self.n) - self.log_u if self.n else -math.inf,
-            "log_w_max": -math.inf, "n_bound_violations": 0, "lower_is_markov": True})
-
-
 def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=None, max_samples=None,
-                   wmb_share=WMB_TIME_SHARE, timed_passes=False, on_look=None, t0=None, now=time.perf_counter):
-    """Draw WMB-proposal samples until the budget ends, summing the weights per indicator column.
+                   wmb_share=WMB_TIME_SHARE, timed_passes=False, on_look=None, t0=None, now=time.perf_counter,
+                   sampler="wmb-is"):
+    """Draw importance samples until the budget ends, summing the weights per indicator column.
 
     Parameters
     ----------
@@ -328,11 +201,22 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
         Start of the budget on the clock ``now`` (default: now).
     now : callable
         The clock (``time.perf_counter`` or ``time.process_time``).
+    sampler : {"wmb-is", "dis"}, default "wmb-is"
+        "wmb-is": samples of the WMB proposal, every weight bounded by the WMB bound U.
+        "dis": the draws of DIS (Alg. 1 of [1]_, :class:`sampling.bounds.dis_stream.DisStream`),
+        each weight bounded by the U_S of its tree: the AND/OR search tree first grows
+        within ``memory_mb`` (until full, or ``dis_stream.SEARCH_SHARE`` of the time left;
+        with ``max_samples`` alone, at most N_d expansions per sample), then the rounds of
+        Alg. 1 go on from it; the weights vary far less than WMB-IS's once the tree has
+        tightened U_S. Falls back to "wmb-is" when the WMB has no lookup tables or is
+        exact (its proposal is then the model itself: every weight is Z = U).
 
     Returns
     -------
     (WeightedColumnSums, WeightedMiniBucket, float)
-        The sums, the WMB (its ``log_Z_upper`` is U) and the seconds the WMB took.
+        The sums (``sums.meta``: the sampler's figures; ``sums.log_u_min``: the tightest
+        deterministic bound on ln Z seen, U_S for DIS), the WMB (its ``log_Z_upper`` is U)
+        and the seconds the WMB took.
     """
     t0 = now() if t0 is None else t0
     with warnings.catch_warnings():
@@ -340,28 +224,50 @@ def sample_columns(model, hits, n_cols, *, time_limit, memory_mb, gen, i_bound=N
         wmb = _build_wmb(model, time_limit, memory_mb, i_bound, t0, now, wmb_share, timed_passes)
     wmb_s = now() - t0
     sums = WeightedColumnSums(n_cols, float(wmb.log_Z_upper))
-    draw = _sampler(wmb, model)
-    n, batch = 0, 256
+    stream = None
+    if sampler == "dis" and getattr(wmb, "tables", None) is not None and not getattr(wmb, "is_exact", False):
+        from .dis_stream import DisStream
+
+        stream = DisStream(wmb, model, memory_mb)
+        draw = stream.draw
+    else:
+        wmb_is = _sampler(wmb, model)
+        draw = lambda k, g: (*wmb_is(k, g), None)  # noqa: E731
+    # DIS batches stay small: the indicator sums of a batch of n_vars-wide rows then stay in
+    # cache (pedigree20, 387 variables: 5.5-6.6 us per sample at 256 rows, 12 at 4096)
+    n, batch, max_batch = 0, 256, 4096 if stream is None else 256
     deadline = math.inf if time_limit is None else t0 + time_limit
+    if stream is not None:  # two-stage: the search first, up to SEARCH_SHARE of the time left
+        from .dis_stream import SEARCH_SHARE
+
+        stop_at = now() + SEARCH_SHARE * (deadline - now())
+        stream.search_first(lambda: now() >= stop_at,
+                            None if max_samples is None else max_samples * stream.n_expansions)
     next_look, n_looks = FIRST_LOOK, 0
     while (max_samples is None or n < max_samples) and (n < 2 or now() < deadline):
         k = batch if max_samples is None else min(batch, max_samples - n)
-        X, log_w = draw(k, gen)
+        X, log_w, log_U = draw(k, gen)
         rows, cols = hits(X)
-        sums.add(log_w, rows, cols)
-        n += k
-        batch = min(2 * batch, 4096)
+        sums.add(log_w, rows, cols, log_U)
+        n += len(log_w)
+        batch = min(2 * batch, max_batch)
         if on_look is not None and n >= next_look:
             n_looks += 1
             next_look *= 2
             if on_look(sums, n_looks - 1):
                 break
+    sums.meta["sampler"] = "wmb-is" if stream is None else "dis"
+    if stream is not None:
+        sums.log_u_min = min(sums.log_u_min, stream.log_Z_upper)
+        sums.meta.update(log_Z_search=stream.log_Z_upper, n_expansions=int(stream.search.n_expansions_),
+                         n_nodes=int(stream.search.n_nodes_),
+                         n_tries=stream.n_tries, n_subproblems=stream.n_subproblems, n_capped=stream.n_capped)
     return sums, wmb, wmb_s
 
 
 def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0.05, memory_mb=256, rng=None,
                         i_bound=None, max_samples=None, clock="wall", wmb_share=WMB_TIME_SHARE,
-                        timed_passes=True, target_width=None):
+                        timed_passes=True, target_width=None, sampler="wmb-is"):
     """Certified P(A_j) = Z_{A_j} / Z of ``n_events`` events at once, from one sample stream.
 
     Parameters
@@ -397,6 +303,9 @@ def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0
         this wide. Look j (and the final result, at the look after the last) spends
         :func:`look_delta` (delta, j), so that the result holds with probability >= 1 - delta
         whatever look the run stops at. None: no looks, the whole ``delta`` at the end.
+    sampler : {"wmb-is", "dis"}, default "wmb-is"
+        The samples: the WMB proposal alone, or DIS (Alg. 1 of [1]_; the AND/OR search
+        tree grows within ``memory_mb`` while sampling), as in :func:`sample_columns`.
 
     Returns
     -------
@@ -407,7 +316,7 @@ def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0
     TypeError
         If ``model`` is not a GraphicalModel or ``indicators`` is not callable.
     ValueError
-        For a bad ``n_events``, ``delta``, ``clock``, ``wmb_share``, budget, or an
+        For a bad ``n_events``, ``delta``, ``clock``, ``wmb_share``, ``sampler``, budget, or an
         indicator matrix of the wrong shape.
     MemoryError
         When not even the smallest WMB fits ``memory_mb``.
@@ -451,6 +360,8 @@ def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0
     if target_width is not None and (isinstance(target_width, bool) or not isinstance(target_width, numbers.Real)
                                      or not 0.0 < target_width <= 1.0):
         raise ValueError(f"the target_width parameter must be None or in (0, 1]; got {target_width!r} instead")
+    if sampler not in ("wmb-is", "dis"):
+        raise ValueError(f"the sampler parameter must be 'wmb-is' or 'dis'; got {sampler!r} instead")
     n_events = int(n_events)
     now = time.perf_counter if clock == "wall" else time.process_time
     t0 = now()
@@ -478,18 +389,19 @@ def event_probabilities(model, indicators, n_events, *, time_limit=10.0, delta=0
     sums, wmb, wmb_s = sample_columns(model, hits, n_events, time_limit=time_limit, memory_mb=budget,
                                       gen=as_generator(rng), i_bound=i_bound, max_samples=max_samples,
                                       wmb_share=float(wmb_share), timed_passes=bool(timed_passes),
-                                      on_look=None if target_width is None else on_look, t0=t0, now=now)
+                                      on_look=None if target_width is None else on_look, t0=t0, now=now,
+                                      sampler=sampler)
     if target_width is None:
         d_final = delta
     else:  # the look that stopped the run, else one more look at the end
         d_final = look_delta(delta, stopped_at[0] if stopped_at else len(looks))
     dk = d_final / (2 * n_bounds)
     acc_z = sums.accumulator(sums.z_col, dk)
-    z_lo, z_hi = acc_z.bounds(sums.log_u)
+    z_lo, z_hi = acc_z.bounds(min(sums.log_u, sums.log_u_min))
     est, lo, hi = sums.self_normalised(np.arange(n_events), dk)
     est = np.where(np.isnan(est), (lo + hi) / 2, est)
     meta = {"i_bound": int(wmb.i_bound), "log_Z_wmb": sums.log_u, "time_s": now() - t0, "wmb_s": wmb_s,
             "clock": clock, "time_limit": time_limit, "memory_mb": budget, "delta_each": dk,
             "wmb_share": float(wmb_share), "wmb_passes": int(getattr(wmb, "n_iters_", 0)),
-            "target_width": target_width, "n_looks": len(looks)}
+            "target_width": target_width, "n_looks": len(looks), **sums.meta}
     return EventBounds(np.clip(est, lo, hi), lo, hi, delta, acc_z.log_Z_hat, z_lo, z_hi, sums.n, n_bounds, meta)

@@ -89,9 +89,12 @@ def test_joint_delta_bookkeeping():
         r = marginals(m, **kw)
         sub = marginals(m, variables=[0, 2], **kw)
     k = [int(c) for c in m.cards]
-    assert r.n_bounds == 1 + sum(c for c in k if c > 1)  # Z plus every Z_{v,x}; the observed one is exact
+    # Z plus every Z_{v,x} (a binary variable's two tests are one); the observed one is exact
+    assert r.n_bounds == 1 + sum(1 if c == 2 else c for c in k if c > 1)
+    assert 2 in k and 3 in k
     assert r.meta["delta_each"] == pytest.approx(0.05 / (2 * r.n_bounds))
-    assert sub.n_bounds == 1 + k[0] and sub.meta["delta_each"] == pytest.approx(0.05 / (2 * (1 + k[0])))
+    m0 = 1 if k[0] == 2 else k[0]
+    assert sub.n_bounds == 1 + m0 and sub.meta["delta_each"] == pytest.approx(0.05 / (2 * (1 + m0)))
     assert list(sub.row_method) == ["dis"] * k[0] + ["exact"]
     assert len(r) == sum(k) and r.delta == 0.05
 

@@ -52,7 +52,8 @@ def test_width_shrinks_with_samples():
     assert w[1] < 0.45 * w[0]
 
 
-def test_marginals_are_the_events_x_v_equals_x():
+@pytest.mark.parametrize("sampler", ["wmb-is", "dis"])
+def test_marginals_are_the_events_x_v_equals_x(sampler):
     # one implementation: the sampled marginals are event_probabilities of the events
     # X_v = x (same stream, same joint delta), then tightened by sum_x P = 1
     m = random_model(n=6, seed=3)
@@ -62,12 +63,17 @@ def test_marginals_are_the_events_x_v_equals_x():
     def ind(X):
         return np.stack([X[:, v] == x for v, x in pairs], axis=1)
 
-    kw = dict(time_limit=None, max_samples=3000, rng=7, i_bound=1, delta=0.05)
+    kw = dict(time_limit=None, max_samples=3000, rng=7, i_bound=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ev = event_probabilities(m, ind, len(pairs), timed_passes=False, **kw)
-        mg = marginals(m, method="dis", **kw)
-    assert ev.n_bounds == mg.n_bounds and ev.n_samples == mg.n_samples
+        mg = marginals(m, method="dis", sampler=sampler, delta=0.05, **kw)
+        # a binary variable's two tests are one: marginals counts it once, so the same
+        # tests (delta_each) are event_probabilities' at a larger joint delta
+        assert mg.n_bounds == 1 + sum(1 if k == 2 else k for k in cards) < 1 + len(pairs)
+        ev = event_probabilities(m, ind, len(pairs), timed_passes=False, sampler=sampler,
+                                 delta=mg.meta["delta_each"] * 2 * (1 + len(pairs)), **kw)
+    assert ev.meta["delta_each"] == pytest.approx(mg.meta["delta_each"], rel=1e-14)
+    assert ev.n_samples == mg.n_samples
     assert ev.log_Z == mg.log_Z and (ev.log_Z_lower, ev.log_Z_upper) == (mg.log_Z_lower, mg.log_Z_upper)
     start = 0
     for v, k in enumerate(cards):
