@@ -84,8 +84,10 @@ def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calib
         cl = clusters[(clusters["sampler"] == sampler) & (clusters["fold"] == k)
                       & clusters["block"].isin(test["block"].unique())]
         cl = cl[["mention_id", "block", "cluster_id"]].astype({"mention_id": str, "cluster_id": str})
+        # keep_features: the mention model may read the cluster-structure columns (calibration format 3)
         conf, pairs = assignment_confidence(models[k], test.drop(columns="gold"), cl, calibration=None,
-                                            pair_min_p=0.0, pair_factors=True, rng=seed, **kw)
+                                            pair_min_p=0.0, pair_factors=True, rng=seed, keep_features=True,
+                                            **kw)
         scored[k] = (conf, pairs, cl)
     per_fold, confs, pairs_all, cls = [], [], [], []
     for k, (conf, pairs, cl) in scored.items():
