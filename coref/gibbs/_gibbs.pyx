@@ -36,7 +36,7 @@ pure-Python twin is
 ``coref.gibbs._gibbs_py``; both give bit-identical results from the same state.  Inputs
 are validated by ``coref.gibbs.sampler``.
 """
-from libc.math cimport sqrt, log, INFINITY
+from libc.math cimport sqrt, log, INFINITY, NAN
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
@@ -183,16 +183,178 @@ cdef inline Py_ssize_t _finish(BlockData* d, long long* labels, long long* size,
     return l
 
 
-cdef inline double _arm_bound(double v, const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
+cdef inline double _arm_bound(const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
                               Py_ssize_t i, double fi, const double* fmax,
                               double inv_temp) noexcept nogil:
-    """v + sum over the members j != i of pool[q0:q1] of min(fmax_i, fmax_j) / tau."""
+    """sum over the members j != i of pool[q0:q1] of min(fmax_i, fmax_j) / tau (in pool order)."""
     cdef Py_ssize_t q, j
+    cdef double v = 0.0
     for q in range(q0, q1):
         j = pool[q]
         if j != i:
             v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
     return v
+
+
+cdef struct RowMemo:
+    # per mention i: its K best partners (largest f(i, j), ties to the smaller j), sorted
+    # by j (unused slots j = n, f = 0.0), and rest[i] = the largest f(i, j) of the others
+    # (-inf if none); rest[i] = NaN until i's row has been evaluated.  K = 0: off.
+    long long* j
+    double* f
+    double* rest
+    double* row              # work (n,): the row f(i, .) of the step that built it
+    Py_ssize_t K
+    Py_ssize_t n             # mentions of the block (the padding index)
+    Py_ssize_t row_min       # build when the pending small arms hold this many members
+
+
+cdef inline bint _worse(double a, long long ja, double b, long long jb) noexcept nogil:
+    """(a, ja) ranks below (b, jb): smaller value, or the same value and a larger index."""
+    return a < b or (a == b and ja > jb)
+
+
+cdef void _memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ssize_t n) noexcept nogil:
+    """Evaluate f(i, j) for every j != i (row mode) into rm.row and keep i's K best partners.
+
+    A min-heap (worst kept partner on top) of the K best, then sorted by j; rest[i] is
+    the best value that was not kept.  n - 1 factors.
+    """
+    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, b
+    cdef long long* hj = rm.j + i * K
+    cdef double* hf = rm.f + i * K
+    cdef double v, rest = -INFINITY, tf
+    cdef long long tj
+    for j in range(n):
+        if j == i:
+            rm.row[j] = 0.0
+            continue
+        v = block_factor(d, i, j)
+        rm.row[j] = v
+        if cnt < K:
+            # push, sift up
+            p = cnt
+            cnt += 1
+            while p > 0:
+                q = (p - 1) // 2
+                if _worse(v, j, hf[q], hj[q]):
+                    hf[p] = hf[q]
+                    hj[p] = hj[q]
+                    p = q
+                else:
+                    break
+            hf[p] = v
+            hj[p] = j
+        elif _worse(hf[0], hj[0], v, j):
+            if hf[0] > rest:
+                rest = hf[0]
+            # replace the top, sift down
+            p = 0
+            while True:
+                q = 2 * p + 1
+                if q >= K:
+                    break
+                b = q
+                if q + 1 < K and _worse(hf[q + 1], hj[q + 1], hf[q], hj[q]):
+                    b = q + 1
+                if _worse(hf[b], hj[b], v, j):
+                    hf[p] = hf[b]
+                    hj[p] = hj[b]
+                    p = b
+                else:
+                    break
+            hf[p] = v
+            hj[p] = j
+        elif v > rest:
+            rest = v
+    # sort the kept partners by index (insertion sort, K is small); pad with j = n
+    for p in range(1, cnt):
+        tj = hj[p]
+        tf = hf[p]
+        q = p - 1
+        while q >= 0 and hj[q] > tj:
+            hj[q + 1] = hj[q]
+            hf[q + 1] = hf[q]
+            q -= 1
+        hj[q + 1] = tj
+        hf[q + 1] = tf
+    for p in range(cnt, K):
+        hj[p] = n
+        hf[p] = 0.0
+    rm.rest[i] = rest
+
+
+cdef inline Py_ssize_t _memo_find(const long long* hj, Py_ssize_t K, long long j) noexcept nogil:
+    """Position of partner j in the sorted hj[0:K], or -1."""
+    cdef Py_ssize_t lo = 0, hi = K, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if hj[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < K and hj[lo] == j else -1
+
+
+cdef inline double _memo_max(const RowMemo* rm, Py_ssize_t i) noexcept nogil:
+    """max_j f(i, j) from i's memo (its best partner or rest)."""
+    cdef double v = rm.rest[i]
+    cdef Py_ssize_t k
+    for k in range(rm.K):
+        if rm.j[i * rm.K + k] < rm.n and rm.f[i * rm.K + k] > v:
+            v = rm.f[i * rm.K + k]
+    return v
+
+
+cdef inline double _arm_bound_memo(const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
+                                   Py_ssize_t i, const RowMemo* rm, const double* fmax,
+                                   double inv_temp, long long* n_exact) noexcept nogil:
+    """sum over the members j != i of pool[q0:q1] of b(i, j) / tau (pool order), with
+    b = f(i, j) for a partner in i's memo (counted in ``n_exact``), min(rest_i, fmax_j)
+    for any other."""
+    cdef Py_ssize_t q, j, k
+    cdef const long long* hj = rm.j + i * rm.K
+    cdef const double* hf = rm.f + i * rm.K
+    cdef double v = 0.0, t, rest = rm.rest[i]
+    cdef long long e = 0
+    for q in range(q0, q1):
+        j = pool[q]
+        if j == i:
+            continue
+        k = _memo_find(hj, rm.K, j)
+        if k >= 0:
+            t = hf[k]
+            e += 1
+        else:
+            t = rest if rest < fmax[j] else fmax[j]
+        v += t * inv_temp
+    n_exact[0] = e
+    return v
+
+
+cdef inline bint _behind(double eL, double margin, double v, const double* us, double* gumbels,
+                         char* gok, Py_ssize_t c) noexcept nogil:
+    """True when eL - (g_c + v) > margin, g_c arm c's Gumbel (computed only if the table
+    bounds G_LO(u) <= g_c <= G_UP(u) leave the answer open; float sums are monotone)."""
+    if eL - (_gum_up(us[c]) + v) > margin:
+        return True
+    if eL - (_gum_lo(us[c]) + v) > margin:
+        return eL - (_gum(us, gumbels, gok, c) + v) > margin
+    return False
+
+
+cdef inline void _lazy_bound(Py_ssize_t c, const long long* fill, const long long* pool,
+                             Py_ssize_t c_old, Py_ssize_t i, double fi, const double* fmax,
+                             double inv_temp, const RowMemo* rm, bint hasm, long long* N,
+                             long long* T, double* acc2) noexcept nogil:
+    """Arm c's population N[c] and bound sum acc2[c] (T[c]: its members in i's memo, -1
+    without a memo)."""
+    N[c] = fill[c + 1] - fill[c] - (c == c_old)
+    if hasm:
+        acc2[c] = _arm_bound_memo(pool, fill[c], fill[c + 1], i, rm, fmax, inv_temp, &T[c])
+    else:
+        acc2[c] = _arm_bound(pool, fill[c], fill[c + 1], i, fi, fmax, inv_temp)
+        T[c] = -1
 
 
 cdef Py_ssize_t _step(BlockData* d,
@@ -212,17 +374,19 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* bj, long long* bc,
                       double* us, char* gok, long long* lz,
                       const long long* n_rounds,
-                      const double* fm) noexcept nogil:
+                      const double* fm, RowMemo* rm) noexcept nogil:
     """Resample labels[i]; return the chosen label (n_rounds[N] = _n_rounds(N, fb)).
 
     ``fm`` (exact sampler only; NULL = off): the block's factor matrix, row-major
     (n, n), fm[i * n + j] = f_theta(x_i, x_j) for the rows of the movable mentions;
     the step reads those instead of evaluating the factors (same values, same sums).
+    ``rm`` (racing with the small-arm bound): the partner memo (``RowMemo``, K = 0 off).
     """
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
-    cdef Py_ssize_t n_open, best
+    cdef Py_ssize_t n_open, best, nk, msum
+    cdef bint final, settle = False, hasm, built
     cdef double f, g_best, v, B, mean, var, diff, tmp, fi, margin
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
@@ -307,6 +471,8 @@ cdef Py_ssize_t _step(BlockData* d,
             # bound uses max_y G_UP(u_y) = G_UP(max_y u_y) (G_UP is nondecreasing)
             lz[n_lazy] = c
             n_lazy += 1
+            gok[c] = 0
+            acc2[c] = NAN          # its bound sum, computed on its first test
             if u > lz_umax:
                 lz_umax = u
             if m > lz_nmax:
@@ -354,13 +520,16 @@ cdef Py_ssize_t _step(BlockData* d,
     # still alive (same order, same decisions)
     r = 0
     while True:
-        r += 1
+        # ``settle``: the race of the subsampled arms is over but small arms are pending:
+        # this pass draws nothing, it only tests and sums them (``final`` below)
+        if not settle:
+            r += 1
         # draw the next mini-batch of every alive, unfinished arm (arms in act order,
         # members in draw order), then evaluate the drawn pairs in that order: the
         # random stream and every sum are those of drawing and evaluating in turn, and
         # the next member's data can be fetched while a factor is computed
         nb = 0
-        for a in range(na):
+        for a in range(na if not settle else 0):
             c = act[a]
             if alive[c] and 0 <= T[c] < N[c]:
                 tr = _sched(r, T[c], N[c], fb)
@@ -422,64 +591,100 @@ cdef Py_ssize_t _step(BlockData* d,
             elif _beats(est, us, gumbels, gok, c, &eL):
                 leader = c
         if n_lazy > 0:
-            # small arms (increasing c): dropped unevaluated when their upper bound
-            # g_y + sum_j min(fmax_i, fmax_j) / tau is clearly behind the leader,
-            # otherwise summed exactly (the leader is updated); first tested with
-            # G_UP(u) >= g_y in place of g_y (behind then = behind with g_y: float
-            # sums and differences are monotone), then with G_LO(u) <= g_y (not behind
-            # then = not behind with g_y), and with g_y itself only if still undecided;
-            # the margin changes only with the leader (to 0: a new leader is exact)
+            # pending small arms (increasing c), tested every round: dropped unevaluated
+            # once their upper bound g_y + sum_j b(i, j) / tau is clearly behind the
+            # leader (the racing test with the bound in place of the arm's exact sum),
+            # b(i, j) = min(fmax_i, fmax_j), or from i's partner memo (``RowMemo``) when
+            # it has one; summed exactly (the leader updated) only when the race of the
+            # subsampled arms is over (``final``: the leader exact or alone, its margin
+            # smallest).  Each test first uses G_UP(u) >= g_y, then G_LO(u) <= g_y, and
+            # g_y itself only if still undecided (``_behind``); the margin changes only
+            # with the leader (to 0: a new leader is exact)
+            final = n_open == 0 or n_alive == 1
             margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
-            m = 0
-            # all at once first: every term min(fmax_i, fmax_j) / tau <= t = fmax_i / tau,
-            # so each arm's bound is at most max_y G_UP(u_y) + t + ... + t (the largest
+            hasm = rm.K > 0 and rm.rest[i] == rm.rest[i]
+            # all at once first: every term b(i, j) / tau <= t = (max_j b(i, j)) / tau,
+            # so each arm's bound is at most max_y G_UP(u_y) + (t + ... + t) (the largest
             # N_y terms if t >= 0, one term if t < 0): clearly behind with it, every
             # arm is clearly behind on its own (then none needs a test)
-            v = lz_gmax
-            f = fi * inv_temp
+            v = 0.0
+            f = (_memo_max(rm, i) if hasm else fi) * inv_temp
             if f >= 0.0:
                 for k in range(lz_nmax):
                     v += f
             else:
                 v += f
-            if eL - v > margin:
+            if eL - (lz_gmax + v) > margin:
                 n_lazy = 0
+            nk = 0
+            msum = 0
             for a in range(n_lazy):
                 c = lz[a]
-                m2 = fill[c]
-                e2 = fill[c + 1]
-                N[c] = e2 - m2 - (c == c_old)
-                v = _arm_bound(_gum_up(us[c]), pool, m2, e2, i, fi, fmax, inv_temp)
-                if eL - v > margin:
+                if acc2[c] != acc2[c]:
+                    _lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, hasm, N, T, acc2)
+                if _behind(eL, margin, acc2[c], us, gumbels, gok, c):
                     continue
-                gok[c] = 0
-                v = _arm_bound(_gum_lo(us[c]), pool, m2, e2, i, fi, fmax, inv_temp)
-                if eL - v > margin:
-                    v = _arm_bound(_gum(us, gumbels, gok, c), pool, m2, e2, i, fi, fmax, inv_temp)
-                    if eL - v > margin:
+                lz[nk] = c             # still pending
+                nk += 1
+                msum += N[c]
+            n_lazy = nk
+            if final and n_lazy > 0:
+                # the race is over: sum the pending arms (each tested again, the leader
+                # may change).  Many members to sum and no memo yet: evaluate i's whole
+                # row once instead (its values give these sums) and keep its memo
+                built = False
+                if rm.K > 0 and not hasm and msum >= rm.row_min:
+                    _memo_build(d, i, rm, n)
+                    evals += n - 1
+                    built = True
+                    for a in range(n_lazy):
+                        c = lz[a]
+                        _lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, True, N, T,
+                                    acc2)
+                m = 0
+                for a in range(n_lazy):
+                    c = lz[a]
+                    if _behind(eL, margin, acc2[c], us, gumbels, gok, c):
                         continue
-                acc[c] = 0.0
-                acc2[c] = 0.0
-                alive[c] = 1
-                for q in range(m2, e2):
-                    if q + 1 < e2:
-                        prefetch_pair(d, i, pool[q + 1])
-                    if pool[q] != i:
-                        acc[c] += block_factor(d, i, pool[q]) * inv_temp
-                evals += N[c]
-                T[c] = N[c]
-                est[c] = acc[c]
-                se2[c] = 0.0
-                n_alive += 1
-                if _beats(est, us, gumbels, gok, c, &eL):
-                    leader = c
-                    margin = 0.0
-                bj[m] = c
-                m += 1
-            n_lazy = 0
-            if m > 0:
-                # merge the summed small arms into act (both increasing in c)
-                na = merge_act(act, na, bj, m, bc)
+                    m2 = fill[c]
+                    e2 = fill[c + 1]
+                    if T[c] == N[c]:
+                        acc[c] = acc2[c]   # every member in the memo: the bound is the sum
+                    elif built:
+                        acc[c] = 0.0
+                        for q in range(m2, e2):
+                            if pool[q] != i:
+                                acc[c] += rm.row[pool[q]] * inv_temp
+                    else:
+                        acc[c] = 0.0
+                        for q in range(m2, e2):
+                            if q + 1 < e2:
+                                prefetch_pair(d, i, pool[q + 1])
+                            j = pool[q]
+                            if j == i:
+                                continue
+                            k = _memo_find(rm.j + i * rm.K, rm.K, j) if hasm else -1
+                            if k >= 0:
+                                acc[c] += rm.f[i * rm.K + k] * inv_temp
+                            else:
+                                acc[c] += block_factor(d, i, j) * inv_temp
+                        evals += N[c] - (T[c] if T[c] > 0 else 0)
+                    acc2[c] = 0.0
+                    alive[c] = 1
+                    T[c] = N[c]
+                    est[c] = acc[c]
+                    se2[c] = 0.0
+                    n_alive += 1
+                    if _beats(est, us, gumbels, gok, c, &eL):
+                        leader = c
+                        margin = 0.0
+                    bj[m] = c
+                    m += 1
+                n_lazy = 0
+                if m > 0:
+                    # merge the summed small arms into act (both increasing in c)
+                    na = merge_act(act, na, bj, m, bc)
+        settle = False
         if n_open == 0 or n_alive == 1:
             break
         # eliminate arms clearly behind the leader (each test reads only the leader
@@ -509,6 +714,9 @@ cdef Py_ssize_t _step(BlockData* d,
                 alive[C] = 0
                 n_alive -= 1
         if n_alive == 1:
+            if n_lazy > 0:
+                settle = True      # no draw: test (and sum) the pending small arms
+                continue
             break
         # an arm still open?
         n_open = 0
@@ -517,6 +725,9 @@ cdef Py_ssize_t _step(BlockData* d,
             if alive[c] and T[c] < N[c]:
                 n_open += 1
         if n_open == 0:
+            if n_lazy > 0:
+                settle = True
+                continue
             break
     # final choice: the best alive arm (exhausted arms' est = their sums)
     best = -1
@@ -540,7 +751,7 @@ cdef Py_ssize_t _step(BlockData* d,
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr
+    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr, row
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -568,6 +779,7 @@ cdef class _Work:
         self.gok = np.zeros(m, np.int8)
         self.lz = np.zeros(m, np.int64)
         self.nr = np.zeros(m, np.int64)
+        self.row = np.zeros(m)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -587,7 +799,11 @@ def anneal(object enc,                      # IN  EncodedBlock
            long long[:, ::1] lab_hist,      # OUT (n_sweeps, n) labels after each sweep, or (0, n)
            long long[::1] evals,            # OUT (n_sweeps,) factors evaluated per sweep
            double[:, ::1] fmat=None,        # INOUT (n, n) factor matrix (exact sampler), or None
-           int fmat_mode=0):                # 0 off, 1 compute the movable rows then use, 2 use
+           int fmat_mode=0,                 # 0 off, 1 compute the movable rows then use, 2 use
+           long long[:, ::1] memo_j=None,   # INOUT (n, K) partner memo: indices, or None
+           double[:, ::1] memo_f=None,      # INOUT (n, K) their factors
+           double[::1] memo_rest=None,      # INOUT (n,) best factor not kept (NaN: no memo)
+           Py_ssize_t memo_row_min=0):      # build a row when this many members pend
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
@@ -613,6 +829,16 @@ def anneal(object enc,                      # IN  EncodedBlock
     assumed); 2: use ``fmat`` as given): every step then reads row i of the
     matrix instead of evaluating factors, so a sweep evaluates none.  The labels,
     the random stream and every sum are those of ``fmat_mode=0``.
+
+    Partner memo (racing with ``small_arm_bound`` only; ``memo_j`` None = off): when a
+    step is about to sum pending small arms holding at least ``memo_row_min`` members
+    and mention i has no memo yet (``memo_rest[i]`` NaN), it evaluates i's whole row
+    (n - 1 factors, counted) and keeps the K = ``memo_j.shape[1]`` partners j with the
+    largest f(x_i, x_j) (ties to the smaller j) in ``memo_j[i]`` / ``memo_f[i]``, sorted by
+    j (unused slots j = n, f = 0.0), and in ``memo_rest[i]`` the largest factor of the
+    others (-inf if none).  Later steps of i bound a small arm by its memo: f(x_i, x_j)
+    for a partner in it (exact), min(memo_rest[i], fmax_j) for any other, and read the
+    memo's factors instead of evaluating them.  The memo persists across calls.
     """
     cdef list keep = []
     cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True,
@@ -646,6 +872,24 @@ def anneal(object enc,                      # IN  EncodedBlock
         raise ValueError("b_table needs n + 2 rows")
     if fmat_mode not in (0, 1, 2):
         raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
+    cdef RowMemo rm
+    cdef double[::1] rowbuf = w.row
+    rm.K = 0
+    rm.n = n
+    rm.row_min = memo_row_min
+    rm.row = &rowbuf[0]
+    rm.j = NULL
+    rm.f = NULL
+    rm.rest = NULL
+    if memo_j is not None and racing and small_arm_bound and n > 0:
+        if memo_f is None or memo_rest is None or memo_j.shape[0] != n or memo_f.shape[0] != n \
+                or memo_f.shape[1] != memo_j.shape[1] or memo_rest.shape[0] != n:
+            raise ValueError("memo_j, memo_f must have shape (n, K) and memo_rest (n,)")
+        if memo_j.shape[1] > 0:
+            rm.K = memo_j.shape[1]
+            rm.j = &memo_j[0, 0]
+            rm.f = &memo_f[0, 0]
+            rm.rest = &memo_rest[0]
     if fmat_mode:
         if racing:
             raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler "
@@ -738,7 +982,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
                          &est[0], &se2[0], &alive[0], fmx, &act[0],
                          &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
-                         &lz[0], &nr[0], fmp) != tmp:
+                         &lz[0], &nr[0], fmp, &rm) != tmp:
                     moved = True
             evals[s] = ev
             if record:
