@@ -204,6 +204,9 @@ cdef struct RowMemo:
     double* f
     double* rest
     double* row              # work (n,): the row f(i, .) of the step that built it
+    double* msum             # work (n,), zero between steps: memo sums per arm
+    double* mabs
+    long long* mcnt
     Py_ssize_t K
     Py_ssize_t n             # mentions of the block (the padding index)
     Py_ssize_t row_min       # build when the pending small arms hold this many members
@@ -330,6 +333,52 @@ cdef inline double _arm_bound_memo(const long long* pool, Py_ssize_t q0, Py_ssiz
         v += t * inv_temp
     n_exact[0] = e
     return v
+
+
+cdef void _memo_arm_sums(RowMemo* rm, Py_ssize_t i, const long long* labels,
+                        const long long* cidx, Py_ssize_t n, double inv_temp) noexcept nogil:
+    """Per arm c: rm.msum[c] = sum of f(i, j) / tau over i's memo partners j in it (memo
+    order), rm.mabs[c] the sum of their absolute values, rm.mcnt[c] their number."""
+    cdef Py_ssize_t k, j, c
+    cdef double t
+    for k in range(rm.K):
+        j = rm.j[i * rm.K + k]
+        if j >= n or j == i:
+            continue
+        c = cidx[labels[j]]
+        t = rm.f[i * rm.K + k] * inv_temp
+        rm.msum[c] += t
+        rm.mabs[c] += t if t >= 0.0 else -t
+        rm.mcnt[c] += 1
+
+
+cdef void _memo_arm_clear(RowMemo* rm, Py_ssize_t i, const long long* labels,
+                          const long long* cidx, Py_ssize_t n) noexcept nogil:
+    """Zero what ``_memo_arm_sums`` wrote."""
+    cdef Py_ssize_t k, j, c
+    for k in range(rm.K):
+        j = rm.j[i * rm.K + k]
+        if j >= n or j == i:
+            continue
+        c = cidx[labels[j]]
+        rm.msum[c] = 0.0
+        rm.mabs[c] = 0.0
+        rm.mcnt[c] = 0
+
+
+cdef inline double _memo_ub(const RowMemo* rm, Py_ssize_t i, Py_ssize_t c, Py_ssize_t N,
+                            double inv_temp) noexcept nogil:
+    """An upper bound of sum_{j in arm c} f(i, j) / tau as the kernel sums it: the memo part
+    plus (N - mcnt) rest_i / tau, raised by 1e-9 (|memo terms| + |rest part|), far above the
+    rounding of sums of up to 1e6 terms (x + 1e-9 |x| is increasing in x)."""
+    cdef double r, s = rm.msum[c], a = rm.mabs[c]
+    if rm.mcnt[c] < N:
+        r = (N - rm.mcnt[c]) * (rm.rest[i] * inv_temp)
+        if r == -INFINITY:
+            return -INFINITY
+        s += r
+        a += r if r >= 0.0 else -r
+    return s + 1e-9 * a
 
 
 cdef inline bint _behind(double eL, double margin, double v, const double* us, double* gumbels,
@@ -509,6 +558,30 @@ cdef Py_ssize_t _step(BlockData* d,
     us[C] = uniform(rs)
     gok[C] = 0
     alive[C] = 1
+    if n_open > 0 and rm.K > 0 and rm.rest[i] == rm.rest[i]:
+        # with i's memo, a subsampled arm y is bounded without a factor: the memo
+        # partners in it exactly, every other member by rest_i (``_memo_arm_sums``);
+        # an arm whose bound is behind the new cluster's exact score (its Gumbel)
+        # cannot win: dropped before its first draw
+        _memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
+        eB = _gum(us, gumbels, gok, C)
+        m = 0
+        tstar = 1
+        n_open = 0
+        for a in range(na):
+            c = act[a]
+            if T[c] == 0 and N[c] > 0:
+                v = _memo_ub(rm, i, c, N[c], inv_temp)
+                if _behind(eB, 0.0, v, us, gumbels, gok, c):
+                    continue
+                tr = n_rounds[N[c]]
+                if tr > tstar:
+                    tstar = tr
+                n_open += 1
+            act[m] = c
+            m += 1
+        na = m
+        _memo_arm_clear(rm, i, labels, cidx, n)
     B = 0.0
     if n_open > 0:
         if tstar < 2:
@@ -751,7 +824,7 @@ cdef Py_ssize_t _step(BlockData* d,
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr, row
+    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr, row, msum, mabs, mcnt
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -780,6 +853,9 @@ cdef class _Work:
         self.lz = np.zeros(m, np.int64)
         self.nr = np.zeros(m, np.int64)
         self.row = np.zeros(m)
+        self.msum = np.zeros(m)
+        self.mabs = np.zeros(m)
+        self.mcnt = np.zeros(m, np.int64)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -873,11 +949,15 @@ def anneal(object enc,                      # IN  EncodedBlock
     if fmat_mode not in (0, 1, 2):
         raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
     cdef RowMemo rm
-    cdef double[::1] rowbuf = w.row
+    cdef double[::1] rowbuf = w.row, msum = w.msum, mabs = w.mabs
+    cdef long long[::1] mcnt = w.mcnt
     rm.K = 0
     rm.n = n
     rm.row_min = memo_row_min
     rm.row = &rowbuf[0]
+    rm.msum = &msum[0]
+    rm.mabs = &mabs[0]
+    rm.mcnt = &mcnt[0]
     rm.j = NULL
     rm.f = NULL
     rm.rest = NULL

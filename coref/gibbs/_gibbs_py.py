@@ -128,6 +128,38 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
             else:
                 tstar = max(tstar, _n_rounds(N[c], fb))
                 n_open += 1
+        if n_open > 0 and memo is not None and memo[2][i] == memo[2][i]:
+            # memo bound of the subsampled arms: dropped when behind the new cluster
+            msum, mabs, mcnt = {}, {}, {}
+            for k in range(memo[0].shape[1]):
+                j = int(memo[0][i, k])
+                if j >= n or j == i:
+                    continue
+                c = cidx[int(labels[j])]
+                t = float(memo[1][i, k]) * inv_temp
+                msum[c] = msum.get(c, 0.0) + t
+                mabs[c] = mabs.get(c, 0.0) + abs(t)
+                mcnt[c] = mcnt.get(c, 0) + 1
+            tstar, n_open = 1, 0
+            for c in range(C):
+                if lazy[c] or N[c] <= fb:
+                    continue
+                s_, a_, e_ = msum.get(c, 0.0), mabs.get(c, 0.0), mcnt.get(c, 0)
+                ub_c = None
+                if e_ < N[c]:
+                    r_ = (N[c] - e_) * (float(memo[2][i]) * inv_temp)
+                    if r_ == -math.inf:
+                        ub_c = -math.inf
+                    else:
+                        s_ += r_
+                        a_ += abs(r_)
+                if ub_c is None:
+                    ub_c = s_ + 1e-9 * a_
+                if g[C] - (g[c] + ub_c) > 0.0:
+                    alive[c] = False
+                    continue
+                tstar = max(tstar, _n_rounds(N[c], fb))
+                n_open += 1
         B = 0.0
         if n_open > 0:
             tstar = min(max(tstar, 2), b_table.shape[1] - 1)
