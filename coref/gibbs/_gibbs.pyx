@@ -35,6 +35,14 @@ factors look the ids of j up instead of merging sorted lists (same values).  The
 pure-Python twin is
 ``coref.gibbs._gibbs_py``; both give bit-identical results from the same state.  Inputs
 are validated by ``coref.gibbs.sampler``.
+
+Small arms (N_y <= first_batch) with the small-arm bound ``fmax`` are pending: tested
+against the leader every round by an upper bound of their sum, dropped when clearly
+behind, summed only when the race of the subsampled arms is over.  The partner memo
+(``RowMemo``: per mention its K best partners and the best other factor, built from one
+evaluated row when a step would otherwise sum many small-arm members) tightens that
+bound per (mention, arm) and bounds the subsampled arms in O(K) per step before their
+first draw (see ``anneal``).
 """
 from libc.math cimport sqrt, log, INFINITY, NAN
 from libc.stdint cimport uint64_t
