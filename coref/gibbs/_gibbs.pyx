@@ -317,32 +317,6 @@ cdef inline double _memo_max(const RowMemo* rm, Py_ssize_t i) noexcept nogil:
     return v
 
 
-cdef inline double _arm_bound_memo(const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
-                                   Py_ssize_t i, const RowMemo* rm, const double* fmax,
-                                   double inv_temp, long long* n_exact) noexcept nogil:
-    """sum over the members j != i of pool[q0:q1] of b(i, j) / tau (pool order), with
-    b = f(i, j) for a partner in i's memo (counted in ``n_exact``), min(rest_i, fmax_j)
-    for any other."""
-    cdef Py_ssize_t q, j, k
-    cdef const long long* hj = rm.j + i * rm.K
-    cdef const double* hf = rm.f + i * rm.K
-    cdef double v = 0.0, t, rest = rm.rest[i]
-    cdef long long e = 0
-    for q in range(q0, q1):
-        j = pool[q]
-        if j == i:
-            continue
-        k = _memo_find(hj, rm.K, j)
-        if k >= 0:
-            t = hf[k]
-            e += 1
-        else:
-            t = rest if rest < fmax[j] else fmax[j]
-        v += t * inv_temp
-    n_exact[0] = e
-    return v
-
-
 cdef void _memo_arm_sums(RowMemo* rm, Py_ssize_t i, const long long* labels,
                         const long long* cidx, Py_ssize_t n, double inv_temp) noexcept nogil:
     """Per arm c: rm.msum[c] = sum of f(i, j) / tau over i's memo partners j in it (memo
@@ -405,10 +379,12 @@ cdef inline void _lazy_bound(Py_ssize_t c, const long long* fill, const long lon
                              double inv_temp, const RowMemo* rm, bint hasm, long long* N,
                              long long* T, double* acc2) noexcept nogil:
     """Arm c's population N[c] and bound sum acc2[c] (T[c]: its members in i's memo, -1
-    without a memo)."""
+    without a memo).  With the memo (its arm sums ``_memo_arm_sums`` in place) the bound
+    is ``_memo_ub``, O(1)."""
     N[c] = fill[c + 1] - fill[c] - (c == c_old)
     if hasm:
-        acc2[c] = _arm_bound_memo(pool, fill[c], fill[c + 1], i, rm, fmax, inv_temp, &T[c])
+        acc2[c] = _memo_ub(rm, i, c, N[c], inv_temp)
+        T[c] = rm.mcnt[c]
     else:
         acc2[c] = _arm_bound(pool, fill[c], fill[c + 1], i, fi, fmax, inv_temp)
         T[c] = -1
@@ -443,7 +419,7 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
     cdef Py_ssize_t n_open, best, nk, msum
-    cdef bint final, settle = False, hasm, built
+    cdef bint final, settle = False, hasm, built, sums, out0
     cdef double f, g_best, v, B, mean, var, diff, tmp, fi, margin
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
@@ -566,12 +542,15 @@ cdef Py_ssize_t _step(BlockData* d,
     us[C] = uniform(rs)
     gok[C] = 0
     alive[C] = 1
-    if n_open > 0 and rm.K > 0 and rm.rest[i] == rm.rest[i]:
-        # with i's memo, a subsampled arm y is bounded without a factor: the memo
-        # partners in it exactly, every other member by rest_i (``_memo_arm_sums``);
-        # an arm whose bound is behind the new cluster's exact score (its Gumbel)
-        # cannot win: dropped before its first draw
+    # with i's memo, every arm y is bounded without a factor in O(1): the memo partners
+    # in it exactly, every other member by rest_i (``_memo_arm_sums``, ``_memo_ub``;
+    # the per-arm sums are zeroed again before the step ends)
+    sums = rm.K > 0 and rm.rest[i] == rm.rest[i]
+    if sums:
         _memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
+    if n_open > 0 and sums:
+        # a subsampled arm whose bound is behind the new cluster's exact score (its
+        # Gumbel) cannot win: dropped before its first draw
         eB = _gum(us, gumbels, gok, C)
         m = 0
         tstar = 1
@@ -589,7 +568,6 @@ cdef Py_ssize_t _step(BlockData* d,
             act[m] = c
             m += 1
         na = m
-        _memo_arm_clear(rm, i, labels, cidx, n)
     B = 0.0
     if n_open > 0:
         if tstar < 2:
@@ -697,10 +675,22 @@ cdef Py_ssize_t _step(BlockData* d,
                 v += f
             if eL - (lz_gmax + v) > margin:
                 n_lazy = 0
+            # with the memo, the arms without a memo partner at once: each one's bound
+            # _memo_ub(N_y) is at most that of N_y = the largest N (rest_i >= 0) or 1
+            # (rest_i < 0), N * x and x + 1e-9 |x| being monotone
+            out0 = False
+            if hasm and n_lazy > 0:
+                f = rm.rest[i] * inv_temp
+                k = lz_nmax if f >= 0.0 else 1
+                v = k * f
+                v = v + 1e-9 * (v if v >= 0.0 else -v)
+                out0 = eL - (lz_gmax + v) > margin
             nk = 0
             msum = 0
             for a in range(n_lazy):
                 c = lz[a]
+                if out0 and rm.mcnt[c] == 0:
+                    continue
                 if acc2[c] != acc2[c]:
                     _lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, hasm, N, T, acc2)
                 if _behind(eL, margin, acc2[c], us, gumbels, gok, c):
@@ -718,6 +708,8 @@ cdef Py_ssize_t _step(BlockData* d,
                     _memo_build(d, i, rm, n)
                     evals += n - 1
                     built = True
+                    sums = True
+                    _memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
                     for a in range(n_lazy):
                         c = lz[a]
                         _lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, True, N, T,
@@ -730,7 +722,9 @@ cdef Py_ssize_t _step(BlockData* d,
                     m2 = fill[c]
                     e2 = fill[c + 1]
                     if T[c] == N[c]:
-                        acc[c] = acc2[c]   # every member in the memo: the bound is the sum
+                        # every member a memo partner: their memo sum (pool and memo
+                        # orders are both by index) is the exact sum
+                        acc[c] = rm.msum[c]
                     elif built:
                         acc[c] = 0.0
                         for q in range(m2, e2):
@@ -826,6 +820,8 @@ cdef Py_ssize_t _step(BlockData* d,
             best = c
     if alive[C] and (best < 0 or gumbels[C] > eB):
         best = C
+    if sums:
+        _memo_arm_clear(rm, i, labels, cidx, n)
     return _finish(d, labels, size, i, old, new_label if best == C else cand[best], c_old, evals,
                    n_evals, cand, cidx, fill, pool, nC)
 

@@ -69,6 +69,35 @@ def _memo_build(enc, theta, bias, i, memo):
     return row
 
 
+def _memo_sums(memo, i, labels, cidx, n, inv_temp):
+    """Per arm: the sum of f(i, j) / tau over i's memo partners in it (memo order), the sum
+    of their absolute values, their number."""
+    msum, mabs, mcnt = {}, {}, {}
+    for k in range(memo[0].shape[1]):
+        j = int(memo[0][i, k])
+        if j >= n or j == i:
+            continue
+        c = cidx[int(labels[j])]
+        t = float(memo[1][i, k]) * inv_temp
+        msum[c] = msum.get(c, 0.0) + t
+        mabs[c] = mabs.get(c, 0.0) + abs(t)
+        mcnt[c] = mcnt.get(c, 0) + 1
+    return msum, mabs, mcnt
+
+
+def _memo_ub(memo, i, sums, c, N, inv_temp):
+    """The kernel's ``_memo_ub``: memo part + (N - mcnt) rest_i / tau, raised by 1e-9 |.|."""
+    msum, mabs, mcnt = sums
+    s, a, e = msum.get(c, 0.0), mabs.get(c, 0.0), mcnt.get(c, 0)
+    if e < N:
+        r = (N - e) * (float(memo[2][i]) * inv_temp)
+        if r == -math.inf:
+            return -math.inf
+        s += r
+        a += abs(r)
+    return s + 1e-9 * a
+
+
 def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals,
          fmax=None, fmat=None, memo=None):
     """Resample labels[i] in place; return the chosen label (``fmat``: cached factors, exact only;
@@ -128,34 +157,16 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
             else:
                 tstar = max(tstar, _n_rounds(N[c], fb))
                 n_open += 1
-        if n_open > 0 and memo is not None and memo[2][i] == memo[2][i]:
+        sums = None
+        if memo is not None and memo[2][i] == memo[2][i]:
+            sums = _memo_sums(memo, i, labels, cidx, n, inv_temp)
+        if n_open > 0 and sums is not None:
             # memo bound of the subsampled arms: dropped when behind the new cluster
-            msum, mabs, mcnt = {}, {}, {}
-            for k in range(memo[0].shape[1]):
-                j = int(memo[0][i, k])
-                if j >= n or j == i:
-                    continue
-                c = cidx[int(labels[j])]
-                t = float(memo[1][i, k]) * inv_temp
-                msum[c] = msum.get(c, 0.0) + t
-                mabs[c] = mabs.get(c, 0.0) + abs(t)
-                mcnt[c] = mcnt.get(c, 0) + 1
             tstar, n_open = 1, 0
             for c in range(C):
                 if lazy[c] or N[c] <= fb:
                     continue
-                s_, a_, e_ = msum.get(c, 0.0), mabs.get(c, 0.0), mcnt.get(c, 0)
-                ub_c = None
-                if e_ < N[c]:
-                    r_ = (N[c] - e_) * (float(memo[2][i]) * inv_temp)
-                    if r_ == -math.inf:
-                        ub_c = -math.inf
-                    else:
-                        s_ += r_
-                        a_ += abs(r_)
-                if ub_c is None:
-                    ub_c = s_ + 1e-9 * a_
-                if g[C] - (g[c] + ub_c) > 0.0:
+                if g[C] - (g[c] + _memo_ub(memo, i, sums, c, N[c], inv_temp)) > 0.0:
                     alive[c] = False
                     continue
                 tstar = max(tstar, _n_rounds(N[c], fb))
@@ -211,21 +222,14 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                 hasm = memo is not None and memo[2][i] == memo[2][i]
 
                 def bound(c, hasm):
-                    u, e = 0.0, 0
                     if hasm:
-                        part = dict(zip(memo[0][i].tolist(), memo[1][i].tolist()))
-                        for j in members[c]:
-                            if j in part and j < n:
-                                t = part[j]
-                                e += 1
-                            else:
-                                t = min(float(memo[2][i]), fmax[j])
-                            u += t * inv_temp
+                        ub[c] = _memo_ub(memo, i, sums, c, N[c], inv_temp)
+                        ex[c] = sums[2].get(c, 0)
                     else:
+                        u = 0.0
                         for j in members[c]:
                             u += min(fmax[i], fmax[j]) * inv_temp
-                        e = -1
-                    ub[c], ex[c] = u, e
+                        ub[c], ex[c] = u, -1
 
                 def behind(c):
                     margin = B * math.sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
@@ -247,6 +251,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                     if memo is not None and not hasm and sum(N[c] for c in keep) >= memo[3]:
                         row = _memo_build(enc, theta, bias, i, memo)
                         evals += n - 1
+                        sums = _memo_sums(memo, i, labels, cidx, n, inv_temp)
                         for c in keep:
                             bound(c, True)
                     part = dict(zip(memo[0][i].tolist(), memo[1][i].tolist())) if (
@@ -257,7 +262,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                             alive[c] = False
                             continue
                         if ex[c] == N[c]:
-                            acc[c] = ub[c]
+                            acc[c] = sums[0].get(c, 0.0)
                         else:
                             acc[c] = 0.0
                             for j in members[c]:

@@ -34,18 +34,22 @@ __all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "M
 FACTOR_CACHE_MB = 256.0
 
 #: Racing's small-arm bound fmax_i >= max_j f(i, j): blocks of up to this many mentions
-#: get the exact row maxima (n (n - 1) / 2 factors before the first sweep: 8e6 at this
-#: size, a few percent of the sweeps); larger blocks a bound from the factor's structure
-#: across coauthor components and the exact maxima inside the small ones
-#: (``coref.gibbs.arm_bound.component_bound``), at most ``BOUND_PAIRS_PER_MENTION`` * n
-#: factors: 5e9 factors saved at n = 100,000.
-EXACT_BOUND_MAX_N = 4000
+#: get the exact row maxima (n (n - 1) / 2 factors before the first sweep); larger blocks a
+#: bound from the factor's structure across coauthor components and the exact maxima
+#: inside the small ones (``coref.gibbs.arm_bound.component_bound``), at most
+#: ``BOUND_PAIRS_PER_MENTION`` * n factors.  0: with the partner memo the exact pass costs
+#: more than it saves (measured: 3,000-mention one-name block 23.3M factors with it, 13.1M
+#: without, same B3; shipped data 2.6M / 1.9M, same B3).
+EXACT_BOUND_MAX_N = 0
 #: Factor budget per mention of ``component_bound`` in blocks above ``EXACT_BOUND_MAX_N``.
 BOUND_PAIRS_PER_MENTION = 200
 #: Racing's partner memo (``coref.gibbs._gibbs.anneal``, ``memo_j``): partners kept per
-#: mention (K; 16 K bytes per mention), and the pending small-arm members, as a fraction
-#: of the block, at which a step evaluates its mention's whole row to build the memo.
-MEMO_PARTNERS = 32
+#: mention (K; 16 K bytes per mention: 205 MB at n = 100,000), and the pending small-arm
+#: members, as a fraction of the block, at which a step evaluates its mention's whole row
+#: to build the memo.  Measured on a 3,000-mention one-name block: K = 32 22.2M factors,
+#: 5.1 CPU-s; K = 128 13.1M, 4.0 CPU-s (same clusters); the fraction 1/16 or 1/64 or 0
+#: changes little.
+MEMO_PARTNERS = 128
 MEMO_ROW_FRACTION = 1.0 / 16.0
 
 
@@ -210,7 +214,7 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         run.memo_f = np.zeros((n, k))
         run.memo_rest = np.full(n, np.nan)
         run.memo_row_min = max(int(n * MEMO_ROW_FRACTION), 1)
-    if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0:
+    if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0 and len(movable) > 0:
         res = component_bound(enc, theta, bias, BOUND_PAIRS_PER_MENTION * n)
         if res is not None:
             run.fmax[:], bound_evals = res
