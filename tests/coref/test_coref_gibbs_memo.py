@@ -112,3 +112,24 @@ def test_memo_shapes_are_checked(block):
                        np.zeros(n), bound_table(0.05, n + 1), np.array([1, 2, 3, 4], np.uint64),
                        np.zeros((1, n), np.int64), np.zeros(1, np.int64), None, 0,
                        np.zeros((n, 4), np.int64), np.zeros((n, 3)), np.full(n, np.nan), 1)
+
+
+def test_gibbs_with_memo_same_seed_same_result_fewer_factors(shipped_model_and_data, monkeypatch):
+    """GibbsCoref racing on one synthetic one-name block: the same seed gives the same
+    clusters and factor counts, and the memo is used (without it, other factor counts)."""
+    from coref.gibbs import GibbsCoref
+    from coref.gibbs import block as gibbs_block
+
+    _, model = shipped_model_and_data
+    df = synthesize_block(160, rng=7)
+
+    def fit():
+        g = GibbsCoref(model, sampler="racing", n_sweeps=6, rng=11, record_history=False).fit(df)
+        return np.asarray(g.labels_), int(g.n_factor_evals_)
+
+    a, b = fit(), fit()
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1] == b[1]
+    monkeypatch.setattr(gibbs_block, "MEMO_PARTNERS", 0)
+    off = fit()
+    assert off[1] != a[1]
