@@ -1,32 +1,35 @@
 """Racing vs exact Gibbs on one huge one-name synthetic block, with B3 F1 beside every time.
 
 For each block size n: one block of ``coref.synth_block.synthesize_block(n, rng=seed)``
-(heavy-tailed authors, one name) clustered by racing Gibbs with the small-arm bound
-from the factor's structure (``coref.gibbs.arm_bound``) and, interleaved in the same
-run, with the exact row maxima (n (n - 1) / 2 factors first) when ``--exact-bound-max``
-allows; exact Gibbs runs in full up to ``--exact-full-max`` mentions, and beyond it is
-estimated from ``--exact-sweeps`` timed sweeps (an exact step evaluates n - 1 factors
-whatever the state, so its sweep time does not depend on the clustering) times the
-sweeps racing ran.  Prints one JSON line per run and a table of ratios.
+(heavy-tailed authors, one name) clustered by racing Gibbs with its defaults (small-arm
+bound from the factor's structure, ``coref.gibbs.arm_bound``; partner memo,
+``coref.gibbs._memo``) and, in the same run: racing with the exact row maxima
+(n (n - 1) / 2 factors first) when ``--exact-bound-max`` allows; exact Gibbs in full
+from its cached factor matrix when the matrix fits ``--cache-mb`` (same clusters as
+uncached exact: its B3 F1); uncached exact Gibbs in full up to ``--exact-full-max``
+mentions, beyond it ``--exact-sweeps`` timed sweeps (an exact step evaluates n - 1
+factors whatever the state, so its sweep time does not depend on the clustering) times
+30.  Prints one JSON line per run and a line of ratios.  Under load compare ``cpu_s``
+(thread CPU time) rather than walls.
 
-Usage (from outside the tree; 100k runs with ``nice``, one at a time)::
+Usage (from outside the tree; big runs with ``nice``, one at a time)::
 
-    PYTHONPATH=/work/wt-E nice python benchmarks/scripts/coref_racing_scale.py \\
-        --sizes 1000 10000 --model /tmp/E/m_synth
+    PYTHONPATH=/work/wt-E2 nice python benchmarks/scripts/coref_racing_scale.py \
+        --sizes 10000 --model /tmp/E2/m_synth
 
-Measured 2026-11-26 (2 cores shared by ~15 processes; ratios only), one block of
-``synthesize_block(n, rng=1)``, model fitted by ``coref fit`` on
-``synthesize_block(3000, rng=7, n_blocks=3)`` (the shipped model puts a one-name block
-into 1-2 clusters, B3 F1 0.05):
+Model: ``coref fit`` on ``synthesize_block(3000, rng=7, n_blocks=3)`` (the shipped model
+puts a one-name block into 1-2 clusters).  Measured 2026-11-27 (2 cores, load 10-18:
+each process got 7-25% of a core, so CPU seconds, not walls), n = 10,000, seed 1:
 
-* n = 1,000: racing 415 factors/step, B3 F1 0.910; exact (full run) F1 0.908, wall
-  1.5x racing's; racing with the n^2 bound pass 0.76x the wall of the interval bound
-  (blocks this small keep the exact pass: ``EXACT_BOUND_MAX_N``).
-* n = 10,000 (``coref predict --model ...``): racing 1.29e9 factors in all, B3 F1 0.677
-  (P 0.986, R 0.516: 1,557 singletons); exact = 1e8 factors per sweep, so racing costs
-  ~13 exact sweeps: 2.3x below a 30-sweep exact run, not 20x.  The small arms (clusters
-  of <= 3 mentions, most of the over-split clustering) are summed because their bound,
-  ~21 above the exact row maximum across coauthor components, rarely eliminates them.
+* before (main d96a86b): racing 1.29e9 factors, ~13 exact sweeps' worth.
+* pending small arms + partner memo K = 32: racing 1.83e8 factors (1.02e8 in sweep 1,
+  the memo rows), 96 CPU-s, B3 F1 0.3235; exact from its cached matrix B3 F1 0.3238
+  (racing - exact = -0.0003); uncached exact 14.3 CPU-s per sweep (2 timed), 430
+  CPU-s for 30: 4.5x racing's CPU, 16.4x its factors.
+* + O(1) memo bounds, K = 128: racing 1.11e8 factors (1.02e8 in sweep 1), 38.5 CPU-s,
+  B3 F1 0.3233 (exact 0.3238): 27x fewer factors and 11x less CPU than 30 exact sweeps.
+  What is left is sweep 1 (every singleton's row, one exact sweep) and the per-arm work
+  of a step (one uniform and a bound per candidate cluster, ~5,300 of them).
 """
 from __future__ import annotations
 

@@ -51,6 +51,8 @@ from libc.string cimport memcpy
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
 from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, pool_update, merge_act
+from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_arm_sums,
+                               memo_arm_clear, memo_ub, lazy_bound)
 from coref.gibbs._xoshiro cimport below, uniform
 
 from coref.factors._factors import shared_memo
@@ -191,178 +193,6 @@ cdef inline Py_ssize_t _finish(BlockData* d, long long* labels, long long* size,
     return l
 
 
-cdef inline double _arm_bound(const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
-                              Py_ssize_t i, double fi, const double* fmax,
-                              double inv_temp) noexcept nogil:
-    """sum over the members j != i of pool[q0:q1] of min(fmax_i, fmax_j) / tau (in pool order)."""
-    cdef Py_ssize_t q, j
-    cdef double v = 0.0
-    for q in range(q0, q1):
-        j = pool[q]
-        if j != i:
-            v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
-    return v
-
-
-cdef struct RowMemo:
-    # per mention i: its K best partners (largest f(i, j), ties to the smaller j), sorted
-    # by j (unused slots j = n, f = 0.0), and rest[i] = the largest f(i, j) of the others
-    # (-inf if none); rest[i] = NaN until i's row has been evaluated.  K = 0: off.
-    long long* j
-    double* f
-    double* rest
-    double* row              # work (n,): the row f(i, .) of the step that built it
-    double* msum             # work (n,), zero between steps: memo sums per arm
-    double* mabs
-    long long* mcnt
-    Py_ssize_t K
-    Py_ssize_t n             # mentions of the block (the padding index)
-    Py_ssize_t row_min       # build when the pending small arms hold this many members
-
-
-cdef inline bint _worse(double a, long long ja, double b, long long jb) noexcept nogil:
-    """(a, ja) ranks below (b, jb): smaller value, or the same value and a larger index."""
-    return a < b or (a == b and ja > jb)
-
-
-cdef void _memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ssize_t n) noexcept nogil:
-    """Evaluate f(i, j) for every j != i (row mode) into rm.row and keep i's K best partners.
-
-    A min-heap (worst kept partner on top) of the K best, then sorted by j; rest[i] is
-    the best value that was not kept.  n - 1 factors.
-    """
-    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, b
-    cdef long long* hj = rm.j + i * K
-    cdef double* hf = rm.f + i * K
-    cdef double v, rest = -INFINITY, tf
-    cdef long long tj
-    for j in range(n):
-        if j == i:
-            rm.row[j] = 0.0
-            continue
-        v = block_factor(d, i, j)
-        rm.row[j] = v
-        if cnt < K:
-            # push, sift up
-            p = cnt
-            cnt += 1
-            while p > 0:
-                q = (p - 1) // 2
-                if _worse(v, j, hf[q], hj[q]):
-                    hf[p] = hf[q]
-                    hj[p] = hj[q]
-                    p = q
-                else:
-                    break
-            hf[p] = v
-            hj[p] = j
-        elif _worse(hf[0], hj[0], v, j):
-            if hf[0] > rest:
-                rest = hf[0]
-            # replace the top, sift down
-            p = 0
-            while True:
-                q = 2 * p + 1
-                if q >= K:
-                    break
-                b = q
-                if q + 1 < K and _worse(hf[q + 1], hj[q + 1], hf[q], hj[q]):
-                    b = q + 1
-                if _worse(hf[b], hj[b], v, j):
-                    hf[p] = hf[b]
-                    hj[p] = hj[b]
-                    p = b
-                else:
-                    break
-            hf[p] = v
-            hj[p] = j
-        elif v > rest:
-            rest = v
-    # sort the kept partners by index (insertion sort, K is small); pad with j = n
-    for p in range(1, cnt):
-        tj = hj[p]
-        tf = hf[p]
-        q = p - 1
-        while q >= 0 and hj[q] > tj:
-            hj[q + 1] = hj[q]
-            hf[q + 1] = hf[q]
-            q -= 1
-        hj[q + 1] = tj
-        hf[q + 1] = tf
-    for p in range(cnt, K):
-        hj[p] = n
-        hf[p] = 0.0
-    rm.rest[i] = rest
-
-
-cdef inline Py_ssize_t _memo_find(const long long* hj, Py_ssize_t K, long long j) noexcept nogil:
-    """Position of partner j in the sorted hj[0:K], or -1."""
-    cdef Py_ssize_t lo = 0, hi = K, mid
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if hj[mid] < j:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo if lo < K and hj[lo] == j else -1
-
-
-cdef inline double _memo_max(const RowMemo* rm, Py_ssize_t i) noexcept nogil:
-    """max_j f(i, j) from i's memo (its best partner or rest)."""
-    cdef double v = rm.rest[i]
-    cdef Py_ssize_t k
-    for k in range(rm.K):
-        if rm.j[i * rm.K + k] < rm.n and rm.f[i * rm.K + k] > v:
-            v = rm.f[i * rm.K + k]
-    return v
-
-
-cdef void _memo_arm_sums(RowMemo* rm, Py_ssize_t i, const long long* labels,
-                        const long long* cidx, Py_ssize_t n, double inv_temp) noexcept nogil:
-    """Per arm c: rm.msum[c] = sum of f(i, j) / tau over i's memo partners j in it (memo
-    order), rm.mabs[c] the sum of their absolute values, rm.mcnt[c] their number."""
-    cdef Py_ssize_t k, j, c
-    cdef double t
-    for k in range(rm.K):
-        j = rm.j[i * rm.K + k]
-        if j >= n or j == i:
-            continue
-        c = cidx[labels[j]]
-        t = rm.f[i * rm.K + k] * inv_temp
-        rm.msum[c] += t
-        rm.mabs[c] += t if t >= 0.0 else -t
-        rm.mcnt[c] += 1
-
-
-cdef void _memo_arm_clear(RowMemo* rm, Py_ssize_t i, const long long* labels,
-                          const long long* cidx, Py_ssize_t n) noexcept nogil:
-    """Zero what ``_memo_arm_sums`` wrote."""
-    cdef Py_ssize_t k, j, c
-    for k in range(rm.K):
-        j = rm.j[i * rm.K + k]
-        if j >= n or j == i:
-            continue
-        c = cidx[labels[j]]
-        rm.msum[c] = 0.0
-        rm.mabs[c] = 0.0
-        rm.mcnt[c] = 0
-
-
-cdef inline double _memo_ub(const RowMemo* rm, Py_ssize_t i, Py_ssize_t c, Py_ssize_t N,
-                            double inv_temp) noexcept nogil:
-    """An upper bound of sum_{j in arm c} f(i, j) / tau as the kernel sums it: the memo part
-    plus (N - mcnt) rest_i / tau, raised by 1e-9 (|memo terms| + |rest part|), far above the
-    rounding of sums of up to 1e6 terms (x + 1e-9 |x| is increasing in x)."""
-    cdef double r, s = rm.msum[c], a = rm.mabs[c]
-    if rm.mcnt[c] < N:
-        r = (N - rm.mcnt[c]) * (rm.rest[i] * inv_temp)
-        if r == -INFINITY:
-            return -INFINITY
-        s += r
-        a += r if r >= 0.0 else -r
-    return s + 1e-9 * a
-
-
 cdef inline bint _behind(double eL, double margin, double v, const double* us, double* gumbels,
                          char* gok, Py_ssize_t c) noexcept nogil:
     """True when eL - (g_c + v) > margin, g_c arm c's Gumbel (computed only if the table
@@ -372,22 +202,6 @@ cdef inline bint _behind(double eL, double margin, double v, const double* us, d
     if eL - (_gum_lo(us[c]) + v) > margin:
         return eL - (_gum(us, gumbels, gok, c) + v) > margin
     return False
-
-
-cdef inline void _lazy_bound(Py_ssize_t c, const long long* fill, const long long* pool,
-                             Py_ssize_t c_old, Py_ssize_t i, double fi, const double* fmax,
-                             double inv_temp, const RowMemo* rm, bint hasm, long long* N,
-                             long long* T, double* acc2) noexcept nogil:
-    """Arm c's population N[c] and bound sum acc2[c] (T[c]: its members in i's memo, -1
-    without a memo).  With the memo (its arm sums ``_memo_arm_sums`` in place) the bound
-    is ``_memo_ub``, O(1)."""
-    N[c] = fill[c + 1] - fill[c] - (c == c_old)
-    if hasm:
-        acc2[c] = _memo_ub(rm, i, c, N[c], inv_temp)
-        T[c] = rm.mcnt[c]
-    else:
-        acc2[c] = _arm_bound(pool, fill[c], fill[c + 1], i, fi, fmax, inv_temp)
-        T[c] = -1
 
 
 cdef Py_ssize_t _step(BlockData* d,
@@ -543,11 +357,11 @@ cdef Py_ssize_t _step(BlockData* d,
     gok[C] = 0
     alive[C] = 1
     # with i's memo, every arm y is bounded without a factor in O(1): the memo partners
-    # in it exactly, every other member by rest_i (``_memo_arm_sums``, ``_memo_ub``;
+    # in it exactly, every other member by rest_i (``memo_arm_sums``, ``memo_ub``;
     # the per-arm sums are zeroed again before the step ends)
     sums = rm.K > 0 and rm.rest[i] == rm.rest[i]
     if sums:
-        _memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
+        memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
     if n_open > 0 and sums:
         # a subsampled arm whose bound is behind the new cluster's exact score (its
         # Gumbel) cannot win: dropped before its first draw
@@ -558,7 +372,7 @@ cdef Py_ssize_t _step(BlockData* d,
         for a in range(na):
             c = act[a]
             if T[c] == 0 and N[c] > 0:
-                v = _memo_ub(rm, i, c, N[c], inv_temp)
+                v = memo_ub(rm, i, c, N[c], inv_temp)
                 if _behind(eB, 0.0, v, us, gumbels, gok, c):
                     continue
                 tr = n_rounds[N[c]]
@@ -667,7 +481,7 @@ cdef Py_ssize_t _step(BlockData* d,
             # N_y terms if t >= 0, one term if t < 0): clearly behind with it, every
             # arm is clearly behind on its own (then none needs a test)
             v = 0.0
-            f = (_memo_max(rm, i) if hasm else fi) * inv_temp
+            f = (memo_max(rm, i) if hasm else fi) * inv_temp
             if f >= 0.0:
                 for k in range(lz_nmax):
                     v += f
@@ -676,7 +490,7 @@ cdef Py_ssize_t _step(BlockData* d,
             if eL - (lz_gmax + v) > margin:
                 n_lazy = 0
             # with the memo, the arms without a memo partner at once: each one's bound
-            # _memo_ub(N_y) is at most that of N_y = the largest N (rest_i >= 0) or 1
+            # memo_ub(N_y) is at most that of N_y = the largest N (rest_i >= 0) or 1
             # (rest_i < 0), N * x and x + 1e-9 |x| being monotone
             out0 = False
             if hasm and n_lazy > 0:
@@ -692,7 +506,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 if out0 and rm.mcnt[c] == 0:
                     continue
                 if acc2[c] != acc2[c]:
-                    _lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, hasm, N, T, acc2)
+                    lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, hasm, N, T, acc2)
                 if _behind(eL, margin, acc2[c], us, gumbels, gok, c):
                     continue
                 lz[nk] = c             # still pending
@@ -705,14 +519,14 @@ cdef Py_ssize_t _step(BlockData* d,
                 # row once instead (its values give these sums) and keep its memo
                 built = False
                 if rm.K > 0 and not hasm and msum >= rm.row_min:
-                    _memo_build(d, i, rm, n)
+                    memo_build(d, i, rm, n)
                     evals += n - 1
                     built = True
                     sums = True
-                    _memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
+                    memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
                     for a in range(n_lazy):
                         c = lz[a]
-                        _lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, True, N, T,
+                        lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, True, N, T,
                                     acc2)
                 m = 0
                 for a in range(n_lazy):
@@ -738,7 +552,7 @@ cdef Py_ssize_t _step(BlockData* d,
                             j = pool[q]
                             if j == i:
                                 continue
-                            k = _memo_find(rm.j + i * rm.K, rm.K, j) if hasm else -1
+                            k = memo_find(rm.j + i * rm.K, rm.K, j) if hasm else -1
                             if k >= 0:
                                 acc[c] += rm.f[i * rm.K + k] * inv_temp
                             else:
@@ -821,7 +635,7 @@ cdef Py_ssize_t _step(BlockData* d,
     if alive[C] and (best < 0 or gumbels[C] > eB):
         best = C
     if sums:
-        _memo_arm_clear(rm, i, labels, cidx, n)
+        memo_arm_clear(rm, i, labels, cidx, n)
     return _finish(d, labels, size, i, old, new_label if best == C else cand[best], c_old, evals,
                    n_evals, cand, cidx, fill, pool, nC)
 
@@ -916,9 +730,9 @@ def anneal(object enc,                      # IN  EncodedBlock
     (n - 1 factors, counted) and keeps the K = ``memo_j.shape[1]`` partners j with the
     largest f(x_i, x_j) (ties to the smaller j) in ``memo_j[i]`` / ``memo_f[i]``, sorted by
     j (unused slots j = n, f = 0.0), and in ``memo_rest[i]`` the largest factor of the
-    others (-inf if none).  Later steps of i bound a small arm by its memo: f(x_i, x_j)
-    for a partner in it (exact), min(memo_rest[i], fmax_j) for any other, and read the
-    memo's factors instead of evaluating them.  The memo persists across calls.
+    others (-inf if none).  Later steps of i bound every arm by its memo: f(x_i, x_j) for
+    a partner in it (exact), memo_rest[i] for any other (``coref.gibbs._memo``), and read
+    the memo's factors instead of evaluating them.  The memo persists across calls.
     """
     cdef list keep = []
     cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True,
