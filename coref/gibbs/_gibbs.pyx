@@ -35,14 +35,24 @@ factors look the ids of j up instead of merging sorted lists (same values).  The
 pure-Python twin is
 ``coref.gibbs._gibbs_py``; both give bit-identical results from the same state.  Inputs
 are validated by ``coref.gibbs.sampler``.
+
+Small arms (N_y <= first_batch) with the small-arm bound ``fmax`` are pending: tested
+against the leader every round by an upper bound of their sum, dropped when clearly
+behind, summed only when the race of the subsampled arms is over.  The partner memo
+(``RowMemo``: per mention its K best partners and the best other factor, built from one
+evaluated row when a step would otherwise sum many small-arm members) tightens that
+bound per (mention, arm) and bounds the subsampled arms in O(K) per step before their
+first draw (see ``anneal``).
 """
-from libc.math cimport sqrt, log, INFINITY
+from libc.math cimport sqrt, log, INFINITY, NAN
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
 from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, pool_update, merge_act
+from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_arm_sums,
+                               memo_arm_clear, memo_ub, lazy_bound)
 from coref.gibbs._xoshiro cimport below, uniform
 
 from coref.factors._factors import shared_memo
@@ -183,16 +193,15 @@ cdef inline Py_ssize_t _finish(BlockData* d, long long* labels, long long* size,
     return l
 
 
-cdef inline double _arm_bound(double v, const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
-                              Py_ssize_t i, double fi, const double* fmax,
-                              double inv_temp) noexcept nogil:
-    """v + sum over the members j != i of pool[q0:q1] of min(fmax_i, fmax_j) / tau."""
-    cdef Py_ssize_t q, j
-    for q in range(q0, q1):
-        j = pool[q]
-        if j != i:
-            v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
-    return v
+cdef inline bint _behind(double eL, double margin, double v, const double* us, double* gumbels,
+                         char* gok, Py_ssize_t c) noexcept nogil:
+    """True when eL - (g_c + v) > margin, g_c arm c's Gumbel (computed only if the table
+    bounds G_LO(u) <= g_c <= G_UP(u) leave the answer open; float sums are monotone)."""
+    if eL - (_gum_up(us[c]) + v) > margin:
+        return True
+    if eL - (_gum_lo(us[c]) + v) > margin:
+        return eL - (_gum(us, gumbels, gok, c) + v) > margin
+    return False
 
 
 cdef Py_ssize_t _step(BlockData* d,
@@ -212,17 +221,19 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* bj, long long* bc,
                       double* us, char* gok, long long* lz,
                       const long long* n_rounds,
-                      const double* fm) noexcept nogil:
+                      const double* fm, RowMemo* rm) noexcept nogil:
     """Resample labels[i]; return the chosen label (n_rounds[N] = _n_rounds(N, fb)).
 
     ``fm`` (exact sampler only; NULL = off): the block's factor matrix, row-major
     (n, n), fm[i * n + j] = f_theta(x_i, x_j) for the rows of the movable mentions;
     the step reads those instead of evaluating the factors (same values, same sums).
+    ``rm`` (racing with the small-arm bound): the partner memo (``RowMemo``, K = 0 off).
     """
     cdef Py_ssize_t n = d.n
     cdef Py_ssize_t old = labels[i]
     cdef Py_ssize_t l, j, c, C = 0, D, new_label, k, pos, r, tstar, tr, leader, n_alive
-    cdef Py_ssize_t n_open, best
+    cdef Py_ssize_t n_open, best, nk, msum
+    cdef bint final, settle = False, hasm, built, sums, out0
     cdef double f, g_best, v, B, mean, var, diff, tmp, fi, margin
     cdef Py_ssize_t n_lazy, na, a, m
     cdef long long evals = 0
@@ -307,6 +318,8 @@ cdef Py_ssize_t _step(BlockData* d,
             # bound uses max_y G_UP(u_y) = G_UP(max_y u_y) (G_UP is nondecreasing)
             lz[n_lazy] = c
             n_lazy += 1
+            gok[c] = 0
+            acc2[c] = NAN          # its bound sum, computed on its first test
             if u > lz_umax:
                 lz_umax = u
             if m > lz_nmax:
@@ -343,6 +356,32 @@ cdef Py_ssize_t _step(BlockData* d,
     us[C] = uniform(rs)
     gok[C] = 0
     alive[C] = 1
+    # with i's memo, every arm y is bounded without a factor in O(1): the memo partners
+    # in it exactly, every other member by rest_i (``memo_arm_sums``, ``memo_ub``;
+    # the per-arm sums are zeroed again before the step ends)
+    sums = rm.K > 0 and rm.rest[i] == rm.rest[i]
+    if sums:
+        memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
+    if n_open > 0 and sums:
+        # a subsampled arm whose bound is behind the new cluster's exact score (its
+        # Gumbel) cannot win: dropped before its first draw
+        eB = _gum(us, gumbels, gok, C)
+        m = 0
+        tstar = 1
+        n_open = 0
+        for a in range(na):
+            c = act[a]
+            if T[c] == 0 and N[c] > 0:
+                v = memo_ub(rm, i, c, N[c], inv_temp)
+                if _behind(eB, 0.0, v, us, gumbels, gok, c):
+                    continue
+                tr = n_rounds[N[c]]
+                if tr > tstar:
+                    tstar = tr
+                n_open += 1
+            act[m] = c
+            m += 1
+        na = m
     B = 0.0
     if n_open > 0:
         if tstar < 2:
@@ -354,13 +393,16 @@ cdef Py_ssize_t _step(BlockData* d,
     # still alive (same order, same decisions)
     r = 0
     while True:
-        r += 1
+        # ``settle``: the race of the subsampled arms is over but small arms are pending:
+        # this pass draws nothing, it only tests and sums them (``final`` below)
+        if not settle:
+            r += 1
         # draw the next mini-batch of every alive, unfinished arm (arms in act order,
         # members in draw order), then evaluate the drawn pairs in that order: the
         # random stream and every sum are those of drawing and evaluating in turn, and
         # the next member's data can be fetched while a factor is computed
         nb = 0
-        for a in range(na):
+        for a in range(na if not settle else 0):
             c = act[a]
             if alive[c] and 0 <= T[c] < N[c]:
                 tr = _sched(r, T[c], N[c], fb)
@@ -422,64 +464,116 @@ cdef Py_ssize_t _step(BlockData* d,
             elif _beats(est, us, gumbels, gok, c, &eL):
                 leader = c
         if n_lazy > 0:
-            # small arms (increasing c): dropped unevaluated when their upper bound
-            # g_y + sum_j min(fmax_i, fmax_j) / tau is clearly behind the leader,
-            # otherwise summed exactly (the leader is updated); first tested with
-            # G_UP(u) >= g_y in place of g_y (behind then = behind with g_y: float
-            # sums and differences are monotone), then with G_LO(u) <= g_y (not behind
-            # then = not behind with g_y), and with g_y itself only if still undecided;
-            # the margin changes only with the leader (to 0: a new leader is exact)
+            # pending small arms (increasing c), tested every round: dropped unevaluated
+            # once their upper bound g_y + sum_j b(i, j) / tau is clearly behind the
+            # leader (the racing test with the bound in place of the arm's exact sum),
+            # b(i, j) = min(fmax_i, fmax_j), or from i's partner memo (``RowMemo``) when
+            # it has one; summed exactly (the leader updated) only when the race of the
+            # subsampled arms is over (``final``: the leader exact or alone, its margin
+            # smallest).  Each test first uses G_UP(u) >= g_y, then G_LO(u) <= g_y, and
+            # g_y itself only if still undecided (``_behind``); the margin changes only
+            # with the leader (to 0: a new leader is exact)
+            final = n_open == 0 or n_alive == 1
             margin = B * sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
-            m = 0
-            # all at once first: every term min(fmax_i, fmax_j) / tau <= t = fmax_i / tau,
-            # so each arm's bound is at most max_y G_UP(u_y) + t + ... + t (the largest
+            hasm = rm.K > 0 and rm.rest[i] == rm.rest[i]
+            # all at once first: every term b(i, j) / tau <= t = (max_j b(i, j)) / tau,
+            # so each arm's bound is at most max_y G_UP(u_y) + (t + ... + t) (the largest
             # N_y terms if t >= 0, one term if t < 0): clearly behind with it, every
             # arm is clearly behind on its own (then none needs a test)
-            v = lz_gmax
-            f = fi * inv_temp
+            v = 0.0
+            f = (memo_max(rm, i) if hasm else fi) * inv_temp
             if f >= 0.0:
                 for k in range(lz_nmax):
                     v += f
             else:
                 v += f
-            if eL - v > margin:
+            if eL - (lz_gmax + v) > margin:
                 n_lazy = 0
+            # with the memo, the arms without a memo partner at once: each one's bound
+            # memo_ub(N_y) is at most that of N_y = the largest N (rest_i >= 0) or 1
+            # (rest_i < 0), N * x and x + 1e-9 |x| being monotone
+            out0 = False
+            if hasm and n_lazy > 0:
+                f = rm.rest[i] * inv_temp
+                k = lz_nmax if f >= 0.0 else 1
+                v = k * f
+                v = v + 1e-9 * (v if v >= 0.0 else -v)
+                out0 = eL - (lz_gmax + v) > margin
+            nk = 0
+            msum = 0
             for a in range(n_lazy):
                 c = lz[a]
-                m2 = fill[c]
-                e2 = fill[c + 1]
-                N[c] = e2 - m2 - (c == c_old)
-                v = _arm_bound(_gum_up(us[c]), pool, m2, e2, i, fi, fmax, inv_temp)
-                if eL - v > margin:
+                if out0 and rm.mcnt[c] == 0:
                     continue
-                gok[c] = 0
-                v = _arm_bound(_gum_lo(us[c]), pool, m2, e2, i, fi, fmax, inv_temp)
-                if eL - v > margin:
-                    v = _arm_bound(_gum(us, gumbels, gok, c), pool, m2, e2, i, fi, fmax, inv_temp)
-                    if eL - v > margin:
+                if acc2[c] != acc2[c]:
+                    lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, hasm, N, T, acc2)
+                if _behind(eL, margin, acc2[c], us, gumbels, gok, c):
+                    continue
+                lz[nk] = c             # still pending
+                nk += 1
+                msum += N[c]
+            n_lazy = nk
+            if final and n_lazy > 0:
+                # the race is over: sum the pending arms (each tested again, the leader
+                # may change).  Many members to sum and no memo yet: evaluate i's whole
+                # row once instead (its values give these sums) and keep its memo
+                built = False
+                if rm.K > 0 and not hasm and msum >= rm.row_min:
+                    memo_build(d, i, rm, n)
+                    evals += n - 1
+                    built = True
+                    sums = True
+                    memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
+                    for a in range(n_lazy):
+                        c = lz[a]
+                        lazy_bound(c, fill, pool, c_old, i, fi, fmax, inv_temp, rm, True, N, T,
+                                    acc2)
+                m = 0
+                for a in range(n_lazy):
+                    c = lz[a]
+                    if _behind(eL, margin, acc2[c], us, gumbels, gok, c):
                         continue
-                acc[c] = 0.0
-                acc2[c] = 0.0
-                alive[c] = 1
-                for q in range(m2, e2):
-                    if q + 1 < e2:
-                        prefetch_pair(d, i, pool[q + 1])
-                    if pool[q] != i:
-                        acc[c] += block_factor(d, i, pool[q]) * inv_temp
-                evals += N[c]
-                T[c] = N[c]
-                est[c] = acc[c]
-                se2[c] = 0.0
-                n_alive += 1
-                if _beats(est, us, gumbels, gok, c, &eL):
-                    leader = c
-                    margin = 0.0
-                bj[m] = c
-                m += 1
-            n_lazy = 0
-            if m > 0:
-                # merge the summed small arms into act (both increasing in c)
-                na = merge_act(act, na, bj, m, bc)
+                    m2 = fill[c]
+                    e2 = fill[c + 1]
+                    if T[c] == N[c]:
+                        # every member a memo partner: their memo sum (pool and memo
+                        # orders are both by index) is the exact sum
+                        acc[c] = rm.msum[c]
+                    elif built:
+                        acc[c] = 0.0
+                        for q in range(m2, e2):
+                            if pool[q] != i:
+                                acc[c] += rm.row[pool[q]] * inv_temp
+                    else:
+                        acc[c] = 0.0
+                        for q in range(m2, e2):
+                            if q + 1 < e2:
+                                prefetch_pair(d, i, pool[q + 1])
+                            j = pool[q]
+                            if j == i:
+                                continue
+                            k = memo_find(rm.j + i * rm.K, rm.K, j) if hasm else -1
+                            if k >= 0:
+                                acc[c] += rm.f[i * rm.K + k] * inv_temp
+                            else:
+                                acc[c] += block_factor(d, i, j) * inv_temp
+                        evals += N[c] - (T[c] if T[c] > 0 else 0)
+                    acc2[c] = 0.0
+                    alive[c] = 1
+                    T[c] = N[c]
+                    est[c] = acc[c]
+                    se2[c] = 0.0
+                    n_alive += 1
+                    if _beats(est, us, gumbels, gok, c, &eL):
+                        leader = c
+                        margin = 0.0
+                    bj[m] = c
+                    m += 1
+                n_lazy = 0
+                if m > 0:
+                    # merge the summed small arms into act (both increasing in c)
+                    na = merge_act(act, na, bj, m, bc)
+        settle = False
         if n_open == 0 or n_alive == 1:
             break
         # eliminate arms clearly behind the leader (each test reads only the leader
@@ -509,6 +603,9 @@ cdef Py_ssize_t _step(BlockData* d,
                 alive[C] = 0
                 n_alive -= 1
         if n_alive == 1:
+            if n_lazy > 0:
+                settle = True      # no draw: test (and sum) the pending small arms
+                continue
             break
         # an arm still open?
         n_open = 0
@@ -517,6 +614,9 @@ cdef Py_ssize_t _step(BlockData* d,
             if alive[c] and T[c] < N[c]:
                 n_open += 1
         if n_open == 0:
+            if n_lazy > 0:
+                settle = True
+                continue
             break
     # final choice: the best alive arm (exhausted arms' est = their sums)
     best = -1
@@ -534,13 +634,15 @@ cdef Py_ssize_t _step(BlockData* d,
             best = c
     if alive[C] and (best < 0 or gumbels[C] > eB):
         best = C
+    if sums:
+        memo_arm_clear(rm, i, labels, cidx, n)
     return _finish(d, labels, size, i, old, new_label if best == C else cand[best], c_old, evals,
                    n_evals, cand, cidx, fill, pool, nC)
 
 
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr
+    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr, row, msum, mabs, mcnt
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -568,6 +670,10 @@ cdef class _Work:
         self.gok = np.zeros(m, np.int8)
         self.lz = np.zeros(m, np.int64)
         self.nr = np.zeros(m, np.int64)
+        self.row = np.zeros(m)
+        self.msum = np.zeros(m)
+        self.mabs = np.zeros(m)
+        self.mcnt = np.zeros(m, np.int64)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -587,7 +693,11 @@ def anneal(object enc,                      # IN  EncodedBlock
            long long[:, ::1] lab_hist,      # OUT (n_sweeps, n) labels after each sweep, or (0, n)
            long long[::1] evals,            # OUT (n_sweeps,) factors evaluated per sweep
            double[:, ::1] fmat=None,        # INOUT (n, n) factor matrix (exact sampler), or None
-           int fmat_mode=0):                # 0 off, 1 compute the movable rows then use, 2 use
+           int fmat_mode=0,                 # 0 off, 1 compute the movable rows then use, 2 use
+           long long[:, ::1] memo_j=None,   # INOUT (n, K) partner memo: indices, or None
+           double[:, ::1] memo_f=None,      # INOUT (n, K) their factors
+           double[::1] memo_rest=None,      # INOUT (n,) best factor not kept (NaN: no memo)
+           Py_ssize_t memo_row_min=0):      # build a row when this many members pend
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
@@ -613,6 +723,16 @@ def anneal(object enc,                      # IN  EncodedBlock
     assumed); 2: use ``fmat`` as given): every step then reads row i of the
     matrix instead of evaluating factors, so a sweep evaluates none.  The labels,
     the random stream and every sum are those of ``fmat_mode=0``.
+
+    Partner memo (racing with ``small_arm_bound`` only; ``memo_j`` None = off): when a
+    step is about to sum pending small arms holding at least ``memo_row_min`` members
+    and mention i has no memo yet (``memo_rest[i]`` NaN), it evaluates i's whole row
+    (n - 1 factors, counted) and keeps the K = ``memo_j.shape[1]`` partners j with the
+    largest f(x_i, x_j) (ties to the smaller j) in ``memo_j[i]`` / ``memo_f[i]``, sorted by
+    j (unused slots j = n, f = 0.0), and in ``memo_rest[i]`` the largest factor of the
+    others (-inf if none).  Later steps of i bound every arm by its memo: f(x_i, x_j) for
+    a partner in it (exact), memo_rest[i] for any other (``coref.gibbs._memo``), and read
+    the memo's factors instead of evaluating them.  The memo persists across calls.
     """
     cdef list keep = []
     cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True,
@@ -646,6 +766,28 @@ def anneal(object enc,                      # IN  EncodedBlock
         raise ValueError("b_table needs n + 2 rows")
     if fmat_mode not in (0, 1, 2):
         raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
+    cdef RowMemo rm
+    cdef double[::1] rowbuf = w.row, msum = w.msum, mabs = w.mabs
+    cdef long long[::1] mcnt = w.mcnt
+    rm.K = 0
+    rm.n = n
+    rm.row_min = memo_row_min
+    rm.row = &rowbuf[0]
+    rm.msum = &msum[0]
+    rm.mabs = &mabs[0]
+    rm.mcnt = &mcnt[0]
+    rm.j = NULL
+    rm.f = NULL
+    rm.rest = NULL
+    if memo_j is not None and racing and small_arm_bound and n > 0:
+        if memo_f is None or memo_rest is None or memo_j.shape[0] != n or memo_f.shape[0] != n \
+                or memo_f.shape[1] != memo_j.shape[1] or memo_rest.shape[0] != n:
+            raise ValueError("memo_j, memo_f must have shape (n, K) and memo_rest (n,)")
+        if memo_j.shape[1] > 0:
+            rm.K = memo_j.shape[1]
+            rm.j = &memo_j[0, 0]
+            rm.f = &memo_f[0, 0]
+            rm.rest = &memo_rest[0]
     if fmat_mode:
         if racing:
             raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler "
@@ -738,7 +880,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
                          &est[0], &se2[0], &alive[0], fmx, &act[0],
                          &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
-                         &lz[0], &nr[0], fmp) != tmp:
+                         &lz[0], &nr[0], fmp, &rm) != tmp:
                     moved = True
             evals[s] = ev
             if record:

@@ -54,9 +54,54 @@ def _n_rounds(N, fb):
     return r
 
 
+def _memo_build(enc, theta, bias, i, memo):
+    """i's whole row; keep its K best partners (ties to the smaller j) sorted by j, and rest."""
+    mj, mf, mrest, _ = memo
+    n, K = enc.n, mj.shape[1]
+    row = {j: block_factor(enc, theta, bias, i, j) for j in range(n) if j != i}
+    ranked = sorted(row, key=lambda j: (-row[j], j))
+    kept = sorted(ranked[:K])
+    mj[i, :] = n
+    mf[i, :] = 0.0
+    mj[i, :len(kept)] = kept
+    mf[i, :len(kept)] = [row[j] for j in kept]
+    mrest[i] = row[ranked[K]] if len(ranked) > K else -math.inf
+    return row
+
+
+def _memo_sums(memo, i, labels, cidx, n, inv_temp):
+    """Per arm: the sum of f(i, j) / tau over i's memo partners in it (memo order), the sum
+    of their absolute values, their number."""
+    msum, mabs, mcnt = {}, {}, {}
+    for k in range(memo[0].shape[1]):
+        j = int(memo[0][i, k])
+        if j >= n or j == i:
+            continue
+        c = cidx[int(labels[j])]
+        t = float(memo[1][i, k]) * inv_temp
+        msum[c] = msum.get(c, 0.0) + t
+        mabs[c] = mabs.get(c, 0.0) + abs(t)
+        mcnt[c] = mcnt.get(c, 0) + 1
+    return msum, mabs, mcnt
+
+
+def _memo_ub(memo, i, sums, c, N, inv_temp):
+    """The kernel's ``_memo_ub``: memo part + (N - mcnt) rest_i / tau, raised by 1e-9 |.|."""
+    msum, mabs, mcnt = sums
+    s, a, e = msum.get(c, 0.0), mabs.get(c, 0.0), mcnt.get(c, 0)
+    if e < N:
+        r = (N - e) * (float(memo[2][i]) * inv_temp)
+        if r == -math.inf:
+            return -math.inf
+        s += r
+        a += abs(r)
+    return s + 1e-9 * a
+
+
 def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals,
-         fmax=None, fmat=None):
-    """Resample labels[i] in place; return the chosen label (``fmat``: cached factors, exact only)."""
+         fmax=None, fmat=None, memo=None):
+    """Resample labels[i] in place; return the chosen label (``fmat``: cached factors, exact only;
+    ``memo``: the partner memo ``(memo_j, memo_f, memo_rest, row_min)`` of racing, or None)."""
     n = enc.n
     old = int(labels[i])
     size[old] -= 1
@@ -98,14 +143,11 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
         tstar, n_open = 1, 0
         alive = [True] * D
         lazy = [False] * C
-        ub = [0.0] * C
+        ub = [None] * C          # bound sums of the small arms, computed on first test
+        ex = [0] * C             # their members in i's memo (-1 without a memo)
         for c in range(C):
             if N[c] <= fb:
                 if fmax is not None:
-                    u = g[c]
-                    for j in members[c]:
-                        u += min(fmax[i], fmax[j]) * inv_temp
-                    ub[c] = u
                     lazy[c] = True
                 else:
                     for k in range(N[c]):
@@ -115,6 +157,20 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
             else:
                 tstar = max(tstar, _n_rounds(N[c], fb))
                 n_open += 1
+        sums = None
+        if memo is not None and memo[2][i] == memo[2][i]:
+            sums = _memo_sums(memo, i, labels, cidx, n, inv_temp)
+        if n_open > 0 and sums is not None:
+            # memo bound of the subsampled arms: dropped when behind the new cluster
+            tstar, n_open = 1, 0
+            for c in range(C):
+                if lazy[c] or N[c] <= fb:
+                    continue
+                if g[C] - (g[c] + _memo_ub(memo, i, sums, c, N[c], inv_temp)) > 0.0:
+                    alive[c] = False
+                    continue
+                tstar = max(tstar, _n_rounds(N[c], fb))
+                n_open += 1
         B = 0.0
         if n_open > 0:
             tstar = min(max(tstar, 2), b_table.shape[1] - 1)
@@ -122,9 +178,11 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
         est = [0.0] * D
         se2 = [0.0] * D
         r = 0
+        settle = False
         while True:
-            r += 1
-            for c in range(C):
+            if not settle:
+                r += 1
+            for c in range(C if not settle else 0):
                 if alive[c] and not lazy[c] and T[c] < N[c]:
                     tr = _sched(r, T[c], N[c], fb)
                     m = members[c]
@@ -158,34 +216,84 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                 if leader < 0 or est[c] > est[leader]:
                     leader = c
             if any(lazy):
+                # pending small arms: dropped when clearly behind, summed once the race
+                # of the subsampled arms is over
+                final = n_open == 0 or n_alive == 1
+                hasm = memo is not None and memo[2][i] == memo[2][i]
+
+                def bound(c, hasm):
+                    if hasm:
+                        ub[c] = _memo_ub(memo, i, sums, c, N[c], inv_temp)
+                        ex[c] = sums[2].get(c, 0)
+                    else:
+                        u = 0.0
+                        for j in members[c]:
+                            u += min(fmax[i], fmax[j]) * inv_temp
+                        ub[c], ex[c] = u, -1
+
+                def behind(c):
+                    margin = B * math.sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
+                    return est[leader] - (g[c] + ub[c]) > margin
+
+                keep = []
                 for c in range(C):
                     if not lazy[c]:
                         continue
-                    lazy[c] = False
-                    margin = B * math.sqrt(se2[leader]) if se2[leader] > 0.0 else 0.0
-                    if est[leader] - ub[c] > margin:
+                    if ub[c] is None:
+                        bound(c, hasm)
+                    if behind(c):
+                        lazy[c] = False
                         alive[c] = False
-                        continue
-                    for k in range(N[c]):
-                        acc[c] += f(members[c][k]) * inv_temp
-                    evals += N[c]
-                    T[c] = N[c]
-                    est[c] = acc[c] + g[c]
-                    se2[c] = 0.0
-                    n_alive += 1
-                    if est[c] > est[leader]:
-                        leader = c
+                    else:
+                        keep.append(c)
+                if final and keep:
+                    row = None
+                    if memo is not None and not hasm and sum(N[c] for c in keep) >= memo[3]:
+                        row = _memo_build(enc, theta, bias, i, memo)
+                        evals += n - 1
+                        sums = _memo_sums(memo, i, labels, cidx, n, inv_temp)
+                        for c in keep:
+                            bound(c, True)
+                    part = dict(zip(memo[0][i].tolist(), memo[1][i].tolist())) if (
+                        memo is not None and memo[2][i] == memo[2][i]) else {}
+                    for c in keep:
+                        lazy[c] = False
+                        if behind(c):
+                            alive[c] = False
+                            continue
+                        if ex[c] == N[c]:
+                            acc[c] = sums[0].get(c, 0.0)
+                        else:
+                            acc[c] = 0.0
+                            for j in members[c]:
+                                if row is not None:
+                                    v = row[j]
+                                elif j in part:
+                                    v = part[j]
+                                else:
+                                    v = f(j)
+                                acc[c] += v * inv_temp
+                            if row is None:
+                                evals += N[c] - max(ex[c], 0)
+                        T[c] = N[c]
+                        est[c] = acc[c] + g[c]
+                        se2[c] = 0.0
+                        n_alive += 1
+                        if est[c] > est[leader]:
+                            leader = c
+            settle = False
             if n_open == 0 or n_alive == 1:
                 break
             for c in range(D):
-                if c == leader or not alive[c]:
+                if c == leader or not alive[c] or (c < C and lazy[c]):
                     continue
                 if est[leader] - est[c] > B * math.sqrt(se2[leader] + se2[c]):
                     alive[c] = False
                     n_alive -= 1
-            if n_alive == 1:
-                break
-            if not any(alive[c] and T[c] < N[c] for c in range(C)):
+            if n_alive == 1 or not any(alive[c] and not lazy[c] and T[c] < N[c] for c in range(C)):
+                if any(lazy):
+                    settle = True          # no draw: test (and sum) the pending small arms
+                    continue
                 break
         best = -1
         for c in range(D):
@@ -204,7 +312,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
 
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
            first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
-           fmat=None, fmat_mode=0):
+           fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0):
     """Same contract as ``coref.gibbs._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
@@ -252,6 +360,13 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
         fmax_out[:] = fmax
     if racing and small_arm_bound:
         fmax = [float(x) for x in fmax_out]
+    memo = None
+    if memo_j is not None and racing and small_arm_bound and n > 0:
+        if memo_f is None or memo_rest is None or memo_j.shape[0] != n or memo_f.shape[0] != n \
+                or memo_f.shape[1] != memo_j.shape[1] or memo_rest.shape[0] != n:
+            raise ValueError("memo_j, memo_f must have shape (n, K) and memo_rest (n,)")
+        if memo_j.shape[1] > 0:
+            memo = (memo_j, memo_f, memo_rest, memo_row_min)
     for s, inv_temp in enumerate(inv_temps):
         order = [int(x) for x in movable]
         for k in range(len(order) - 1, 0, -1):
@@ -262,7 +377,7 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
         for i in order:
             before = int(labels[i])
             if step(enc, theta, bias, labels, size, i, float(inv_temp), racing, first_batch,
-                    b_table, rng, ev, fmax, fmat if fmat_mode else None) != before:
+                    b_table, rng, ev, fmax, fmat if fmat_mode else None, memo) != before:
                 moved = True
         evals[s] = ev[0]
         if len(lab_hist):

@@ -307,25 +307,32 @@ def component_bound(enc, theta, bias, max_pairs):
     inner = np.where(csize > 1, b1, -np.inf)          # bound over the same-comp1 partners
     evals = 0
     if max_pairs > 0:
-        order = np.argsort(comp1, kind="stable")
-        starts = np.concatenate(([0], np.cumsum(count)))
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        for c in np.argsort(count, kind="stable"):
-            s = int(count[c])
-            if s < 2:
-                continue
-            if evals + s * (s - 1) > max_pairs:
-                break
-            mem = order[starts[c]:starts[c + 1]]
-            I = np.repeat(mem, s)
-            J = np.tile(mem, s)
+        # the components in increasing size (stable) while their ordered pairs fit the
+        # budget, all at once: every ordered pair (a, b), a != b, of each, one kernel call
+        by_size = np.argsort(count, kind="stable")
+        comps = by_size[count[by_size] >= 2]
+        s = count[comps]
+        take = np.cumsum(s * (s - 1)) <= max_pairs
+        comps, s = comps[take], s[take]
+        if len(comps):
+            order = np.argsort(comp1, kind="stable")          # mentions by component
+            starts = np.concatenate(([0], np.cumsum(count)))
+            lead = np.concatenate(([0], np.cumsum(s)[:-1]))   # each component's offset in mem
+            mem = order[np.repeat(starts[comps] - lead, s) + np.arange(int(s.sum()))]
+            size_of = np.repeat(s, s)                          # per member: its component's size
+            I = np.repeat(mem, size_of)                        # member-major, as repeat / tile
+            rep_lead = np.concatenate(([0], np.cumsum(size_of)[:-1]))
+            J = mem[np.repeat(np.repeat(lead, s), size_of) + np.arange(len(I))
+                    - np.repeat(rep_lead, size_of)]
             keep = I != J
             I, J = np.ascontiguousarray(I[keep]), np.ascontiguousarray(J[keep])
             f = np.empty(len(I))
+            theta = np.ascontiguousarray(theta, dtype=np.float64)
             _factors.pair_factors(enc, theta, float(bias), I, J, f)
-            m = np.full((s, s), -np.inf)
-            m[~np.eye(s, dtype=bool)] = f
-            inner[mem] = np.maximum(m.max(axis=1), m.max(axis=0))
-            evals += len(I)
+            m = np.full(n, -np.inf)
+            np.maximum.at(m, I, f)
+            np.maximum.at(m, J, f)
+            inner[mem] = m[mem]
+            evals = len(I)
     out = np.where(csize < n, b0, -np.inf)            # a partner in another comp1 exists
     return np.maximum(out, inner), evals

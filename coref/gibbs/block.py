@@ -24,8 +24,8 @@ from coref.model.block_prior import block_bias_evals
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
 
-__all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "KernelRun", "BlockRun",
-           "fit_block"]
+__all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "MEMO_PARTNERS",
+           "MEMO_ROW_FRACTION", "KernelRun", "BlockRun", "fit_block"]
 
 #: Factor-matrix budget (MiB) of ``sampler="auto"`` when ``factor_cache_mb`` is 0, and of
 #: the package's own exact Gibbs runs (the intercept tuning of ``PairwiseModel``, the
@@ -34,14 +34,23 @@ __all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "K
 FACTOR_CACHE_MB = 256.0
 
 #: Racing's small-arm bound fmax_i >= max_j f(i, j): blocks of up to this many mentions
-#: get the exact row maxima (n (n - 1) / 2 factors before the first sweep: 8e6 at this
-#: size, a few percent of the sweeps); larger blocks a bound from the factor's structure
-#: across coauthor components and the exact maxima inside the small ones
-#: (``coref.gibbs.arm_bound.component_bound``), at most ``BOUND_PAIRS_PER_MENTION`` * n
-#: factors: 5e9 factors saved at n = 100,000.
-EXACT_BOUND_MAX_N = 4000
+#: get the exact row maxima (n (n - 1) / 2 factors before the first sweep); larger blocks a
+#: bound from the factor's structure across coauthor components and the exact maxima
+#: inside the small ones (``coref.gibbs.arm_bound.component_bound``), at most
+#: ``BOUND_PAIRS_PER_MENTION`` * n factors.  0: with the partner memo the exact pass costs
+#: more than it saves (measured: 3,000-mention one-name block 23.3M factors with it, 13.1M
+#: without, same B3; shipped data 2.6M / 1.9M, same B3).
+EXACT_BOUND_MAX_N = 0
 #: Factor budget per mention of ``component_bound`` in blocks above ``EXACT_BOUND_MAX_N``.
 BOUND_PAIRS_PER_MENTION = 200
+#: Racing's partner memo (``coref.gibbs._gibbs.anneal``, ``memo_j``): partners kept per
+#: mention (K; 16 K bytes per mention: 205 MB at n = 100,000), and the pending small-arm
+#: members, as a fraction of the block, at which a step evaluates its mention's whole row
+#: to build the memo.  Measured on a 3,000-mention one-name block: K = 32 22.2M factors,
+#: 5.1 CPU-s; K = 128 13.1M, 4.0 CPU-s (same clusters); the fraction 1/16 or 1/64 or 0
+#: changes little.
+MEMO_PARTNERS = 128
+MEMO_ROW_FRACTION = 1.0 / 16.0
 
 
 @dataclass
@@ -50,6 +59,8 @@ class KernelRun:
 
     ``fmat_mode``: 1 until the call that computes the factor matrix (exact sampler,
     ``fmat`` given), 2 after it (later calls read the matrix); 0 without a matrix.
+    ``memo_j``, ``memo_f``, ``memo_rest``, ``memo_row_min``: racing's partner memo (kept
+    across the calls), or None.
     """
 
     enc: object
@@ -63,6 +74,10 @@ class KernelRun:
     fmax: np.ndarray = None
     fmat: np.ndarray = None
     fmat_mode: int = 0
+    memo_j: np.ndarray = None
+    memo_f: np.ndarray = None
+    memo_rest: np.ndarray = None
+    memo_row_min: int = 0
 
     def anneal(self, labels, size, inv_temps, stop_mask, patience, bound_mode, lab_hist, evals):
         """One ``coref.gibbs._gibbs.anneal`` call; returns the number of sweeps run."""
@@ -71,7 +86,8 @@ class KernelRun:
             self.fmat_mode = 2
         return _gibbs.anneal(self.enc, self.theta, self.bias, labels, size, self.movable, inv_temps,
                              stop_mask, patience, self.racing, self.first_batch, bound_mode, self.fmax,
-                             self.b_table, self.rng_state, lab_hist, evals, self.fmat, mode)
+                             self.b_table, self.rng_state, lab_hist, evals, self.fmat, mode,
+                             self.memo_j, self.memo_f, self.memo_rest, self.memo_row_min)
 
     def sweep(self, labels, size, inv_temp, bound_mode):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
@@ -192,7 +208,13 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     # mode 2 reads run.fmax (the structural bound of a big block, or mode 1's result)
     bound_mode = int(bool(settings.small_arm_bound)) if racing else 0
     bound_evals = 0
-    if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0:
+    if bound_mode and MEMO_PARTNERS > 0 and n > 1:
+        k = min(MEMO_PARTNERS, n - 1)
+        run.memo_j = np.zeros((n, k), np.int64)
+        run.memo_f = np.zeros((n, k))
+        run.memo_rest = np.full(n, np.nan)
+        run.memo_row_min = max(int(n * MEMO_ROW_FRACTION), 1)
+    if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0 and len(movable) > 0:
         res = component_bound(enc, theta, bias, BOUND_PAIRS_PER_MENTION * n)
         if res is not None:
             run.fmax[:], bound_evals = res

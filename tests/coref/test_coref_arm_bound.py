@@ -94,6 +94,43 @@ def test_unknown_feature_layout_gives_none(encs, monkeypatch):
     assert arm_bound.feature_bound(blocks[0][1], model.theta_, 0.0) is None
 
 
+@pytest.mark.parametrize("share", [0.3, 0.7])
+def test_component_bound_evaluates_the_smallest_components_first(encs, share):
+    """Against a component-by-component reference: the components in increasing size
+    while their ordered pairs fit the budget get their exact maxima (both orders) -- the
+    values an unlimited budget gives them, at least the exact within-component maximum --
+    and the others keep the budget-0 bound; the same factor count."""
+    blocks, model = encs
+    theta, bias = np.ascontiguousarray(model.theta_, dtype=np.float64), float(model.bias_)
+    for name, enc in blocks:
+        comp1 = np.asarray(enc.comp1, dtype=np.int64)
+        count = np.bincount(comp1, minlength=enc.n)
+        budget = int(share * (count * (count - 1)).sum())
+        base, _ = arm_bound.component_bound(enc, theta, bias, 0)
+        full, _ = arm_bound.component_bound(enc, theta, bias, 10**12)
+        got, got_evals = arm_bound.component_bound(enc, theta, bias, budget)
+        evals, done = 0, np.zeros(enc.n, bool)
+        for c in np.argsort(count, kind="stable"):
+            s = int(count[c])
+            if s < 2:
+                continue
+            if evals + s * (s - 1) > budget:
+                break
+            mem = np.flatnonzero(comp1 == c)
+            I, J = np.repeat(mem, s), np.tile(mem, s)
+            I, J = I[I != J], J[I != J]
+            f = np.empty(len(I))
+            _factors.pair_factors(enc, theta, bias, I, J, f)
+            for k in mem:
+                assert got[k] >= max(f[I == k].max(), f[J == k].max()), name
+            done[mem] = True
+            evals += len(I)
+        assert got_evals == evals, name
+        assert done.any() and (~done & (count[comp1] > 1)).any(), name
+        np.testing.assert_array_equal(got[done], full[done], err_msg=name)
+        np.testing.assert_array_equal(got[~done], base[~done], err_msg=name)
+
+
 @pytest.mark.parametrize("max_pairs", [0, 200, 10**6])
 def test_component_bound_is_at_least_the_exact_row_maximum(encs, max_pairs):
     blocks, model = encs

@@ -1,0 +1,204 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Racing's partner memo: per mention its K best partners and a bound of every other factor.
+
+``memo_build`` evaluates the row f(i, .) of a mention once (n - 1 factors) and keeps
+its K best partners (largest f(i, j), ties to the smaller j; sorted by j) and
+``rest[i]``, the largest factor of the others.  Then for any arm (candidate cluster) y,
+sum_{j in y} f(i, j) <= (sum over its memo partners of f(i, j)) + (|y| - their number)
+rest[i]: ``memo_arm_sums`` gathers the memo part of every arm in O(K) per step and
+``memo_ub`` gives the bound in O(1) (with a relative slack for the rounding of the
+kernel's sums).  Without a memo, ``fmax_arm_bound`` bounds an arm by
+sum_j min(fmax_i, fmax_j); ``lazy_bound`` picks one of the two for a pending small arm.
+Used by ``coref.gibbs._gibbs``; twin: ``coref.gibbs._gibbs_py``.
+"""
+from libc.math cimport INFINITY
+
+from coref.factors._factors cimport BlockData, block_factor
+
+
+cdef struct RowMemo:
+    # per mention i: its K best partners (largest f(i, j), ties to the smaller j), sorted
+    # by j (unused slots j = n, f = 0.0), and rest[i] = the largest f(i, j) of the others
+    # (-inf if none); rest[i] = NaN until i's row has been evaluated.  K = 0: off.
+    long long* j
+    double* f
+    double* rest
+    double* row              # work (n,): the row f(i, .) of the step that built it
+    double* msum             # work (n,), zero between steps: memo sums per arm
+    double* mabs
+    long long* mcnt
+    Py_ssize_t K
+    Py_ssize_t n             # mentions of the block (the padding index)
+    Py_ssize_t row_min       # build when the pending small arms hold this many members
+
+
+cdef inline bint worse(double a, long long ja, double b, long long jb) noexcept nogil:
+    """(a, ja) ranks below (b, jb): smaller value, or the same value and a larger index."""
+    return a < b or (a == b and ja > jb)
+
+
+cdef inline void memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ssize_t n) noexcept nogil:
+    """Evaluate f(i, j) for every j != i (row mode) into rm.row and keep i's K best partners.
+
+    A min-heap (worst kept partner on top) of the K best, then sorted by j; rest[i] is
+    the best value that was not kept.  n - 1 factors.
+    """
+    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, b
+    cdef long long* hj = rm.j + i * K
+    cdef double* hf = rm.f + i * K
+    cdef double v, rest = -INFINITY, tf
+    cdef long long tj
+    for j in range(n):
+        if j == i:
+            rm.row[j] = 0.0
+            continue
+        v = block_factor(d, i, j)
+        rm.row[j] = v
+        if cnt < K:
+            # push, sift up
+            p = cnt
+            cnt += 1
+            while p > 0:
+                q = (p - 1) // 2
+                if worse(v, j, hf[q], hj[q]):
+                    hf[p] = hf[q]
+                    hj[p] = hj[q]
+                    p = q
+                else:
+                    break
+            hf[p] = v
+            hj[p] = j
+        elif worse(hf[0], hj[0], v, j):
+            if hf[0] > rest:
+                rest = hf[0]
+            # replace the top, sift down
+            p = 0
+            while True:
+                q = 2 * p + 1
+                if q >= K:
+                    break
+                b = q
+                if q + 1 < K and worse(hf[q + 1], hj[q + 1], hf[q], hj[q]):
+                    b = q + 1
+                if worse(hf[b], hj[b], v, j):
+                    hf[p] = hf[b]
+                    hj[p] = hj[b]
+                    p = b
+                else:
+                    break
+            hf[p] = v
+            hj[p] = j
+        elif v > rest:
+            rest = v
+    # sort the kept partners by index (insertion sort, K is small); pad with j = n
+    for p in range(1, cnt):
+        tj = hj[p]
+        tf = hf[p]
+        q = p - 1
+        while q >= 0 and hj[q] > tj:
+            hj[q + 1] = hj[q]
+            hf[q + 1] = hf[q]
+            q -= 1
+        hj[q + 1] = tj
+        hf[q + 1] = tf
+    for p in range(cnt, K):
+        hj[p] = n
+        hf[p] = 0.0
+    rm.rest[i] = rest
+
+
+cdef inline Py_ssize_t memo_find(const long long* hj, Py_ssize_t K, long long j) noexcept nogil:
+    """Position of partner j in the sorted hj[0:K], or -1."""
+    cdef Py_ssize_t lo = 0, hi = K, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if hj[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < K and hj[lo] == j else -1
+
+
+cdef inline double memo_max(const RowMemo* rm, Py_ssize_t i) noexcept nogil:
+    """max_j f(i, j) from i's memo (its best partner or rest)."""
+    cdef double v = rm.rest[i]
+    cdef Py_ssize_t k
+    for k in range(rm.K):
+        if rm.j[i * rm.K + k] < rm.n and rm.f[i * rm.K + k] > v:
+            v = rm.f[i * rm.K + k]
+    return v
+
+
+cdef inline void memo_arm_sums(RowMemo* rm, Py_ssize_t i, const long long* labels,
+                               const long long* cidx, Py_ssize_t n, double inv_temp) noexcept nogil:
+    """Per arm c: rm.msum[c] = sum of f(i, j) / tau over i's memo partners j in it (memo
+    order), rm.mabs[c] the sum of their absolute values, rm.mcnt[c] their number."""
+    cdef Py_ssize_t k, j, c
+    cdef double t
+    for k in range(rm.K):
+        j = rm.j[i * rm.K + k]
+        if j >= n or j == i:
+            continue
+        c = cidx[labels[j]]
+        t = rm.f[i * rm.K + k] * inv_temp
+        rm.msum[c] += t
+        rm.mabs[c] += t if t >= 0.0 else -t
+        rm.mcnt[c] += 1
+
+
+cdef inline void memo_arm_clear(RowMemo* rm, Py_ssize_t i, const long long* labels,
+                                const long long* cidx, Py_ssize_t n) noexcept nogil:
+    """Zero what ``memo_arm_sums`` wrote."""
+    cdef Py_ssize_t k, j, c
+    for k in range(rm.K):
+        j = rm.j[i * rm.K + k]
+        if j >= n or j == i:
+            continue
+        c = cidx[labels[j]]
+        rm.msum[c] = 0.0
+        rm.mabs[c] = 0.0
+        rm.mcnt[c] = 0
+
+
+cdef inline double memo_ub(const RowMemo* rm, Py_ssize_t i, Py_ssize_t c, Py_ssize_t N,
+                           double inv_temp) noexcept nogil:
+    """An upper bound of sum_{j in arm c} f(i, j) / tau as the kernel sums it: the memo part
+    plus (N - mcnt) rest_i / tau, raised by 1e-9 (|memo terms| + |rest part|), far above the
+    rounding of sums of up to 1e6 terms (x + 1e-9 |x| is increasing in x)."""
+    cdef double r, s = rm.msum[c], a = rm.mabs[c]
+    if rm.mcnt[c] < N:
+        r = (N - rm.mcnt[c]) * (rm.rest[i] * inv_temp)
+        if r == -INFINITY:
+            return -INFINITY
+        s += r
+        a += r if r >= 0.0 else -r
+    return s + 1e-9 * a
+
+
+cdef inline double fmax_arm_bound(const long long* pool, Py_ssize_t q0, Py_ssize_t q1,
+                                  Py_ssize_t i, double fi, const double* fmax,
+                                  double inv_temp) noexcept nogil:
+    """sum over the members j != i of pool[q0:q1] of min(fmax_i, fmax_j) / tau (in pool order)."""
+    cdef Py_ssize_t q, j
+    cdef double v = 0.0
+    for q in range(q0, q1):
+        j = pool[q]
+        if j != i:
+            v += (fi if fi < fmax[j] else fmax[j]) * inv_temp
+    return v
+
+
+cdef inline void lazy_bound(Py_ssize_t c, const long long* fill, const long long* pool,
+                             Py_ssize_t c_old, Py_ssize_t i, double fi, const double* fmax,
+                             double inv_temp, const RowMemo* rm, bint hasm, long long* N,
+                             long long* T, double* acc2) noexcept nogil:
+    """Arm c's population N[c] and bound sum acc2[c] (T[c]: its members in i's memo, -1
+    without a memo).  With the memo (its arm sums ``memo_arm_sums`` in place) the bound
+    is ``memo_ub``, O(1)."""
+    N[c] = fill[c + 1] - fill[c] - (c == c_old)
+    if hasm:
+        acc2[c] = memo_ub(rm, i, c, N[c], inv_temp)
+        T[c] = rm.mcnt[c]
+    else:
+        acc2[c] = fmax_arm_bound(pool, fill[c], fill[c + 1], i, fi, fmax, inv_temp)
+        T[c] = -1
