@@ -30,7 +30,8 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
  15   name_compat             1 same full first name, 0.5 compatible (or missing), 0 otherwise
  16   co_log_count_logn       co_log_count * log(min(block size, 512))
  17   same_comp1              1 if i, j are in one coauthor group: connected in the block's
-                              shared-coauthor graph (groups of > 200 mentions split, below)
+                              shared-coauthor graph (groups of > 200 mentions split, thin
+                              groups cut: below)
  18   same_comp2              same, for the graph whose edges need >= 2 shared coauthors
  19   same_comp1_logsize      same_comp1 * log(size of that component)
  20   comp_title_cos          cosine of the title profiles of the two comp1 components
@@ -80,7 +81,11 @@ saturates at 512 mentions (:data:`coref.factors.names.BLOCK_SIZE_SATURATION`), a
 shared-coauthor component of more than :data:`coref.encoding.components.MAX_GROUP` (200)
 mentions, which in a big one-name block chains strangers through common coauthor names,
 is split into its ``comp2`` parts, then single mentions
-(:func:`coref.encoding.components.bounded_groups`); every ``comp1`` feature uses these groups.
+(:func:`coref.encoding.components.bounded_groups`). A group whose coauthor graph is thin (two
+circles joined by a few shared coauthors, as two same-named people who both wrote with one famous
+colleague) is cut where it is thin, by spectral bisection while the cut's conductance is below
+0.03 (:func:`coref.encoding.components.cut_thin_groups`). Every ``comp1`` feature uses these
+groups (:func:`coref.encoding.components.coauthor_groups`).
 
 Word IDF and the LSA topic vectors come from a :class:`Vocabulary` fitted on a corpus
 of mentions (:mod:`coref.encoding.vocabulary`). Coauthor IDF is block-local,

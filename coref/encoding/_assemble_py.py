@@ -12,7 +12,7 @@ import numpy as np
 
 from coref.encoding._arrays import tfidf_block
 from coref.encoding.blocks import EncodedBlock
-from coref.encoding.components import bounded_groups, token_components
+from coref.encoding.components import coauthor_groups, token_components
 from coref.encoding.mentions import TEXT_PREFIX, MentionEncoding
 
 __all__ = ["assemble_block_py"]
@@ -165,7 +165,7 @@ def assemble_block_py(enc: MentionEncoding) -> EncodedBlock:
 
     # the coauthor-graph components: scipy, as the compiled path gets them
     comp2 = token_components(a["co_ptr"], a["co_ids"], 2)
-    comp1 = bounded_groups(token_components(a["co_ptr"], a["co_ids"], 1), comp2)
+    comp1 = coauthor_groups(token_components(a["co_ptr"], a["co_ids"], 1), comp2, a["co_ptr"], a["co_ids"])
     comp3 = token_components(a["ck_ptr"], a["ck_ids"], 1)
     # coauthors keyed by initial + last name: block codes in order of appearance
     ck_code, _ = _first_codes(a["ck_ids"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 
-from coref.encoding.components import bounded_groups, token_components
+from coref.encoding.components import coauthor_groups, token_components
 from coref.encoding.mentions import MentionEncoding, encode_parts
 from coref.encoding.vocabulary import Vocabulary
 
@@ -134,8 +134,8 @@ def block_components(encs):
     -------
     list of dict
         Per block, ``comp1`` / ``comp2`` (mentions sharing >= 1 / >= 2 coauthors; ``comp1``
-        components of more than :data:`coref.encoding.components.MAX_GROUP` mentions split by
-        :func:`coref.encoding.components.bounded_groups`) and
+        groups of :func:`coref.encoding.components.coauthor_groups`: components of more than
+        :data:`coref.encoding.components.MAX_GROUP` mentions split, thin groups cut) and
         ``comp3`` (>= 1 coauthor keyed by first initial + last name): int32 arrays of shape
         (n_b,), numbered per block in the order of each component's first mention
         (:func:`coref.encoding.components.token_components`, scipy's ``connected_components``).
@@ -154,8 +154,8 @@ def block_components(encs):
         labels = token_components(ptr, ids, min_shared, group=group)
         for k, (a, b) in enumerate(zip(np.cumsum(sizes) - sizes, np.cumsum(sizes))):
             out[k][name] = labels[a:b]
-    for o in out:
-        o["comp1"] = bounded_groups(o["comp1"], o["comp2"])
+    for o, e in zip(out, encs):
+        o["comp1"] = coauthor_groups(o["comp1"], o["comp2"], e.arrays["co_ptr"], e.arrays["co_ids"])
     return out
 
 

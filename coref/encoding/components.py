@@ -14,10 +14,16 @@ import numpy as np
 
 from coref.encoding._arrays import intern_lists
 
-__all__ = ["token_components", "token_list_components", "bounded_groups", "MAX_GROUP"]
+__all__ = ["token_components", "token_list_components", "bounded_groups", "cut_thin_groups", "coauthor_groups",
+           "MAX_GROUP", "CUT_CONDUCTANCE", "MIN_CUT_PART"]
 
 #: Largest coauthor group (``comp1`` component) the features trust as one group; see :func:`bounded_groups`.
 MAX_GROUP = 200
+#: A coauthor group is cut in two where the sweep cut of its Fiedler vector has a conductance below
+#: this (:func:`cut_thin_groups`).
+CUT_CONDUCTANCE = 0.03
+#: Smallest side of such a cut (mentions); groups of fewer than twice this are never cut.
+MIN_CUT_PART = 10
 
 
 def token_components(ptr, ids, min_shared=1, group=None):
@@ -168,3 +174,151 @@ def bounded_groups(comp1, comp2, max_size=MAX_GROUP):
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
     return rank[inv.reshape(-1)].astype(np.int32)
+
+
+def _sweep_cut(A, min_part):
+    """Best sweep cut of the Fiedler vector of the weighted graph ``A`` (dense, symmetric, zero diagonal,
+    no isolated node): ``(conductance, mask of one side)``, or ``(inf, None)`` without a cut leaving
+    ``min_part`` nodes on each side."""
+    n = A.shape[0]
+    d = A.sum(axis=1)
+    s = 1.0 / np.sqrt(d)
+    lap = np.eye(n) - s[:, None] * A * s[None, :]           # normalised Laplacian I - D^-1/2 A D^-1/2
+    _, vec = np.linalg.eigh(lap)
+    order = np.argsort(vec[:, 1] * s, kind="stable")          # the Fiedler vector of D^-1 L (Shi & Malik)
+    P = A[np.ix_(order, order)]
+    vol = np.cumsum(d[order])[:-1]                             # volume of the first k + 1 nodes
+    inner = np.cumsum(np.tril(P, -1).sum(axis=1))[:-1]         # weight inside them
+    cond = (vol - 2.0 * inner) / np.minimum(vol, d.sum() - vol)
+    k = np.arange(1, n)
+    cond[(k < min_part) | (n - k < min_part)] = np.inf
+    best = int(np.argmin(cond))
+    if not np.isfinite(cond[best]):
+        return np.inf, None
+    mask = np.zeros(n, dtype=bool)
+    mask[order[:best + 1]] = True
+    return float(cond[best]), mask
+
+
+def _cut_recursive(A, tau, min_part, out, nodes, next_label):
+    """Label ``nodes`` (indices into ``out``) of the connected graph ``A`` by recursive thin cuts."""
+    from scipy.sparse.csgraph import connected_components
+
+    stack = [(A, nodes)]
+    while stack:
+        A, nodes = stack.pop()
+        if len(nodes) >= 2 * min_part:
+            cond, mask = _sweep_cut(A, min_part)
+            if cond < tau:
+                for side in (mask, ~mask):
+                    sub = A[np.ix_(side, side)]
+                    nc, lab = connected_components(sub > 0, directed=False)
+                    for c in range(nc):
+                        keep = lab == c
+                        stack.append((sub[np.ix_(keep, keep)], nodes[side][keep]))
+                continue
+        out[nodes] = next_label
+        next_label += 1
+    return next_label
+
+
+def cut_thin_groups(groups, ptr, ids, tau=CUT_CONDUCTANCE, min_part=MIN_CUT_PART):
+    """Coauthor groups cut where their shared-coauthor graph is thin: two circles joined by a few hubs.
+
+    In a connected component of the shared-coauthor graph, one coauthor that two people with the
+    same name share (a common coauthor name, or a famous collaborator of both) joins their
+    circles into one group, and every group feature then treats the two as one author. In the dev
+    name ``Wei_Wang`` a 196-mention group holds three authors (88, 65 and 39 mentions) joined by
+    eleven shared coauthors; pairs inside it were 37% co-referent, against >= 99.8% for the groups
+    of aminer_na. Each group of at least ``2 * min_part`` mentions is therefore cut recursively by
+    the sweep cut of the Fiedler vector of its normalised Laplacian (spectral bisection, Shi & Malik
+    2000; the sweep keeps the cut of least conductance, as in Cheeger-inequality partitioning)
+    while that conductance, ``w(S, not S) / min(vol S, vol not S)`` with edge weights = number of
+    shared coauthors, is below ``tau``. The parts are groups of their own; the group-profile
+    features then compare them, so a single author whose circles were cut is joined again by
+    his profiles rather than by the chain.
+
+    Measured on the labeled sets (pairs inside one group, blocks of >= 20 mentions): on
+    aminer_dblp_dev precision 0.611 -> 0.957 (wrong pairs 12,525 -> 813), recall 0.719 -> 0.653;
+    on aminer_na no group is cut (precision 0.998, recall 0.486). ``tau`` 0.03 cuts the dev group
+    above (best cut 0.02-0.03) and none of the single-author groups of aminer_na (the thinnest,
+    David_E._Goldberg's 182 and Jim_Gray's 111 mentions, at 0.03-0.04); 0.05 cut those two and
+    scored 0.001-0.003 lower in B3 F1 on four of five grouped-CV folds.
+
+    Parameters
+    ----------
+    groups : ndarray of int, shape (n,)
+        Group labels of ONE block, each group connected in the shared-coauthor graph
+        (:func:`token_components` with ``min_shared=1``, or :func:`bounded_groups` of it).
+    ptr, ids : ndarray of int
+        The block's coauthor lists in CSR form, as for :func:`token_components`.
+    tau : float, default :data:`CUT_CONDUCTANCE`
+        Cut while the best sweep cut's conductance is below this (0 disables cutting).
+    min_part : int, default :data:`MIN_CUT_PART`
+        Smallest side of a cut (mentions), >= 1.
+
+    Returns
+    -------
+    ndarray of int32, shape (n,)
+        Group labels ``0, 1, ...`` numbered in the order of each group's first mention; the
+        input's partition when no group is cut.
+
+    Raises
+    ------
+    ValueError
+        If ``min_part`` < 1, ``tau`` is not a finite number >= 0, or the arrays disagree in length.
+    """
+    import scipy.sparse as sp
+
+    g = np.asarray(groups, dtype=np.int64)
+    ptr = np.asarray(ptr, dtype=np.int64)
+    if g.ndim != 1 or len(ptr) != len(g) + 1:
+        raise ValueError(f"groups must be 1-D with len(ptr) - 1 = {len(ptr) - 1} entries; got shape {g.shape}")
+    if int(min_part) < 1:
+        raise ValueError(f"min_part must be >= 1; got {min_part}")
+    if not (np.isfinite(tau) and tau >= 0):
+        raise ValueError(f"tau must be a finite number >= 0; got {tau}")
+    n = len(g)
+    if n == 0 or tau == 0:
+        return g.astype(np.int32)
+    sizes = np.bincount(g)
+    big = np.flatnonzero(sizes >= 2 * int(min_part))
+    if len(big) == 0:
+        return g.astype(np.int32)
+    nnz = int(ptr[-1])
+    tok = np.asarray(ids)[:nnz].astype(np.int64)
+    _, col = np.unique(tok, return_inverse=True)
+    incidence = sp.csr_matrix((np.ones(nnz), col.reshape(-1), ptr), shape=(n, int(col.max()) + 1 if nnz else 0))
+    out = g.copy()
+    next_label = int(g.max()) + 1
+    for c in big:
+        nodes = np.flatnonzero(g == c)
+        B = incidence[nodes]
+        A = (B @ B.T).toarray()
+        np.fill_diagonal(A, 0.0)
+        if not (A.sum(axis=1) > 0).all():
+            continue                                           # not a shared-coauthor component: left whole
+        next_label = _cut_recursive(A, float(tau), int(min_part), out, nodes, next_label)
+    _, first, inv = np.unique(out, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.reshape(-1)].astype(np.int32)
+
+
+def coauthor_groups(comp1, comp2, ptr, ids):
+    """The ``comp1`` coauthor groups every group feature uses: components that do not percolate
+    (:func:`bounded_groups`), cut where they are thin (:func:`cut_thin_groups`).
+
+    Parameters
+    ----------
+    comp1, comp2 : ndarray of int, shape (n,)
+        Components of ONE block with >= 1 / >= 2 shared coauthors (:func:`token_components`).
+    ptr, ids : ndarray of int
+        The block's coauthor lists (CSR), from which those components were computed.
+
+    Returns
+    -------
+    ndarray of int32, shape (n,)
+        Group labels numbered in the order of each group's first mention.
+    """
+    return cut_thin_groups(bounded_groups(comp1, comp2), ptr, ids)
