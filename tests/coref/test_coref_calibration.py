@@ -217,7 +217,7 @@ def test_heldout_map_is_fitted_on_the_other_folds_heldout_scores(synth):
         cl = clusters[clusters["fold"] == k][["mention_id", "block", "cluster_id"]].astype(
             {"mention_id": str, "cluster_id": str})
         conf, pairs = assignment_confidence(m, part.drop(columns="gold"), cl, calibration=None, pair_min_p=0.0,
-                                            pair_factors=True, rng=0)
+                                            pair_factors=True, rng=0, keep_features=True)
         scored[k] = (conf, pairs, cl)
     for k in models:
         others = [scored[j] for j in models if j != k]
