@@ -108,7 +108,9 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         Exact and auto samplers: sample each block whose n x n factor matrix fits this
         many MiB from the matrix (:class:`coref.gibbs.GibbsCoref` ``factor_cache_mb``;
         same clusters, factors evaluated once per block).  0 = off for exact, 256 MiB
-        for auto.
+        for auto (128 MiB, blocks of up to 4,096 mentions, in a streamed run:
+        :data:`coref.jobs.streaming.STREAM_FACTOR_CACHE_MB`, so that its peak memory
+        does not grow with the corpus).
 
     Returns
     -------
@@ -180,10 +182,11 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
 
 def _predict_streamed(source, od, model, settings, *, progress, group_mentions, t0):
     """:func:`predict` of one CSV / Parquet file, block group by block group."""
-    from coref.jobs.streaming import predict_groups, remove_checkpoint, write_group_outputs
+    from coref.jobs.streaming import predict_groups, remove_checkpoint, stream_settings, write_group_outputs
     from coref.outputs import sha256_file
 
     path, fmt = source
+    settings = stream_settings(settings)     # a factor-matrix budget independent of the corpus
     with od.preparing():
         fitted, _, model_info = resolve_model(model)
     with od:

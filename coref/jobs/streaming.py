@@ -22,6 +22,7 @@ why: the per-block detail that summary.json only counts) and one
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -41,13 +42,45 @@ from coref.outputs.directory import write_npz
 from coref.outputs.report import largest_clusters, render_predict_md, write_json, write_loader_log
 from sampling.utils.atomic import atomic_open, atomic_write_text
 
-__all__ = ["predict_groups", "cluster_group", "stream_key", "encodings_file", "write_group_outputs", "BLOCKS_FILE", "N_SHOWN"]
+__all__ = ["predict_groups", "cluster_group", "stream_key", "encodings_file", "write_group_outputs", "stream_settings",
+           "BLOCKS_FILE", "N_SHOWN", "STREAM_FACTOR_CACHE_MB"]
 
 #: Per-block detail of the sampler used: block, n_mentions, group, sampler, why.
 BLOCKS_FILE = "blocks.csv"
 #: Rows of the largest clusters and weakest merges shown in the summary and report.
 N_SHOWN = 10
 _PARTS = "parts"
+
+#: Factor-matrix budget (MiB) of ``--sampler auto`` in a streamed run when no
+#: ``--factor-cache-mb`` is given: blocks of up to 4,096 mentions are sampled from their
+#: cached n x n matrix, larger ones by racing. A fixed budget makes the peak memory of a
+#: streamed run independent of the corpus size: the matrix of the largest cached block is
+#: at most this much however large the largest block grows with the corpus (1M synthetic
+#: mentions: largest block 4,081 = 127 MiB; 2M: 7,769, whose matrix would be 460 MiB and
+#: under the in-memory budget of 256 MiB the next largest, 5,535, 234 MiB).
+STREAM_FACTOR_CACHE_MB = 128.0
+
+
+def stream_settings(settings):
+    """``settings`` of a streamed run: ``auto`` without a factor-matrix budget gets :data:`STREAM_FACTOR_CACHE_MB`.
+
+    Other samplers and an explicit ``factor_cache_mb`` are kept as they are.
+
+    Parameters
+    ----------
+    settings : coref.settings.CorefSettings
+
+    Returns
+    -------
+    coref.settings.CorefSettings
+        The budget in force is then recorded in summary.json (``settings.gibbs_params``)
+        and in the key of the run.
+    """
+    gp = dict(settings.gibbs_params)
+    if settings.samplers[0] != "auto" or float(gp.get("factor_cache_mb", 0.0) or 0.0) > 0.0:
+        return settings
+    gp["factor_cache_mb"] = STREAM_FACTOR_CACHE_MB
+    return dataclasses.replace(settings, gibbs_params=tuple(sorted(gp.items())))
 
 
 def encodings_file(g):
