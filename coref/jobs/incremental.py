@@ -211,8 +211,8 @@ class _EncodingSource:
 
 def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, client, progress):
     """Gibbs on the blocks that hold old and new mentions, from the old clusters; ids into ``sampled``."""
-    # (a set: isin on pyarrow strings loops in Python)
-    in_touched = np.fromiter((b in touched_set for b in old.block_of.tolist()), bool, len(old.block_of))
+    # (object arrays: a hash-table isin; isin on pyarrow strings would loop in Python)
+    in_touched = pd.Index(old.block_of.to_numpy(dtype=object)).isin(list(touched_set))
     new_in = np.fromiter((b in touched_set for b in new["block"].tolist()), bool, len(new))
     feats = [c for c in new.columns if c != "gold"]
     part, enc_part, n_part_old = source.touched_part(in_touched, new, new_in, feats)
