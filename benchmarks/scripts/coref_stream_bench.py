@@ -34,6 +34,27 @@ predict 1M, 1 process (load 4-5)       424.6     --       840       0.7788
 predict 1M, --workers 2 (load 2-5)     319.0     --       801       0.7788
 =====================================  ========  =======  ========  =======
 
+Measured 2026-11-27 01:05-01:40 (this tree: the streamed ``auto`` budget of 128 MiB,
+groups joined as they finish; the model of that day, so clusters and CPU differ from the
+table above), one run each under load average 12-19 from other jobs, ``nice /usr/bin/time -v``:
+
+==========================================  ========  =======  ========  =======
+run                                         wall s    CPU s    peak MiB  B3 F1
+==========================================  ========  =======  ========  =======
+predict 1M, streamed (20 groups)            1,423     301.5    843.5     0.8024
+add 10k onto it (653 blocks, 235,327 old)   92.0      19.1     1,187     0.8008
+predict 1M, streamed, --workers 2           (see the report of issue 29's D2 helper)
+==========================================  ========  =======  ========  =======
+
+add / predict 1M: 6.3% of the CPU (6.5% of the wall; no old cluster id changed); the
+last session's 7.8%. The 2M run was not repeated (an hour at that load).
+Budget of ``auto`` in a streamed run: 128 MiB (``STREAM_FACTOR_CACHE_MB``, n <= 4,096), so
+that the largest cached matrix no longer grows with the corpus (2M: 5,535^2 x 8 B = 234 MiB
+under 256 MiB, the 0.16 GiB of the 1.18x above); its price: blocks of 4,097-5,792
+mentions go to racing, which on the 5,535-mention ``s wang`` block of the 2M file took
+108 s of CPU against 7.4 s from the cached matrix (same B3 F1, 0.696 / 0.695); the 2M file
+has 9 such blocks.
+
 (The in-memory path at 1M, for comparison: about 3.1 GiB peak, issue 29.)
 Clusters: streamed 100k clusters.csv byte-identical to the in-memory path's (``cmp``;
 the shipped data stays in memory: /tmp/verify.sh SAME); add onto the

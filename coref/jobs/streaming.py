@@ -24,7 +24,6 @@ why: the per-block detail that summary.json only counts) and one
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import shutil
@@ -36,7 +35,7 @@ import pandas as pd
 from coref.executors import progress_bar, run_on_dask
 from coref.inputs import as_object_text, partition_input
 from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, mention_schema, read_group
-from coref.jobs.clusters import add_tallies, predict_clusters, sampling_summary, sampling_tally
+from coref.jobs.clusters import add_tallies, predict_clusters, sampling_summary, sampling_tally, with_auto_budget
 from coref.jobs.stream_assembly import BLOCKS_FILE, PARTS, GroupAssembly, encodings_file, piece
 from coref.margins import weakest_merges
 from coref.outputs import CHECKPOINT_DIR, write_encodings
@@ -67,23 +66,10 @@ STREAM_FACTOR_CACHE_MB = 128.0
 def stream_settings(settings):
     """``settings`` of a streamed run: ``auto`` without a factor-matrix budget gets :data:`STREAM_FACTOR_CACHE_MB`.
 
-    Other samplers and an explicit ``factor_cache_mb`` are kept as they are.
-
-    Parameters
-    ----------
-    settings : coref.settings.CorefSettings
-
-    Returns
-    -------
-    coref.settings.CorefSettings
-        The budget in force is then recorded in summary.json (``settings.gibbs_params``)
-        and in the key of the run.
+    Other samplers and an explicit ``factor_cache_mb`` are kept as they are
+    (:func:`coref.jobs.clusters.with_auto_budget`).
     """
-    gp = dict(settings.gibbs_params)
-    if settings.samplers[0] != "auto" or float(gp.get("factor_cache_mb", 0.0) or 0.0) > 0.0:
-        return settings
-    gp["factor_cache_mb"] = STREAM_FACTOR_CACHE_MB
-    return dataclasses.replace(settings, gibbs_params=tuple(sorted(gp.items())))
+    return with_auto_budget(settings, STREAM_FACTOR_CACHE_MB)
 
 
 def stream_key(path, fmt, settings, model_sha256, group_mentions):

@@ -94,11 +94,14 @@ def test_streamed_predict_equals_in_memory_predict(table, tmp_path, model_dir, g
     b = predict(path, model=model_dir, out=tmp_path / "str", progress=False, stream=True,
                 group_mentions=group_mentions)
     assert _bytes(tmp_path / "mem") == _bytes(tmp_path / "str")
-    if group_mentions == 15:        # and the in-memory default (256 MiB budget): every block fits both
-        c = predict(path, model=model_dir, out=tmp_path / "mem256", progress=False, stream=False)
-        assert _bytes(tmp_path / "mem256") == _bytes(tmp_path / "str")
+    if group_mentions == 15:        # and the in-memory default (1 GiB budget): every block fits both
+        from coref.jobs.predict import MEMORY_FACTOR_CACHE_MB
+
+        c = predict(path, model=model_dir, out=tmp_path / "mem1g", progress=False, stream=False)
+        assert _bytes(tmp_path / "mem1g") == _bytes(tmp_path / "str")
         assert b["settings"]["gibbs_params"] == {"factor_cache_mb": streaming.STREAM_FACTOR_CACHE_MB}
-        assert c["settings"]["gibbs_params"] == {}
+        assert c["settings"]["gibbs_params"] == {"factor_cache_mb": MEMORY_FACTOR_CACHE_MB}
+        assert (b["sampling"]["max_cached_n"], c["sampling"]["max_cached_n"]) == (4096, 11585)
     for k in ("n_mentions", "n_blocks", "n_clusters", "n_singletons", "n_factor_evals", "largest_clusters",
               "weakest_merges"):
         assert a[k] == b[k], k
@@ -185,7 +188,7 @@ def test_sampling_summary_of_a_tally_is_that_of_the_blocks(table, model_dir, tmp
     a = predict(path, model=model_dir, out=tmp_path / "mem", progress=False, stream=False)
     from coref.settings import make_settings
 
-    settings = make_settings("predict", sampler="auto")
+    settings = make_settings("predict", sampler="auto", gibbs_params=a["settings"]["gibbs_params"])
     blocks = a["sampling"]["blocks"]
     s = sampling_summary(settings, sampling_tally(blocks))
     assert s["text"] == a["sampling"]["text"] and s["n_blocks"] == a["sampling"]["n_blocks"]
@@ -281,7 +284,12 @@ def test_a_bad_file_leaves_no_block_groups_and_an_interrupted_run_says_where_the
 
 
 def test_stream_settings_give_auto_a_fixed_factor_matrix_budget():
+    from coref.jobs.clusters import with_auto_budget
     from coref.settings import make_settings
+
+    auto = make_settings("predict", sampler="auto")
+    assert dict(with_auto_budget(auto, 1024.0).gibbs_params) == {"factor_cache_mb": 1024.0}
+    assert with_auto_budget(auto, 1024.0).samplers == auto.samplers and auto.gibbs_params == ()
 
     auto = make_settings("predict", sampler="auto")
     got = streaming.stream_settings(auto)
