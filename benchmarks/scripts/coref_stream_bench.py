@@ -43,8 +43,17 @@ run                                         wall s    CPU s    peak MiB  B3 F1
 ==========================================  ========  =======  ========  =======
 predict 1M, streamed (20 groups)            1,423     301.5    843.5     0.8024
 add 10k onto it (653 blocks, 235,327 old)   92.0      19.1     1,187     0.8008
-predict 1M, streamed, --workers 2           (see the report of issue 29's D2 helper)
+predict 1M, streamed, --workers 2           1,625     414.8    834.8     0.8024
+10k one-name block, auto = cached exact     54.3      23.3     1,027     0.5050
+10k one-name block, racing (auto before)    2,360     292.2    --        0.5028
 ==========================================  ========  =======  ========  =======
+
+``--workers 2``: clusters.csv, mentions.parquet and blocks.csv byte-identical to one
+process; its wall 1.14x one process's, run right after it at a higher load (16-19 against
+12): no speed-up can be read from this pair (CPU: workers included, 1.38x). The 10k block
+(``/work/shared/checks/bigblock.py``'s cut, run in memory): ``auto`` now samples it from
+its 763 MiB matrix (in-memory budget 1 GiB, ``coref.jobs.predict.MEMORY_FACTOR_CACHE_MB``),
+12.5x less CPU than racing, which ``auto`` gave it under the 256 MiB budget.
 
 add / predict 1M: 6.3% of the CPU (6.5% of the wall; no old cluster id changed); the
 last session's 7.8%. The 2M run was not repeated (an hour at that load).
