@@ -50,7 +50,9 @@ predict 1M, streamed, --workers 2           1,625     414.8    834.8     0.8024
 
 ``--workers 2``: clusters.csv, mentions.parquet and blocks.csv byte-identical to one
 process; its wall 1.14x one process's, run right after it at a higher load (16-19 against
-12): no speed-up can be read from this pair (CPU: workers included, 1.38x). The 10k block
+12): no speed-up can be read from this pair (CPU: workers included, 1.38x). Interleaved
+at 01:48-01:59 (load 3-7), ``dask /tmp/D/s1m.parquet --repeats 1``: one process 262.0 s,
+849 MiB; ``--workers 2`` 216.5 s, 809 MiB: 0.826x, same clusters (target 0.65x). The 10k block
 (``/work/shared/checks/bigblock.py``'s cut, run in memory): ``auto`` now samples it from
 its 763 MiB matrix (in-memory budget 1 GiB, ``coref.jobs.predict.MEMORY_FACTOR_CACHE_MB``),
 12.5x less CPU than racing, which ``auto`` gave it under the 256 MiB budget.
