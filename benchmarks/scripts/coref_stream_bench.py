@@ -34,6 +34,38 @@ predict 1M, 1 process (load 4-5)       424.6     --       840       0.7788
 predict 1M, --workers 2 (load 2-5)     319.0     --       801       0.7788
 =====================================  ========  =======  ========  =======
 
+Measured 2026-11-27 01:05-01:40 (this tree: the streamed ``auto`` budget of 128 MiB,
+groups joined as they finish; the model of that day, so clusters and CPU differ from the
+table above), one run each under load average 12-19 from other jobs, ``nice /usr/bin/time -v``:
+
+==========================================  ========  =======  ========  =======
+run                                         wall s    CPU s    peak MiB  B3 F1
+==========================================  ========  =======  ========  =======
+predict 1M, streamed (20 groups)            1,423     301.5    843.5     0.8024
+add 10k onto it (653 blocks, 235,327 old)   92.0      19.1     1,187     0.8008
+predict 1M, streamed, --workers 2           1,625     414.8    834.8     0.8024
+10k one-name block, auto = cached exact     54.3      23.3     1,027     0.5050
+10k one-name block, racing (auto before)    2,360     292.2    --        0.5028
+==========================================  ========  =======  ========  =======
+
+``--workers 2``: clusters.csv, mentions.parquet and blocks.csv byte-identical to one
+process; its wall 1.14x one process's, run right after it at a higher load (16-19 against
+12): no speed-up can be read from this pair (CPU: workers included, 1.38x). Interleaved
+at 01:48-01:59 (load 3-7), ``dask /tmp/D/s1m.parquet --repeats 1``: one process 262.0 s,
+849 MiB; ``--workers 2`` 216.5 s, 809 MiB: 0.826x, same clusters (target 0.65x). The 10k block
+(``/work/shared/checks/bigblock.py``'s cut, run in memory): ``auto`` now samples it from
+its 763 MiB matrix (in-memory budget 1 GiB, ``coref.jobs.predict.MEMORY_FACTOR_CACHE_MB``),
+12.5x less CPU than racing, which ``auto`` gave it under the 256 MiB budget.
+
+add / predict 1M: 6.3% of the CPU (6.5% of the wall; no old cluster id changed); the
+last session's 7.8%. The 2M run was not repeated (an hour at that load).
+Budget of ``auto`` in a streamed run: 128 MiB (``STREAM_FACTOR_CACHE_MB``, n <= 4,096), so
+that the largest cached matrix no longer grows with the corpus (2M: 5,535^2 x 8 B = 234 MiB
+under 256 MiB, the 0.16 GiB of the 1.18x above); its price: blocks of 4,097-5,792
+mentions go to racing, which on the 5,535-mention ``s wang`` block of the 2M file took
+108 s of CPU against 7.4 s from the cached matrix (same B3 F1, 0.696 / 0.695); the 2M file
+has 9 such blocks.
+
 (The in-memory path at 1M, for comparison: about 3.1 GiB peak, issue 29.)
 Clusters: streamed 100k clusters.csv byte-identical to the in-memory path's (``cmp``;
 the shipped data stays in memory: /tmp/verify.sh SAME); add onto the

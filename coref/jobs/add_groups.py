@@ -88,12 +88,12 @@ def _old_encodings(d, blocks, touched, ids, model_info, vocabulary):
     touched = set(touched)
     groups = sorted({g for b, cell in zip(blocks["block"].tolist(), blocks["group"].tolist()) if b in touched
                      for g in _groups_of(cell)})
-    want = set(np.asarray(ids, dtype=object).astype(str).tolist())
+    want = pd.Index(np.asarray(ids, dtype=object).astype(str)).unique()
     parts, n = [], 0
     for g in groups:
         enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
                              vocabulary=vocabulary, check_digest=False)
-        keep = np.flatnonzero(np.fromiter((m in want for m in enc.mention_id.tolist()), bool, len(enc)))
+        keep = np.flatnonzero(pd.Index(np.asarray(enc.mention_id, dtype=object).astype(str)).isin(want))
         if len(keep):
             parts.append(enc.take(keep))
             n += len(keep)

@@ -9,6 +9,8 @@ unique across blocks (Chen & Ghahramani 2016, Sec. 5.3 and Appx. C.3).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -17,7 +19,7 @@ from coref.gibbs import FACTOR_CACHE_MB
 from coref.inference import infer_blocks
 
 __all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "sampler_choices", "sampling_budget",
-           "sampling_tally", "add_tallies", "sampling_summary"]
+           "sampling_tally", "add_tallies", "sampling_summary", "with_auto_budget"]
 
 
 def _mib(n):
@@ -67,6 +69,29 @@ def sampler_choices(results, settings):
     blocks = [{"block": r.block, "n_mentions": int(len(r.mention_id)), "sampler": r.block_sampler,
                "why": _why(sampler, r.block_sampler, len(r.mention_id), budget)} for r in results]
     return {**sampling_summary(settings, sampling_tally(blocks)), "blocks": blocks}
+
+
+def with_auto_budget(settings, mib):
+    """``settings`` with the factor-matrix budget ``mib`` (MiB) for ``--sampler auto`` when none was given.
+
+    Other samplers and an explicit ``factor_cache_mb`` are kept as they are (the same
+    object); the budget in force is recorded in the settings (summary.json, the key of a
+    run).
+
+    Parameters
+    ----------
+    settings : coref.settings.CorefSettings
+    mib : float > 0
+
+    Returns
+    -------
+    coref.settings.CorefSettings
+    """
+    gp = dict(settings.gibbs_params)
+    if settings.samplers[0] != "auto" or float(gp.get("factor_cache_mb", 0.0) or 0.0) > 0.0:
+        return settings
+    gp["factor_cache_mb"] = float(mib)
+    return dataclasses.replace(settings, gibbs_params=tuple(sorted(gp.items())))
 
 
 def sampling_budget(settings):

@@ -211,8 +211,8 @@ class _EncodingSource:
 
 def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, client, progress):
     """Gibbs on the blocks that hold old and new mentions, from the old clusters; ids into ``sampled``."""
-    # (a set: isin on pyarrow strings loops in Python)
-    in_touched = np.fromiter((b in touched_set for b in old.block_of.tolist()), bool, len(old.block_of))
+    # (object arrays: a hash-table isin; isin on pyarrow strings would loop in Python)
+    in_touched = pd.Index(old.block_of.to_numpy(dtype=object)).isin(list(touched_set))
     new_in = np.fromiter((b in touched_set for b in new["block"].tolist()), bool, len(new))
     feats = [c for c in new.columns if c != "gold"]
     part, enc_part, n_part_old = source.touched_part(in_touched, new, new_in, feats)
@@ -299,15 +299,18 @@ def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
     block = result.block
     mids = result.mention_id.astype(str)
     codes, _ = pd.factorize(result.cluster_id.astype(str))
+    sizes = np.bincount(codes)
+    first = np.full(len(sizes), len(codes))
+    np.minimum.at(first, codes, np.arange(len(codes)))
+    fast = _one_old_id_each(codes, mids, is_old, old_cid_of, len(sizes))
+    if fast is not None:
+        return _name_with_one_old_id_each(block, codes, fast, sizes, first, block_ids, used)
     # votes[c] = {old id: how many of its mentions final cluster c holds}
     votes = {}
     for c, m in zip(codes[is_old].tolist(), mids[is_old].tolist()):
         cnt = votes.setdefault(c, {})
         o = old_cid_of[m]
         cnt[o] = cnt.get(o, 0) + 1
-    sizes = np.bincount(codes)
-    first = np.full(len(sizes), len(codes))
-    np.minimum.at(first, codes, np.arange(len(codes)))
     k_next = next_cluster_k(block_ids, block)
     name_of = {}
     taken = set()
@@ -324,3 +327,40 @@ def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
         taken.add(choice)
         name_of[c] = choice
     return np.array([name_of[c] for c in codes], dtype=object)
+
+
+def _one_old_id_each(codes, mids, is_old, old_cid_of, n_clusters):
+    """The old id of each final cluster (None where it holds no old mention) when no final
+    cluster holds old mentions of two old clusters and no old cluster is split between two
+    final ones (old mentions fixed: always); else None."""
+    if not is_old.any():
+        return np.full(n_clusters, None, dtype=object)
+    old_ids = np.array([old_cid_of[m] for m in mids[is_old].tolist()], dtype=object)
+    k, uniq = pd.factorize(old_ids)
+    c = codes[is_old]
+    lo = np.full(n_clusters, len(uniq), dtype=np.int64)
+    hi = np.full(n_clusters, -1, dtype=np.int64)
+    np.minimum.at(lo, c, k)
+    np.maximum.at(hi, c, k)
+    has = hi >= 0
+    if (lo[has] != hi[has]).any() or len(np.unique(lo[has])) != int(has.sum()):
+        return None
+    out = np.full(n_clusters, None, dtype=object)
+    out[has] = np.asarray(uniq, dtype=object)[lo[has]]
+    return out
+
+
+def _name_with_one_old_id_each(block, codes, old_id, sizes, first, block_ids, used):
+    """:func:`name_final_clusters` when each final cluster holds old mentions of at most one
+    old cluster: the same ids, without the votes (each old id is the only one its cluster
+    can take, and no two clusters want it)."""
+    name_of = old_id.copy()
+    k_next = next_cluster_k(block_ids, block)
+    for c in np.lexsort((first, -sizes)):
+        if name_of[c] is None:
+            while f"{block}/{k_next}" in used:
+                k_next += 1
+            name_of[c] = f"{block}/{k_next}"
+            used.add(name_of[c])
+            k_next += 1
+    return name_of[codes]

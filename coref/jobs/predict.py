@@ -19,13 +19,23 @@ import time
 from coref.inference import executor_context
 from coref.inputs import input_paths, load_input, resolve_model, stream_source
 from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, STREAM_MIN_MENTIONS, estimated_rows
-from coref.jobs.clusters import predict_clusters
+from coref.jobs.clusters import predict_clusters, with_auto_budget
 from coref.jobs.result import ClusteringResult
 from coref.jobs.writing import write_confidence, write_outputs
 from coref.outputs import ENCODINGS_FILE, OutputDir, mentions_checksum, write_encodings
 from coref.settings import check_memory_mb, check_nonnegative, make_settings
 
-__all__ = ["predict", "cache_params", "certify_budget", "clustering_summary"]
+__all__ = ["predict", "cache_params", "certify_budget", "clustering_summary", "MEMORY_FACTOR_CACHE_MB"]
+
+
+#: Factor-matrix budget (MiB) of ``--sampler auto`` in a run that holds its corpus in memory
+#: (not streamed) when no ``--factor-cache-mb`` is given: blocks of up to 11,585 mentions
+#: are sampled from their cached n x n matrix. Measured with the model of 2026-11-27:
+#: racing took 108 s of CPU on a 5,535-mention synthetic name block that the cached
+#: matrix (234 MiB) samples in 7.4 s, and minutes on the 10,000-mention one-name block of
+#: ``benchmarks/scripts/coref_auto_sampler.py`` (763 MiB) where cached exact takes seconds;
+#: the matrix is small beside a corpus held in memory.
+MEMORY_FACTOR_CACHE_MB = 1024.0
 
 
 def cache_params(factor_cache_mb):
@@ -88,8 +98,8 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         Output directory (locked while written, manifest last).
     sampler : {"auto", "racing", "exact"}, default "auto"
         Gibbs conditional sampler.  ``"auto"``: per block, exact Gibbs from the block's
-        cached n x n factor matrix when it fits ``factor_cache_mb`` (256 MiB,
-        :data:`coref.gibbs.FACTOR_CACHE_MB`, when 0: blocks of up to 5,792 mentions),
+        cached n x n factor matrix when it fits ``factor_cache_mb`` (when 0: 1 GiB,
+        blocks of up to 11,585 mentions, in memory; 128 MiB, 4,096 mentions, streamed),
         racing for larger blocks; summary.json ``sampling`` and report.md say which
         block got which and why.  On the shipped data every block fits and ``"auto"``
         is the fastest (``benchmarks/scripts/coref_auto_sampler.py``).
@@ -107,8 +117,11 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
     factor_cache_mb : float >= 0
         Exact and auto samplers: sample each block whose n x n factor matrix fits this
         many MiB from the matrix (:class:`coref.gibbs.GibbsCoref` ``factor_cache_mb``;
-        same clusters, factors evaluated once per block).  0 = off for exact, 256 MiB
-        for auto.
+        same clusters, factors evaluated once per block).  0 = off for exact; for
+        auto :data:`MEMORY_FACTOR_CACHE_MB` (1 GiB, blocks of up to 11,585 mentions),
+        128 MiB (blocks of up to 4,096 mentions) in a streamed run
+        (:data:`coref.jobs.streaming.STREAM_FACTOR_CACHE_MB`, so that its peak memory
+        does not grow with the corpus).
 
     Returns
     -------
@@ -143,6 +156,7 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         if source is None or confidence:
             raise ValueError("stream=True needs one CSV or Parquet file as data and no confidence")
         return _predict_streamed(source, od, model, settings, progress=progress, group_mentions=group_mentions, t0=t0)
+    settings = with_auto_budget(settings, MEMORY_FACTOR_CACHE_MB)
     with od.preparing():                 # every input is read before --out is touched
         fitted, _, model_info = resolve_model(model)
         df, desc = load_input(data, format=settings.format, strict=settings.strict, command="predict")
@@ -180,10 +194,11 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
 
 def _predict_streamed(source, od, model, settings, *, progress, group_mentions, t0):
     """:func:`predict` of one CSV / Parquet file, block group by block group."""
-    from coref.jobs.streaming import predict_groups, remove_checkpoint, write_group_outputs
+    from coref.jobs.streaming import predict_groups, remove_checkpoint, stream_settings, write_group_outputs
     from coref.outputs import sha256_file
 
     path, fmt = source
+    settings = stream_settings(settings)     # a factor-matrix budget independent of the corpus
     with od.preparing():
         fitted, _, model_info = resolve_model(model)
     with od:

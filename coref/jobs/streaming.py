@@ -3,8 +3,10 @@
 For one CSV / Parquet file (:func:`coref.inputs.stream_source`) :func:`predict_groups`
 reads the table in batches into block groups (:func:`coref.inputs.partition_input`),
 then clusters one group at a time (:func:`cluster_group`: encoding, Gibbs and the
-group's pieces of every output), in this process or as Dask tasks, and finally joins the
-pieces into the output files. Every block is clustered as by the in-memory path (block
+group's pieces of every output), in this process or as Dask tasks (costliest groups
+first), and joins each finished group's pieces into the output files at once
+(:class:`coref.jobs.stream_assembly.GroupAssembly`: on Dask while the workers sample
+the next groups; clusters.csv once all are in). Every block is clustered as by the in-memory path (block
 ``b`` with ``coref.gibbs.block_rng(seed, b)``, its mentions encoded one by one), so
 clusters.csv is the same file, rows in input order.
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -33,26 +34,42 @@ import pandas as pd
 
 from coref.executors import progress_bar, run_on_dask
 from coref.inputs import as_object_text, partition_input
-from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, ROWS_FILE, mention_schema, read_group
-from coref.jobs.clusters import add_tallies, predict_clusters, sampling_summary, sampling_tally
+from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, mention_schema, read_group
+from coref.jobs.clusters import add_tallies, predict_clusters, sampling_summary, sampling_tally, with_auto_budget
+from coref.jobs.stream_assembly import BLOCKS_FILE, PARTS, GroupAssembly, encodings_file, piece
 from coref.margins import weakest_merges
-from coref.outputs import CHECKPOINT_DIR, sha256_file, write_encodings
+from coref.outputs import CHECKPOINT_DIR, write_encodings
 from coref.outputs.directory import write_npz
 from coref.outputs.report import largest_clusters, render_predict_md, write_json, write_loader_log
 from sampling.utils.atomic import atomic_open, atomic_write_text
 
-__all__ = ["predict_groups", "cluster_group", "stream_key", "encodings_file", "write_group_outputs", "BLOCKS_FILE", "N_SHOWN"]
+__all__ = ["predict_groups", "cluster_group", "stream_key", "encodings_file", "write_group_outputs", "stream_settings",
+           "BLOCKS_FILE", "N_SHOWN", "STREAM_FACTOR_CACHE_MB"]
 
-#: Per-block detail of the sampler used: block, n_mentions, group, sampler, why.
-BLOCKS_FILE = "blocks.csv"
 #: Rows of the largest clusters and weakest merges shown in the summary and report.
 N_SHOWN = 10
-_PARTS = "parts"
+#: Mentions of a block that cost as much as one pair of it, about (encoding vs Gibbs, the
+#: 200k synthetic profile): the work of a group is sum n_b + n_b^2 / this, which orders the
+#: groups on Dask (costliest first), never their clusters.
+PAIRS_PER_MENTION_COST = 256.0
+
+#: Factor-matrix budget (MiB) of ``--sampler auto`` in a streamed run when no
+#: ``--factor-cache-mb`` is given: blocks of up to 4,096 mentions are sampled from their
+#: cached n x n matrix, larger ones by racing. A fixed budget makes the peak memory of a
+#: streamed run independent of the corpus size: the matrix of the largest cached block is
+#: at most this much however large the largest block grows with the corpus (1M synthetic
+#: mentions: largest block 4,081 = 127 MiB; 2M: 7,769, whose matrix would be 460 MiB and
+#: under the in-memory budget of 256 MiB the next largest, 5,535, 234 MiB).
+STREAM_FACTOR_CACHE_MB = 128.0
 
 
-def encodings_file(g):
-    """Output file name of block group ``g``'s encodings."""
-    return f"encodings-g{int(g):05d}.npz"
+def stream_settings(settings):
+    """``settings`` of a streamed run: ``auto`` without a factor-matrix budget gets :data:`STREAM_FACTOR_CACHE_MB`.
+
+    Other samplers and an explicit ``factor_cache_mb`` are kept as they are
+    (:func:`coref.jobs.clusters.with_auto_budget`).
+    """
+    return with_auto_budget(settings, STREAM_FACTOR_CACHE_MB)
 
 
 def stream_key(path, fmt, settings, model_sha256, group_mentions):
@@ -61,10 +78,6 @@ def stream_key(path, fmt, settings, model_sha256, group_mentions):
     body = json.dumps([settings.key(), model_sha256, str(Path(path).resolve()), fmt, st.st_size, st.st_mtime_ns,
                        int(group_mentions)])
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
-
-
-def _piece(root, g, what):
-    return Path(root) / f"g{int(g):05d}.{what}"
 
 
 def _json_default(o):
@@ -89,7 +102,7 @@ def cluster_group(root, g, model, settings, drop_rows, model_sha256):
     import pyarrow.parquet as pq
 
     root = Path(root)
-    df = read_group(root / _PARTS, g, drop_rows=drop_rows)
+    df = read_group(root / PARTS, g, drop_rows=drop_rows)
     rows = df.pop("row").to_numpy(dtype=np.int64)
     df = as_object_text(df)
     info = {"group": int(g), "n_mentions": int(len(df)), "n_blocks": 0, "n_clusters": 0, "n_singletons": 0,
@@ -101,7 +114,7 @@ def cluster_group(root, g, model, settings, drop_rows, model_sha256):
         clusters, stats = predict_clusters(df, model, settings, return_encodings=True)
         cid = clusters["cluster_id"].to_numpy(dtype=object).astype(str)
         k = np.char.rpartition(cid, "/")[:, 2].astype(np.int32)
-        write_encodings(_piece(root, g, "enc.npz"), stats["encodings"], model_sha256=model_sha256)
+        write_encodings(piece(root, g, "enc.npz"), stats["encodings"], model_sha256=model_sha256)
         sizes = clusters["cluster_id"].value_counts()
         largest = largest_clusters(df, clusters, n_largest=N_SHOWN)
         first = pd.Series(rows).groupby(clusters["cluster_id"].to_numpy()).min()
@@ -114,27 +127,27 @@ def cluster_group(root, g, model, settings, drop_rows, model_sha256):
                     n_singletons=int((sizes == 1).sum()), n_factor_evals=int(stats["n_factor_evals"]),
                     gibbs_wall_s=float(stats["gibbs_wall_s"]), largest=largest.to_dict("records"),
                     weakest=weakest.to_dict("records"), tally=sampling_tally(sampling["blocks"]))
-    write_npz(_piece(root, g, "rows.npz"), {"row": rows, "k": k})
+    write_npz(piece(root, g, "rows.npz"), {"row": rows, "k": k})
     out = df.copy()
     out["year"] = out["year"].astype("Int64")
     table = pa.Table.from_pandas(out, schema=mention_schema(), preserve_index=False)
-    with atomic_open(_piece(root, g, "mentions.parquet"), "wb") as fh:
+    with atomic_open(piece(root, g, "mentions.parquet"), "wb") as fh:
         pq.write_table(table, fh)
-    with atomic_open(_piece(root, g, "blocks.csv"), "w", newline="") as fh:
+    with atomic_open(piece(root, g, "blocks.csv"), "w", newline="") as fh:
         blocks.to_csv(fh, index=False)
-    atomic_write_text(_piece(root, g, "json"), json.dumps(info, default=_json_default, allow_nan=False))
+    atomic_write_text(piece(root, g, "json"), json.dumps(info, default=_json_default, allow_nan=False))
     return info
 
 
 def _finished(root, g):
     """The ``.json`` piece of a finished group, or None."""
-    p = _piece(root, g, "json")
+    p = piece(root, g, "json")
     if not p.is_file():
         return None
     with contextlib.suppress(OSError, ValueError):
         info = json.loads(p.read_text(encoding="utf-8"))
         need = ("rows.npz", "mentions.parquet", "blocks.csv") + (("enc.npz",) if info.get("n_mentions") else ())
-        if all(_piece(root, g, w).is_file() for w in need):
+        if all(piece(root, g, w).is_file() for w in need):
             return info
     return None
 
@@ -148,14 +161,16 @@ def _prepare(root, path, fmt, settings, group_mentions, batch_rows):
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     try:
-        plan, part, desc = partition_input(path, fmt, root / _PARTS, strict=settings.strict,
+        plan, part, desc = partition_input(path, fmt, root / PARTS, strict=settings.strict,
                                            group_mentions=group_mentions, batch_rows=batch_rows,
                                            given_format=settings.format)
     except BaseException:          # a partition cut short cannot be resumed: nothing is kept
         remove_checkpoint(root)
         raise
+    sizes = plan.sizes.astype(np.float64)
+    work = np.bincount(plan.group, weights=sizes + sizes**2 / PAIRS_PER_MENTION_COST, minlength=plan.n_groups)
     state = {"n_rows": plan.n_rows, "n_groups": plan.n_groups, "n_kept": part.n_kept,
-             "group_sizes": plan.group_sizes().tolist(), "duplicates": part.duplicates.tolist(), "desc": desc}
+             "group_sizes": plan.group_sizes().tolist(), "group_work": work.tolist(), "duplicates": part.duplicates.tolist(), "desc": desc}
     atomic_write_text(done, json.dumps(state, default=_json_default))
     return state, False
 
@@ -204,11 +219,20 @@ def predict_groups(path, fmt, od, model, model_info, settings, *, client=None, p
     drop = np.asarray(state["duplicates"], dtype=np.int64)
     infos = {g: info for g in range(n_groups) if (info := _finished(root, g)) is not None}
     n_reused = len(infos)
-    todo = sorted((g for g in range(n_groups) if g not in infos), key=lambda g: -state["group_sizes"][g])
+    work = state.get("group_work", state["group_sizes"])
+    # costliest first (on Dask: the last groups to finish are small ones)
+    todo = sorted((g for g in range(n_groups) if g not in infos), key=lambda g: -work[g])
     sha = model_info["model_json_sha256"]
-    with progress_bar(sum(state["group_sizes"][g] for g in todo), "gibbs (block groups)", progress) as bar:
+    # the output files are joined from each group as it finishes (on Dask: while the
+    # workers sample the next ones), clusters.csv once all are in
+    with GroupAssembly(od, root, state["n_rows"], n_groups) as joined, \
+            progress_bar(sum(state["group_sizes"][g] for g in todo), "gibbs (block groups)", progress) as bar:
+        for g in sorted(infos):
+            joined.add(g)
+
         def done(info):
             infos[info["group"]] = info
+            joined.add(info["group"])
             bar.update(state["group_sizes"][info["group"]])
 
         if client is None:
@@ -217,7 +241,8 @@ def predict_groups(path, fmt, od, model, model_info, settings, *, client=None, p
         elif todo:
             remote = client.scatter(model, broadcast=True, hash=False)
             run_on_dask(client, [(cluster_group, (str(root), g, remote, settings, drop, sha),
-                                  state["group_sizes"][g]) for g in todo], done)
+                                  int(work[g])) for g in todo], done)
+        joined.finish()
     groups = [infos[g] for g in range(n_groups)]
     tally = sampling_tally([])
     for info in groups:
@@ -242,48 +267,7 @@ def predict_groups(path, fmt, od, model, model_info, settings, *, client=None, p
                "streaming": {"n_groups": n_groups, "group_mentions": int(group_mentions),
                              "groups_resumed": n_reused, "partition_resumed": bool(resumed),
                              "n_duplicates": int(len(drop))}}
-    _join_pieces(od, root, state, n_groups)
     return summary, (largest, weakest if len(weakest) else None, log, root)
-
-
-def _join_pieces(od, root, state, n_groups):
-    """clusters.csv (input order), mentions.parquet, blocks.csv and the encodings files from the pieces."""
-    import pyarrow.parquet as pq
-
-    knum = np.full(state["n_rows"], -1, dtype=np.int32)
-    for g in range(n_groups):
-        with np.load(_piece(root, g, "rows.npz"), allow_pickle=False) as z:
-            knum[z["row"]] = z["k"]
-    with atomic_open(od.path("clusters.csv"), "w", newline="") as fh:
-        header = True
-        for batch in pq.ParquetFile(root / _PARTS / ROWS_FILE).iter_batches(
-                batch_size=BATCH_ROWS, columns=["mention_id", "block", "gold", "row"]):
-            frame = batch.to_pandas()
-            k = knum[frame["row"].to_numpy()]
-            keep = k >= 0
-            frame = frame.loc[keep]
-            out = pd.DataFrame({"mention_id": frame["mention_id"].to_numpy(dtype=object),
-                                "block": frame["block"].to_numpy(dtype=object)})
-            out["cluster_id"] = out["block"] + "/" + pd.Series(k[keep]).astype(str).to_numpy(dtype=object)
-            out["gold"] = pd.array(frame["gold"].to_numpy(dtype=object), dtype="string")
-            out.to_csv(fh, index=False, header=header)
-            header = False
-    del knum
-    with pq.ParquetWriter(od.path("mentions.parquet"), mention_schema()) as writer:
-        for g in range(n_groups):
-            writer.write_table(pq.read_table(_piece(root, g, "mentions.parquet")))
-    with atomic_open(od.path(BLOCKS_FILE), "w", newline="") as fh:
-        for g in range(n_groups):
-            text = _piece(root, g, "blocks.csv").read_text(encoding="utf-8")
-            fh.write(text if g == 0 else text.split("\n", 1)[1])
-    for g in range(n_groups):
-        src = _piece(root, g, "enc.npz")
-        if src.is_file():
-            dst = od.path(encodings_file(g))
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copyfile(src, dst)
 
 
 def write_group_outputs(od, summary, largest, weakest, log, *, title):

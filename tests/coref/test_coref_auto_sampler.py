@@ -76,14 +76,15 @@ def test_racing_still_gives_racing_gibbs_clusters_and_auto_the_exact_ones(tmp_pa
     # the command line's default is auto: exact Gibbs from the cached matrix, the exact sampler's clusters
     capsys.readouterr()
     assert coref.cli.main(["predict", "--data", str(NELSON), "--out", str(tmp_path / "a"), "--quiet"]) == 0
-    assert "Sampler `auto`: 1 block exact Gibbs from the cached factor matrix (n <= 5,792: matrix <= 256 MiB)." \
+    # (in memory: coref.jobs.predict.MEMORY_FACTOR_CACHE_MB)
+    assert "Sampler `auto`: 1 block exact Gibbs from the cached factor matrix (n <= 11,585: matrix <= 1024 MiB)." \
         in capsys.readouterr().out
     exact = predict(NELSON, out=tmp_path / "e", sampler="exact", progress=False)
     assert _cluster_numbers(tmp_path / "a") == _cluster_numbers(tmp_path / "e")
     auto = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert auto["settings"]["samplers"] == ["auto"]
     assert auto["sampling"]["blocks"] == [{"block": "David_Nelson", "n_mentions": 20, "sampler": "exact-cached",
-                                           "why": "factor matrix 0.00305 MiB <= budget 256 MiB"}]
+                                           "why": "factor matrix 0.00305 MiB <= budget 1024 MiB"}]
     assert auto["n_factor_evals"] < exact["n_factor_evals"]          # the matrix: each factor once
     assert exact["sampling"]["blocks"][0]["why"] == "--sampler exact without --factor-cache-mb"
 

@@ -88,10 +88,20 @@ def test_bad_records_and_duplicates_are_skipped_as_the_loader_does(table, tmp_pa
 @pytest.mark.parametrize("group_mentions", [1, 15, 1000])
 def test_streamed_predict_equals_in_memory_predict(table, tmp_path, model_dir, group_mentions):
     path = write_mentions(table, tmp_path / "m.parquet")
-    a = predict(path, model=model_dir, out=tmp_path / "mem", progress=False, stream=False)
+    # (the in-memory run given the streamed run's factor-matrix budget: the same sampling text)
+    a = predict(path, model=model_dir, out=tmp_path / "mem", progress=False, stream=False,
+                factor_cache_mb=streaming.STREAM_FACTOR_CACHE_MB)
     b = predict(path, model=model_dir, out=tmp_path / "str", progress=False, stream=True,
                 group_mentions=group_mentions)
     assert _bytes(tmp_path / "mem") == _bytes(tmp_path / "str")
+    if group_mentions == 15:        # and the in-memory default (1 GiB budget): every block fits both
+        from coref.jobs.predict import MEMORY_FACTOR_CACHE_MB
+
+        c = predict(path, model=model_dir, out=tmp_path / "mem1g", progress=False, stream=False)
+        assert _bytes(tmp_path / "mem1g") == _bytes(tmp_path / "str")
+        assert b["settings"]["gibbs_params"] == {"factor_cache_mb": streaming.STREAM_FACTOR_CACHE_MB}
+        assert c["settings"]["gibbs_params"] == {"factor_cache_mb": MEMORY_FACTOR_CACHE_MB}
+        assert (b["sampling"]["max_cached_n"], c["sampling"]["max_cached_n"]) == (4096, 11585)
     for k in ("n_mentions", "n_blocks", "n_clusters", "n_singletons", "n_factor_evals", "largest_clusters",
               "weakest_merges"):
         assert a[k] == b[k], k
@@ -178,7 +188,7 @@ def test_sampling_summary_of_a_tally_is_that_of_the_blocks(table, model_dir, tmp
     a = predict(path, model=model_dir, out=tmp_path / "mem", progress=False, stream=False)
     from coref.settings import make_settings
 
-    settings = make_settings("predict", sampler="auto")
+    settings = make_settings("predict", sampler="auto", gibbs_params=a["settings"]["gibbs_params"])
     blocks = a["sampling"]["blocks"]
     s = sampling_summary(settings, sampling_tally(blocks))
     assert s["text"] == a["sampling"]["text"] and s["n_blocks"] == a["sampling"]["n_blocks"]
@@ -271,3 +281,34 @@ def test_a_bad_file_leaves_no_block_groups_and_an_interrupted_run_says_where_the
         predict(path, model=model_dir, out=tmp_path / "o", progress=False, stream=True, group_mentions=9)
     assert "run the same command again to resume" in " ".join(e.value.__notes__)
     assert len(list((tmp_path / "o" / ".checkpoint").glob("stream-*/plan.json"))) == 1
+
+
+def test_stream_settings_give_auto_a_fixed_factor_matrix_budget():
+    from coref.jobs.clusters import with_auto_budget
+    from coref.settings import make_settings
+
+    auto = make_settings("predict", sampler="auto")
+    assert dict(with_auto_budget(auto, 1024.0).gibbs_params) == {"factor_cache_mb": 1024.0}
+    assert with_auto_budget(auto, 1024.0).samplers == auto.samplers and auto.gibbs_params == ()
+
+    auto = make_settings("predict", sampler="auto")
+    got = streaming.stream_settings(auto)
+    assert dict(got.gibbs_params) == {"factor_cache_mb": streaming.STREAM_FACTOR_CACHE_MB}
+    assert got.key() != auto.key() and got.gibbs_kwargs("auto")["factor_cache_mb"] == 128.0
+    given = make_settings("predict", sampler="auto", gibbs_params={"factor_cache_mb": 300.0})
+    racing = make_settings("predict", sampler="racing")
+    assert streaming.stream_settings(given) is given and streaming.stream_settings(racing) is racing
+
+
+def test_blocks_over_the_stream_budget_are_sampled_by_racing(table, tmp_path, model_dir, monkeypatch):
+    path = write_mentions(table, tmp_path / "m.parquet")
+    sizes = table.groupby("block").size()
+    n_cut = int(sizes[sizes > 1].min())     # blocks of more than n_cut mentions: over the budget
+    monkeypatch.setattr(streaming, "STREAM_FACTOR_CACHE_MB", 8.0 * n_cut * n_cut / 2.0**20)
+    b = predict(path, model=model_dir, out=tmp_path / "str", progress=False, stream=True, group_mentions=15)
+    blocks = pd.read_csv(tmp_path / "str" / "blocks.csv", keep_default_na=False)
+    assert (blocks["n_mentions"] > n_cut).any() and (blocks["n_mentions"] <= n_cut).any()
+    want = np.where((blocks["n_mentions"] > n_cut) | (blocks["n_mentions"] == 1), "racing", "exact-cached")
+    assert blocks["sampler"].tolist() == want.tolist()
+    assert blocks.loc[blocks["n_mentions"] > n_cut, "why"].str.contains("over the budget").all()
+    assert b["sampling"]["max_cached_n"] == n_cut
