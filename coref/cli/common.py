@@ -134,10 +134,11 @@ def add_common_arguments(parser):
     add_gibbs_arguments(parser, default="auto",
                         sampler_help="Gibbs sampler (default auto); auto: exact Gibbs from the cached "
                                              "factor matrix for each block whose matrix fits --factor-cache-mb "
-                                             "(256 MiB when not given), racing for larger blocks")
+                                             "(when not given: predict 1024 MiB, streamed predict 128, add "
+                                             "256), racing for larger blocks")
     add_executor_arguments(parser, scheduler_help="run blocks on this Dask scheduler")
     parser.add_argument("--factor-cache-mb", type=float, default=0.0, metavar="MB",
                         help="exact and auto samplers: sample each block whose n x n factor matrix fits "
                              "MB MiB from the matrix (same clusters, factors evaluated once; default 0: "
-                             "off for exact, 256 for auto)")
+                             "off for exact; for auto 1024 in predict, 128 in a streamed predict, 256 in add)")
     add_flag_arguments(parser)
