@@ -243,7 +243,7 @@ def cut_thin_groups(groups, ptr, ids, tau=CUT_CONDUCTANCE, min_part=MIN_CUT_PART
     on aminer_na no group is cut (precision 0.998, recall 0.486). ``tau`` 0.03 cuts the dev group
     above (best cut 0.02-0.03) and none of the single-author groups of aminer_na (the thinnest,
     David_E._Goldberg's 182 and Jim_Gray's 111 mentions, at 0.03-0.04); 0.05 cut those two and
-    scored 0.001-0.003 lower in B3 F1 on four of five grouped-CV folds.
+    scored 0.0001-0.003 lower in B3 F1 on each of the four grouped-CV folds it was run on.
 
     Parameters
     ----------
