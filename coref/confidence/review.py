@@ -24,6 +24,14 @@ evidence             the largest pairwise-factor terms between the mention and t
                      terms; block-level and missing-information terms left out); empty
                      for a singleton and below the first ``max_evidence`` rows
 evidence_competing   the same terms towards the members of the competing cluster
+cluster_fit          how the mention sits in its cluster, from the cluster-structure columns
+                     (:mod:`coref.confidence.structure`), when the confidence frame has them:
+                     the profiles it fits worse than the cluster's typical member (``title
+                     -0.21``: its cosine to the cluster's title profile minus the typical
+                     member's), the share of its links the pairwise model rejects (f < 0), a
+                     single strong link holding it, and its distance in years from the
+                     cluster's median year; empty when none stands out, for singletons and
+                     below the first ``max_evidence`` rows
 ==================== =====================================================================
 """
 from __future__ import annotations
@@ -37,7 +45,9 @@ from coref.factors.names import FEATURE_NAMES
 __all__ = ["REVIEW_COLUMNS", "review_table", "DEFAULT_MAX_EVIDENCE"]
 
 REVIEW_COLUMNS = ("rank", "mention_id", "block", "cluster_id", "cluster_size", "confidence", "expected_errors", "p",
-                  "competing_cluster", "p_competing", "evidence", "evidence_competing")
+                  "competing_cluster", "p_competing", "evidence", "evidence_competing", "cluster_fit")
+#: a profile is named in ``cluster_fit`` when the mention's fit is this much below the typical member's
+FIT_MARGIN = 0.1
 #: rows (from the top of the queue) that get their evidence terms
 DEFAULT_MAX_EVIDENCE = 100
 _TOP_TERMS = 3
@@ -76,7 +86,7 @@ def review_table(model, df, confidence_df, *, encodings=None, max_evidence=DEFAU
     miss = [c for c in need if c not in confidence_df.columns]
     if miss:
         raise ValueError(f"the confidence frame is missing the column(s) {miss}")
-    q = confidence_df[list(need)].copy()
+    q = confidence_df[list(need) + [c for c in _FIT_COLUMNS if c in confidence_df.columns]].copy()
     q["mention_id"] = q["mention_id"].astype(str)
     q["cluster_id"] = q["cluster_id"].astype(str)
     q["block"] = q["block"].astype(str)
@@ -88,10 +98,40 @@ def review_table(model, df, confidence_df, *, encodings=None, max_evidence=DEFAU
     q["competing_cluster"] = q["competing_cluster"].fillna("").astype(str)
     q["evidence"] = ""
     q["evidence_competing"] = ""
+    q["cluster_fit"] = ""
     top = q.head(int(max_evidence))
     if len(top):
         _fill_evidence(model, df, q, top, encodings)
+        if all(c in q.columns for c in _FIT_COLUMNS):
+            q.loc[top.index, "cluster_fit"] = [cluster_fit_text(r) for r in top[list(_FIT_COLUMNS)].itertuples()]
     return q[list(REVIEW_COLUMNS)]
+
+
+_FIT_COLUMNS = ("rel_title", "rel_venue", "rel_coauthor", "rel_topic", "neg_share", "single_link", "year_dev",
+                "cluster_size")
+
+
+def cluster_fit_text(r):
+    """The ``cluster_fit`` text of one mention from its structure columns (module docstring).
+
+    ``r`` has the attributes ``rel_title``, ``rel_venue``, ``rel_coauthor``, ``rel_topic``,
+    ``neg_share``, ``single_link``, ``year_dev`` and ``cluster_size``; returns "" for a
+    singleton or when nothing stands out.
+    """
+    if int(r.cluster_size) < 2:
+        return ""
+    parts = []
+    worse = [f"{v} {float(getattr(r, 'rel_' + v)):+.2f}" for v in ("title", "venue", "coauthor", "topic")
+             if float(getattr(r, "rel_" + v)) <= -FIT_MARGIN]
+    if worse:
+        parts.append("fits worse than its typical member: " + ", ".join(worse))
+    if float(r.neg_share) > 0:
+        parts.append(f"{float(r.neg_share):.0%} of its links rejected (f < 0)")
+    if float(r.single_link) > 0:
+        parts.append("held by a single strong link")
+    if float(r.year_dev) >= 1.0:
+        parts.append(f"{10 * float(r.year_dev):.0f} years from the cluster's median year")
+    return "; ".join(parts)
 
 
 def _fill_evidence(model, df, q, top, encodings):

@@ -66,7 +66,8 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     ``clusters`` with the reported ``cluster_id`` (a copy; the other columns as given).
     """
     try:   # (an optional part: imported when asked for)
-        from coref.confidence import assignment_confidence, review_table, write_confidence_report
+        from coref.confidence import (CONFIDENCE_COLUMNS, assignment_confidence, review_table,
+                                      write_confidence_report)
     except ImportError as exc:
         raise RuntimeError(f"--confidence needs coref.confidence, which is not available here ({exc})") from None
 
@@ -74,13 +75,14 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     cache = None if encodings is None else EncodingCache(model, parts=encodings, part_ids=df["mention_id"].to_numpy())
     conf, pairs = assignment_confidence(model, features, clusters[["mention_id", "block", "cluster_id"]],
                                         delta=settings.delta, rng=settings.seed, encodings=cache,
-                                        certify_seconds=certify_seconds, point_estimate=point_estimate)
+                                        certify_seconds=certify_seconds, point_estimate=point_estimate,
+                                        keep_features=True)   # the structure columns, for review.csv
     reported = conf.set_index(conf["mention_id"].astype(str))["cluster_id"]
     new_ids = clusters["mention_id"].astype(str).map(reported).to_numpy()
     n_moved = int((new_ids != clusters["cluster_id"].astype(str).to_numpy()).sum())
     clusters = clusters.assign(cluster_id=new_ids)
     certify = dict(conf.attrs.get("certify") or {})
-    write_csv(od.path("confidence.csv"), conf)
+    write_csv(od.path("confidence.csv"), conf[list(CONFIDENCE_COLUMNS)])
     write_csv(od.path("pairs.csv"), pairs)
     write_csv(od.path("review.csv"), review_table(model, features, conf, encodings=cache))
     before = {p.name for p in od.work.iterdir()}

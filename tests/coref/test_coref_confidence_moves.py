@@ -276,3 +276,32 @@ def test_repair_and_review_on_a_block():
 
 def test_set_partitions_helper_counts():
     assert sum(1 for _ in set_partitions(list(range(4)))) == 15
+
+
+def test_review_cluster_fit_names_what_stands_out():
+    """``cluster_fit`` (review.csv): exact texts on constructed rows, and filled from the structure
+    columns of a keep_features confidence frame only (empty without them and below max_evidence)."""
+    from types import SimpleNamespace
+
+    from coref.confidence.review import FIT_MARGIN, cluster_fit_text
+
+    row = dict(rel_title=-0.21, rel_venue=-0.05, rel_coauthor=-FIT_MARGIN, rel_topic=0.3, neg_share=0.5,
+               single_link=1.0, year_dev=1.7, cluster_size=3)
+    assert cluster_fit_text(SimpleNamespace(**row)) == (
+        "fits worse than its typical member: title -0.21, coauthor -0.10; 50% of its links rejected (f < 0); "
+        "held by a single strong link; 17 years from the cluster's median year")
+    quiet = dict(row, rel_title=0.0, rel_coauthor=-0.09, neg_share=0.0, single_link=0.0, year_dev=0.9)
+    assert cluster_fit_text(SimpleNamespace(**quiet)) == ""
+    assert cluster_fit_text(SimpleNamespace(**dict(row, cluster_size=1))) == ""
+
+    df = _df(16, n_blocks=2, seed=3)
+    feats = df.drop(columns="gold")
+    cl = _clusters(df, np.arange(len(df)) % 3)
+    conf, _ = assignment_confidence(_model(), feats, cl, rng=0, keep_features=True)
+    rv = review_table(_model(), feats, conf, max_evidence=6)
+    want = [cluster_fit_text(r) for r in conf.set_index("mention_id").loc[rv["mention_id"].head(6)].assign(
+        cluster_size=rv["cluster_size"].head(6).to_numpy()).itertuples()]
+    assert rv["cluster_fit"].head(6).tolist() == want
+    assert any(want) and (rv["cluster_fit"].iloc[6:] == "").all()
+    plain, _ = assignment_confidence(_model(), feats, cl, rng=0)
+    assert (review_table(_model(), feats, plain, max_evidence=6)["cluster_fit"] == "").all()

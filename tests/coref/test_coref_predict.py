@@ -196,11 +196,11 @@ def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, 
     seen = {}
 
     def assignment_confidence(model, df, clusters, *, delta, rng, encodings=None, certify_seconds=0.0,
-                              point_estimate="map"):
+                              point_estimate="map", keep_features=False):
         seen.update(delta=delta, rng=rng, cols=list(clusters.columns), gold="gold" in df.columns,
-                    point_estimate=point_estimate)
+                    point_estimate=point_estimate, keep_features=keep_features)
         conf = clusters[["mention_id", "cluster_id"]].assign(p=1.0, p_lower=0.9, p_upper=1.0, method="exact",
-                                                           n_submodel=1)
+                                                           n_submodel=1, fit_title=0.5)   # + a structure column
         pairs = pd.DataFrame({"block": ["Name_0"], "mention_a": ["a"], "mention_b": ["b"], "p": [0.5]})
         return conf, pairs
 
@@ -214,15 +214,17 @@ def test_confidence_files_are_written_inside_the_locked_output(data, model_dir, 
     fake = types.ModuleType("coref.confidence")
     fake.assignment_confidence, fake.write_confidence_report = assignment_confidence, write_confidence_report
     fake.review_table = review_table
+    fake.CONFIDENCE_COLUMNS = ("mention_id", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel")
     monkeypatch.setitem(sys.modules, "coref.confidence", fake)
     predict(data, model=model_dir, out=tmp_path / "o", confidence=True, delta=0.1, seed=4, progress=False)
     m = read_manifest(tmp_path / "o")
     assert {"confidence.csv", "pairs.csv", "review.csv", "confidence_hist.png"} <= set(m["files"])
     assert seen == {"delta": 0.1, "rng": 4, "cols": ["mention_id", "block", "cluster_id"], "gold": False,
-                    "point_estimate": "repair"}
+                    "point_estimate": "repair", "keep_features": True}
     assert len(pd.read_csv(tmp_path / "o" / "review.csv")) == len(data)
     assert "## Confidence" in (tmp_path / "o" / "report.md").read_text()
-    assert len(pd.read_csv(tmp_path / "o" / "confidence.csv")) == len(data)
+    conf = pd.read_csv(tmp_path / "o" / "confidence.csv")
+    assert len(conf) == len(data) and tuple(conf.columns) == fake.CONFIDENCE_COLUMNS   # structure columns not written
 
 
 def test_predict_names_skipped_repaired_and_ignored_files(aminer_dir, model_dir, tmp_path, capsys):
