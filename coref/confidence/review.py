@@ -48,6 +48,8 @@ REVIEW_COLUMNS = ("rank", "mention_id", "block", "cluster_id", "cluster_size", "
                   "competing_cluster", "p_competing", "evidence", "evidence_competing", "cluster_fit")
 #: a profile is named in ``cluster_fit`` when the mention's fit is this much below the typical member's
 FIT_MARGIN = 0.1
+#: the cluster-structure columns (:mod:`coref.confidence.structure`) ``cluster_fit`` is written from
+_FIT_FEATURES = ("rel_title", "rel_venue", "rel_coauthor", "rel_topic", "neg_share", "single_link", "year_dev")
 #: rows (from the top of the queue) that get their evidence terms
 DEFAULT_MAX_EVIDENCE = 100
 _TOP_TERMS = 3
@@ -86,7 +88,8 @@ def review_table(model, df, confidence_df, *, encodings=None, max_evidence=DEFAU
     miss = [c for c in need if c not in confidence_df.columns]
     if miss:
         raise ValueError(f"the confidence frame is missing the column(s) {miss}")
-    q = confidence_df[list(need) + [c for c in _FIT_COLUMNS if c in confidence_df.columns]].copy()
+    has_fit = all(c in confidence_df.columns for c in _FIT_FEATURES)
+    q = confidence_df[list(need) + (list(_FIT_FEATURES) if has_fit else [])].copy()
     q["mention_id"] = q["mention_id"].astype(str)
     q["cluster_id"] = q["cluster_id"].astype(str)
     q["block"] = q["block"].astype(str)
@@ -102,13 +105,10 @@ def review_table(model, df, confidence_df, *, encodings=None, max_evidence=DEFAU
     top = q.head(int(max_evidence))
     if len(top):
         _fill_evidence(model, df, q, top, encodings)
-        if all(c in q.columns for c in _FIT_COLUMNS):
-            q.loc[top.index, "cluster_fit"] = [cluster_fit_text(r) for r in top[list(_FIT_COLUMNS)].itertuples()]
+        if has_fit:
+            q.loc[top.index, "cluster_fit"] = [cluster_fit_text(r) for r in
+                                               top[list(_FIT_FEATURES) + ["cluster_size"]].itertuples()]
     return q[list(REVIEW_COLUMNS)]
-
-
-_FIT_COLUMNS = ("rel_title", "rel_venue", "rel_coauthor", "rel_topic", "neg_share", "single_link", "year_dev",
-                "cluster_size")
 
 
 def cluster_fit_text(r):
