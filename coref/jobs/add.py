@@ -239,7 +239,9 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
     od = OutputDir(out, "add", inputs=input_paths(data=data, model=model, clusters=clusters_dir))
     with od.preparing():                 # every input is read before --out is touched
         fitted, _, model_info = resolve_model(model)
-        old_manifest = read_manifest(clusters_dir)
+        # the encodings files of a block-group output: hashed when read (touched blocks only),
+        # the others linked into --out with the SHA-256 their manifest records
+        old_manifest = read_manifest(clusters_dir, deferred=lambda name: name.startswith("encodings-g"))
         model_change = check_same_model(clusters_dir, old_manifest, model_info, allow_model_change)
         grouped = model_change is None and is_group_output(old_manifest)
         if grouped:    # read selectively below

@@ -32,7 +32,7 @@ from coref.jobs.clusters import sampling_summary, sampling_tally
 from coref.jobs.incremental import add_clusters
 from coref.jobs.streaming import BLOCKS_FILE, N_SHOWN, encodings_file, write_group_outputs
 from coref.margins import weakest_merges
-from coref.outputs import EncodingsError, read_encodings, write_encodings
+from coref.outputs import EncodingsError, read_encodings, verify_listed, write_encodings
 from coref.outputs.report import largest_clusters
 from sampling.utils.atomic import atomic_open
 
@@ -79,11 +79,12 @@ def _old_text(d, ids):
     return t.to_pandas()
 
 
-def _old_encodings(d, blocks, touched, ids, model_info, vocabulary):
+def _old_encodings(d, manifest, blocks, touched, ids, model_info, vocabulary):
     """The encodings of the old mentions ``ids`` of the ``touched`` blocks: one part per file that holds some.
 
-    The files' bytes were checked against the manifest (:func:`coref.outputs.read_manifest`),
-    so their content digest is not computed again; header, model and arrays are checked.
+    Each file read is hashed against the manifest first (:func:`coref.outputs.verify_listed`:
+    :func:`coref.jobs.add.add` defers the encodings files), so its content digest is not
+    computed again; header, model and arrays are checked.
     """
     touched = set(touched)
     groups = sorted({g for b, cell in zip(blocks["block"].tolist(), blocks["group"].tolist()) if b in touched
@@ -91,6 +92,7 @@ def _old_encodings(d, blocks, touched, ids, model_info, vocabulary):
     want = pd.Index(np.asarray(ids, dtype=object).astype(str)).unique()
     parts, n = [], 0
     for g in groups:
+        verify_listed(d, manifest, encodings_file(g))
         enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
                              vocabulary=vocabulary, check_digest=False)
         keep = np.flatnonzero(pd.Index(np.asarray(enc.mention_id, dtype=object).astype(str)).isin(want))
@@ -148,7 +150,7 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
     touched_set = set(touched)
     old_part = old_part[np.fromiter((b in touched_set for b in old_part["block"].tolist()), bool,
                                     len(old_part))].reset_index(drop=True)
-    enc_old = _old_encodings(d, blocks, touched, old_part["mention_id"], model_info, model.vocabulary_) \
+    enc_old = _old_encodings(d, manifest, blocks, touched, old_part["mention_id"], model_info, model.vocabulary_) \
         if len(old_part) else None
     old_mentions = pd.DataFrame({"mention_id": old_part["mention_id"], "block": old_part["block"]})
     clusters, info = add_clusters(model, old_mentions, old_part, new, settings, client=client, progress=progress,

@@ -13,9 +13,9 @@ and the report files of each command.
 from coref.exceptions import EncodingsError, OutputError
 from coref.outputs.checkpoints import CHECKPOINT_DIR, CheckpointStore
 from coref.outputs.directory import (LOCK, MANIFEST, OutputDir, check_out_location, manifest_digest,
-                                     mentions_checksum, read_manifest, sha256_file)
+                                     mentions_checksum, read_manifest, sha256_file, verify_listed)
 from coref.outputs.encodings import ENCODING_VERSION, ENCODINGS_FILE, read_encodings, write_encodings
 
-__all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest", "CheckpointStore",
+__all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest", "verify_listed", "CheckpointStore",
            "CHECKPOINT_DIR", "MANIFEST", "LOCK", "check_out_location", "manifest_digest", "ENCODINGS_FILE", "ENCODING_VERSION", "EncodingsError",
            "write_encodings", "read_encodings"]

@@ -51,7 +51,7 @@ from coref.exceptions import OutputError
 from coref.outputs.lock import LOCK, acquire_lock, lock_message, lock_state, now_utc, read_lock, release_lock
 from sampling.utils.atomic import atomic_path, atomic_write_text
 
-__all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest", "write_npz",
+__all__ = ["OutputError", "OutputDir", "sha256_file", "mentions_checksum", "read_manifest", "verify_listed", "write_npz",
            "MANIFEST", "LOCK", "check_out_location", "manifest_digest", "content_digest", "PARTIAL_PREFIX"]
 
 MANIFEST = "manifest.json"
@@ -100,13 +100,21 @@ def manifest_digest(manifest):
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
-def read_manifest(out):
+def read_manifest(out, *, deferred=None):
     """The manifest of a finished output directory, its files checked.
 
     Parameters
     ----------
     out : str or os.PathLike
         An output directory of ``coref predict`` / ``add`` / ``run``.
+    deferred : callable, optional
+        ``deferred(name) -> bool``: listed files whose hashing the caller defers because it
+        may not read them (``coref add`` onto a block-group output reads the encodings of the
+        touched blocks only). Such a file is checked here by its size and modification time
+        only: it is hashed now if it is newer than the manifest (copied or edited since);
+        otherwise the caller must hash it with :func:`verify_listed` before reading it,
+        and may pass it on unread with the SHA-256 the manifest records (a later reader
+        checks that claim). Default: every listed file is hashed now.
 
     Returns
     -------
@@ -143,13 +151,50 @@ def read_manifest(out):
     if m["version"] >= 2 and m.get("manifest_sha256") != manifest_digest(m):
         raise OutputError(f"{path}: its checksum (manifest_sha256) does not match its content: the manifest was "
                           "edited after the run; rerun the command that wrote it")
+    manifest_mtime = path.stat().st_mtime_ns
     for name, meta in m["files"].items():
         f = _inside(out, name, path)
         if not f.is_file():
             raise OutputError(f"{f}: listed in {path} but missing")
-        if not isinstance(meta, dict) or sha256_file(f) != meta.get("sha256"):
+        if not isinstance(meta, dict):
+            raise OutputError(f"{path}: bad entry for {name!r} (expected its sha256 and bytes)")
+        if deferred is not None and deferred(name):
+            st = f.stat()
+            if "bytes" in meta and st.st_size != meta["bytes"]:
+                raise OutputError(f"{f}: {st.st_size} bytes, {path} lists {meta['bytes']} (the file was changed "
+                                  "after the run)")
+            if st.st_mtime_ns <= manifest_mtime:
+                continue                     # unchanged since the run, as far as stat tells: hashed when read
+        if sha256_file(f) != meta.get("sha256"):
             raise OutputError(f"{f}: SHA-256 differs from {path} (the file was changed after the run)")
     return m
+
+
+def verify_listed(out, manifest, name):
+    """Hash the file ``name`` of the output ``out`` against ``manifest`` (as :func:`read_manifest` does).
+
+    For a file :func:`read_manifest` deferred: call it before reading the file.
+
+    Returns
+    -------
+    pathlib.Path
+        The file, checked.
+
+    Raises
+    ------
+    OutputError
+        If ``name`` is not listed, is missing, or its SHA-256 differs from the manifest's.
+    """
+    out = Path(out)
+    meta = manifest.get("files", {}).get(name)
+    f = _inside(out, name, out / MANIFEST)
+    if not isinstance(meta, dict):
+        raise OutputError(f"{f}: not listed in {out / MANIFEST}")
+    if not f.is_file():
+        raise OutputError(f"{f}: listed in {out / MANIFEST} but missing")
+    if sha256_file(f) != meta.get("sha256"):
+        raise OutputError(f"{f}: SHA-256 differs from {out / MANIFEST} (the file was changed after the run)")
+    return f
 
 
 def _inside(out, name, where):
@@ -340,7 +385,11 @@ class OutputDir:
         return self.work / name
 
     def link(self, src, name, sha256):
-        """Put a copy of the file ``src`` whose SHA-256 is known (checked) in as output file ``name``.
+        """Put a copy of the file ``src`` whose SHA-256 is known in as output file ``name``.
+
+        Known: hashed, or recorded by the manifest of the run ``src`` comes from and unchanged
+        since as far as :func:`read_manifest` (``deferred``) tells by size and time; a reader
+        of the new output hashes it against the same value.
 
         A hard link when the file system allows it (no bytes copied; :meth:`finish` then
         takes ``sha256`` instead of hashing the file again, as long as the link is still

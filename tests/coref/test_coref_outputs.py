@@ -193,3 +193,47 @@ def test_no_unpickling_in_coref(repo_root):
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
             if pat.search(line) and not line.lstrip().startswith("#")]
     assert hits == []
+
+
+def _signed_output(tmp_path):
+    """A finished output with two files, the manifest written after them."""
+    from coref.outputs import sha256_file
+
+    with OutputDir(tmp_path / "o", "predict") as od:
+        od.path("a.npz").write_bytes(b"a" * 100)
+        od.path("b.csv").write_text("x\n1\n")
+        od.finish(settings=make_settings("predict"))
+    return tmp_path / "o", sha256_file
+
+
+def _edit_keeping_time(f, data):
+    st = f.stat()
+    f.write_bytes(data)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_read_manifest_defers_hashing_only_of_files_unchanged_by_size_and_time(tmp_path):
+    from coref.outputs import verify_listed
+
+    out, _ = _signed_output(tmp_path)
+    deferred = lambda name: name.endswith(".npz")  # noqa: E731
+    _edit_keeping_time(out / "a.npz", b"b" * 100)                  # same size, same time: not seen by stat
+    m = read_manifest(out, deferred=deferred)                      # deferred: not hashed here
+    with pytest.raises(OutputError, match=r"a.npz: SHA-256 differs from .*manifest.json"):
+        verify_listed(out, m, "a.npz")                             # ... but before it is read
+    with pytest.raises(OutputError, match=r"a.npz: SHA-256 differs"):
+        read_manifest(out)                                         # not deferred: hashed
+    assert verify_listed(out, m, "b.csv") == out / "b.csv"
+    with pytest.raises(OutputError, match="c.npz: not listed"):
+        verify_listed(out, m, "c.npz")
+    (out / "a.npz").write_bytes(b"b" * 100)                        # newer than the manifest: hashed now
+    with pytest.raises(OutputError, match=r"a.npz: SHA-256 differs"):
+        read_manifest(out, deferred=deferred)
+    _edit_keeping_time(out / "a.npz", b"a" * 99)                   # another size: refused by stat
+    with pytest.raises(OutputError, match=r"a.npz: 99 bytes, .*manifest.json lists 100"):
+        read_manifest(out, deferred=deferred)
+    _edit_keeping_time(out / "a.npz", b"a" * 100)                  # back as it was: whole again
+    assert read_manifest(out, deferred=deferred)["files"]["a.npz"]["bytes"] == 100
+    _edit_keeping_time(out / "b.csv", b"x\n2\n")                   # a file not deferred is always hashed
+    with pytest.raises(OutputError, match=r"b.csv: SHA-256 differs"):
+        read_manifest(out, deferred=deferred)

@@ -183,6 +183,39 @@ def test_add_refuses_an_edited_encodings_file_of_a_touched_block(table, tmp_path
             progress=False)
 
 
+def test_add_hashes_only_the_encodings_it_reads_and_passes_the_others_on_with_their_recorded_digest(
+        table, tmp_path, model_dir):
+    """An untouched block's encodings file is linked, not read: it is checked by size and time, and
+    its recorded SHA-256 goes into the new manifest, where the next reader hashes it."""
+    import os
+
+    from coref.outputs import OutputError
+
+    path = write_mentions(table, tmp_path / "m.parquet")
+    predict(path, model=model_dir, out=tmp_path / "str", progress=False, stream=True, group_mentions=20)
+    m = read_manifest(tmp_path / "str")
+    blocks = pd.read_csv(tmp_path / "str" / "blocks.csv", dtype=str, keep_default_na=False)
+    first = blocks["block"].iloc[0]
+    g = sorted(f for f in m["files"] if f.startswith("encodings-g"))
+    touched = {streaming.encodings_file(int(x)) for x in blocks["group"].iloc[0].split()}
+    other = next(f for f in g if f not in touched)
+    f = tmp_path / "str" / other
+    st, data = f.stat(), bytearray(f.read_bytes())
+    data[-1] ^= 1                                                   # same size, time kept: stat cannot tell
+    f.write_bytes(bytes(data))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    new = table[table["block"] == first].iloc[:2].assign(mention_id=["x1", "x2"])
+    add(tmp_path / "str", write_mentions(new, tmp_path / "n.parquet"), model=model_dir, out=tmp_path / "a",
+        progress=False)
+    m2 = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert m2["files"][other]["sha256"] == m["files"][other]["sha256"]      # the recorded claim, passed on
+    with pytest.raises(OutputError, match=f"{other}: SHA-256 differs"):    # and checked by the next reader
+        read_manifest(tmp_path / "a")
+    os.utime(f)                                                     # now newer than the manifest: hashed, refused
+    with pytest.raises(OutputError, match=f"{other}: SHA-256 differs"):
+        add(tmp_path / "str", tmp_path / "n.parquet", model=model_dir, out=tmp_path / "b", progress=False)
+
+
 def test_sampling_summary_of_a_tally_is_that_of_the_blocks(table, model_dir, tmp_path):
     path = write_mentions(table, tmp_path / "m.parquet")
     a = predict(path, model=model_dir, out=tmp_path / "mem", progress=False, stream=False)
