@@ -89,13 +89,18 @@ def _old_encodings(d, manifest, blocks, touched, ids, model_info, vocabulary):
     touched = set(touched)
     groups = sorted({g for b, cell in zip(blocks["block"].tolist(), blocks["group"].tolist()) if b in touched
                      for g in _groups_of(cell)})
-    want = pd.Index(np.asarray(ids, dtype=object).astype(str)).unique()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # (Arrow's is_in: pandas' isin on Arrow strings loops in Python, 40 s for an add of 10k onto 1M)
+    want = pc.unique(pa.array(np.asarray(ids, dtype=object).astype(str).tolist(), pa.string()))
     parts, n = [], 0
     for g in groups:
         verify_listed(d, manifest, encodings_file(g))
         enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
                              vocabulary=vocabulary, check_digest=False)
-        keep = np.flatnonzero(pd.Index(np.asarray(enc.mention_id, dtype=object).astype(str)).isin(want))
+        held = pa.array(np.asarray(enc.mention_id, dtype=object).astype(str).tolist(), pa.string())
+        keep = np.flatnonzero(pc.is_in(held, value_set=want).to_numpy(zero_copy_only=False))
         if len(keep):
             parts.append(enc.take(keep))
             n += len(keep)
