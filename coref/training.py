@@ -69,7 +69,7 @@ def tune_shift(model, df, rng):
                           pl_max_anchors=model.pl_max_anchors, pl_alone=model.pl_alone,
                           pl_pair_C=model.pl_pair_C, pl_merge_C=model.pl_merge_C,
                           block_prior=model.block_prior, block_prior_cap=model.block_prior_cap,
-                          block_prior_pairs=model.block_prior_pairs)
+                          block_prior_pairs=model.block_prior_pairs, name_priors=model.name_priors)
         sub.fit(train)
         # each test block encoded once for all shifts (a shift moves the bias only)
         pre = encode_blocks(sub, test)

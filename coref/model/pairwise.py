@@ -40,6 +40,7 @@ from coref.encoding.blocks import EncodedBlock, encode_mentions
 from coref.encoding.vocabulary import Vocabulary
 from coref.io import MENTION_COLUMNS
 from coref.model._pseudolik import fit_pseudolik, pl_data
+from coref.model.name_priors import apply_name_priors
 from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
                                      rate_scores, shift_evals)
 from coref.training import tune_shift
@@ -150,6 +151,11 @@ class PairwiseModel:
         |d_b| is clipped to this (natural-log odds).
     block_prior_pairs : int >= 1, default 20000
         At most this many pairs per block estimate its rate (:func:`rate_pairs`).
+    name_priors : bool, default True
+        Give the name-conflict features the training pairs never varied (different full
+        first names, different middle initials: data blocked by full name) the prior weights
+        of :data:`coref.model.name_priors.NAME_CONFLICT_PRIORS` instead of 0, so that
+        first-initial blocks ("j guo") keep Jing and John apart.
 
     Attributes
     ----------
@@ -171,7 +177,10 @@ class PairwiseModel:
     feature_varied_ : ndarray of bool, shape (N_FEATURES,), or None
         Whether each feature took more than one value on the training pairs. A feature that
         never varied has ``theta_`` 0: its contribution is folded into the intercept at fit
-        (:meth:`fold_constant_features`). ``None`` for a model saved before this record.
+        (:meth:`fold_constant_features`), except the name-conflict features of
+        ``prior_weights_``. ``None`` for a model saved before this record.
+    prior_weights_ : dict of str -> float
+        The name-conflict features given a prior weight (``name_priors``), and the weight.
     pair_rate_ : float in (0, 1)
         r_train: mean of sigmoid(theta_ . phi + bias_) over the pairs of the training
         blocks (all their mentions, labeled or not; pooled over pairs, big blocks
@@ -182,7 +191,9 @@ class PairwiseModel:
                  bias_shift="auto", shift_grid=(0.0, 0.5, 1.0),
                  shift_tol=0.005, tune_sweeps=12, tune_max_blocks=40, rng=0,
                  objective="logistic", pl_C=1.0, pl_max_anchors=400, pl_alone=False, pl_pair_C=0.0,
-                 pl_merge_C=0.0, block_prior="pcc", block_prior_cap=3.0, block_prior_pairs=20000):
+                 pl_merge_C=0.0, block_prior="pcc", block_prior_cap=3.0, block_prior_pairs=20000,
+                 name_priors=True):
+        self.name_priors = name_priors
         self.block_prior = block_prior
         self.block_prior_cap = block_prior_cap
         self.block_prior_pairs = block_prior_pairs
@@ -338,6 +349,9 @@ class PairwiseModel:
         if self.objective == "pseudolik":
             self._pseudolik(df, gen, X, y)
         self.fold_constant_features(X)
+        self.prior_weights_ = {}
+        if self.name_priors:
+            self.theta_, self.prior_weights_ = apply_name_priors(self.theta_, self.feature_varied_)
         self.n_pairs_ = int(len(y))
         self.feature_names_ = FEATURE_NAMES
         self._rate_z, self._rate_w = rate_scores(encs, self.theta_, int(self.block_prior_pairs))

@@ -10,9 +10,10 @@ files, none of them executable::
                                objective, pl_C, pl_max_anchors, pl_alone, pl_pair_C,
                                pl_merge_C,    # the last six optional (absent: a logistic
                                               # theta, "logistic", 1.0, 400, false, 0, 0)
-                               block_prior, block_prior_cap, block_prior_pairs},
+                               block_prior, block_prior_cap, block_prior_pairs,
                                               # optional (absent: "none", a model saved
                                               # before block priors)
+                               name_priors},  # optional (absent: false)
                     "intercept": float, "shift": float, "bias": float, "n_pairs": int,
                     "pair_rate": float,               # r_train in (0, 1); with block_prior "pcc"
                     "shift_scores": {str(shift): float},
@@ -22,6 +23,9 @@ files, none of them executable::
                                               # (absent: a model saved before, every field used)
                     "feature_varied": [bool],  # optional: per feature, varied on the training
                                               # pairs (false: theta 0); absent in older models
+                    "prior_weights": {str: float},  # optional: name-conflict features that did
+                                              # not vary and their prior weight (theta there;
+                                              # params.name_priors, coref.model.name_priors)
                     "extra": {...},                    # e.g. AuthorCoref settings, training data summary
                     "calibration": {...}}              # optional (``coref fit``): the confidence
                                                        # calibration maps, see below
@@ -66,6 +70,7 @@ from coref.calibration import ConfidenceCalibration
 from coref.exceptions import ModelFormatError
 from coref.factors.names import FEATURE_NAMES
 from coref.encoding.vocabulary import Vocabulary
+from coref.model.name_priors import check_prior_weights
 from coref.model.pairwise import PairwiseModel
 from sampling.utils.atomic import atomic_path, atomic_write_text
 
@@ -95,7 +100,8 @@ def _params_state(model):
             "pl_C": float(model.pl_C), "pl_max_anchors": int(model.pl_max_anchors),
             "pl_alone": bool(model.pl_alone), "pl_pair_C": float(model.pl_pair_C),
             "pl_merge_C": float(model.pl_merge_C), "block_prior": str(model.block_prior),
-            "block_prior_cap": float(model.block_prior_cap), "block_prior_pairs": int(model.block_prior_pairs)}
+            "block_prior_cap": float(model.block_prior_cap), "block_prior_pairs": int(model.block_prior_pairs),
+            "name_priors": bool(getattr(model, "name_priors", False))}
 
 
 def save_model(model, path, *, extra=None):
@@ -135,6 +141,7 @@ def save_model(model, path, *, extra=None):
     varied = getattr(model, "feature_varied_", None)
     if varied is not None:
         doc["feature_varied"] = [bool(v) for v in varied]
+        doc["prior_weights"] = {k: float(v) for k, v in (getattr(model, "prior_weights_", None) or {}).items()}
     cal = getattr(model, "calibration_", None)
     if cal is not None:
         doc["calibration"] = cal.to_dict()
@@ -284,7 +291,11 @@ def _model_from_params(p, jpath):
                           # absent in models saved before the pseudo-likelihood fit (logistic theta)
                           **{"objective": "logistic", **{k: p[k] for k in _PL_PARAMS if k in p}},
                           # absent in models saved before block priors: none
-                          **{"block_prior": "none", **{k: p[k] for k in _BP_PARAMS if k in p}})
+                          **{"block_prior": "none", **{k: p[k] for k in _BP_PARAMS if k in p}},
+                          # absent in models saved before the name-conflict priors: none
+                          name_priors=p.get("name_priors", False))
+    if not isinstance(model.name_priors, bool):
+        raise TypeError(f"params.name_priors must be true or false; got {model.name_priors!r}")
     model.check_block_prior(lambda msg: ModelFormatError("params." + msg, path=jpath))
     if model.objective not in ("logistic", "pseudolik"):
         raise ModelFormatError(f"params.objective must be 'logistic' or 'pseudolik'; got {model.objective!r}",
@@ -370,6 +381,7 @@ def load_model(path):
     model.feature_names_ = FEATURE_NAMES
     model.pl_info_ = {}
     model.feature_varied_ = None  # absent: saved before the record
+    model.prior_weights_ = {}
     if "feature_varied" in doc:
         varied = doc["feature_varied"]
         if not (isinstance(varied, list) and len(varied) == len(FEATURE_NAMES)
@@ -377,9 +389,11 @@ def load_model(path):
             raise ModelFormatError(f"field 'feature_varied' must be a list of {len(FEATURE_NAMES)} booleans",
                                    path=jpath)
         model.feature_varied_ = np.array(varied, dtype=bool)
-        if np.any(model.theta_[~model.feature_varied_] != 0.0):
-            raise ModelFormatError("theta must be 0 for every feature that did not vary in training "
-                                   "('feature_varied' false)", path=jpath)
+        model.prior_weights_ = doc.get("prior_weights", {})     # absent: saved before the name priors
+        check_prior_weights(model.prior_weights_, model.theta_, model.feature_varied_,
+                            lambda msg: ModelFormatError(msg, path=jpath))
+        if model.prior_weights_ and not model.name_priors:
+            raise ModelFormatError("field 'prior_weights' is set but params.name_priors is false", path=jpath)
     model.calibration_ = None
     if "calibration" in doc:
         try:

@@ -14,6 +14,7 @@ from coref.encoding.text import INPUT_FIELDS, blank_fields, field_present
 from coref.exceptions import IgnoredFieldsWarning, ModelFormatError
 from coref.factors.names import FEATURE_NAMES, N_FEATURES
 from coref.model import PairwiseModel, load_model, save_model
+from coref.model.name_priors import NAME_CONFLICT_PRIORS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_coref_gibbs import _df  # noqa: E402
@@ -148,7 +149,10 @@ def test_fitted_model_has_zero_weight_on_features_that_never_varied(tmp_path):
     names = np.array(FEATURE_NAMES)
     fixed = set(names[~model.feature_varied_])
     assert {"abstract_cos", "abstract_missing", "keyword_cos", "keyword_missing"} <= fixed
-    assert np.all(model.theta_[~model.feature_varied_] == 0.0)
+    # ... except the name-conflict features, which get their prior weight (coref.model.name_priors)
+    assert model.prior_weights_ == NAME_CONFLICT_PRIORS and set(NAME_CONFLICT_PRIORS) <= fixed
+    prior = np.array([NAME_CONFLICT_PRIORS.get(n, 0.0) for n in FEATURE_NAMES])
+    np.testing.assert_array_equal(model.theta_[~model.feature_varied_], prior[~model.feature_varied_])
     # the copies of same_comp1 made by a constant factor carry no weight either
     for k in ("abstract_missing*same_comp1", "keyword_missing*same_comp1"):
         assert model.theta_[FEATURE_NAMES.index(k)] == 0.0
@@ -156,9 +160,10 @@ def test_fitted_model_has_zero_weight_on_features_that_never_varied(tmp_path):
     loaded, _ = load_model(path)
     np.testing.assert_array_equal(loaded.feature_varied_, model.feature_varied_)
     assert loaded.vocabulary_.fields == model.vocabulary_.fields
+    assert loaded.prior_weights_ == model.prior_weights_ and loaded.name_priors
     # an older model without the records loads and uses every field
     doc = json.loads((path / "model.json").read_text())
-    del doc["feature_varied"], doc["vocabulary"]["input_fields"]
+    del doc["feature_varied"], doc["vocabulary"]["input_fields"], doc["prior_weights"]
 
     def write(d):
         (path / "model.json").write_text(json.dumps(d))
