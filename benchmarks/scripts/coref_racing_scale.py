@@ -48,10 +48,15 @@ from coref.model import load_model
 from coref.synth_block import synthesize_block
 
 
-def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0):
-    """One GibbsCoref fit; returns a dict of wall, cpu, factors, sweeps and B3 F1."""
+def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, still=True):
+    """One GibbsCoref fit; returns a dict of wall, cpu, factors, sweeps and B3 F1.
+
+    ``still=False``: the early stop without its move tolerance (``STILL_MIN_N`` out of reach).
+    """
     keep = gibbs_block.EXACT_BOUND_MAX_N
+    keep_still = gibbs_block.STILL_MIN_N
     gibbs_block.EXACT_BOUND_MAX_N = 10**12 if bound == "exact" else keep
+    gibbs_block.STILL_MIN_N = keep_still if still else 10**12
     try:
         t0 = time.perf_counter()
         g = GibbsCoref(model, sampler=sampler, rng=seed, n_sweeps=n_sweeps, record_history=False,
@@ -59,12 +64,14 @@ def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0):
         wall = time.perf_counter() - t0
     finally:
         gibbs_block.EXACT_BOUND_MAX_N = keep
+        gibbs_block.STILL_MIN_N = keep_still
     pred = pd.Series(np.asarray(g.labels_), index=df["mention_id"].to_numpy())
     gold = pd.Series(df["gold"].to_numpy(), index=df["mention_id"].to_numpy())
     res = b3(pred, gold)
     sweeps = int(sum(g.n_sweeps_used_.values()))
     per = [int(x) for x in g.n_factor_evals_per_sweep_]
-    return dict(sampler=sampler, bound=bound, cached=bool(cache_mb), n=len(df), n_sweeps=n_sweeps,
+    return dict(sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
+                n_sweeps=n_sweeps,
                 wall_s=wall, gibbs_wall_s=float(g.wall_s_), cpu_s=float(g.cpu_s_),
                 factors=int(g.n_factor_evals_), factors_sweep1=per[1] if len(per) > 1 else 0,
                 sweeps_used=sweeps, clusters=int(pred.nunique()), b3_p=res.precision, b3_r=res.recall,
@@ -82,6 +89,10 @@ def main(argv=None):
     ap.add_argument("--cache-mb", type=float, default=1024.0,
                     help="also run exact Gibbs in full from its cached factor matrix (same clusters "
                          "as uncached exact) when the n x n matrix fits this many MiB: its B3 F1")
+    ap.add_argument("--still-off", action="store_true",
+                    help="also run racing with the early stop's move tolerance off (coref.gibbs.block."
+                         "STILL_FRACTION), side by side")
+    ap.add_argument("--no-exact", action="store_true", help="racing runs only")
     ap.add_argument("--exact-bound-max", type=int, default=0,
                     help="also run racing with the exact n^2 small-arm bound up to this n")
     args = ap.parse_args(argv)
@@ -89,20 +100,32 @@ def main(argv=None):
     rows = []
     for n in args.sizes:
         df = synthesize_block(n, rng=args.seed)
-        runs = [("racing", "features", 30, 0.0)]
+        runs = [("racing", "features", 30, 0.0, True)]
+        if args.still_off:
+            runs.append(("racing", "features", 30, 0.0, False))
         if n <= args.exact_bound_max:
-            runs.append(("racing", "exact", 30, 0.0))
-        if 8.0 * n * n <= args.cache_mb * 2.0**20:
-            runs.append(("exact", "-", 30, args.cache_mb))
-        runs.append(("exact", "-", 30 if n <= args.exact_full_max else args.exact_sweeps, 0.0))
+            runs.append(("racing", "exact", 30, 0.0, True))
+        if not args.no_exact and 8.0 * n * n <= args.cache_mb * 2.0**20:
+            runs.append(("exact", "-", 30, args.cache_mb, True))
+        if not args.no_exact:
+            runs.append(("exact", "-", 30 if n <= args.exact_full_max else args.exact_sweeps, 0.0,
+                         True))
         res = {}
-        for sampler, bound, sw, mb in runs:
-            r = _run(model, df, sampler, args.seed, sw, bound, mb)
-            res[(sampler, bound, bool(mb))] = r
+        for sampler, bound, sw, mb, still in runs:
+            r = _run(model, df, sampler, args.seed, sw, bound, mb, still)
+            res[(sampler, bound, bool(mb), still)] = r
             print(json.dumps(r), flush=True)
             rows.append(r)
-        rf = res[("racing", "features", False)]
-        ex = res[("exact", "-", False)]
+        rf = res[("racing", "features", False, True)]
+        if ("racing", "features", False, False) in res:
+            ro = res[("racing", "features", False, False)]
+            print(f"n={n}: racing {rf['gibbs_wall_s']:.1f} s ({rf['cpu_s']:.1f} CPU-s, "
+                  f"{rf['sweeps_used']} sweeps) B3 F1 {rf['b3_f1']:.4f}; without the move tolerance "
+                  f"{ro['gibbs_wall_s']:.1f} s ({ro['cpu_s']:.1f} CPU-s, {ro['sweeps_used']} sweeps) "
+                  f"B3 F1 {ro['b3_f1']:.4f}; CPU ratio {ro['cpu_s'] / rf['cpu_s']:.2f}", flush=True)
+        if ("exact", "-", False, True) not in res:
+            continue
+        ex = res[("exact", "-", False, True)]
         if ex["n_sweeps"] < 30:
             per = ex["gibbs_wall_s"] / max(ex["sweeps_used"], 1)
             ex_est = per * 30
@@ -115,12 +138,12 @@ def main(argv=None):
                 f"({rf['factors']:.3g} factors, sweep 1 {rf['factors_sweep1']:.3g}); exact {ex_est:.1f} s ({note}); "
                 f"exact/racing wall = {ex_est / rf['gibbs_wall_s']:.1f}x, factors = "
                 f"{30.0 * n * (n - 1) / max(rf['factors'], 1):.1f}x")
-        if ("exact", "-", True) in res:
-            ec = res[("exact", "-", True)]
+        if ("exact", "-", True, True) in res:
+            ec = res[("exact", "-", True, True)]
             line += (f"; exact from its cached matrix {ec['gibbs_wall_s']:.1f} s B3 F1 {ec['b3_f1']:.3f} "
                      f"(racing - exact F1 = {rf['b3_f1'] - ec['b3_f1']:+.3f})")
-        if ("racing", "exact", False) in res:
-            re_ = res[("racing", "exact", False)]
+        if ("racing", "exact", False, True) in res:
+            re_ = res[("racing", "exact", False, True)]
             line += (f"; racing(exact n^2 bound) {re_['gibbs_wall_s']:.1f} s F1 {re_['b3_f1']:.3f} "
                      f"-> feature/exact-bound wall = {rf['gibbs_wall_s'] / re_['gibbs_wall_s']:.2f}")
         print(line, flush=True)
