@@ -48,10 +48,13 @@ from coref.model import load_model
 from coref.synth_block import synthesize_block
 
 
-def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, still=True):
+def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, still=True,
+         per_sweep=False):
     """One GibbsCoref fit; returns a dict of wall, cpu, factors, sweeps and B3 F1.
 
     ``still=False``: the early stop without its move tolerance (``STILL_MIN_N`` out of reach).
+    ``per_sweep``: also ``sweeps``, one dict per sweep run (factors, mentions moved, clusters,
+    B3 F1 of its state), from the recorded label history.
     """
     keep = gibbs_block.EXACT_BOUND_MAX_N
     keep_still = gibbs_block.STILL_MIN_N
@@ -59,7 +62,7 @@ def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, 
     gibbs_block.STILL_MIN_N = keep_still if still else 10**12
     try:
         t0 = time.perf_counter()
-        g = GibbsCoref(model, sampler=sampler, rng=seed, n_sweeps=n_sweeps, record_history=False,
+        g = GibbsCoref(model, sampler=sampler, rng=seed, n_sweeps=n_sweeps, record_history=per_sweep,
                        factor_cache_mb=cache_mb).fit(df)
         wall = time.perf_counter() - t0
     finally:
@@ -70,7 +73,14 @@ def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, 
     res = b3(pred, gold)
     sweeps = int(sum(g.n_sweeps_used_.values()))
     per = [int(x) for x in g.n_factor_evals_per_sweep_]
-    return dict(sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
+    extra = {}
+    if per_sweep:
+        h = g.labels_history_
+        extra["sweeps"] = [dict(sweep=s, factors=per[s], moved=int((h[s] != h[s - 1]).sum()),
+                                clusters=int(len(np.unique(h[s]))),
+                                b3_f1=b3(pd.Series(h[s], index=pred.index), gold).f1)
+                           for s in range(1, sweeps + 1)]
+    return dict(extra, sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
                 n_sweeps=n_sweeps,
                 wall_s=wall, gibbs_wall_s=float(g.wall_s_), cpu_s=float(g.cpu_s_),
                 factors=int(g.n_factor_evals_), factors_sweep1=per[1] if len(per) > 1 else 0,
@@ -93,6 +103,8 @@ def main(argv=None):
                     help="also run racing with the early stop's move tolerance off (coref.gibbs.block."
                          "STILL_FRACTION), side by side")
     ap.add_argument("--no-exact", action="store_true", help="racing runs only")
+    ap.add_argument("--per-sweep", action="store_true",
+                    help="racing: also report factors, mentions moved, clusters and B3 F1 of every sweep")
     ap.add_argument("--exact-bound-max", type=int, default=0,
                     help="also run racing with the exact n^2 small-arm bound up to this n")
     args = ap.parse_args(argv)
@@ -112,7 +124,8 @@ def main(argv=None):
                          True))
         res = {}
         for sampler, bound, sw, mb, still in runs:
-            r = _run(model, df, sampler, args.seed, sw, bound, mb, still)
+            r = _run(model, df, sampler, args.seed, sw, bound, mb, still,
+                     args.per_sweep and sampler == "racing")
             res[(sampler, bound, bool(mb), still)] = r
             print(json.dumps(r), flush=True)
             rows.append(r)
