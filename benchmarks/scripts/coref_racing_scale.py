@@ -30,6 +30,28 @@ each process got 7-25% of a core, so CPU seconds, not walls), n = 10,000, seed 1
   B3 F1 0.3233 (exact 0.3238): 27x fewer factors and 11x less CPU than 30 exact sweeps.
   What is left is sweep 1 (every singleton's row, one exact sweep) and the per-arm work
   of a step (one uniform and a bound per candidate cluster, ~5,300 of them).
+
+Measured 2026-11-27 (second session, w/E3; load 7-9 on 2 cores, so CPU seconds), the SHIPPED
+model (``coref predict``'s default) on ``coref synth --one-name --seed 0`` blocks:
+
+* n = 10,000 (``--sizes 10000 --seed 0 --still-off``): racing 19 sweeps (early stop with
+  the move tolerance, ``coref.gibbs.block.STILL_FRACTION``) 65.9 CPU-s, 2.63e8 factors, B3 F1
+  0.3242; the same without the tolerance 30 sweeps, 102.1 CPU-s, 4.02e8 factors, F1 0.3256
+  (1.55x the CPU); exact from its cached matrix 22.0 CPU-s (1.0e8 factors), F1 0.3250
+  (racing - exact = -0.001); uncached exact 15.6 CPU-s per sweep (1e8 factors): x 30 = 469
+  CPU-s = 7.1x racing's CPU (11.4x its factors), x 19 = 4.5x.
+* Where racing's time goes (per-sweep profile): sweep 1 from singletons 2.9e7 factors at
+  10k (2,008 partner-memo rows: 20% of the mentions), 5.8e8 at 30k (17,511 rows: 58%; 120
+  CPU-s); every later sweep ~n / 11 factors per step (10k: 1.3e7, 3.4 CPU-s; 30k: 7.5e7-7.9e7,
+  31-34 CPU-s), i.e. quadratic in n: the model puts about half of the block into one cluster
+  (10k: 5,445 mentions, within-cluster factor sd 2-3), whose standard error enters every
+  elimination test, and Appx. C.3's second mini-batch (N - 3) / 10 makes that arm draw N / 10.
+  The literal reading of Appx. C.3's ``(|C_y| - 3)/10 ∧ 1`` (min: second batch 1, then
+  doubling) costs 1.3x more factors per sweep at 10k (1.8e7 against 1.3e7), F1 0.321 at sweep 10.
+  Starting from one cluster: sweep 1 2.0e7 factors but B3 F1 0.30 (stuck more merged).
+* n = 100,000: encoding 38 s, peak RSS before the sweeps 1.23 GB (memo arrays allocated).
+  Extrapolated from 30k: sweep 1 ~6e9 factors (~25 CPU-min), later sweeps ~8.6e8 factors
+  (~6 CPU-min) each: about 2 CPU-hours for 19 sweeps, against the 10-minute target.
 """
 from __future__ import annotations
 
