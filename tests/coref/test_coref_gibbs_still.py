@@ -80,3 +80,43 @@ def test_still_moves_of_block_size():
     assert gibbs_block.still_moves(0) == 0
     assert gibbs_block.still_moves(m) == int(gibbs_block.STILL_FRACTION * m)
     assert gibbs_block.still_moves(100 * m) == int(gibbs_block.STILL_FRACTION * 100 * m)
+
+
+def _expected_used(hist, temps, patience, t_stop, still):
+    """First sweep ending ``patience`` consecutive counting sweeps with at most ``still`` moves."""
+    run = 0
+    for s in range(1, len(temps) + 1):
+        if temps[s - 1] <= t_stop:
+            run = run + 1 if int((hist[s] != hist[s - 1]).sum()) <= still else 0
+            if run >= patience:
+                return s
+    return len(temps)
+
+
+@pytest.mark.parametrize("merge_moves", [0, 2], ids=["kernel", "with-merges"])
+@pytest.mark.parametrize("sampler", ["exact", "racing"])
+def test_fit_applies_still_fraction(monkeypatch, sampler, merge_moves):
+    """GibbsCoref.fit: blocks of >= STILL_MIN_N movable mentions stop by the tolerant rule
+    (kernel sweeps and the one-sweep-at-a-time path with merge proposals alike)."""
+    from coref.gibbs import GibbsCoref
+    from tests.coref.test_coref_gibbs import _Model, _df, _theta
+
+    df = _df(n=24, n_blocks=3, seed=4)
+    m = _Model(_theta(), -1.0)
+    kw = dict(sampler=sampler, n_sweeps=20, rng=3, t_start=6.0, t_end=4.0, merge_moves=merge_moves)
+    full = GibbsCoref(m, patience=0, **kw).fit(df)
+    monkeypatch.setattr(gibbs_block, "STILL_MIN_N", 10)
+    monkeypatch.setattr(gibbs_block, "STILL_FRACTION", 0.1)
+    es = GibbsCoref(m, patience=2, early_stop_temp=10.0, **kw).fit(df)
+    blocks = df["block"].to_numpy()
+    earlier = 0
+    for b in np.unique(blocks):
+        cols = blocks == b
+        still = gibbs_block.still_moves(int(cols.sum()))
+        assert still >= 1
+        used = _expected_used(full.labels_history_[:, cols], full.temperatures_, 2, 10.0, still)
+        assert es.n_sweeps_used_[b] == used
+        earlier += used < _expected_used(full.labels_history_[:, cols], full.temperatures_, 2, 10.0, 0)
+        np.testing.assert_array_equal(es.labels_history_[:used + 1, cols],
+                                      full.labels_history_[:used + 1, cols])
+    assert earlier >= 1                            # the tolerance stops some block sooner
