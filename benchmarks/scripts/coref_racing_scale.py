@@ -49,6 +49,11 @@ model (``coref predict``'s default) on ``coref synth --one-name --seed 0`` block
   The literal reading of Appx. C.3's ``(|C_y| - 3)/10 ∧ 1`` (min: second batch 1, then
   doubling) costs 1.3x more factors per sweep at 10k (1.8e7 against 1.3e7), F1 0.321 at sweep 10.
   Starting from one cluster: sweep 1 2.0e7 factors but B3 F1 0.30 (stuck more merged).
+* n = 30,000, ``nice /usr/bin/time -v python -P -m coref predict --data b30000.parquet`` (defaults:
+  ``auto`` -> racing, matrix over 1024 MiB): 15 min 57 s wall at 63% of a core (603 CPU-s),
+  peak RSS 588 MB, 1.90e9 factors (~19 sweeps: 5.8e8 in sweep 1), 4,472 clusters, B3 F1 0.642
+  (P 0.730, R 0.573).  Raising ``MEMO_ROW_FRACTION`` to 1/2: sweep 1 4.3e8 factors (-25%, 140
+  against 150 CPU-s, same state), sweep 2 1.03e8 against 7.5e7 (58 against 39 CPU-s): kept 1/16.
 * n = 100,000: encoding 38 s, peak RSS before the sweeps 1.23 GB (memo arrays allocated).
   Extrapolated from 30k: sweep 1 ~6e9 factors (~25 CPU-min), later sweeps ~8.6e8 factors
   (~6 CPU-min) each: about 2 CPU-hours for 19 sweeps, against the 10-minute target.
