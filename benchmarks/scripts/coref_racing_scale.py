@@ -30,6 +30,33 @@ each process got 7-25% of a core, so CPU seconds, not walls), n = 10,000, seed 1
   B3 F1 0.3233 (exact 0.3238): 27x fewer factors and 11x less CPU than 30 exact sweeps.
   What is left is sweep 1 (every singleton's row, one exact sweep) and the per-arm work
   of a step (one uniform and a bound per candidate cluster, ~5,300 of them).
+
+Measured 2026-11-27 (second session, w/E3; load 7-9 on 2 cores, so CPU seconds), the SHIPPED
+model (``coref predict``'s default) on ``coref synth --one-name --seed 0`` blocks:
+
+* n = 10,000 (``--sizes 10000 --seed 0 --still-off``): racing 19 sweeps (early stop with
+  the move tolerance, ``coref.gibbs.block.STILL_FRACTION``) 65.9 CPU-s, 2.63e8 factors, B3 F1
+  0.3242; the same without the tolerance 30 sweeps, 102.1 CPU-s, 4.02e8 factors, F1 0.3256
+  (1.55x the CPU); exact from its cached matrix 22.0 CPU-s (1.0e8 factors), F1 0.3250
+  (racing - exact = -0.001); uncached exact 15.6 CPU-s per sweep (1e8 factors): x 30 = 469
+  CPU-s = 7.1x racing's CPU (11.4x its factors), x 19 = 4.5x.
+* Where racing's time goes (per-sweep profile): sweep 1 from singletons 2.9e7 factors at
+  10k (2,008 partner-memo rows: 20% of the mentions), 5.8e8 at 30k (17,511 rows: 58%; 120
+  CPU-s); every later sweep ~n / 11 factors per step (10k: 1.3e7, 3.4 CPU-s; 30k: 7.5e7-7.9e7,
+  31-34 CPU-s), i.e. quadratic in n: the model puts about half of the block into one cluster
+  (10k: 5,445 mentions, within-cluster factor sd 2-3), whose standard error enters every
+  elimination test, and Appx. C.3's second mini-batch (N - 3) / 10 makes that arm draw N / 10.
+  The literal reading of Appx. C.3's ``(|C_y| - 3)/10 ∧ 1`` (min: second batch 1, then
+  doubling) costs 1.3x more factors per sweep at 10k (1.8e7 against 1.3e7), F1 0.321 at sweep 10.
+  Starting from one cluster: sweep 1 2.0e7 factors but B3 F1 0.30 (stuck more merged).
+* n = 30,000, ``nice /usr/bin/time -v python -P -m coref predict --data b30000.parquet`` (defaults:
+  ``auto`` -> racing, matrix over 1024 MiB): 15 min 57 s wall at 63% of a core (603 CPU-s),
+  peak RSS 588 MB, 1.90e9 factors (~19 sweeps: 5.8e8 in sweep 1), 4,472 clusters, B3 F1 0.642
+  (P 0.730, R 0.573).  Raising ``MEMO_ROW_FRACTION`` to 1/2: sweep 1 4.3e8 factors (-25%, 140
+  against 150 CPU-s, same state), sweep 2 1.03e8 against 7.5e7 (58 against 39 CPU-s): kept 1/16.
+* n = 100,000: encoding 38 s, peak RSS before the sweeps 1.23 GB (memo arrays allocated).
+  Extrapolated from 30k: sweep 1 ~6e9 factors (~25 CPU-min), later sweeps ~8.6e8 factors
+  (~6 CPU-min) each: about 2 CPU-hours for 19 sweeps, against the 10-minute target.
 """
 from __future__ import annotations
 
@@ -48,23 +75,40 @@ from coref.model import load_model
 from coref.synth_block import synthesize_block
 
 
-def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0):
-    """One GibbsCoref fit; returns a dict of wall, cpu, factors, sweeps and B3 F1."""
+def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, still=True,
+         per_sweep=False):
+    """One GibbsCoref fit; returns a dict of wall, cpu, factors, sweeps and B3 F1.
+
+    ``still=False``: the early stop without its move tolerance (``STILL_MIN_N`` out of reach).
+    ``per_sweep``: also ``sweeps``, one dict per sweep run (factors, mentions moved, clusters,
+    B3 F1 of its state), from the recorded label history.
+    """
     keep = gibbs_block.EXACT_BOUND_MAX_N
+    keep_still = gibbs_block.STILL_MIN_N
     gibbs_block.EXACT_BOUND_MAX_N = 10**12 if bound == "exact" else keep
+    gibbs_block.STILL_MIN_N = keep_still if still else 10**12
     try:
         t0 = time.perf_counter()
-        g = GibbsCoref(model, sampler=sampler, rng=seed, n_sweeps=n_sweeps, record_history=False,
+        g = GibbsCoref(model, sampler=sampler, rng=seed, n_sweeps=n_sweeps, record_history=per_sweep,
                        factor_cache_mb=cache_mb).fit(df)
         wall = time.perf_counter() - t0
     finally:
         gibbs_block.EXACT_BOUND_MAX_N = keep
+        gibbs_block.STILL_MIN_N = keep_still
     pred = pd.Series(np.asarray(g.labels_), index=df["mention_id"].to_numpy())
     gold = pd.Series(df["gold"].to_numpy(), index=df["mention_id"].to_numpy())
     res = b3(pred, gold)
     sweeps = int(sum(g.n_sweeps_used_.values()))
     per = [int(x) for x in g.n_factor_evals_per_sweep_]
-    return dict(sampler=sampler, bound=bound, cached=bool(cache_mb), n=len(df), n_sweeps=n_sweeps,
+    extra = {}
+    if per_sweep:
+        h = g.labels_history_
+        extra["sweeps"] = [dict(sweep=s, factors=per[s], moved=int((h[s] != h[s - 1]).sum()),
+                                clusters=int(len(np.unique(h[s]))),
+                                b3_f1=b3(pd.Series(h[s], index=pred.index), gold).f1)
+                           for s in range(1, sweeps + 1)]
+    return dict(extra, sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
+                n_sweeps=n_sweeps,
                 wall_s=wall, gibbs_wall_s=float(g.wall_s_), cpu_s=float(g.cpu_s_),
                 factors=int(g.n_factor_evals_), factors_sweep1=per[1] if len(per) > 1 else 0,
                 sweeps_used=sweeps, clusters=int(pred.nunique()), b3_p=res.precision, b3_r=res.recall,
@@ -82,6 +126,12 @@ def main(argv=None):
     ap.add_argument("--cache-mb", type=float, default=1024.0,
                     help="also run exact Gibbs in full from its cached factor matrix (same clusters "
                          "as uncached exact) when the n x n matrix fits this many MiB: its B3 F1")
+    ap.add_argument("--still-off", action="store_true",
+                    help="also run racing with the early stop's move tolerance off (coref.gibbs.block."
+                         "STILL_FRACTION), side by side")
+    ap.add_argument("--no-exact", action="store_true", help="racing runs only")
+    ap.add_argument("--per-sweep", action="store_true",
+                    help="racing: also report factors, mentions moved, clusters and B3 F1 of every sweep")
     ap.add_argument("--exact-bound-max", type=int, default=0,
                     help="also run racing with the exact n^2 small-arm bound up to this n")
     args = ap.parse_args(argv)
@@ -89,20 +139,33 @@ def main(argv=None):
     rows = []
     for n in args.sizes:
         df = synthesize_block(n, rng=args.seed)
-        runs = [("racing", "features", 30, 0.0)]
+        runs = [("racing", "features", 30, 0.0, True)]
+        if args.still_off:
+            runs.append(("racing", "features", 30, 0.0, False))
         if n <= args.exact_bound_max:
-            runs.append(("racing", "exact", 30, 0.0))
-        if 8.0 * n * n <= args.cache_mb * 2.0**20:
-            runs.append(("exact", "-", 30, args.cache_mb))
-        runs.append(("exact", "-", 30 if n <= args.exact_full_max else args.exact_sweeps, 0.0))
+            runs.append(("racing", "exact", 30, 0.0, True))
+        if not args.no_exact and 8.0 * n * n <= args.cache_mb * 2.0**20:
+            runs.append(("exact", "-", 30, args.cache_mb, True))
+        if not args.no_exact:
+            runs.append(("exact", "-", 30 if n <= args.exact_full_max else args.exact_sweeps, 0.0,
+                         True))
         res = {}
-        for sampler, bound, sw, mb in runs:
-            r = _run(model, df, sampler, args.seed, sw, bound, mb)
-            res[(sampler, bound, bool(mb))] = r
+        for sampler, bound, sw, mb, still in runs:
+            r = _run(model, df, sampler, args.seed, sw, bound, mb, still,
+                     args.per_sweep and sampler == "racing")
+            res[(sampler, bound, bool(mb), still)] = r
             print(json.dumps(r), flush=True)
             rows.append(r)
-        rf = res[("racing", "features", False)]
-        ex = res[("exact", "-", False)]
+        rf = res[("racing", "features", False, True)]
+        if ("racing", "features", False, False) in res:
+            ro = res[("racing", "features", False, False)]
+            print(f"n={n}: racing {rf['gibbs_wall_s']:.1f} s ({rf['cpu_s']:.1f} CPU-s, "
+                  f"{rf['sweeps_used']} sweeps) B3 F1 {rf['b3_f1']:.4f}; without the move tolerance "
+                  f"{ro['gibbs_wall_s']:.1f} s ({ro['cpu_s']:.1f} CPU-s, {ro['sweeps_used']} sweeps) "
+                  f"B3 F1 {ro['b3_f1']:.4f}; CPU ratio {ro['cpu_s'] / rf['cpu_s']:.2f}", flush=True)
+        if ("exact", "-", False, True) not in res:
+            continue
+        ex = res[("exact", "-", False, True)]
         if ex["n_sweeps"] < 30:
             per = ex["gibbs_wall_s"] / max(ex["sweeps_used"], 1)
             ex_est = per * 30
@@ -115,12 +178,12 @@ def main(argv=None):
                 f"({rf['factors']:.3g} factors, sweep 1 {rf['factors_sweep1']:.3g}); exact {ex_est:.1f} s ({note}); "
                 f"exact/racing wall = {ex_est / rf['gibbs_wall_s']:.1f}x, factors = "
                 f"{30.0 * n * (n - 1) / max(rf['factors'], 1):.1f}x")
-        if ("exact", "-", True) in res:
-            ec = res[("exact", "-", True)]
+        if ("exact", "-", True, True) in res:
+            ec = res[("exact", "-", True, True)]
             line += (f"; exact from its cached matrix {ec['gibbs_wall_s']:.1f} s B3 F1 {ec['b3_f1']:.3f} "
                      f"(racing - exact F1 = {rf['b3_f1'] - ec['b3_f1']:+.3f})")
-        if ("racing", "exact", False) in res:
-            re_ = res[("racing", "exact", False)]
+        if ("racing", "exact", False, True) in res:
+            re_ = res[("racing", "exact", False, True)]
             line += (f"; racing(exact n^2 bound) {re_['gibbs_wall_s']:.1f} s F1 {re_['b3_f1']:.3f} "
                      f"-> feature/exact-bound wall = {rf['gibbs_wall_s'] / re_['gibbs_wall_s']:.2f}")
         print(line, flush=True)

@@ -697,14 +697,15 @@ def anneal(object enc,                      # IN  EncodedBlock
            long long[:, ::1] memo_j=None,   # INOUT (n, K) partner memo: indices, or None
            double[:, ::1] memo_f=None,      # INOUT (n, K) their factors
            double[::1] memo_rest=None,      # INOUT (n,) best factor not kept (NaN: no memo)
-           Py_ssize_t memo_row_min=0):      # build a row when this many members pend
+           Py_ssize_t memo_row_min=0,       # build a row when this many members pend
+           Py_ssize_t still_moves=0):       # a counting sweep moving at most this many is still
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
     temperature ``inv_temps[s]``.  Early stop: after a sweep with
-    ``stop_mask[s]`` set that moved no mention, a counter grows (any move resets
-    it; sweeps without the mask leave it alone); when it reaches ``patience`` the
-    run stops.  Rows of ``lab_hist`` and entries of ``evals`` after the stop are
+    ``stop_mask[s]`` set that moved at most ``still_moves`` mentions (none by
+    default), a counter grows (a sweep moving more resets it; sweeps without the
+    mask leave it alone); when it reaches ``patience`` the run stops.  Rows of ``lab_hist`` and entries of ``evals`` after the stop are
     not written.
 
     ``small_arm_bound`` (racing only; 1: first compute fmax_j = max_{k != j}
@@ -753,7 +754,7 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef char[::1] alive = w.alive
     cdef Py_ssize_t b_cols = b_table.shape[1], s, k, j, i, tmp, still = 0, used = 0
     cdef bint record = lab_hist.shape[0] > 0
-    cdef bint moved
+    cdef Py_ssize_t moved
     cdef long long ev
     cdef uint64_t st[4]
     if stop_mask.shape[0] != n_sw or evals.shape[0] != n_sw or rng_state.shape[0] != 4:
@@ -766,6 +767,8 @@ def anneal(object enc,                      # IN  EncodedBlock
         raise ValueError("b_table needs n + 2 rows")
     if fmat_mode not in (0, 1, 2):
         raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
+    if still_moves < 0:
+        raise ValueError(f"still_moves must be >= 0; got {still_moves}")
     cdef RowMemo rm
     cdef double[::1] rowbuf = w.row, msum = w.msum, mabs = w.mabs
     cdef long long[::1] mcnt = w.mcnt
@@ -871,7 +874,7 @@ def anneal(object enc,                      # IN  EncodedBlock
                 order[j] = tmp
                 k -= 1
             ev = ev0 if s == 0 else 0
-            moved = False
+            moved = 0
             for k in range(n_mov):
                 i = order[k]
                 tmp = labels[i]
@@ -881,14 +884,14 @@ def anneal(object enc,                      # IN  EncodedBlock
                          &est[0], &se2[0], &alive[0], fmx, &act[0],
                          &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
                          &lz[0], &nr[0], fmp, &rm) != tmp:
-                    moved = True
+                    moved += 1
             evals[s] = ev
             if record:
                 for k in range(n):
                     lab_hist[s, k] = labels[k]
             used = s + 1
             if patience > 0 and stop_mask[s]:
-                if moved:
+                if moved > still_moves:
                     still = 0
                 else:
                     still += 1

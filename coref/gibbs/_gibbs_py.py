@@ -312,7 +312,8 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
 
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
            first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
-           fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0):
+           fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0,
+           still_moves=0):
     """Same contract as ``coref.gibbs._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
@@ -321,6 +322,8 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
     ev0 = 0
     if fmat_mode not in (0, 1, 2):
         raise ValueError(f"fmat_mode must be 0, 1 or 2; got {fmat_mode}")
+    if still_moves < 0:
+        raise ValueError(f"still_moves must be >= 0; got {still_moves}")
     if fmat_mode and racing:
         raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler (racing = 0)")
     if fmat_mode and (fmat is None or fmat.shape != (n, n)):
@@ -373,18 +376,18 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
             j = rng.below(k + 1)
             order[k], order[j] = order[j], order[k]
         ev = [ev0 if s == 0 else 0]
-        moved = False
+        moved = 0
         for i in order:
             before = int(labels[i])
             if step(enc, theta, bias, labels, size, i, float(inv_temp), racing, first_batch,
                     b_table, rng, ev, fmax, fmat if fmat_mode else None, memo) != before:
-                moved = True
+                moved += 1
         evals[s] = ev[0]
         if len(lab_hist):
             lab_hist[s, :n] = labels
         used = s + 1
         if patience > 0 and stop_mask[s]:
-            still = 0 if moved else still + 1
+            still = 0 if moved > still_moves else still + 1
             if still >= patience:
                 break
     rng_state[:] = rng.s

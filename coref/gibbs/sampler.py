@@ -78,8 +78,13 @@ class GibbsCoref:
         full sweep without a move means every mention's current cluster wins its
         conditional by a clear margin, and later sweeps are colder still.  The
         remaining sweeps are skipped (their ``labels_history_`` rows repeat the
-        final labels, their factor counts are 0).  Deterministic: the rule only
-        reads the sampled states.  0 or None = always run ``n_sweeps``.
+        final labels, their factor counts are 0).  In a block of at least
+        ``coref.gibbs.block.STILL_MIN_N`` (5,000) movable mentions a sweep moving at
+        most ``coref.gibbs.block.STILL_FRACTION`` (3%) of them counts as one without
+        a move: racing's tests err with probability up to ``delta`` each, so such a
+        block keeps moving ~2% of its mentions per sweep at any temperature.
+        Deterministic: the rule only reads the sampled states.  0 or None = always
+        run ``n_sweeps``.
     early_stop_temp : float > 0, default 0.2
         Temperature at or below which a sweep without a move counts towards
         ``patience``.
