@@ -184,7 +184,13 @@ def test_shipped_default_model_loads_with_this_feature_layout(repo_root):
     assert extra["training"]["n_blocks"] == 108 + 331 and extra["training"]["n_labeled"] == 7026 + 3176
     assert extra["estimator"] == "AuthorCoref"
     assert model.vocabulary_.fields == ("title", "venue", "affiliation", "abstract", "keywords", "year", "coauthors")
-    assert model.feature_varied_ is not None and np.all(model.theta_[~model.feature_varied_] == 0.0)
+    # weight 0 on every feature that never varied, but the name-conflict priors (coref.model.name_priors):
+    # the shipped sets are blocked by full name, so no first name or middle initial ever conflicts there
+    from coref.model.name_priors import NAME_CONFLICT_PRIORS
+
+    assert model.feature_varied_ is not None and model.prior_weights_ == NAME_CONFLICT_PRIORS
+    prior = np.array([NAME_CONFLICT_PRIORS.get(n, 0.0) for n in FEATURE_NAMES])
+    np.testing.assert_array_equal(model.theta_[~model.feature_varied_], prior[~model.feature_varied_])
 
 
 def test_load_labeled_joins_the_shipped_sets_without_collisions():
