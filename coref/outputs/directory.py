@@ -153,11 +153,7 @@ def read_manifest(out, *, deferred=None):
                           "edited after the run; rerun the command that wrote it")
     manifest_mtime = path.stat().st_mtime_ns
     for name, meta in m["files"].items():
-        f = _inside(out, name, path)
-        if not f.is_file():
-            raise OutputError(f"{f}: listed in {path} but missing")
-        if not isinstance(meta, dict):
-            raise OutputError(f"{path}: bad entry for {name!r} (expected its sha256 and bytes)")
+        f = _listed_file(out, name, meta, path)
         if deferred is not None and deferred(name):
             st = f.stat()
             if "bytes" in meta and st.st_size != meta["bytes"]:
@@ -165,8 +161,7 @@ def read_manifest(out, *, deferred=None):
                                   "after the run)")
             if st.st_mtime_ns <= manifest_mtime:
                 continue                     # unchanged since the run, as far as stat tells: hashed when read
-        if sha256_file(f) != meta.get("sha256"):
-            raise OutputError(f"{f}: SHA-256 differs from {path} (the file was changed after the run)")
+        _check_digest(f, meta, path)
     return m
 
 
@@ -186,15 +181,27 @@ def verify_listed(out, manifest, name):
         If ``name`` is not listed, is missing, or its SHA-256 differs from the manifest's.
     """
     out = Path(out)
-    meta = manifest.get("files", {}).get(name)
-    f = _inside(out, name, out / MANIFEST)
-    if not isinstance(meta, dict):
-        raise OutputError(f"{f}: not listed in {out / MANIFEST}")
-    if not f.is_file():
-        raise OutputError(f"{f}: listed in {out / MANIFEST} but missing")
-    if sha256_file(f) != meta.get("sha256"):
-        raise OutputError(f"{f}: SHA-256 differs from {out / MANIFEST} (the file was changed after the run)")
+    files = manifest.get("files", {})
+    if name not in files:
+        raise OutputError(f"{_inside(out, name, out / MANIFEST)}: not listed in {out / MANIFEST}")
+    f = _listed_file(out, name, files[name], out / MANIFEST)
+    _check_digest(f, files[name], out / MANIFEST)
     return f
+
+
+def _listed_file(out, name, meta, where):
+    """The path of the file ``name`` listed (with ``meta``) in the manifest ``where``; it must exist."""
+    f = _inside(out, name, where)
+    if not f.is_file():
+        raise OutputError(f"{f}: listed in {where} but missing")
+    if not isinstance(meta, dict):
+        raise OutputError(f"{where}: bad entry for {name!r} (expected its sha256 and bytes)")
+    return f
+
+
+def _check_digest(f, meta, where):
+    if sha256_file(f) != meta.get("sha256"):
+        raise OutputError(f"{f}: SHA-256 differs from {where} (the file was changed after the run)")
 
 
 def _inside(out, name, where):
