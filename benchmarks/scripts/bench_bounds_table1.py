@@ -171,7 +171,11 @@ def summarise(df, settings, title):
         if col not in df:
             continue
         ref = df[df.setting == "WMB-IS"].set_index("instance")[col]
-        df[f"normalized_{floor}"] = df.apply(lambda r: r[col] / ref.get(r["instance"], np.nan), axis=1)
+        area = df[col].to_numpy(float)
+        base = df["instance"].map(ref).to_numpy(float)   # NaN where WMB-IS did not run
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # both areas 0 (both exact at once): the same area, ratio 1
+            df[f"normalized_{floor}"] = np.where((area == 0.0) & (base == 0.0), 1.0, area / base)
         with np.errstate(divide="ignore"):  # an area of 0 (solved at once) gives a mean of 0
             summary = (df.groupby("setting")[f"normalized_{floor}"]
                        .apply(lambda x: float(np.exp(np.mean(np.log(x))))).reindex(settings))
