@@ -12,19 +12,29 @@ An entry is found by block name and the exact sequence of mention ids it covers;
 cache made with ``parts`` (the per-mention encoding of a run, :class:`MentionEncoding`)
 also assembles any block whose mentions are all among them
 (:func:`coref.encoding.assemble_block`: the same arrays as encoding the text again).
+
+Such a cache remembers the coauthor-graph components of every block it held (three int32
+arrays per mention, :func:`coref.encoding.block_components`), also after :meth:`EncodingCache.drop`:
+they are the costly part of an assembly (the spectral cuts of thin coauthor groups), and a
+block dropped to bound memory and asked for again (the review queue after the confidence
+pass) is assembled from them, the same arrays bit for bit.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from coref.encoding.blocks import assemble_block, assemble_blocks
+from coref.encoding.blocks import assemble_block, block_components
 
 __all__ = ["EncodingCache"]
 
 
 def _ids(mention_ids):
     return np.asarray(mention_ids, dtype=object).astype(str)
+
+
+#: the fields of an EncodedBlock that are its block_components entry
+_COMPONENTS = ("comp1", "comp2", "comp3")
 
 
 class EncodingCache:
@@ -49,6 +59,7 @@ class EncodingCache:
     def __init__(self, model, *, parts=None, part_ids=None):
         self.model = model
         self._blocks = {}
+        self._components = {}      # block -> (mention ids, its block_components entry); kept by drop
         self._parts = parts
         self._part_index = None
         if parts is not None:
@@ -83,7 +94,26 @@ class EncodingCache:
 
     def put(self, block, mention_ids, enc):
         """Store ``enc``, the encoding of ``block``'s mentions ``mention_ids`` (in that order)."""
-        self._blocks[str(block)] = (enc, _ids(mention_ids).tolist())
+        ids = _ids(mention_ids).tolist()
+        self._blocks[str(block)] = (enc, ids)
+        if self._parts is not None:     # (only a cache that assembles blocks needs them again)
+            self._components[str(block)] = (ids, {c: getattr(enc, c) for c in _COMPONENTS})
+
+    def _known_components(self, block, ids):
+        """The remembered components of ``block`` when they cover exactly ``ids`` (a list), else None."""
+        hit = self._components.get(block)
+        return hit[1] if hit is not None and hit[0] == ids else None
+
+    def _assemble(self, todo):
+        """Assemble ``todo`` = [(block, ids list, rows of parts)], components computed (in one
+        batch) only for the blocks whose components are not remembered; store nothing."""
+        takes = [self._parts.take(rows) for _, _, rows in todo]
+        comps = [self._known_components(block, ids) for block, ids, _ in todo]
+        missing = [k for k, c in enumerate(comps) if c is None]
+        if missing:
+            for k, c in zip(missing, block_components([takes[k] for k in missing])):
+                comps[k] = c
+        return [assemble_block(t, c) for t, c in zip(takes, comps)]
 
     def prefetch(self, frames):
         """Assemble, in one batch, the blocks of ``frames`` that the cache can assemble but does not hold.
@@ -114,14 +144,14 @@ class EncodingCache:
                 continue
             rows = self._part_index.get_indexer(ids)
             if (rows >= 0).all():
-                todo.append((block, ids, rows))
-        encs = assemble_blocks([self._parts.take(rows) for _, _, rows in todo])
+                todo.append((block, ids.tolist(), rows))
+        encs = self._assemble(todo)
         for (block, ids, _), enc in zip(todo, encs):
             self.put(block, ids, enc)
         return [block for block, _, _ in todo]
 
     def drop(self, blocks):
-        """Forget the encodings of ``blocks`` (names); unknown names are ignored."""
+        """Forget the encodings of ``blocks`` (names; their components are kept); unknown names are ignored."""
         for b in blocks:
             self._blocks.pop(str(b), None)
 
@@ -138,7 +168,7 @@ class EncodingCache:
         if self._part_index is not None and len(ids):
             rows = self._part_index.get_indexer(ids)
             if (rows >= 0).all():
-                return assemble_block(self._parts.take(rows))
+                return self._assemble([(str(block), ids.tolist(), rows)])[0]
         return None
 
     def encode(self, df):

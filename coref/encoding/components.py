@@ -25,6 +25,21 @@ CUT_CONDUCTANCE = 0.03
 #: Smallest side of such a cut (mentions); groups of fewer than twice this are never cut.
 MIN_CUT_PART = 10
 
+_BLAS = []   # the process's threadpoolctl controller, made at the first cut (library discovery: ~1 ms)
+
+
+def _one_blas_thread():
+    """A context in which BLAS / LAPACK run on one thread (threadpoolctl; ~10 us to enter).
+
+    The eigendecompositions of the cuts are of a few hundred nodes at most: one thread does
+    one in ~10 ms, while OpenBLAS's default threads, spinning against other busy processes,
+    took 1.6 s for a 300 x 300 ``eigh`` on this 2-core machine under a load of 3.7.
+    """
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
 
 def token_components(ptr, ids, min_shared=1, group=None):
     """Component label of every mention; mentions are linked by >= ``min_shared`` shared tokens.
@@ -202,9 +217,14 @@ def _sweep_cut(A, min_part):
 
 def _cut_recursive(A, tau, min_part, out, nodes, next_label):
     """Label ``nodes`` (indices into ``out``) of the connected graph ``A`` by recursive thin cuts."""
+    with _one_blas_thread():
+        return _cut_stack([(A, nodes)], tau, min_part, out, next_label)
+
+
+def _cut_stack(stack, tau, min_part, out, next_label):
+    """:func:`_cut_recursive`'s loop over the parts still to cut."""
     from scipy.sparse.csgraph import connected_components
 
-    stack = [(A, nodes)]
     while stack:
         A, nodes = stack.pop()
         if len(nodes) >= 2 * min_part:

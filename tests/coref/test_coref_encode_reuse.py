@@ -248,3 +248,35 @@ def test_prefetch_assembles_what_lookup_assembles_and_drop_forgets(model_dir, sp
     assert batched.prefetch(frames) == []          # held already
     batched.drop(got[:2] + ["no-such-block"])
     assert len(batched) == len(frames) - 2
+
+
+def test_a_dropped_block_is_assembled_again_from_its_remembered_components(model_dir, split, monkeypatch):
+    """After ``drop`` the cache keeps each block's coauthor-graph components: ``lookup`` assembles
+    the block again without computing them (no ``block_components`` call), array for array equal
+    to the first assembly; another set of ids computes them afresh."""
+    from dataclasses import fields
+
+    import coref.encoding.cache as cache_mod
+    from coref.encoding import EncodingCache, EncodedBlock, encode_parts
+
+    model, _ = load_model(model_dir)
+    df, _ = split
+    df = df.sort_values(["block", "mention_id"]).reset_index(drop=True)
+    parts = encode_parts(df, model.vocabulary_)
+    cache = EncodingCache(model, parts=parts, part_ids=df["mention_id"].to_numpy(dtype=object))
+    frames = [g for _, g in df.groupby("block", sort=True) if len(g) > 2]
+    got = cache.prefetch(frames)
+    first = {b: cache.lookup(b, g["mention_id"].to_numpy(dtype=object)) for b, g in zip(got, frames)}
+    cache.drop(got)
+    assert len(cache) == 0
+    calls = []
+    real = cache_mod.block_components
+    monkeypatch.setattr(cache_mod, "block_components", lambda encs: calls.append(len(encs)) or real(encs))
+    for b, g in zip(got, frames):
+        again = cache.lookup(b, g["mention_id"].to_numpy(dtype=object))
+        for f in fields(EncodedBlock):
+            assert np.array_equal(np.asarray(getattr(again, f.name)), np.asarray(getattr(first[b], f.name))), f.name
+    assert calls == []
+    sub = frames[0].iloc[:-1]                  # other ids: the components are computed for them
+    assert cache.lookup(got[0], sub["mention_id"].to_numpy(dtype=object)).n == len(sub)
+    assert calls == [1]

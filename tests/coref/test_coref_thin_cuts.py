@@ -94,3 +94,32 @@ def test_cut_thin_groups_rejects_bad_input():
         cut_thin_groups(np.zeros(2, np.int32), ptr, ids, tau=float("nan"))
     with pytest.raises(ValueError, match="len\\(ptr\\) - 1"):
         cut_thin_groups(np.zeros(3, np.int32), ptr, ids)
+
+
+def test_the_cuts_run_blas_on_one_thread(monkeypatch):
+    """The eigendecompositions of the cuts run with one BLAS thread (OpenBLAS's default threads
+    made a 300 x 300 eigh 140x slower on a busy 2-core machine); the limit is lifted after."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import coref.encoding.components as components
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    if not before or max(before) < 2:
+        pytest.skip("BLAS runs on one thread here already: nothing to limit")
+    seen = []
+    eigh = np.linalg.eigh
+
+    def spy(a):
+        seen.append(blas_threads())
+        return eigh(a)
+
+    monkeypatch.setattr(components.np.linalg, "eigh", spy)
+    rng = np.random.default_rng(0)
+    a, b = circle(0, 30, 8, rng), circle(100, 25, 8, rng)
+    a[3], b[7] = sorted(a[3] + [999]), sorted(b[7] + [999])
+    ptr, ids = csr(a + b)
+    assert cut_thin_groups(token_components(ptr, ids, 1), ptr, ids).tolist() == [0] * 30 + [1] * 25
+    assert seen and all(t == [1] * len(t) for t in seen)
+    assert blas_threads() == before
