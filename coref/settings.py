@@ -24,8 +24,10 @@ SAMPLERS = ("racing", "exact")
 #: (per block, exact Gibbs from the cached factor matrix when it fits, racing otherwise;
 #: see :class:`coref.gibbs.GibbsCoref`).
 ALL_SAMPLERS = SAMPLERS + ("auto",)
-#: Initial states of :class:`coref.gibbs.GibbsCoref`: one cluster per mention, or per block.
-INITS = ("singletons", "one")
+#: Initial states of :class:`coref.gibbs.GibbsCoref`: one cluster per mention, or per block;
+#: "auto" (``coref.gibbs.block.BIG_INIT`` for big blocks, singletons otherwise), and the cheap
+#: clusterings of :mod:`coref.gibbs.start` ("greedy" over coauthor ids, coauthor "components").
+INITS = ("singletons", "one", "auto", "greedy", "components")
 #: Calibration maps of the held-out confidence of ``coref run`` (:mod:`coref.jobs.heldout`).
 CALIBRATIONS = ("isotonic", "temperature", "none")
 

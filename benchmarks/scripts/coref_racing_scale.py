@@ -76,7 +76,7 @@ from coref.synth_block import synthesize_block
 
 
 def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, still=True,
-         per_sweep=False):
+         per_sweep=False, init="singletons"):
     """One GibbsCoref fit; returns a dict of wall, cpu, factors, sweeps and B3 F1.
 
     ``still=False``: the early stop without its move tolerance (``STILL_MIN_N`` out of reach).
@@ -90,7 +90,7 @@ def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, 
     try:
         t0 = time.perf_counter()
         g = GibbsCoref(model, sampler=sampler, rng=seed, n_sweeps=n_sweeps, record_history=per_sweep,
-                       factor_cache_mb=cache_mb).fit(df)
+                       factor_cache_mb=cache_mb, init=init).fit(df)
         wall = time.perf_counter() - t0
     finally:
         gibbs_block.EXACT_BOUND_MAX_N = keep
@@ -103,11 +103,11 @@ def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, 
     extra = {}
     if per_sweep:
         h = g.labels_history_
-        extra["sweeps"] = [dict(sweep=s, factors=per[s], moved=int((h[s] != h[s - 1]).sum()),
+        extra["sweeps"] = [dict(sweep=s, factors=per[s], moved=int((h[s] != h[max(s - 1, 0)]).sum()),
                                 clusters=int(len(np.unique(h[s]))),
                                 b3_f1=b3(pd.Series(h[s], index=pred.index), gold).f1)
-                           for s in range(1, sweeps + 1)]
-    return dict(extra, sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
+                           for s in range(0, sweeps + 1)]
+    return dict(extra, init=init, sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
                 n_sweeps=n_sweeps,
                 wall_s=wall, gibbs_wall_s=float(g.wall_s_), cpu_s=float(g.cpu_s_),
                 factors=int(g.n_factor_evals_), factors_sweep1=per[1] if len(per) > 1 else 0,
@@ -132,6 +132,9 @@ def main(argv=None):
     ap.add_argument("--no-exact", action="store_true", help="racing runs only")
     ap.add_argument("--per-sweep", action="store_true",
                     help="racing: also report factors, mentions moved, clusters and B3 F1 of every sweep")
+    ap.add_argument("--inits", nargs="+", default=["singletons"],
+                    help="racing from each of these starts (GibbsCoref init), side by side; the "
+                         "first is the one compared with exact")
     ap.add_argument("--exact-bound-max", type=int, default=0,
                     help="also run racing with the exact n^2 small-arm bound up to this n")
     args = ap.parse_args(argv)
@@ -152,11 +155,20 @@ def main(argv=None):
         res = {}
         for sampler, bound, sw, mb, still in runs:
             r = _run(model, df, sampler, args.seed, sw, bound, mb, still,
-                     args.per_sweep and sampler == "racing")
+                     args.per_sweep and sampler == "racing", args.inits[0])
             res[(sampler, bound, bool(mb), still)] = r
             print(json.dumps(r), flush=True)
             rows.append(r)
         rf = res[("racing", "features", False, True)]
+        for init in args.inits[1:]:
+            r = _run(model, df, "racing", args.seed, 30, "features", 0.0, True, args.per_sweep, init)
+            print(json.dumps(r), flush=True)
+            rows.append(r)
+            print(f"n={n}: racing from {init}: {r['gibbs_wall_s']:.1f} s ({r['cpu_s']:.1f} CPU-s, "
+                  f"{r['sweeps_used']} sweeps, {r['factors']:.3g} factors) B3 F1 {r['b3_f1']:.4f}; from "
+                  f"{args.inits[0]}: {rf['gibbs_wall_s']:.1f} s ({rf['cpu_s']:.1f} CPU-s, {rf['sweeps_used']} "
+                  f"sweeps, {rf['factors']:.3g} factors) B3 F1 {rf['b3_f1']:.4f}; CPU ratio "
+                  f"{r['cpu_s'] / rf['cpu_s']:.2f}", flush=True)
         if ("racing", "features", False, False) in res:
             ro = res[("racing", "features", False, False)]
             print(f"n={n}: racing {rf['gibbs_wall_s']:.1f} s ({rf['cpu_s']:.1f} CPU-s, "
