@@ -56,8 +56,11 @@ class GibbsCoref:
     first_batch : int >= 2, default 3
         First mini-batch of every racing arm; arms with at most this many members
         are summed exactly (Appx. C.3).
-    init : {"singletons", "one"}, default "singletons"
-        Initial state: one cluster per mention, or one cluster per block.
+    init : {"singletons", "one", "auto", "greedy", "components"}, default "singletons"
+        Initial state: one cluster per mention, one per block, or a cheap first clustering
+        (:mod:`coref.gibbs.start`: "greedy" over coauthor ids, coauthor "components");
+        "auto": ``coref.gibbs.block.BIG_INIT`` for blocks of at least ``START_MIN_N``
+        mentions, all movable, singletons for the others.  ``fit(initial=...)`` overrides it.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Run seed. An int is used as is; a SeedSequence contributes its first
         generated 63-bit word; a Generator contributes one draw
