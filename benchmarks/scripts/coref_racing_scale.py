@@ -57,6 +57,29 @@ model (``coref predict``'s default) on ``coref synth --one-name --seed 0`` block
 * n = 100,000: encoding 38 s, peak RSS before the sweeps 1.23 GB (memo arrays allocated).
   Extrapolated from 30k: sweep 1 ~6e9 factors (~25 CPU-min), later sweeps ~8.6e8 factors
   (~6 CPU-min) each: about 2 CPU-hours for 19 sweeps, against the 10-minute target.
+
+Measured 2026-11-27 (w/E4, main 1dda5ab's model; load 2-5 on 2 cores: CPU seconds), first
+clusterings of big blocks (``--inits``, ``coref.gibbs.start``), ``--seed 0 --no-exact --per-sweep``:
+
+* n = 10,000: from singletons 20 sweeps, 3.21e8 factors (sweep 1 4.2e7, then ~1.47e7 each),
+  73.0 CPU-s, B3 F1 0.6021; from the greedy over coauthor ids (3,251 clusters, start F1 0.748,
+  2.4e5 factors, 0.04 s) 19 sweeps, 2.98e8 factors (sweep 1 3.5e7), 68.4 CPU-s, F1 0.6123;
+  from the coauthor components (4,698 clusters, start F1 0.669) 19 sweeps, 2.94e8, 65.5 CPU-s,
+  F1 0.6103.  The model drags every start to ~460 clusters (precision 0.5): F1 falls from
+  sweep 1 on whatever the start.
+* n = 30,000: greedy start 12,680 clusters (F1 0.591, 1.6e6 factors); racing 20 sweeps,
+  1.99e9 factors (sweep 1 5.2e8), 578 CPU-s, F1 0.6622; components (19,322 clusters)
+  2.00e9 (sweep 1 5.2e8), 619 CPU-s, F1 0.6596; from singletons (``coref predict``, see
+  below) 1.97e9 factors, F1 0.6612.  Sweep 1 stays ~6x a later sweep from any of these starts:
+  its cost is the partner-memo rows (n - 1 factors each, built once per mention when its
+  pending small arms hold n / 16 members; ~14,000 of them at 30k), not the n singleton arms,
+  and a start of thousands of small clusters still has that many small-arm members.
+* n = 30,000, ``nice /usr/bin/time -v python -P -m coref predict --data b30000.parquet`` (racing),
+  before (start from singletons) / after (``init="auto"``: the greedy start): wall 13:12 /
+  11:03 (load 4-5), user CPU 677 / 648 s (0.96), peak RSS 587 / 585 MB, factors 1.967e9 /
+  1.994e9, clusters 5,027 / 4,978, B3 F1 0.6612 / 0.6622.
+* n = 100,000: the greedy start 3.6 s, 7.7e6 factors, 42,688 clusters (F1 0.539; 13.5% of
+  the mentions have no coauthor and stay singletons).
 """
 from __future__ import annotations
 
@@ -132,7 +155,7 @@ def main(argv=None):
     ap.add_argument("--no-exact", action="store_true", help="racing runs only")
     ap.add_argument("--per-sweep", action="store_true",
                     help="racing: also report factors, mentions moved, clusters and B3 F1 of every sweep")
-    ap.add_argument("--inits", nargs="+", default=["singletons"],
+    ap.add_argument("--inits", nargs="+", default=["auto"],
                     help="racing from each of these starts (GibbsCoref init), side by side; the "
                          "first is the one compared with exact")
     ap.add_argument("--exact-bound-max", type=int, default=0,

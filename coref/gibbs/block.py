@@ -66,7 +66,7 @@ STILL_MIN_N = 5000
 #: (any other block from singletons).  From singletons the first sweep of a block of n
 #: mentions races each mention against up to n arms (~6e9 factors at n = 100,000).
 START_MIN_N = STILL_MIN_N
-BIG_INIT = "singletons"
+BIG_INIT = "greedy"
 
 
 @dataclass

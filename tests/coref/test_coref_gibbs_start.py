@@ -146,3 +146,11 @@ def test_greedy_start_fit_compiled_equals_twin(small, monkeypatch):
     assert a.n_factor_evals_per_sweep_[0] > 0        # the greedy's factors count in sweep 0
     assert len(np.unique(a.labels_history_[0])) < len(df)
     pd.testing.assert_series_equal(a.clusters_, b.clusters_)
+
+
+def test_default_is_auto_with_a_cheap_big_start():
+    from coref.settings import INITS, make_gibbs_settings
+
+    assert make_gibbs_settings().init == "auto"
+    assert gibbs_block.BIG_INIT in set(INITS) - {"auto"}
+    assert gibbs_block.START_MIN_N == gibbs_block.STILL_MIN_N
