@@ -82,6 +82,10 @@ clusterings of big blocks (``--inits``, ``coref.gibbs.start``), ``--seed 0 --no-
   start): racing 90.1 s wall (71.9 CPU-s), 19 sweeps, 2.98e8 factors, B3 F1 0.6123; exact from
   its cached matrix 20.3 s, F1 0.6151 (racing - exact = -0.003); uncached exact 14.4 s per
   sweep: x 30 = 431 s = 4.8x racing's wall (10.1x its factors), x 19 = 3.0x.
+* The memo rows pay (greedy start, ``MEMO_ROW_FRACTION`` 1/16 / 1/4 / 1 = no rows): 10k
+  2.98e8 / 3.00e8 / 3.07e8 factors (sweep 1 3.5e7 / 2.2e7 / 1.8e7, later sweeps 1.45e7 /
+  1.50e7 / 1.56e7), F1 0.612 / 0.612 / 0.611; 30k without rows still running after 18 CPU-min
+  (killed; 578 CPU-s with them).
 * n = 100,000: the greedy start 3.6 s, 7.7e6 factors, 42,688 clusters (F1 0.539; 13.5% of
   the mentions have no coauthor and stay singletons).
 """
