@@ -24,8 +24,10 @@ SAMPLERS = ("racing", "exact")
 #: (per block, exact Gibbs from the cached factor matrix when it fits, racing otherwise;
 #: see :class:`coref.gibbs.GibbsCoref`).
 ALL_SAMPLERS = SAMPLERS + ("auto",)
-#: Initial states of :class:`coref.gibbs.GibbsCoref`: one cluster per mention, or per block.
-INITS = ("singletons", "one")
+#: Initial states of :class:`coref.gibbs.GibbsCoref`: one cluster per mention, or per block;
+#: "auto" (``coref.gibbs.block.BIG_INIT`` for big blocks, singletons otherwise), and the cheap
+#: clusterings of :mod:`coref.gibbs.start` ("greedy" over coauthor ids, coauthor "components").
+INITS = ("singletons", "one", "auto", "greedy", "components")
 #: Calibration maps of the held-out confidence of ``coref run`` (:mod:`coref.jobs.heldout`).
 CALIBRATIONS = ("isotonic", "temperature", "none")
 
@@ -261,7 +263,7 @@ class GibbsSettings:
     t_start: float = 1.0
     t_end: float = 0.05
     first_batch: int = 3
-    init: str = "singletons"
+    init: str = "auto"
     n_samples: int = 0
     patience: int = 3
     early_stop_temp: float = 0.2
@@ -281,7 +283,7 @@ def _check_int(name, value):
 
 
 def make_gibbs_settings(*, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0, t_end=0.05,
-                        first_batch=3, init="singletons", buffer_size=None, n_samples=0, patience=3,
+                        first_batch=3, init="auto", buffer_size=None, n_samples=0, patience=3,
                         early_stop_temp=0.2, small_arm_bound=True, merge_moves=0, merge_exact_max=64,
                         merge_max_temp=0.2, factor_cache_mb=0.0, split_moves=0, split_max_size=1000):
     """Validate the ``GibbsCoref`` hyperparameters once into a :class:`GibbsSettings`.

@@ -57,6 +57,37 @@ model (``coref predict``'s default) on ``coref synth --one-name --seed 0`` block
 * n = 100,000: encoding 38 s, peak RSS before the sweeps 1.23 GB (memo arrays allocated).
   Extrapolated from 30k: sweep 1 ~6e9 factors (~25 CPU-min), later sweeps ~8.6e8 factors
   (~6 CPU-min) each: about 2 CPU-hours for 19 sweeps, against the 10-minute target.
+
+Measured 2026-11-27 (w/E4, main 1dda5ab's model; load 2-5 on 2 cores: CPU seconds), first
+clusterings of big blocks (``--inits``, ``coref.gibbs.start``), ``--seed 0 --no-exact --per-sweep``:
+
+* n = 10,000: from singletons 20 sweeps, 3.21e8 factors (sweep 1 4.2e7, then ~1.47e7 each),
+  73.0 CPU-s, B3 F1 0.6021; from the greedy over coauthor ids (3,251 clusters, start F1 0.748,
+  2.4e5 factors, 0.04 s) 19 sweeps, 2.98e8 factors (sweep 1 3.5e7), 68.4 CPU-s, F1 0.6123;
+  from the coauthor components (4,698 clusters, start F1 0.669) 19 sweeps, 2.94e8, 65.5 CPU-s,
+  F1 0.6103.  The model drags every start to ~460 clusters (precision 0.5): F1 falls from
+  sweep 1 on whatever the start.
+* n = 30,000: greedy start 12,680 clusters (F1 0.591, 1.6e6 factors); racing 20 sweeps,
+  1.99e9 factors (sweep 1 5.2e8), 578 CPU-s, F1 0.6622; components (19,322 clusters)
+  2.00e9 (sweep 1 5.2e8), 619 CPU-s, F1 0.6596; from singletons (``coref predict``, see
+  below) 1.97e9 factors, F1 0.6612.  Sweep 1 stays ~6x a later sweep from any of these starts:
+  its cost is the partner-memo rows (n - 1 factors each, built once per mention when its
+  pending small arms hold n / 16 members; ~14,000 of them at 30k), not the n singleton arms,
+  and a start of thousands of small clusters still has that many small-arm members.
+* n = 30,000, ``nice /usr/bin/time -v python -P -m coref predict --data b30000.parquet`` (racing),
+  before (start from singletons) / after (``init="auto"``: the greedy start): wall 13:12 /
+  11:03 (load 4-5), user CPU 677 / 648 s (0.96), peak RSS 587 / 585 MB, factors 1.967e9 /
+  1.994e9, clusters 5,027 / 4,978, B3 F1 0.6612 / 0.6622.
+* n = 10,000, defaults (``--sizes 10000 --seed 0 --exact-sweeps 2``; every sampler from the greedy
+  start): racing 90.1 s wall (71.9 CPU-s), 19 sweeps, 2.98e8 factors, B3 F1 0.6123; exact from
+  its cached matrix 20.3 s, F1 0.6151 (racing - exact = -0.003); uncached exact 14.4 s per
+  sweep: x 30 = 431 s = 4.8x racing's wall (10.1x its factors), x 19 = 3.0x.
+* The memo rows pay (greedy start, ``MEMO_ROW_FRACTION`` 1/16 / 1/4 / 1 = no rows): 10k
+  2.98e8 / 3.00e8 / 3.07e8 factors (sweep 1 3.5e7 / 2.2e7 / 1.8e7, later sweeps 1.45e7 /
+  1.50e7 / 1.56e7), F1 0.612 / 0.612 / 0.611; 30k without rows still running after 18 CPU-min
+  (killed; 578 CPU-s with them).
+* n = 100,000: the greedy start 3.6 s, 7.7e6 factors, 42,688 clusters (F1 0.539; 13.5% of
+  the mentions have no coauthor and stay singletons).
 """
 from __future__ import annotations
 
@@ -76,7 +107,7 @@ from coref.synth_block import synthesize_block
 
 
 def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, still=True,
-         per_sweep=False):
+         per_sweep=False, init="singletons"):
     """One GibbsCoref fit; returns a dict of wall, cpu, factors, sweeps and B3 F1.
 
     ``still=False``: the early stop without its move tolerance (``STILL_MIN_N`` out of reach).
@@ -90,7 +121,7 @@ def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, 
     try:
         t0 = time.perf_counter()
         g = GibbsCoref(model, sampler=sampler, rng=seed, n_sweeps=n_sweeps, record_history=per_sweep,
-                       factor_cache_mb=cache_mb).fit(df)
+                       factor_cache_mb=cache_mb, init=init).fit(df)
         wall = time.perf_counter() - t0
     finally:
         gibbs_block.EXACT_BOUND_MAX_N = keep
@@ -103,11 +134,11 @@ def _run(model, df, sampler, seed, n_sweeps=30, bound="features", cache_mb=0.0, 
     extra = {}
     if per_sweep:
         h = g.labels_history_
-        extra["sweeps"] = [dict(sweep=s, factors=per[s], moved=int((h[s] != h[s - 1]).sum()),
+        extra["sweeps"] = [dict(sweep=s, factors=per[s], moved=int((h[s] != h[max(s - 1, 0)]).sum()),
                                 clusters=int(len(np.unique(h[s]))),
                                 b3_f1=b3(pd.Series(h[s], index=pred.index), gold).f1)
-                           for s in range(1, sweeps + 1)]
-    return dict(extra, sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
+                           for s in range(0, sweeps + 1)]
+    return dict(extra, init=init, sampler=sampler, bound=bound, cached=bool(cache_mb), still=still, n=len(df),
                 n_sweeps=n_sweeps,
                 wall_s=wall, gibbs_wall_s=float(g.wall_s_), cpu_s=float(g.cpu_s_),
                 factors=int(g.n_factor_evals_), factors_sweep1=per[1] if len(per) > 1 else 0,
@@ -132,6 +163,9 @@ def main(argv=None):
     ap.add_argument("--no-exact", action="store_true", help="racing runs only")
     ap.add_argument("--per-sweep", action="store_true",
                     help="racing: also report factors, mentions moved, clusters and B3 F1 of every sweep")
+    ap.add_argument("--inits", nargs="+", default=["auto"],
+                    help="racing from each of these starts (GibbsCoref init), side by side; the "
+                         "first is the one compared with exact")
     ap.add_argument("--exact-bound-max", type=int, default=0,
                     help="also run racing with the exact n^2 small-arm bound up to this n")
     args = ap.parse_args(argv)
@@ -152,11 +186,20 @@ def main(argv=None):
         res = {}
         for sampler, bound, sw, mb, still in runs:
             r = _run(model, df, sampler, args.seed, sw, bound, mb, still,
-                     args.per_sweep and sampler == "racing")
+                     args.per_sweep and sampler == "racing", args.inits[0])
             res[(sampler, bound, bool(mb), still)] = r
             print(json.dumps(r), flush=True)
             rows.append(r)
         rf = res[("racing", "features", False, True)]
+        for init in args.inits[1:]:
+            r = _run(model, df, "racing", args.seed, 30, "features", 0.0, True, args.per_sweep, init)
+            print(json.dumps(r), flush=True)
+            rows.append(r)
+            print(f"n={n}: racing from {init}: {r['gibbs_wall_s']:.1f} s ({r['cpu_s']:.1f} CPU-s, "
+                  f"{r['sweeps_used']} sweeps, {r['factors']:.3g} factors) B3 F1 {r['b3_f1']:.4f}; from "
+                  f"{args.inits[0]}: {rf['gibbs_wall_s']:.1f} s ({rf['cpu_s']:.1f} CPU-s, {rf['sweeps_used']} "
+                  f"sweeps, {rf['factors']:.3g} factors) B3 F1 {rf['b3_f1']:.4f}; CPU ratio "
+                  f"{r['cpu_s'] / rf['cpu_s']:.2f}", flush=True)
         if ("racing", "features", False, False) in res:
             ro = res[("racing", "features", False, False)]
             print(f"n={n}: racing {rf['gibbs_wall_s']:.1f} s ({rf['cpu_s']:.1f} CPU-s, "

@@ -5,6 +5,7 @@
 - :mod:`coref.gibbs.schedule`: annealing temperatures, racing bounds, the early-stop rule
 - :mod:`coref.gibbs.seeding`: run seed, per-block generators, kernel generator state
 - :mod:`coref.gibbs.initial`: initial cluster keys and fixed mentions of ``fit``
+- :mod:`coref.gibbs.start`: cheap first clusterings of big blocks (``init``; ``_start.pyx``)
 - :mod:`coref.gibbs.merges`: cluster-merge proposals between sweeps
 - :mod:`coref.gibbs.marginals`: temperature-1 sweeps, pair probabilities, confidence
 

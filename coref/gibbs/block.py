@@ -19,14 +19,15 @@ from coref.gibbs.marginals import sample_marginals
 from coref.gibbs.merges import merge_moves
 from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask
 from coref.gibbs.seeding import block_rng, kernel_state
+from coref.gibbs.start import coauthor_greedy, component_start
 from coref.model.block_prior import block_bias_evals
 
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "MEMO_PARTNERS",
-           "MEMO_ROW_FRACTION", "STILL_FRACTION", "STILL_MIN_N",
-           "still_moves", "KernelRun", "BlockRun", "fit_block"]
+           "MEMO_ROW_FRACTION", "STILL_FRACTION", "STILL_MIN_N", "START_MIN_N", "BIG_INIT",
+           "still_moves", "start_labels", "KernelRun", "BlockRun", "fit_block"]
 
 #: Factor-matrix budget (MiB) of ``sampler="auto"`` when ``factor_cache_mb`` is 0, and of
 #: the package's own exact Gibbs runs (the intercept tuning of ``PairwiseModel``, the
@@ -60,6 +61,12 @@ MEMO_ROW_FRACTION = 1.0 / 16.0
 #: from temperature 0.4 to 0.05, B3 F1 flat from sweep 10 on) and would never stop otherwise.
 STILL_FRACTION = 0.03
 STILL_MIN_N = 5000
+#: ``init="auto"``: a block of at least ``START_MIN_N`` mentions, all movable and without
+#: initial labels, starts from the ``BIG_INIT`` clustering of ``coref.gibbs.start``
+#: (any other block from singletons).  From singletons the first sweep of a block of n
+#: mentions races each mention against up to n arms (~6e9 factors at n = 100,000).
+START_MIN_N = STILL_MIN_N
+BIG_INIT = "greedy"
 
 
 @dataclass
@@ -179,12 +186,43 @@ def still_moves(n_mov):
     return int(STILL_FRACTION * n_mov) if n_mov >= STILL_MIN_N else 0
 
 
-def _start_labels(settings, n, labels0):
+def start_labels(init, enc, theta, bias, labels0=None, movable=None):
+    """The starting labels of one block and the factors they cost.
+
+    Parameters
+    ----------
+    init : {"auto", "singletons", "one", "greedy", "components"}
+        ``GibbsSettings.init``.  "auto": ``BIG_INIT`` for a block of at least
+        ``START_MIN_N`` mentions when every mention is movable, else "singletons";
+        "greedy": :func:`coref.gibbs.start.coauthor_greedy`; "components":
+        :func:`coref.gibbs.start.component_start`.
+    enc : EncodedBlock
+    theta : ndarray of float64
+    bias : float
+        The block's intercept.
+    labels0 : ndarray of int, shape (n,), optional
+        Given initial labels (``fit(initial=...)``): they take precedence over ``init``.
+    movable : ndarray of int, optional
+        The movable mentions (``fit(fixed=...)``; None = all).
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n,)
+    evals : int
+        Factors evaluated (the greedy's; 0 otherwise).
+    """
+    n = int(enc.n)
     if labels0 is not None:
-        return np.array(labels0, dtype=np.int64)
-    if settings.init == "singletons":
-        return np.arange(n, dtype=np.int64)
-    return np.zeros(n, dtype=np.int64)
+        return np.array(labels0, dtype=np.int64), 0
+    if init == "auto":
+        init = BIG_INIT if movable is None and n >= START_MIN_N else "singletons"
+    if init == "greedy":
+        return coauthor_greedy(enc, theta, bias)
+    if init == "components":
+        return component_start(enc), 0
+    if init == "singletons":
+        return np.arange(n, dtype=np.int64), 0
+    return np.zeros(n, dtype=np.int64), 0
 
 
 def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, record_history):
@@ -196,13 +234,13 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         budget = FACTOR_CACHE_MB
     fits = n > 1 and 8.0 * n * n <= budget * 2.0**20
     racing = 1 if settings.sampler == "racing" or (settings.sampler == "auto" and not fits) else 0
-    labels = _start_labels(settings, n, labels0)
-    size = np.bincount(labels, minlength=n).astype(np.int64)
     theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
     # bias_ + the block's prior shift (coref.model), whose estimate counts in sweep 0
     bias, prior_evals = block_bias_evals(model, enc)
+    labels, start_evals = start_labels(settings.init, enc, theta, bias, labels0, movable)
+    size = np.bincount(labels, minlength=n).astype(np.int64)
     ev = np.zeros(len(temps) + 1, np.int64)
-    ev[0] = prior_evals
+    ev[0] = prior_evals + start_evals       # the start's factors count in sweep 0
     lab_hist = np.zeros((len(temps) + 1, n), np.int64) if record_history else None
     if lab_hist is not None:
         lab_hist[0] = labels

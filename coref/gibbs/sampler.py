@@ -56,8 +56,11 @@ class GibbsCoref:
     first_batch : int >= 2, default 3
         First mini-batch of every racing arm; arms with at most this many members
         are summed exactly (Appx. C.3).
-    init : {"singletons", "one"}, default "singletons"
-        Initial state: one cluster per mention, or one cluster per block.
+    init : {"auto", "singletons", "one", "greedy", "components"}, default "auto"
+        Initial state: one cluster per mention, one per block, or a cheap first clustering
+        (:mod:`coref.gibbs.start`: "greedy" over coauthor ids, coauthor "components");
+        "auto": ``coref.gibbs.block.BIG_INIT`` for blocks of at least ``START_MIN_N``
+        mentions, all movable, singletons for the others.  ``fit(initial=...)`` overrides it.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Run seed. An int is used as is; a SeedSequence contributes its first
         generated 63-bit word; a Generator contributes one draw
@@ -252,7 +255,7 @@ class GibbsCoref:
     """
 
     def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=30, t_start=1.0,
-                 t_end=0.05, first_batch=3, init="singletons", rng=None,
+                 t_end=0.05, first_batch=3, init="auto", rng=None,
                  record_history=True, buffer_size=None, n_samples=0, patience=3,
                  early_stop_temp=0.2, small_arm_bound=True, merge_moves=0,
                  merge_exact_max=64, merge_max_temp=0.2, factor_cache_mb=0.0, split_moves=0,

@@ -52,7 +52,7 @@ def test_one_sampler_list():
     assert SAMPLERS == ("racing", "exact") and ALL_SAMPLERS == SAMPLERS + ("auto",)
     with pytest.raises(ValueError, match=r"sampler must be one of \('racing', 'exact', 'auto'\)"):
         make_gibbs_settings(sampler="both")
-    assert INITS == ("singletons", "one")
+    assert INITS == ("singletons", "one", "auto", "greedy", "components")
 
 
 def test_gibbs_settings_defaults_are_gibbscoref_defaults():
