@@ -17,7 +17,7 @@ from sampling.utils.kernels import load_kernel
 from coref.gibbs.arm_bound import component_bound
 from coref.gibbs.marginals import sample_marginals
 from coref.gibbs.merges import merge_moves
-from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask
+from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask, temperature_schedule
 from coref.gibbs.seeding import block_rng, kernel_state
 from coref.gibbs.start import coauthor_greedy, component_start
 from coref.model.block_prior import block_bias_evals
@@ -27,7 +27,7 @@ _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["FACTOR_CACHE_MB", "EXACT_BOUND_MAX_N", "BOUND_PAIRS_PER_MENTION", "MEMO_PARTNERS",
            "MEMO_ROW_FRACTION", "STILL_FRACTION", "STILL_MIN_N", "START_MIN_N", "BIG_INIT",
-           "still_moves", "start_labels", "KernelRun", "BlockRun", "fit_block"]
+           "still_moves", "start_labels", "block_temperatures", "KernelRun", "BlockRun", "fit_block"]
 
 #: Factor-matrix budget (MiB) of ``sampler="auto"`` when ``factor_cache_mb`` is 0, and of
 #: the package's own exact Gibbs runs (the intercept tuning of ``PairwiseModel``, the
@@ -225,6 +225,16 @@ def start_labels(init, enc, theta, bias, labels0=None, movable=None):
     return np.zeros(n, dtype=np.int64), 0
 
 
+def block_temperatures(settings, temps, n_movable):
+    """The temperatures of one block's annealed sweeps: ``temps``, or for a block of at least
+    ``STILL_MIN_N`` movable mentions the geometric schedule of ``settings.big_block_sweeps``
+    sweeps (at most ``len(temps)``) from ``settings.t_start`` to ``settings.t_end``."""
+    k = settings.big_block_sweeps
+    if k is None or n_movable < STILL_MIN_N or k >= len(temps):
+        return temps
+    return temperature_schedule(k, settings.t_start, settings.t_end)
+
+
 def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, record_history):
     """``fit_block`` once the memo tables are shared."""
     n = enc.n
@@ -256,9 +266,11 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
                     rng_state=kernel_state(gen), fmax=np.full(n, -np.inf), fmat=fmat,
                     fmat_mode=0 if fmat is None else 1,
                     still_moves=still_moves(len(movable)))
+    # a big block anneals in fewer sweeps (the rows and counts of the others: as after an early stop)
+    temps = block_temperatures(settings, temps, len(movable))
     inv_temps = 1.0 / np.asarray(temps, dtype=np.float64)
     mask = stop_mask(temps, settings.early_stop_temp)
-    kh = lab_hist[1:] if lab_hist is not None else np.zeros((0, n), np.int64)
+    kh = lab_hist[1:len(temps) + 1] if lab_hist is not None else np.zeros((0, n), np.int64)
     # small-arm bound: mode 1 computes the exact row maxima in the first kernel call,
     # mode 2 reads run.fmax (the structural bound of a big block, or mode 1's result)
     bound_mode = int(bool(settings.small_arm_bound)) if racing else 0
@@ -278,7 +290,8 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         used = _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev,
                                    bound_mode)
     else:
-        used = run.anneal(labels, size, inv_temps, mask, settings.patience, bound_mode, kh, ev[1:])
+        used = run.anneal(labels, size, inv_temps, mask, settings.patience, bound_mode, kh,
+                          ev[1:len(temps) + 1])
     ev[1] += bound_evals            # the bound's factors count in sweep 1 (as mode 1's)
     if lab_hist is not None:
         lab_hist[used + 1:] = labels

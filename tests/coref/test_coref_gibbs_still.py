@@ -103,7 +103,8 @@ def test_fit_applies_still_fraction(monkeypatch, sampler, merge_moves):
 
     df = _df(n=24, n_blocks=3, seed=4)
     m = _Model(_theta(), -1.0)
-    kw = dict(sampler=sampler, n_sweeps=20, rng=3, t_start=6.0, t_end=4.0, merge_moves=merge_moves)
+    kw = dict(sampler=sampler, n_sweeps=20, rng=3, t_start=6.0, t_end=4.0, merge_moves=merge_moves,
+              big_block_sweeps=None)
     full = GibbsCoref(m, patience=0, **kw).fit(df)
     monkeypatch.setattr(gibbs_block, "STILL_MIN_N", 10)
     monkeypatch.setattr(gibbs_block, "STILL_FRACTION", 0.1)
@@ -120,3 +121,56 @@ def test_fit_applies_still_fraction(monkeypatch, sampler, merge_moves):
         np.testing.assert_array_equal(es.labels_history_[:used + 1, cols],
                                       full.labels_history_[:used + 1, cols])
     assert earlier >= 1                            # the tolerance stops some block sooner
+
+
+@pytest.mark.parametrize("sampler", ["racing", "exact"])
+def test_big_blocks_anneal_in_big_block_sweeps(monkeypatch, sampler):
+    """A block of >= STILL_MIN_N movable mentions anneals in ``big_block_sweeps`` sweeps over the
+    same temperature range: its labels are those of a fit with ``n_sweeps=big_block_sweeps``
+    (same seed), the rows after them repeat the last; smaller blocks run ``n_sweeps``; None or a
+    count >= n_sweeps changes nothing; ``fixed`` mentions do not count towards the size."""
+    from coref.gibbs import GibbsCoref
+    from coref.gibbs.schedule import temperature_schedule
+    from tests.coref.test_coref_gibbs import _Model, _df, _theta
+
+    df = _df(n=30, n_blocks=3, seed=5)
+    m = _Model(_theta(), -1.0)
+    sizes = df["block"].value_counts()
+    monkeypatch.setattr(gibbs_block, "STILL_MIN_N", int(sizes.iloc[1]))   # the two larger blocks are big
+    kw = dict(sampler=sampler, rng=7, patience=0, t_start=2.0, t_end=0.1)
+    g = GibbsCoref(m, n_sweeps=12, big_block_sweeps=4, **kw).fit(df)
+    short = GibbsCoref(m, n_sweeps=4, big_block_sweeps=None, **kw).fit(df)
+    full = GibbsCoref(m, n_sweeps=12, big_block_sweeps=None, **kw).fit(df)
+    blocks = df["block"].to_numpy()
+    for b in np.unique(blocks):
+        cols = blocks == b
+        big = cols.sum() >= gibbs_block.STILL_MIN_N
+        ref = short if big else full
+        assert g.n_sweeps_used_[b] == (4 if big else 12)
+        np.testing.assert_array_equal(g.labels_history_[:ref.labels_history_.shape[0], cols],
+                                      ref.labels_history_[:, cols])
+        if big:
+            assert (g.labels_history_[5:, cols] == g.labels_history_[4, cols]).all()
+            assert (g.n_factor_evals_per_block_sweep_[b][5:] == 0).all()
+    assert gibbs_block.block_temperatures(g._settings()[0], full.temperatures_, 10 ** 6).tolist() == \
+        temperature_schedule(4, 2.0, 0.1).tolist()
+    same = GibbsCoref(m, n_sweeps=12, big_block_sweeps=12, **kw).fit(df)
+    np.testing.assert_array_equal(same.labels_history_, full.labels_history_)
+    fx = np.zeros(len(df), bool)
+    fx[::2] = True                                   # half fixed: no block has enough movable mentions
+    a = GibbsCoref(m, n_sweeps=12, big_block_sweeps=4, **kw).fit(df, fixed=fx)
+    c = GibbsCoref(m, n_sweeps=12, big_block_sweeps=None, **kw).fit(df, fixed=fx)
+    np.testing.assert_array_equal(a.labels_history_, c.labels_history_)
+
+
+def test_big_block_sweeps_is_validated_and_given_sweeps_apply_to_every_block():
+    from coref.gibbs import GibbsCoref
+    from coref.settings import make_gibbs_settings, make_settings
+    from tests.coref.test_coref_gibbs import _Model, _df, _theta
+
+    with pytest.raises(ValueError, match="big_block_sweeps must be None or >= 1"):
+        make_gibbs_settings(big_block_sweeps=0)
+    with pytest.raises(TypeError, match="big_block_sweeps must be an int"):
+        GibbsCoref(_Model(_theta(), -1.0), big_block_sweeps=2.5).fit(_df(n=6, n_blocks=1, seed=0))
+    assert make_settings("predict").gibbs_kwargs("racing").get("big_block_sweeps", "default") == "default"
+    assert make_settings("predict", n_sweeps=7).gibbs_kwargs("racing")["big_block_sweeps"] is None

@@ -49,7 +49,8 @@ class StandInModel:
 class StandInGibbs:
     """Annealed Gibbs on cluster labels; 'racing' looks at one member per cluster."""
 
-    def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=4, rng=None, record_history=True):
+    def __init__(self, model, *, sampler="racing", delta=0.05, n_sweeps=4, big_block_sweeps=None, rng=None,
+                 record_history=True):
         self.model, self.sampler, self.n_sweeps, self.rng = model, sampler, n_sweeps, rng
 
     def fit(self, df):
