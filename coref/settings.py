@@ -31,9 +31,9 @@ INITS = ("singletons", "one", "auto", "greedy", "components")
 #: Annealed sweeps of a block of at least ``coref.gibbs.block.STILL_MIN_N`` movable mentions
 #: (the same temperatures, t_start to t_end, in fewer steps); ``None`` = ``n_sweeps``.  In such
 #: blocks every racing sweep after the first costs ~n/7 factors per step and B3 F1 does not
-#: move after the first ten (one-name 10,000-mention block: 10 sweeps 1.74e8 factors, F1
-#: 0.6044; 30 sweeps, 20 run, 3.21e8, F1 0.6021; first-initial 9,079-mention block "l zhao" of
-#: 10M synth: 0.7074 vs 0.7084 at 0.84x the CPU).
+#: move after the first ten (greedy start, racing, side by side: one-name 10,000-mention block
+#: 10 sweeps 1.67e8 factors, 40.0 CPU-s, F1 0.6117; 30 sweeps (19 run) 2.98e8, 71.6 CPU-s, F1
+#: 0.6123; first-initial 9,079-mention block "l zhao" of 10M synth: F1 0.7098 vs 0.7092 at 0.85x the CPU).
 BIG_BLOCK_SWEEPS = 10
 #: Calibration maps of the held-out confidence of ``coref run`` (:mod:`coref.jobs.heldout`).
 CALIBRATIONS = ("isotonic", "temperature", "none")
