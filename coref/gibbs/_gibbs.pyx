@@ -50,10 +50,12 @@ from libc.string cimport memcpy
 
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
-from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, pool_update, merge_act
+from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, merge_act, _finish
 from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_arm_sums,
                                memo_arm_clear, memo_ub, lazy_bound)
 from coref.gibbs._xoshiro cimport below, uniform
+from coref.gibbs._rounds cimport _sched, _n_rounds
+from coref.gibbs._cv cimport CVState, cv_init, cv_arm, cv_move
 
 from coref.factors._factors import shared_memo
 
@@ -138,33 +140,6 @@ cdef inline double _lo(const double* est, const double* us, const double* gumbel
     return est[c] + (gumbels[c] if gok[c] else _gum_lo(us[c]))
 
 
-cdef inline Py_ssize_t _sched(Py_ssize_t r, Py_ssize_t prev, Py_ssize_t N,
-                              Py_ssize_t fb) noexcept nogil:
-    """Target sample size T(r) of an arm with population N (r = 1, 2, ...)."""
-    cdef Py_ssize_t t, m
-    if r == 1:
-        t = fb
-    elif r == 2:
-        m = (N - fb) // 10
-        if m < 1:
-            m = 1
-        t = fb + m
-    else:
-        t = 2 * prev
-    if t > N:
-        t = N
-    return t
-
-
-cdef inline Py_ssize_t _n_rounds(Py_ssize_t N, Py_ssize_t fb) noexcept nogil:
-    """t*_y: number of rounds until T reaches N."""
-    cdef Py_ssize_t r = 1, t = _sched(1, 0, N, fb)
-    while t < N:
-        r += 1
-        t = _sched(r, t, N, fb)
-    return r
-
-
 cdef inline bint _beats(const double* est, const double* us, double* gumbels, char* gok,
                         Py_ssize_t c, double* e_best) noexcept nogil:
     """True, and ``e_best`` raised to it, when arm c's score est[c] + g_c exceeds ``e_best``.
@@ -178,19 +153,6 @@ cdef inline bint _beats(const double* est, const double* us, double* gumbels, ch
             e_best[0] = v
             return True
     return False
-
-
-cdef inline Py_ssize_t _finish(BlockData* d, long long* labels, long long* size, Py_ssize_t i,
-                               Py_ssize_t old, Py_ssize_t l, Py_ssize_t c_old, long long evals,
-                               long long* n_evals, long long* cand, long long* cidx,
-                               long long* fill, long long* pool, long long* nC) noexcept nogil:
-    """End of a step: mention i joins cluster l; count the factors; leave row mode; return l."""
-    n_evals[0] += evals
-    labels[i] = l
-    size[l] += 1
-    pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
-    row_clear(d)              # no-op when the step read the factor matrix (no row set)
-    return l
 
 
 cdef inline bint _behind(double eL, double margin, double v, const double* us, double* gumbels,
@@ -221,7 +183,8 @@ cdef Py_ssize_t _step(BlockData* d,
                       long long* bj, long long* bc,
                       double* us, char* gok, long long* lz,
                       const long long* n_rounds,
-                      const double* fm, RowMemo* rm) noexcept nogil:
+                      const double* fm, RowMemo* rm,
+                      const CVState* cv, double* hc) noexcept nogil:
     """Resample labels[i]; return the chosen label (n_rounds[N] = _n_rounds(N, fb)).
 
     ``fm`` (exact sampler only; NULL = off): the block's factor matrix, row-major
@@ -240,6 +203,9 @@ cdef Py_ssize_t _step(BlockData* d,
     cdef long long sw
     cdef Py_ssize_t nb, q, lz_nmax, m2, e2, c_old
     cdef double lz_gmax, lz_umax, u, eL, eB
+    # control variate (``coref.gibbs._cv``; ri = -1: off): hc[c] = H_y / tau of arm c
+    cdef int ri = cv.rank[i] if cv != NULL else -1
+    cdef double cvt = cv.w * inv_temp if cv != NULL else 0.0
 
     size[old] -= 1
     # mention i's id lists into the row tables: each factor (i, j) looks up j's ids
@@ -320,6 +286,7 @@ cdef Py_ssize_t _step(BlockData* d,
             n_lazy += 1
             gok[c] = 0
             acc2[c] = NAN          # its bound sum, computed on its first test
+            hc[c] = 0.0
             if u > lz_umax:
                 lz_umax = u
             if m > lz_nmax:
@@ -328,6 +295,7 @@ cdef Py_ssize_t _step(BlockData* d,
         gok[c] = 0
         acc[c] = 0.0
         acc2[c] = 0.0
+        hc[c] = 0.0
         N[c] = m
         alive[c] = 1
         if m <= fb:
@@ -338,6 +306,8 @@ cdef Py_ssize_t _step(BlockData* d,
             T[c] = m
         else:
             T[c] = 0
+            if ri >= 0:
+                hc[c] = cv_arm(cv, cand[c], ri, inv_temp)
             if c == c_old:
                 k = fill[c]
                 for q in range(fill[c], fill[c + 1]):
@@ -423,6 +393,8 @@ cdef Py_ssize_t _step(BlockData* d,
                 prefetch_pair(d, i, bj[q + 1])
             c = bc[q]
             f = block_factor(d, i, bj[q]) * inv_temp
+            if ri >= 0 and cv.rank[bj[q]] >= 0 and cv.rank[bj[q]] != ri:
+                f -= cvt           # the residual f - h (control variate)
             acc[c] += f
             acc2[c] += f * f
         # estimates of the totals WITHOUT the Gumbels (est) and their standard errors.
@@ -448,7 +420,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 continue
             n_alive += 1
             if T[c] == N[c]:
-                est[c] = acc[c]
+                est[c] = acc[c] + hc[c]
                 se2[c] = 0.0
             else:
                 n_open += 1
@@ -456,7 +428,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
                 if var < 0.0:
                     var = 0.0
-                est[c] = N[c] * mean
+                est[c] = N[c] * mean + hc[c]
                 se2[c] = (<double>N[c] * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
             if leader < 0:
                 leader = c
@@ -626,7 +598,7 @@ cdef Py_ssize_t _step(BlockData* d,
         if not alive[c]:
             continue
         if T[c] == N[c]:
-            est[c] = acc[c]
+            est[c] = acc[c] + hc[c]
         if best < 0:
             best = c
             eB = est[c] + _gum(us, gumbels, gok, c)
@@ -643,6 +615,7 @@ cdef Py_ssize_t _step(BlockData* d,
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
     cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr, row, msum, mabs, mcnt
+    cdef public object hc
 
     def __init__(self, Py_ssize_t n):
         import numpy as np
@@ -674,6 +647,7 @@ cdef class _Work:
         self.msum = np.zeros(m)
         self.mabs = np.zeros(m)
         self.mcnt = np.zeros(m, np.int64)
+        self.hc = np.zeros(m)
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -698,7 +672,9 @@ def anneal(object enc,                      # IN  EncodedBlock
            double[:, ::1] memo_f=None,      # INOUT (n, K) their factors
            double[::1] memo_rest=None,      # INOUT (n,) best factor not kept (NaN: no memo)
            Py_ssize_t memo_row_min=0,       # build a row when this many members pend
-           Py_ssize_t still_moves=0):       # a counting sweep moving at most this many is still
+           Py_ssize_t still_moves=0,        # a counting sweep moving at most this many is still
+           const int[::1] cv_rank=None,     # IN  (n,) racing's control variate: first-name ranks
+           double cv_weight=0.0):           # its weight (0: off)
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
@@ -734,6 +710,12 @@ def anneal(object enc,                      # IN  EncodedBlock
     others (-inf if none).  Later steps of i bound every arm by its memo: f(x_i, x_j) for
     a partner in it (exact), memo_rest[i] for any other (``coref.gibbs._memo``), and read
     the memo's factors instead of evaluating them.  The memo persists across calls.
+
+    Control variate (racing only; ``cv_rank`` None or ``cv_weight`` 0 = off): a
+    subsampled arm y is estimated as N_y mean(f - h) + H_y with h(i, j) = ``cv_weight``
+    when ``cv_rank[i]``, ``cv_rank[j]`` >= 0 differ, else 0, and H_y its exact sum over the
+    arm (``coref.gibbs._cv``; Chen & Ghahramani 2016, Sec. 3.4); the racing test reads the
+    residuals' variance.  Exactly summed arms are unchanged.
     """
     cdef list keep = []
     cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True,
@@ -770,6 +752,26 @@ def anneal(object enc,                      # IN  EncodedBlock
     if still_moves < 0:
         raise ValueError(f"still_moves must be >= 0; got {still_moves}")
     cdef RowMemo rm
+    cdef CVState cvs
+    cdef CVState* cvp = NULL
+    cdef double[::1] hcv = w.hc
+    cdef long long[::1] cv_named
+    cdef int[::1] cv_cnt
+    if racing and cv_rank is not None and cv_weight != 0.0 and n > 0:
+        if cv_rank.shape[0] != n:
+            raise ValueError("cv_rank must have one entry per mention")
+        import numpy as np
+        cvs.M = int(np.max(cv_rank)) + 1
+        if np.min(cv_rank) < -1:
+            raise ValueError("cv_rank entries must be >= -1")
+        if cvs.M > 0:
+            cv_named = np.zeros(n, np.int64)
+            cv_cnt = np.zeros(n * cvs.M, np.int32)
+            cvs.rank = &cv_rank[0]
+            cvs.named = &cv_named[0]
+            cvs.cnt = &cv_cnt[0]
+            cvs.w = cv_weight
+            cvp = &cvs
     cdef double[::1] rowbuf = w.row, msum = w.msum, mabs = w.mabs
     cdef long long[::1] mcnt = w.mcnt
     rm.K = 0
@@ -863,6 +865,8 @@ def anneal(object enc,                      # IN  EncodedBlock
         if n > 0:
             pool_init(n, &labels[0], &size[0], &cand[0], &cidx[0], &fill[0], &pool[0],
                        &act[0], &nc[0])
+        if cvp != NULL:
+            cv_init(cvp, &labels[0], n)
         for s in range(n_sw):
             for k in range(n_mov):
                 order[k] = movable[k]
@@ -883,8 +887,10 @@ def anneal(object enc,                      # IN  EncodedBlock
                          &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
                          &est[0], &se2[0], &alive[0], fmx, &act[0],
                          &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
-                         &lz[0], &nr[0], fmp, &rm) != tmp:
+                         &lz[0], &nr[0], fmp, &rm, cvp, &hcv[0]) != tmp:
                     moved += 1
+                    if cvp != NULL:
+                        cv_move(cvp, i, tmp, labels[i])
             evals[s] = ev
             if record:
                 for k in range(n):

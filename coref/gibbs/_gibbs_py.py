@@ -99,9 +99,10 @@ def _memo_ub(memo, i, sums, c, N, inv_temp):
 
 
 def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, n_evals,
-         fmax=None, fmat=None, memo=None):
+         fmax=None, fmat=None, memo=None, cv=None):
     """Resample labels[i] in place; return the chosen label (``fmat``: cached factors, exact only;
-    ``memo``: the partner memo ``(memo_j, memo_f, memo_rest, row_min)`` of racing, or None)."""
+    ``memo``: the partner memo ``(memo_j, memo_f, memo_rest, row_min)`` of racing, or None;
+    ``cv``: racing's control variate ``(ranks, weight)``, or None)."""
     n = enc.n
     old = int(labels[i])
     size[old] -= 1
@@ -143,6 +144,10 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
         tstar, n_open = 1, 0
         alive = [True] * D
         lazy = [False] * C
+        # control variate: h(i, j) = w if both ranks >= 0 differ; hc[c] = its sum / tau
+        rank, w = cv if cv is not None else (None, 0.0)
+        ri = rank[i] if cv is not None else -1
+        hc = [0.0] * C
         ub = [None] * C          # bound sums of the small arms, computed on first test
         ex = [0] * C             # their members in i's memo (-1 without a memo)
         for c in range(C):
@@ -157,6 +162,9 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
             else:
                 tstar = max(tstar, _n_rounds(N[c], fb))
                 n_open += 1
+                if ri >= 0:
+                    k = sum(1 for j in members[c] if rank[j] >= 0 and rank[j] != ri)
+                    hc[c] = w * float(k) * inv_temp
         sums = None
         if memo is not None and memo[2][i] == memo[2][i]:
             sums = _memo_sums(memo, i, labels, cidx, n, inv_temp)
@@ -190,6 +198,8 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                         p = k + rng.below(N[c] - k)
                         m[k], m[p] = m[p], m[k]
                         v = f(m[k]) * inv_temp
+                        if ri >= 0 and rank[m[k]] >= 0 and rank[m[k]] != ri:
+                            v -= w * inv_temp
                         acc[c] += v
                         acc2[c] += v * v
                     evals += tr - T[c]
@@ -203,7 +213,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                     continue
                 n_alive += 1
                 if T[c] == N[c]:
-                    est[c] = acc[c] + g[c]
+                    est[c] = acc[c] + hc[c] + g[c]
                     se2[c] = 0.0
                 else:
                     n_open += 1
@@ -211,7 +221,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                     var = (acc2[c] - acc[c] * mean) / (T[c] - 1)
                     if var < 0.0:
                         var = 0.0
-                    est[c] = N[c] * mean + g[c]
+                    est[c] = N[c] * mean + hc[c] + g[c]
                     se2[c] = (float(N[c]) * N[c]) * var * (1.0 - (T[c] - 1.0) / (N[c] - 1.0)) / T[c]
                 if leader < 0 or est[c] > est[leader]:
                     leader = c
@@ -300,7 +310,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
             if not alive[c]:
                 continue
             if c < C and T[c] == N[c]:
-                est[c] = acc[c] + g[c]
+                est[c] = acc[c] + hc[c] + g[c]
             if best < 0 or est[c] > est[best]:
                 best = c
     n_evals[0] += evals
@@ -313,7 +323,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
            first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
            fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0,
-           still_moves=0):
+           still_moves=0, cv_rank=None, cv_weight=0.0):
     """Same contract as ``coref.gibbs._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
@@ -370,6 +380,14 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
             raise ValueError("memo_j, memo_f must have shape (n, K) and memo_rest (n,)")
         if memo_j.shape[1] > 0:
             memo = (memo_j, memo_f, memo_rest, memo_row_min)
+    cv = None
+    if racing and cv_rank is not None and cv_weight != 0.0 and n > 0:
+        if len(cv_rank) != n:
+            raise ValueError("cv_rank must have one entry per mention")
+        if min(int(x) for x in cv_rank) < -1:
+            raise ValueError("cv_rank entries must be >= -1")
+        if max(int(x) for x in cv_rank) >= 0:
+            cv = ([int(x) for x in cv_rank], float(cv_weight))
     for s, inv_temp in enumerate(inv_temps):
         order = [int(x) for x in movable]
         for k in range(len(order) - 1, 0, -1):
@@ -380,7 +398,7 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
         for i in order:
             before = int(labels[i])
             if step(enc, theta, bias, labels, size, i, float(inv_temp), racing, first_batch,
-                    b_table, rng, ev, fmax, fmat if fmat_mode else None, memo) != before:
+                    b_table, rng, ev, fmax, fmat if fmat_mode else None, memo, cv) != before:
                 moved += 1
         evals[s] = ev[0]
         if len(lab_hist):

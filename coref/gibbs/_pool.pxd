@@ -8,6 +8,8 @@ members (increasing), ``cstart`` where each candidate's run starts in ``pool`` a
 """
 from libc.string cimport memmove, memcpy
 
+from coref.factors._factors cimport BlockData, row_clear
+
 
 cdef inline Py_ssize_t merge_act(long long* act, Py_ssize_t na, const long long* add,
                                   Py_ssize_t m, long long* tmp) noexcept nogil:
@@ -116,3 +118,16 @@ cdef inline void pool_update(Py_ssize_t i, Py_ssize_t old, Py_ssize_t l, Py_ssiz
     elif l != old:
         pool_remove(i, old, size, cand, cidx, cstart, pool, nC)
         pool_insert(i, l, cand, cidx, cstart, pool, nC)
+
+
+cdef inline Py_ssize_t _finish(BlockData* d, long long* labels, long long* size, Py_ssize_t i,
+                               Py_ssize_t old, Py_ssize_t l, Py_ssize_t c_old, long long evals,
+                               long long* n_evals, long long* cand, long long* cidx,
+                               long long* fill, long long* pool, long long* nC) noexcept nogil:
+    """End of a step: mention i joins cluster l; count the factors; leave row mode; return l."""
+    n_evals[0] += evals
+    labels[i] = l
+    size[l] += 1
+    pool_update(i, old, l, c_old, size, cand, cidx, fill, pool, nC)
+    row_clear(d)              # no-op when the step read the factor matrix (no row set)
+    return l

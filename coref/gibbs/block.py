@@ -15,6 +15,7 @@ import numpy as np
 from sampling.utils.kernels import load_kernel
 
 from coref.gibbs.arm_bound import component_bound
+from coref.gibbs.control import conflict_ranks, conflict_weight
 from coref.gibbs.marginals import sample_marginals
 from coref.gibbs.merges import merge_moves
 from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask, temperature_schedule
@@ -67,6 +68,10 @@ STILL_MIN_N = 5000
 #: mentions races each mention against up to n arms (~6e9 factors at n = 100,000).
 START_MIN_N = STILL_MIN_N
 BIG_INIT = "greedy"
+#: Racing's control variate (``coref.gibbs.control``): first names ranked per block for
+#: h(i, j) = w [ranks differ] (0: off).  Blocks with fewer than two full first names, and
+#: models whose ``name_first_conflict`` weight is 0, run without it.
+CONTROL_VARIATE_RANKS = 64
 
 
 @dataclass
@@ -76,7 +81,8 @@ class KernelRun:
     ``fmat_mode``: 1 until the call that computes the factor matrix (exact sampler,
     ``fmat`` given), 2 after it (later calls read the matrix); 0 without a matrix.
     ``memo_j``, ``memo_f``, ``memo_rest``, ``memo_row_min``: racing's partner memo (kept
-    across the calls), or None.
+    across the calls), or None.  ``cv_rank``, ``cv_weight``: racing's control variate
+    (``coref.gibbs.control``), or None / 0.0.
     """
 
     enc: object
@@ -95,6 +101,8 @@ class KernelRun:
     memo_rest: np.ndarray = None
     memo_row_min: int = 0
     still_moves: int = 0
+    cv_rank: np.ndarray = None
+    cv_weight: float = 0.0
 
     def anneal(self, labels, size, inv_temps, stop_mask, patience, bound_mode, lab_hist, evals):
         """One ``coref.gibbs._gibbs.anneal`` call; returns the number of sweeps run."""
@@ -105,7 +113,7 @@ class KernelRun:
                              stop_mask, patience, self.racing, self.first_batch, bound_mode, self.fmax,
                              self.b_table, self.rng_state, lab_hist, evals, self.fmat, mode,
                              self.memo_j, self.memo_f, self.memo_rest, self.memo_row_min,
-                             self.still_moves)
+                             self.still_moves, self.cv_rank, self.cv_weight)
 
     def sweep(self, labels, size, inv_temp, bound_mode):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
@@ -281,6 +289,9 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         run.memo_f = np.zeros((n, k))
         run.memo_rest = np.full(n, np.nan)
         run.memo_row_min = max(int(n * MEMO_ROW_FRACTION), 1)
+    if racing and CONTROL_VARIATE_RANKS > 0 and n > 1:
+        run.cv_rank = conflict_ranks(enc, CONTROL_VARIATE_RANKS)
+        run.cv_weight = conflict_weight(theta) if run.cv_rank is not None else 0.0
     if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0 and len(movable) > 0:
         res = component_bound(enc, theta, bias, BOUND_PAIRS_PER_MENTION * n)
         if res is not None:
