@@ -86,6 +86,63 @@ def shipped_model_and_data():
     return df, model
 
 
+def racing_anneal(mod, enc, theta, bias, labels, inv_temps, K=5, row_min=6, memo=True,
+                  state=(5, 9, 2, 7), cv_rank=None, cv_weight=0.0):
+    """One racing ``anneal`` call of ``mod`` (``coref.gibbs._gibbs`` or its twin) on ``enc``
+    from ``labels`` (all movable, first batch 3, the structural small-arm bound), with a
+    partner memo of K partners built at ``row_min`` pending members (``memo`` False: none)
+    and the control variate ``cv_rank`` / ``cv_weight``.  Returns ``(hist, evals, state,
+    memo_j, memo_f, memo_rest)``."""
+    from coref.gibbs import arm_bound, bound_table
+
+    n = enc.n
+    labels = np.asarray(labels).astype(np.int64).copy()
+    size = np.bincount(labels, minlength=n).astype(np.int64)
+    fmax, _ = arm_bound.component_bound(enc, theta, bias, 0)
+    hist = np.zeros((len(inv_temps), n), np.int64)
+    ev = np.zeros(len(inv_temps), np.int64)
+    st = np.array(state, np.uint64)
+    mj = np.zeros((n, K), np.int64) if memo else None
+    mf = np.zeros((n, K)) if memo else None
+    mr = np.full(n, np.nan) if memo else None
+    mod.anneal(enc, theta, bias, labels, size, np.arange(n, dtype=np.int64), np.asarray(inv_temps, float),
+               np.zeros(len(inv_temps), np.int8), 0, 1, 3, 2, fmax, bound_table(0.05, n + 1), st, hist, ev,
+               None, 0, mj, mf, mr, row_min, 0, cv_rank, cv_weight)
+    return hist, ev, st, mj, mf, mr
+
+
+@pytest.fixture(scope="session")
+def racing_run():
+    """:func:`racing_anneal`."""
+    return racing_anneal
+
+
+def racing_same_seed_and_switch(model, df, monkeypatch, attr, off_value, **gibbs_kwargs):
+    """GibbsCoref racing on ``df`` twice with one seed (same labels and factor count), then
+    with ``coref.gibbs.block.<attr>`` set to ``off_value``: the factor count must differ (the
+    switched-off feature was in use).  Returns the two factor counts (on, off)."""
+    from coref.gibbs import GibbsCoref
+    from coref.gibbs import block as gibbs_block
+
+    def fit():
+        g = GibbsCoref(model, sampler="racing", record_history=False, **gibbs_kwargs).fit(df)
+        return np.asarray(g.labels_), int(g.n_factor_evals_)
+
+    a, b = fit(), fit()
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1] == b[1]
+    monkeypatch.setattr(gibbs_block, attr, off_value)
+    off = fit()
+    assert off[1] != a[1]
+    return a[1], off[1]
+
+
+@pytest.fixture(scope="session")
+def racing_switch_check():
+    """:func:`racing_same_seed_and_switch`."""
+    return racing_same_seed_and_switch
+
+
 @pytest.fixture(scope="session")
 def saved_model_factory(tmp_path_factory):
     """``make(n_blocks, per, seed)`` -> directory of a ``PairwiseModel(bias_shift=0)`` fitted on

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from coref.factors.names import N_FEATURES
-from coref.gibbs import _gibbs, _gibbs_py, arm_bound, bound_table
+from coref.gibbs import _gibbs, _gibbs_py
 from coref.gibbs.control import conflict_ranks, conflict_weight
 from coref.synth_block import synthesize_block
 
@@ -22,22 +22,9 @@ def block(shipped_model_and_data):
     return model.encode(synthesize_block(120, rng=6))
 
 
-def _anneal(mod, enc, theta, bias, labels, inv_temps, ranks, weight, memo=True, fb=3):
-    n = enc.n
-    labels = labels.astype(np.int64).copy()
-    size = np.bincount(labels, minlength=n).astype(np.int64)
-    fmax, _ = arm_bound.component_bound(enc, theta, bias, 0)
-    hist = np.zeros((len(inv_temps), n), np.int64)
-    ev = np.zeros(len(inv_temps), np.int64)
-    st = np.array((3, 1, 4, 1), np.uint64)
-    K = 5
-    mj = np.zeros((n, K), np.int64) if memo else None
-    mf = np.zeros((n, K)) if memo else None
-    mr = np.full(n, np.nan) if memo else None
-    mod.anneal(enc, theta, bias, labels, size, np.arange(n, dtype=np.int64), np.asarray(inv_temps, float),
-               np.zeros(len(inv_temps), np.int8), 0, 1, fb, 2, fmax, bound_table(0.05, n + 1), st, hist, ev,
-               None, 0, mj, mf, mr, 6, 0, ranks, weight)
-    return hist, ev, st
+def _run(run, mod, enc, theta, bias, labels, inv_temps, ranks, weight, memo=True):
+    return run(mod, enc, theta, bias, labels, inv_temps, memo=memo, state=(3, 1, 4, 1), cv_rank=ranks,
+               cv_weight=weight)[:3]
 
 
 def _setup(enc, seed):
@@ -50,42 +37,42 @@ def _setup(enc, seed):
 
 
 @pytest.mark.parametrize("seed,weight,memo", [(0, -2.5, True), (1, 1.5, False), (2, -0.7, True)])
-def test_racing_with_control_variate_matches_twin(block, seed, weight, memo):
+def test_racing_with_control_variate_matches_twin(block, seed, weight, memo, racing_run):
     enc = block
     theta, bias, labels0, ranks = _setup(enc, seed)
     temps = [1.0, 2.0, 8.0]
-    out = [_anneal(mod, enc, theta, bias, labels0, temps, ranks, weight, memo) for mod in (_gibbs, _gibbs_py)]
+    out = [_run(racing_run, mod, enc, theta, bias, labels0, temps, ranks, weight, memo) for mod in (_gibbs, _gibbs_py)]
     for a, b in zip(out[0], out[1]):
         np.testing.assert_array_equal(a, b)
     assert len(np.unique(out[0][0][-1])) > 2
     # the control variate changes the racing work (other draws), not the contract
-    off = _anneal(_gibbs, enc, theta, bias, labels0, temps, None, 0.0, memo)
+    off = _run(racing_run, _gibbs, enc, theta, bias, labels0, temps, None, 0.0, memo)
     assert not np.array_equal(off[1], out[0][1])
 
 
-def test_control_variate_off_is_the_plain_kernel(block):
+def test_control_variate_off_is_the_plain_kernel(block, racing_run):
     """Weight 0, no ranks, or ranks with no two ranked mentions: the same run as without."""
     enc = block
     theta, bias, labels0, ranks = _setup(enc, 3)
     temps = [1.0, 4.0]
-    base = _anneal(_gibbs, enc, theta, bias, labels0, temps, None, 0.0)
+    base = _run(racing_run, _gibbs, enc, theta, bias, labels0, temps, None, 0.0)
     for r, w in ((ranks, 0.0), (None, -3.0), (np.full(enc.n, -1, np.int32), -3.0)):
         for mod in (_gibbs, _gibbs_py):
-            got = _anneal(mod, enc, theta, bias, labels0, temps, r, w)
+            got = _run(racing_run, mod, enc, theta, bias, labels0, temps, r, w)
             for a, b in zip(base, got):
                 np.testing.assert_array_equal(a, b)
 
 
-def test_control_variate_inputs_are_checked(block):
+def test_control_variate_inputs_are_checked(block, racing_run):
     enc = block
     theta, bias, labels0, ranks = _setup(enc, 4)
     for mod in (_gibbs, _gibbs_py):
         with pytest.raises(ValueError, match="cv_rank must have one entry per mention"):
-            _anneal(mod, enc, theta, bias, labels0, [1.0], ranks[:-1], -1.0)
+            _run(racing_run, mod, enc, theta, bias, labels0, [1.0], ranks[:-1], -1.0)
         bad = ranks.copy()
         bad[3] = -2
         with pytest.raises(ValueError, match="cv_rank entries must be >= -1"):
-            _anneal(mod, enc, theta, bias, labels0, [1.0], bad, -1.0)
+            _run(racing_run, mod, enc, theta, bias, labels0, [1.0], bad, -1.0)
 
 
 class _Enc:
@@ -116,23 +103,11 @@ def test_conflict_weight_reads_the_feature(shipped_model_and_data):
     assert conflict_weight(model.theta_) < 0.0               # a conflict lowers f
 
 
-def test_gibbs_with_control_variate_same_seed_same_result(shipped_model_and_data, monkeypatch):
+def test_gibbs_with_control_variate_same_seed_same_result(shipped_model_and_data, monkeypatch,
+                                                          racing_switch_check):
     """GibbsCoref racing on a block of several first names: the same seed gives the same
     clusters and factor counts, and the control variate is used (off: other counts)."""
-    from coref.gibbs import GibbsCoref
-    from coref.gibbs import block as gibbs_block
-
     _, model = shipped_model_and_data
     df = synthesize_block(400, rng=2)
     assert pd.Series(df["name"].str.split().str[0]).nunique() > 2
-
-    def fit():
-        g = GibbsCoref(model, sampler="racing", n_sweeps=5, rng=3, record_history=False).fit(df)
-        return np.asarray(g.labels_), int(g.n_factor_evals_)
-
-    a, b = fit(), fit()
-    np.testing.assert_array_equal(a[0], b[0])
-    assert a[1] == b[1]
-    monkeypatch.setattr(gibbs_block, "CONTROL_VARIATE_RANKS", 0)
-    off = fit()
-    assert off[1] != a[1]
+    racing_switch_check(model, df, monkeypatch, "CONTROL_VARIATE_RANKS", 0, n_sweeps=5, rng=3)

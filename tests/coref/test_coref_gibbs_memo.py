@@ -12,7 +12,7 @@ import pytest
 
 from coref.factors import _factors
 from coref.factors.names import N_FEATURES
-from coref.gibbs import _gibbs, _gibbs_py, arm_bound, bound_table
+from coref.gibbs import _gibbs, _gibbs_py, bound_table
 from coref.synth_block import synthesize_block
 
 
@@ -28,23 +28,6 @@ def _theta(seed, scale=0.6):
     return rng.normal(0.0, scale, N_FEATURES), float(rng.normal(0.0, 1.0))
 
 
-def _anneal(mod, enc, theta, bias, labels, inv_temps, K, row_min, memo=True, state=(5, 9, 2, 7)):
-    n = enc.n
-    labels = labels.astype(np.int64).copy()
-    size = np.bincount(labels, minlength=n).astype(np.int64)
-    fmax, _ = arm_bound.component_bound(enc, theta, bias, 0)
-    hist = np.zeros((len(inv_temps), n), np.int64)
-    ev = np.zeros(len(inv_temps), np.int64)
-    st = np.array(state, np.uint64)
-    mj = np.zeros((n, K), np.int64) if memo else None
-    mf = np.zeros((n, K)) if memo else None
-    mr = np.full(n, np.nan) if memo else None
-    mod.anneal(enc, theta, bias, labels, size, np.arange(n, dtype=np.int64), np.asarray(inv_temps, float),
-               np.zeros(len(inv_temps), np.int8), 0, 1, 3, 2, fmax, bound_table(0.05, n + 1), st, hist, ev,
-               None, 0, mj, mf, mr, row_min)
-    return hist, ev, st, mj, mf, mr
-
-
 def _row(enc, theta, bias, i):
     n = enc.n
     J = np.array([j for j in range(n) if j != i], np.int64)
@@ -54,12 +37,12 @@ def _row(enc, theta, bias, i):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_memo_holds_each_rows_best_partners_and_bounds_every_arm(block, seed):
+def test_memo_holds_each_rows_best_partners_and_bounds_every_arm(block, seed, racing_run):
     enc = block
     n, K = enc.n, 7
     theta, bias = _theta(seed)
     labels0 = np.arange(n)
-    _, _, _, mj, mf, mr = _anneal(_gibbs, enc, theta, bias, labels0, [1.0, 4.0], K, 1)
+    _, _, _, mj, mf, mr = racing_run(_gibbs, enc, theta, bias, labels0, [1.0, 4.0], K, 1)
     built = np.flatnonzero(~np.isnan(mr))
     assert len(built) >= n // 4                      # singletons: most steps build a memo
     rng = np.random.default_rng(seed)
@@ -82,7 +65,7 @@ def test_memo_holds_each_rows_best_partners_and_bounds_every_arm(block, seed):
 
 
 @pytest.mark.parametrize("seed,start", [(3, "random"), (4, "singletons"), (5, "random")])
-def test_racing_with_memo_matches_twin(block, seed, start):
+def test_racing_with_memo_matches_twin(block, seed, start, racing_run):
     enc = block
     n = enc.n
     theta, _ = _theta(seed, 0.4)
@@ -90,14 +73,14 @@ def test_racing_with_memo_matches_twin(block, seed, start):
     bias = -1.0                                      # ... but not one cluster
     rng = np.random.default_rng(seed)
     labels0 = rng.integers(0, n // 6, n) if start == "random" else np.arange(n)
-    out = [_anneal(mod, enc, theta, bias, labels0, [1.0, 3.0, 20.0], 5, 6) for mod in (_gibbs, _gibbs_py)]
+    out = [racing_run(mod, enc, theta, bias, labels0, [1.0, 3.0, 20.0], 5, 6) for mod in (_gibbs, _gibbs_py)]
     for a, b in zip(out[0], out[1]):
         np.testing.assert_array_equal(a, b)
     hist, ev = out[0][0], out[0][1]
     assert len(np.unique(hist[-1])) > 2
     assert (~np.isnan(out[0][5])).any()
     # the memo changes the work, not the validity: without it, other factor counts
-    off = _anneal(_gibbs, enc, theta, bias, labels0, [1.0, 3.0, 20.0], 5, 6, memo=False)
+    off = racing_run(_gibbs, enc, theta, bias, labels0, [1.0, 3.0, 20.0], 5, 6, memo=False)
     assert not np.array_equal(off[1], ev)
 
 
@@ -114,22 +97,10 @@ def test_memo_shapes_are_checked(block):
                        np.zeros((n, 4), np.int64), np.zeros((n, 3)), np.full(n, np.nan), 1)
 
 
-def test_gibbs_with_memo_same_seed_same_result_fewer_factors(shipped_model_and_data, monkeypatch):
+def test_gibbs_with_memo_same_seed_same_result_fewer_factors(shipped_model_and_data, monkeypatch,
+                                                             racing_switch_check):
     """GibbsCoref racing on one synthetic one-name block: the same seed gives the same
     clusters and factor counts, and the memo is used (without it, other factor counts)."""
-    from coref.gibbs import GibbsCoref
-    from coref.gibbs import block as gibbs_block
-
     _, model = shipped_model_and_data
-    df = synthesize_block(160, rng=7)
-
-    def fit():
-        g = GibbsCoref(model, sampler="racing", n_sweeps=6, rng=11, record_history=False).fit(df)
-        return np.asarray(g.labels_), int(g.n_factor_evals_)
-
-    a, b = fit(), fit()
-    np.testing.assert_array_equal(a[0], b[0])
-    assert a[1] == b[1]
-    monkeypatch.setattr(gibbs_block, "MEMO_PARTNERS", 0)
-    off = fit()
-    assert off[1] != a[1]
+    racing_switch_check(model, synthesize_block(160, rng=7), monkeypatch, "MEMO_PARTNERS", 0,
+                        n_sweeps=6, rng=11)
