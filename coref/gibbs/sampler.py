@@ -10,7 +10,9 @@ of the block plus one new empty cluster (S = 0).  The temperature tau decreases
 geometrically from ``t_start`` to ``t_end`` over the sweeps (annealing for MAP,
 Finkel et al. 2005).  ``sampler="exact"`` sums every factor;
 ``sampler="racing"`` subsamples each C_y and stops with the unequal-population
-Racing-Normal test of Appx. C.3 (Eq. 26-27) -- see ``coref.gibbs._gibbs``.
+Racing-Normal test of Appx. C.3 (Eq. 26-27) -- see ``coref.gibbs._gibbs`` -- on
+the residuals of a control variate (Sec. 3.4): the first-name conflicts of a
+cluster, whose sum is kept exactly (``coref.gibbs.control``).
 
 Blocks are independent: each is sampled with its own generator
 :func:`block_rng`\\ (seed, block), which seeds the kernel's xoshiro256**
