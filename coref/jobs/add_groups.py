@@ -166,8 +166,9 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
     sampling = info.pop("sampling")
     g_new = 1 + max(g for cell in blocks["group"] for g in _groups_of(cell)) if len(blocks) else 0
     # -- clusters.csv: the old file, its changed ids rewritten (revisit only), the new rows appended
-    changed = {m: c for m, c, o in zip(old_part["mention_id"], clusters["cluster_id"].to_numpy()[:len(old_part)],
-                                      old_part["cluster_id"]) if c != o}
+    now = clusters["cluster_id"].to_numpy(dtype=object)[:len(old_part)]
+    moved = now != old_part["cluster_id"].to_numpy(dtype=object)
+    changed = dict(zip(old_part["mention_id"].to_numpy(dtype=object)[moved].tolist(), now[moved].tolist()))
     out_cols = list(old_cols) + (["gold"] if "gold" not in old_cols and "gold" in clusters.columns else [])
     new_rows = clusters.loc[is_new].reindex(columns=out_cols)
     _write_clusters(d / "clusters.csv", od.path("clusters.csv"), old_cols, out_cols, changed, new_rows)
