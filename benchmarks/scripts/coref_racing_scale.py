@@ -88,6 +88,14 @@ clusterings of big blocks (``--inits``, ``coref.gibbs.start``), ``--seed 0 --no-
   (killed; 578 CPU-s with them).
 * n = 100,000: the greedy start 3.6 s, 7.7e6 factors, 42,688 clusters (F1 0.539; 13.5% of
   the mentions have no coauthor and stay singletons).
+
+Measured 2026-11-27 (third session; main 47d461e: 10 sweeps for big blocks, racing's control
+variate ``coref.gibbs.control``; quiet machine but for one other process), ``--sizes 10000 --seed 0
+--exact-sweeps 1 --exact-full-max 0``: racing 32.6 s (9 sweeps, 1.40e8 factors, sweep 1 3.44e7),
+B3 F1 0.614; exact from its cached matrix 18.4 s (8 sweeps), F1 0.616 (racing - exact = -0.002);
+one uncached exact sweep 14.4 s: x 30 = 431 s = 13.2x racing's wall (21.4x its factors); with
+the 10-sweep schedule that racing ran (x 10) 4.4x.  Without the control variate (same process,
+``cvrun``-style side by side): 1.67e8 factors, 38.4 CPU-s, F1 0.612.
 """
 from __future__ import annotations
 
