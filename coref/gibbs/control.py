@@ -64,5 +64,7 @@ def conflict_ranks(enc, max_ranks: int = 64):
     top = values[np.lexsort((values, -counts))][:max_ranks]      # most frequent, ties: smaller code
     if len(top) < 2:
         return None
-    rank_of = dict(zip(top.tolist(), range(len(top))))
-    return np.array([rank_of.get(c, -1) for c in code.tolist()], dtype=np.int32)
+    order = np.argsort(top)
+    pos = np.minimum(np.searchsorted(top[order], code), len(top) - 1)
+    hit = top[order][pos] == code
+    return np.where(hit, order[pos], -1).astype(np.int32)
