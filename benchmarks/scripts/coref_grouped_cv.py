@@ -148,6 +148,11 @@ def main(argv=None):
     ap.add_argument("--protocols", nargs="+", default=["cv", "cross"], choices=["cv", "cross"])
     ap.add_argument("--work", default=None, help="work directory (default /tmp/coref_grouped_cv_<label>)")
     a = ap.parse_args(argv)
+    # absolute: the runs execute in /tmp, where a relative --code (".") would name /tmp and
+    # silently measure the installed coref instead of this tree
+    a.code = str(Path(a.code).resolve())
+    if not (Path(a.code) / "coref" / "__init__.py").is_file():
+        ap.error(f"--code {a.code} holds no coref package")
     work = Path(a.work or f"/tmp/coref_grouped_cv_{a.label}")
     df = load_sets()
     result = {"label": a.label, "code": a.code, "folds": a.folds, "seed": a.seed,

@@ -34,10 +34,10 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
                               groups cut: below)
  18   same_comp2              same, for the graph whose edges need >= 2 shared coauthors
  19   same_comp1_logsize      same_comp1 * log(size of that component)
- 20   comp_title_cos          cosine of the title profiles of the two comp1 components
- 21   comp_venue_cos          same for venue words (profiles: top words, summed TF-IDF)
- 22   comp_affil_cos          same for affiliation words (all three are 1 within one component)
- 23   comp_year_gap           gap between the year ranges of the two components / 10 (cap 3)
+ 20   comp_title_cos          cosine of the title profiles of the two comp1 components (*)
+ 21   comp_venue_cos          same for venue words (profiles: top words, summed TF-IDF) (*)
+ 22   comp_affil_cos          same for affiliation words (all three are 1 within one component) (*)
+ 23   comp_year_gap           gap between the year ranges of the two components / 10 (cap 3) (*)
  24   mention_comp_title      mean cosine of each mention's title with the other's component
                               title profile (1 within one component)
  25   comp_logsizes           log |comp(i)| + log |comp(j)| for different components (else 0)
@@ -65,7 +65,7 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
  44   keyword_cos             cosine of TF-IDF keyword vectors (0 if missing)
  45   keyword_missing         1 if either mention has no keywords
  46   topic_cos               cosine of LSA topic vectors (title, venue, abstract, keywords)
- 47   comp_topic_cos          cosine of the mean topic vectors of the two comp1 components
+ 47   comp_topic_cos          cosine of the mean topic vectors of the two comp1 components (*)
  48   venue_acronym           1 if one venue's acronym is a word of the other venue
  49   venue_contain           1 if one venue's words are all in the other's (not equal)
  50   topic_drift             topic_cos * year_gap (topic agreement across the years apart)
@@ -75,6 +75,11 @@ Features phi(x_i, x_j) (``coref.factors.names.FEATURE_NAMES``, in kernel order;
                               full first names)
  53+k <name>*same_comp1       feature k times same_comp1 (separate weights inside a component)
 ====  ======================  ===========================================================
+
+(*) Damped for two big components A, B: multiplied by min(1, 20 / sqrt(|A| |B|))
+(:data:`coref.factors.names.COMPONENT_DAMPING`). These terms depend on the two components
+only, so a cluster holding both counts one comparison on each of the |A| |B| pairs; beyond
+400 pairs their total grows as sqrt(|A| |B|) instead of |A| |B|.
 
 No feature grows with the block beyond what training blocks showed (issue 27): ``log_n``
 saturates at 512 mentions (:data:`coref.factors.names.BLOCK_SIZE_SATURATION`), and a

@@ -22,6 +22,9 @@ cdef enum:
     # block size at which the block-size features (log_n, co_log_count_logn) saturate:
     # they use log(min(n, N_SAT)) (must equal coref.factors.names.BLOCK_SIZE_SATURATION)
     N_SAT = 512
+    # component-level terms (phi[20..23], phi[47]) of two comp1 components A, B are damped by
+    # min(1, COMP_DAMP / sqrt(|A| |B|)) (must equal coref.factors.names.COMPONENT_DAMPING)
+    COMP_DAMP = 20
     # signature words per mention: 2 (128 bits) for each of SIG_FIELDS id lists
     SIG_FIELDS = 9
     N_SIG = 18

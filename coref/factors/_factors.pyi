@@ -5,6 +5,7 @@ from coref.features import EncodedBlock
 n_features: int
 n_base: int
 n_saturate: int
+comp_damping: int
 MEMO_MAX_BYTES: int
 
 def share_memo(enc: EncodedBlock, max_bytes: int = ...) -> None: ...

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from coref.factors.names import BLOCK_SIZE_SATURATION, N_BASE, N_FEATURES
+from coref.factors.names import BLOCK_SIZE_SATURATION, COMPONENT_DAMPING, N_BASE, N_FEATURES
 
 
 def _shared(ptr_a, ids_a, i, ptr_b, ids_b, j):
@@ -63,6 +63,12 @@ def _dense_dot(x, xo, y, yo, k):
     return s
 
 
+def _component_damping(logsize_a, logsize_b):
+    """min(1, COMPONENT_DAMPING / sqrt(|A| |B|)) from two comp1 components' log sizes (as the kernel)."""
+    damp = float(COMPONENT_DAMPING) * math.exp(-0.5 * (float(logsize_a) + float(logsize_b)))
+    return damp if damp < 1.0 else 1.0
+
+
 def block_phi(enc, i, j):
     """The N_FEATURES features phi(x_i, x_j) as a list of floats."""
     phi = [0.0] * N_FEATURES
@@ -112,13 +118,15 @@ def block_phi(enc, i, j):
     phi[17] = 1.0 if int(enc.comp1[i]) == int(enc.comp1[j]) else 0.0
     phi[18] = 1.0 if int(enc.comp2[i]) == int(enc.comp2[j]) else 0.0
     phi[19] = phi[17] * float(enc.comp1_logsize[i])
+    # terms of two different comp1 components (phi[20..23], phi[47]) are damped
+    damp = 1.0 if phi[17] > 0.0 else _component_damping(enc.comp1_logsize[i], enc.comp1_logsize[j])
     if phi[17] > 0.0:
         phi[20] = phi[21] = phi[22] = 1.0
     else:
         ci, cj = int(enc.comp1[i]), int(enc.comp1[j])
-        phi[20] = _dot_sorted(enc.pt_ptr, enc.pt_ids, enc.pt_w, ci, cj)[0]
-        phi[21] = _dot_sorted(enc.pv_ptr, enc.pv_ids, enc.pv_w, ci, cj)[0]
-        phi[22] = _dot_sorted(enc.pa_ptr, enc.pa_ids, enc.pa_w, ci, cj)[0]
+        phi[20] = _dot_sorted(enc.pt_ptr, enc.pt_ids, enc.pt_w, ci, cj)[0] * damp
+        phi[21] = _dot_sorted(enc.pv_ptr, enc.pv_ids, enc.pv_w, ci, cj)[0] * damp
+        phi[22] = _dot_sorted(enc.pa_ptr, enc.pa_ids, enc.pa_w, ci, cj)[0] * damp
     phi[23], phi[24], phi[25] = 0.0, 1.0, 0.0
     if phi[17] == 0.0:
         ci, cj = int(enc.comp1[i]), int(enc.comp1[j])
@@ -133,7 +141,7 @@ def block_phi(enc, i, j):
                 gap = 0.0
             if gap > 30.0:
                 gap = 30.0
-            phi[23] = gap / 10.0
+            phi[23] = gap / 10.0 * damp
         dot = _dot2(enc.ti_ptr, enc.ti_ids, enc.ti_w, i, enc.pt_ptr, enc.pt_ids, enc.pt_w, cj)
         dot += _dot2(enc.ti_ptr, enc.ti_ids, enc.ti_w, j, enc.pt_ptr, enc.pt_ids, enc.pt_w, ci)
         phi[24] = 0.5 * dot
@@ -179,7 +187,7 @@ def block_phi(enc, i, j):
         if phi[17] > 0.0:
             phi[47] = 1.0
         else:
-            phi[47] = _dense_dot(enc.comp_topic, int(enc.comp1[i]) * k, enc.comp_topic, int(enc.comp1[j]) * k, k)
+            phi[47] = _dense_dot(enc.comp_topic, int(enc.comp1[i]) * k, enc.comp_topic, int(enc.comp1[j]) * k, k) * damp
     else:
         phi[46] = phi[47] = 0.0
     dot = _dot2(enc.va_ptr, enc.va_ids, enc.va_w, i, enc.vt_ptr, enc.vt_ids, enc.vt_w, j)

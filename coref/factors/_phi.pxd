@@ -10,9 +10,9 @@ sums are then exactly 0.0 and its counts 0), memoised terms are the values compu
 the first time, and row mode (``coref.factors._rows``) gives the merges' sums.
 Per-mention data come from the packed records ``d.men``.
 """
-from libc.math cimport log1p, fabs
+from libc.math cimport log1p, fabs, exp
 
-from coref.factors._block cimport (BlockData, Mention, N_BASE, MEMO_CC, CO_PREFETCH, SIG_CO,
+from coref.factors._block cimport (BlockData, Mention, N_BASE, MEMO_CC, COMP_DAMP, CO_PREFETCH, SIG_CO,
                                    SIG_TI, SIG_VE, SIG_AF, SIG_CK, SIG_AB, SIG_KW, SIG_VA,
                                    SIG_VT)
 from coref.factors._lists cimport (meet, merge_dot, look_dot, look_dot_rev, list_dot,
@@ -26,14 +26,27 @@ cdef inline double gap_decades(double gap) noexcept nogil:
     return gap / 10.0
 
 
+cdef inline double component_damping(double logsize_a, double logsize_b) noexcept nogil:
+    """min(1, COMP_DAMP / sqrt(|A| |B|)) from the log sizes of two comp1 components.
+
+    A term that depends on the two components only is the same for all |A| |B| pairs
+    between them, so a sum of pairwise factors counts it |A| |B| times when A and B meet
+    in one cluster; beyond COMP_DAMP^2 pairs its total grows as sqrt(|A| |B|) instead.
+    """
+    cdef double damp = COMP_DAMP * exp(-0.5 * (logsize_a + logsize_b))
+    return damp if damp < 1.0 else 1.0
+
+
 cdef inline void comp_terms(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
                             double* out) noexcept nogil:
     """phi[20], phi[21], phi[22], phi[23], phi[47] of mentions in different comp1 components.
 
-    They depend on the two components only: read from (or computed into) the memo.
+    They depend on the two components A, B only: read from (or computed into) the memo,
+    damped by min(1, COMP_DAMP / sqrt(|A| |B|)) (``component_damping``).
     """
     cdef int ci = d.comp1[i], cj = d.comp1[j]
     cdef double* m = NULL
+    cdef double damp
     cdef int k
     if d.cc_memo != NULL:
         m = d.cc_memo + (<Py_ssize_t>d.comp_idx[i] * d.n_comp + d.comp_idx[j]) * MEMO_CC
@@ -63,6 +76,10 @@ cdef inline void comp_terms(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
                            d.n_topics)
     else:
         out[4] = 0.0
+    damp = component_damping(d.comp1_logsize[i], d.comp1_logsize[j])
+    if damp < 1.0:
+        for k in range(MEMO_CC):
+            out[k] = out[k] * damp
     if m != NULL:
         for k in range(MEMO_CC):
             m[k] = out[k]

@@ -9,7 +9,7 @@ uses. The definitions are in :mod:`coref.encoding`.
 """
 
 __all__ = ["BASE_FEATURES", "N_BASE", "FEATURE_NAMES", "FEATURE_LABELS", "FEATURE_GROUPS", "N_FEATURES",
-           "BLOCK_SIZE_SATURATION"]
+           "BLOCK_SIZE_SATURATION", "COMPONENT_DAMPING"]
 
 #: The block-size features (``log_n``, ``co_log_count_logn``) use log(min(n, BLOCK_SIZE_SATURATION)):
 #: a linear weight fitted on blocks of at most a few hundred mentions (the largest shipped training
@@ -17,6 +17,17 @@ __all__ = ["BASE_FEATURES", "N_BASE", "FEATURE_NAMES", "FEATURE_LABELS", "FEATUR
 #: pair (issue 27); the size of a big block enters through the block prior instead. The compiled
 #: kernel's ``N_SAT`` (``coref.factors._factors.n_saturate``) must equal it.
 BLOCK_SIZE_SATURATION = 512
+
+#: The terms that compare two coauthor components A != B as wholes (``comp_title_cos``,
+#: ``comp_venue_cos``, ``comp_affil_cos``, ``comp_year_gap``, ``comp_topic_cos``) take the same
+#: value on all |A| |B| pairs between them, so a sum of pairwise factors over a cluster counts
+#: one comparison |A| |B| times: two big components of different authors in one field (the
+#: 81- and 76-mention components of two "Wei Wang"s, issue 27) merged on thousands of
+#: copies of one profile cosine.  These terms are multiplied by
+#: min(1, COMPONENT_DAMPING / sqrt(|A| |B|)): unchanged up to COMPONENT_DAMPING^2 pairs, then
+#: their total grows as sqrt(|A| |B|).  The compiled kernel's ``COMP_DAMP``
+#: (``coref.factors._factors.comp_damping``) must equal it.
+COMPONENT_DAMPING = 20
 
 BASE_FEATURES = (
     # name, group, label

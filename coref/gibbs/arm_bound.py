@@ -189,7 +189,9 @@ def feature_intervals(enc):
     tl, th = iv["topic_cos"]
     corners = np.stack([tl * 0.0, th * 0.0, tl * gap, th * gap])
     iv["topic_drift"] = (corners.min(axis=0), corners.max(axis=0))
-    # comp1-dependent features: other comp1 (case 0) / same comp1 (case 1)
+    # comp1-dependent features: other comp1 (case 0) / same comp1 (case 1). The kernel damps
+    # the component terms of case 0 by a factor in (0, 1] (COMPONENT_DAMPING): the damped value
+    # lies between 0 and the undamped one, inside these intervals, which all hold 0
     c0, c1 = {}, {}
     c0["same_comp1"], c1["same_comp1"] = (z, z), (one, one)
     c0["same_comp1_logsize"], c1["same_comp1_logsize"] = (z, z), (ls, ls)

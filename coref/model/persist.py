@@ -3,7 +3,7 @@
 Saved model format (:func:`save_model` / :func:`load_model`), a directory of three
 files, none of them executable::
 
-    model.json     {"format": "coref-pairwise-model", "version": 1, "coref_version": str,
+    model.json     {"format": "coref-pairwise-model", "version": 2, "coref_version": str,
                     "feature_names": [str, ...]        # the phi layout theta was fitted on
                     "params": {C, max_pairs_per_block, class_weight, bias_shift, shift_grid,
                                shift_tol, tune_sweeps, tune_max_blocks, rng,
@@ -32,7 +32,7 @@ files, none of them executable::
     theta.npz      float64 array "theta" of shape (len(feature_names),), and the long numeric
                    lists of the vocabulary state (e.g. LSA components) as arrays "state_<k>",
                    referenced from model.json as {"$npz": "state_<k>"}
-    manifest.json  {"format": "coref-model-manifest", "version": 1,
+    manifest.json  {"format": "coref-model-manifest", "version": 2,
                     "files": {"model.json": sha256, "theta.npz": sha256}}
 
 The optional ``calibration`` field (written when ``model.calibration_`` is set, e.g.
@@ -77,7 +77,9 @@ from sampling.utils.atomic import atomic_path, atomic_write_text
 __all__ = ["save_model", "load_model", "MODEL_FORMAT", "MODEL_VERSION"]
 
 MODEL_FORMAT = "coref-pairwise-model"
-MODEL_VERSION = 1
+#: 2: the component terms of the factor are damped (``coref.factors.names.COMPONENT_DAMPING``);
+#: a version-1 theta was fitted on undamped ones, so it is refused with a request to refit.
+MODEL_VERSION = 2
 _MANIFEST_FORMAT = "coref-model-manifest"
 _FILES = ("model.json", "theta.npz")
 
@@ -223,6 +225,14 @@ def _read_json(path):
         raise ModelFormatError(f"not valid JSON ({exc})", path=path) from None
 
 
+def _refit_hint(version):
+    """What to do with a model of an older version (empty for other values)."""
+    if version == 1:
+        return (" (a version-1 model was fitted before the component terms of the factor were damped; "
+                "refit it with `coref fit --data LABELED --model DIR`)")
+    return ""
+
+
 def _check_manifest(path):
     """The manifest's format, version and file list, and the SHA-256 of every file it lists."""
     mpath = path / "manifest.json"
@@ -234,7 +244,7 @@ def _check_manifest(path):
         raise ModelFormatError("not a coref model manifest", path=mpath)
     if manifest.get("version") != MODEL_VERSION:
         raise ModelFormatError(f"model format version {manifest.get('version')!r}; this coref reads "
-                               f"version {MODEL_VERSION}", path=mpath)
+                               f"version {MODEL_VERSION}" + _refit_hint(manifest.get("version")), path=mpath)
     files = manifest.get("files")
     if not isinstance(files, dict) or sorted(files) != sorted(_FILES):
         raise ModelFormatError(f"the manifest must list exactly {list(_FILES)}", path=mpath)
@@ -254,8 +264,8 @@ def _read_doc(jpath, path):
         raise ModelFormatError(f"format {doc.get('format') if isinstance(doc, dict) else None!r}, "
                                f"expected {MODEL_FORMAT!r}", path=jpath)
     if doc.get("version") != MODEL_VERSION:
-        raise ModelFormatError(f"model version {doc.get('version')!r}; this coref reads version {MODEL_VERSION}",
-                               path=jpath)
+        raise ModelFormatError(f"model version {doc.get('version')!r}; this coref reads version {MODEL_VERSION}"
+                               + _refit_hint(doc.get("version")), path=jpath)
     names = _field(doc, "feature_names", "list", jpath)
     if names != list(FEATURE_NAMES):
         raise ModelFormatError(
