@@ -97,10 +97,33 @@ def _copy(src, dst):
 def test_saved_model_files_are_data(saved):
     assert sorted(p.name for p in saved.iterdir()) == ["manifest.json", "model.json", "theta.npz"]
     doc = json.loads((saved / "model.json").read_text())
-    assert doc["format"] == "coref-pairwise-model" and doc["version"] == 1
+    assert doc["format"] == "coref-pairwise-model" and doc["version"] == 2
     assert doc["feature_names"] == list(FEATURE_NAMES)
     with np.load(saved / "theta.npz", allow_pickle=False) as z:
         assert z["theta"].shape == (N_FEATURES,)
+
+
+def test_version_1_model_is_refused_with_a_request_to_refit(saved, tmp_path):
+    """A version-1 theta was fitted on undamped component terms: refused, naming the fix."""
+    import hashlib
+
+    d = _copy(saved, tmp_path / "v1")
+    man = json.loads((d / "manifest.json").read_text())
+    man["version"] = 1
+    (d / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(ModelFormatError, match=r"manifest.json: model format version 1; this coref reads "
+                                               r"version 2 \(a version-1 model .* refit it with `coref fit"):
+        load_model(d)
+    d = _copy(saved, tmp_path / "v1doc")
+    doc = json.loads((d / "model.json").read_text())
+    doc["version"] = 1
+    (d / "model.json").write_text(json.dumps(doc))
+    man = json.loads((d / "manifest.json").read_text())
+    man["files"]["model.json"] = hashlib.sha256((d / "model.json").read_bytes()).hexdigest()
+    (d / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(ModelFormatError, match=r"model.json: model version 1; this coref reads version 2 "
+                                               r"\(a version-1 model was fitted before the component terms"):
+        load_model(d)
 
 
 @pytest.mark.parametrize("name", ["model.json", "theta.npz"])
