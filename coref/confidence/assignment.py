@@ -250,8 +250,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         conditioned on the rest; when it has more than ``max_exact`` mentions (too large to
         sum exactly) its rows get DIS intervals (method ``dis``) within
         min(``time_limit``, remaining budget), stopping once its intervals are narrow
-        (:data:`coref.confidence.events.CERTIFY_TARGET_WIDTH`); a smaller one is summed
-        exactly. Blocks are visited in name order until the budget is spent; a DIS
+        (:data:`coref.confidence.events.CERTIFY_TARGET_WIDTH`); a smaller one is skipped (the
+        budget goes to what only DIS can bound). Blocks are visited in name order until the budget is spent; a DIS
         sub-model is skipped when less than 1.5 times what the previous one took is
         left.  The result is in ``confidence_df.attrs["certify"]``: ``seconds``
         (budget), ``used_seconds``, ``n_submodels``, ``n_certified`` (rows given a DIS

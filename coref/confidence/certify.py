@@ -3,6 +3,7 @@
 Within a wall-clock budget, block after block, the least confident ``gibbs`` rows (at most
 :data:`CERTIFY_MAX_SUBMODEL`) form a sub-model conditioned on the rest of the block; when it is
 too large to sum exactly its rows get DIS intervals (method ``dis``; Lou, Dechter & Ihler 2017).
+A sub-model small enough to sum exactly is skipped: the budget is for what only DIS can bound.
 """
 from __future__ import annotations
 
@@ -52,8 +53,12 @@ class Certify:
         if cand.size == 0:
             return
         sp = subproblem(F, np.sort(cand), labels)
-        how = "exact" if sp.m <= max_exact else "dis"
-        if how == "dis" and self.left() < 1.5 * self.dis_seconds:  # too little left for informative intervals
+        if sp.m <= max_exact:
+            # small enough to sum exactly: not what this pass is for; its budget goes to the
+            # sub-models only DIS can bound (summing these first spent it all on the dev names)
+            return
+        how = "dis"
+        if self.left() < 1.5 * self.dis_seconds:  # too little left for informative intervals
             return
         # one sample stream bounds Z and every event of the sub-model: it may use all the budget left
         t0, per_run = time.perf_counter(), min(time_limit, max(self.left(), 1e-3))

@@ -287,3 +287,18 @@ def test_certify_seconds_bounds_the_next_least_confident_rows_by_dis():
     np.testing.assert_allclose(conf.loc[keep, "p"], off.loc[keep, "p"])
     with pytest.raises(ValueError, match="certify_seconds parameter must be a finite number >= 0"):
         assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=-1.0)
+
+
+def test_certify_pass_skips_sub_models_small_enough_to_sum_exactly():
+    """The budget is for DIS: a next sub-model of <= max_exact mentions is left to Gibbs, unspent."""
+    df = _df(n=14, seed=2)
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 4, 5])
+    kw = dict(max_exact=12, max_submodel=3, n_samples=40, n_burn=10, review_threshold=1.0, time_limit=0.3, rng=0,
+              delta=1e-3)
+    off, _ = assignment_confidence(_model(), df, _clusters(df, labels), **kw)
+    conf, _ = assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=30.0, **kw)
+    info = conf.attrs["certify"]
+    # the next 11 rows would form a sub-model of 11 <= 12 mentions: skipped, nothing certified
+    assert info["n_submodels"] == 0 and info["n_certified"] == 0
+    assert (conf["method"] == "gibbs").sum() == 11 and (conf["method"] == "exact").sum() == 3
+    np.testing.assert_allclose(conf["p"], off["p"])
