@@ -263,11 +263,17 @@ def test_submodel_public_function(tmp_path):
         submodel(m, [1, 2, 3], S, assignment=labels)
 
 
-def test_certify_seconds_bounds_the_next_least_confident_rows_by_dis():
+def _certify_case(max_exact):
+    """A 14-mention block of 6 clusters and the assignment_confidence settings of the certify tests."""
     df = _df(n=14, seed=2)
     labels = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 4, 5])
-    kw = dict(max_exact=4, max_submodel=3, n_samples=40, n_burn=10, review_threshold=1.0, time_limit=0.3, rng=0,
-              delta=1e-3)
+    kw = dict(max_exact=max_exact, max_submodel=3, n_samples=40, n_burn=10, review_threshold=1.0, time_limit=0.3,
+              rng=0, delta=1e-3)
+    return df, labels, kw
+
+
+def test_certify_seconds_bounds_the_next_least_confident_rows_by_dis():
+    df, labels, kw = _certify_case(max_exact=4)
     off, _ = assignment_confidence(_model(), df, _clusters(df, labels), **kw)
     assert off.attrs["certify"]["n_certified"] == 0 and off.attrs["certify"]["used_seconds"] == 0.0
     assert (off["method"] == "dis").sum() == 0 and (off["method"] == "exact").sum() == 3
@@ -291,10 +297,7 @@ def test_certify_seconds_bounds_the_next_least_confident_rows_by_dis():
 
 def test_certify_pass_skips_sub_models_small_enough_to_sum_exactly():
     """The budget is for DIS: a next sub-model of <= max_exact mentions is left to Gibbs, unspent."""
-    df = _df(n=14, seed=2)
-    labels = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 4, 5])
-    kw = dict(max_exact=12, max_submodel=3, n_samples=40, n_burn=10, review_threshold=1.0, time_limit=0.3, rng=0,
-              delta=1e-3)
+    df, labels, kw = _certify_case(max_exact=12)
     off, _ = assignment_confidence(_model(), df, _clusters(df, labels), **kw)
     conf, _ = assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=30.0, **kw)
     info = conf.attrs["certify"]
