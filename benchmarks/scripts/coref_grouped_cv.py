@@ -22,7 +22,10 @@ the majority gold author of its predicted cluster.
 Usage::
 
     python benchmarks/scripts/coref_grouped_cv.py --code /work/wt-A --label after [--folds 5]
-        [--protocols cv cross] [--seed 0]
+        [--protocols cv cross] [--seed 0] [--extra-train LABELED.parquet]
+
+``--extra-train``: labeled mentions (e.g. ``coref synth --one-name``) added to every training
+set, ids prefixed ``x:``; never predicted or scored.
 
 writes ``benchmarks/results/coref_grouped_cv_<label>.json`` and a work directory of the fits
 and predictions (``--work``, default ``/tmp/coref_grouped_cv_<label>``).
@@ -88,13 +91,15 @@ def run(cmd, code, log):
     return time.time() - t0
 
 
-def fit_predict(train, test, work, code, seed):
-    """Fit on ``train``, predict ``test`` with --confidence; the prediction's clusters + confidence."""
+def fit_predict(train, test, work, code, seed, extra=None):
+    """Fit on ``train`` (+ ``extra``), predict ``test`` with --confidence; the prediction's clusters + confidence."""
     sys.path.insert(0, str(ROOT))
     from coref.io import write_mentions
 
     work.mkdir(parents=True, exist_ok=True)
     cols = [c for c in train.columns if c != "set"]
+    if extra is not None:
+        train = pd.concat([train, extra.reindex(columns=train.columns)], ignore_index=True)
     write_mentions(train[cols], work / "train.parquet")
     write_mentions(test[cols], work / "test.parquet")
     t_fit = run(["fit", "--data", str(work / "train.parquet"), "--model", str(work / "model"), "--seed", str(seed)],
@@ -147,6 +152,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--protocols", nargs="+", default=["cv", "cross"], choices=["cv", "cross"])
     ap.add_argument("--work", default=None, help="work directory (default /tmp/coref_grouped_cv_<label>)")
+    ap.add_argument("--extra-train", default=None, help="labeled mentions added to every training set")
     a = ap.parse_args(argv)
     # absolute: the runs execute in /tmp, where a relative --code (".") would name /tmp and
     # silently measure the installed coref instead of this tree
@@ -155,22 +161,31 @@ def main(argv=None):
         ap.error(f"--code {a.code} holds no coref package")
     work = Path(a.work or f"/tmp/coref_grouped_cv_{a.label}")
     df = load_sets()
+    extra = None
+    if a.extra_train:
+        import coref
+
+        extra = coref.load_mentions(a.extra_train)
+        for c in ("mention_id", "block", "gold"):
+            extra[c] = extra[c].map(lambda v: v if v is None or v is pd.NA else f"x:{v}")
     result = {"label": a.label, "code": a.code, "folds": a.folds, "seed": a.seed,
               "commands": {"fit": "python -m coref fit --data TRAIN.parquet --model M --seed SEED",
                            "predict": "python -m coref predict --data TEST.parquet --model M --out O "
                                       "--confidence --quiet"},
-              "n_mentions": {s: int((df["set"] == s).sum()) for s in SETS}}
+              "n_mentions": {s: int((df["set"] == s).sum()) for s in SETS},
+              "extra_train": a.extra_train}
     out_path = ROOT / "benchmarks" / "results" / f"coref_grouped_cv_{a.label}.json"
     if "cross" in a.protocols:
         for tr, te in (("na", "dev"), ("dev", "na")):
-            m, t = fit_predict(df[df["set"] == tr], df[df["set"] == te], work / f"cross_{tr}_to_{te}", a.code, a.seed)
+            m, t = fit_predict(df[df["set"] == tr], df[df["set"] == te], work / f"cross_{tr}_to_{te}", a.code, a.seed,
+                                extra)
             result[f"cross_{tr}_to_{te}"] = {**figures(m), **t}
             print(f"cross {tr} -> {te}: {result[f'cross_{tr}_to_{te}']}", flush=True)
     if "cv" in a.protocols:
         fold = df["block"].map(folds_of(df, a.folds, a.seed))
         preds, times = [], []
         for k in range(a.folds):
-            m, t = fit_predict(df[fold != k], df[fold == k], work / f"cv_{k}", a.code, a.seed)
+            m, t = fit_predict(df[fold != k], df[fold == k], work / f"cv_{k}", a.code, a.seed, extra)
             preds.append(m.assign(set=m["block"].str.split(":").str[0]))
             times.append(t)
             print(f"cv fold {k}: {figures(m)} {t}", flush=True)
