@@ -55,6 +55,10 @@ class AuthorCoref(BaseEstimator):
         Labeled pairs per training block.
     block_prior : {"pcc", "none"}, default "pcc"
         Per-block prior odds of coreference (:class:`coref.model.PairwiseModel`).
+    big_blocks : {None, "synthetic"}, default None
+        "synthetic": also fit the weights of blocks larger than any labeled one (1,000
+        mentions and more) on simulated labeled big blocks (:mod:`coref.model.big_blocks`;
+        about a minute more; ``coref fit`` does by default); None: one theta for every block.
     rng : None or int >= 0, default 0
         Seed of pair sampling, tuning and Gibbs (block ``b`` uses
         ``coref.gibbs.block_rng(seed, b)``); ``None`` draws one at ``fit``.
@@ -80,7 +84,8 @@ class AuthorCoref(BaseEstimator):
     """
 
     def __init__(self, *, sampler="auto", delta=0.05, n_sweeps=None, C=0.1, bias_shift="auto",
-                 max_pairs_per_block=3000, rng=0, block_prior="pcc"):
+                 max_pairs_per_block=3000, rng=0, block_prior="pcc", big_blocks=None):
+        self.big_blocks = big_blocks
         self.block_prior = block_prior
         self.sampler = sampler
         self.delta = delta
@@ -142,6 +147,9 @@ class AuthorCoref(BaseEstimator):
             For missing columns, no block with two labeled mentions, or bad parameters.
         """
         make_settings("AuthorCoref", sampler=self.sampler, delta=self.delta, n_sweeps=self.n_sweeps)
+        if not (self.big_blocks is None or (isinstance(self.big_blocks, str) and self.big_blocks == "synthetic")):
+            raise ValueError(f"the big_blocks parameter of AuthorCoref must be None or 'synthetic'; got "
+                             f"{self.big_blocks!r} instead")
         seed = self._seed()
         df = self._frame(df, "df")
         if "gold" not in df.columns:
@@ -149,7 +157,7 @@ class AuthorCoref(BaseEstimator):
         with single_thread():  # theta must not depend on the BLAS thread count
             self.model_ = PairwiseModel(C=self.C, bias_shift=self.bias_shift,
                                         max_pairs_per_block=self.max_pairs_per_block, rng=seed,
-                                        block_prior=self.block_prior).fit(df)
+                                        block_prior=self.block_prior, big_blocks=self.big_blocks).fit(df)
         self.seed_ = seed
         return self
 

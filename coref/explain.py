@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES
-from coref.model import block_bias_evals
+from coref.model import block_bias_evals, block_theta
 
 __all__ = ["Explanation", "explain_pair", "feature_groups", "LEVELS"]
 
@@ -208,7 +208,7 @@ def explain_pair(model, df, mention_a, mention_b):
     i, j = sub_ids.index(str(mention_a)), sub_ids.index(str(mention_b))
     enc = model.encode(sub)
     phi = model.pair_features(enc, [i], [j])[0]
-    theta = np.asarray(model.theta_, dtype=float)
+    theta = block_theta(model, enc)           # the big-block weights in a big block
     contrib = theta * phi
     bias = block_bias_evals(model, enc)[0]        # bias_ + the block's prior shift
     f = float(model.pairwise_factor(enc, i, j))
@@ -228,7 +228,8 @@ def explain_pair(model, df, mention_a, mention_b):
     block_terms = float(grp.pop(_BLOCK_GROUP)) if _BLOCK_GROUP in grp.index else 0.0
     grp = grp.reindex(grp.abs().sort_values(ascending=False, kind="stable").index)
     # the block's prior odds: the pooled intercept, then this block's shift of it
-    prior = [("block prior (d_b)", bias - float(model.bias_))] if getattr(model, "block_prior", "none") == "pcc" else []
+    base = model.base_bias(enc) if hasattr(model, "base_bias") else float(model.bias_)
+    prior = [("block prior (d_b)", bias - base)] if getattr(model, "block_prior", "none") == "pcc" else []
     lead = [("intercept (b)", bias - sum(v for _, v in prior))] + prior + [(_BASELINE_LABEL, block_terms)]
     by_group = pd.DataFrame({"group": [g for g, _ in lead] + list(grp.index),
                              "contribution": [v for _, v in lead] + grp.tolist()})

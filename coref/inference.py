@@ -26,7 +26,7 @@ from coref.encoding.blocks import assemble_block, assemble_blocks
 from coref.encoding.cache import EncodingCache
 from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
-from coref.model.block_prior import block_bias_evals
+from coref.model.block_prior import block_bias_evals, block_theta
 
 __all__ = ["BlockResult", "TOGETHER_MENTIONS", "block_sampler", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
            "single_thread"]
@@ -190,7 +190,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
             evals = pad(evals, n_rows)
     margin = None
     if margins:
-        margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
+        margin = cluster_margins(enc, block_theta(model, enc), block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                  rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
                        margin, _was_cached(_cached_set(g), block))
@@ -279,7 +279,7 @@ def _infer_together(items, model, settings, margins):
         margin = None
         if margins:
             fx = extra.get("fixed")
-            margin = cluster_margins(enc, model.theta_, block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
+            margin = cluster_margins(enc, block_theta(model, enc), block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
                                      rows=None if fx is None else ~np.asarray(fx, dtype=bool))
         out.append(BlockResult(s, int(f), str(b), mids, cluster_id, n_evals, wall * n_evals / total,
                                np.array([0, n_evals], dtype=np.int64), None, margin, _was_cached(cached, b)))

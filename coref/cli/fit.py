@@ -29,6 +29,10 @@ def add_arguments(parser):
     parser.add_argument("--calibration-folds", dest="calibration_folds", type=int, default=5, metavar="K",
                         help="fit the calibration maps on scores cross-fitted over K groups of blocks (default 5; "
                              "0: the final model scores its own training mentions)")
+    parser.add_argument("--big-blocks", dest="big_blocks", choices=["synthetic", "none"], default="synthetic",
+                        help="weights for blocks of 1,000 mentions and more, larger than any labeled block: fitted on "
+                             "simulated one-name blocks (synthetic, default; about a minute) or none (one theta "
+                             "for every block)")
     add_flag_arguments(parser, quiet=False)
 
 
@@ -39,7 +43,8 @@ def main(args):
                 sampler=args.sampler, delta=args.delta, n_sweeps=args.n_sweeps,
                 calibration=getattr(args, "calibration", "isotonic"),
                 block_prior=getattr(args, "block_prior", "pcc"),
-                calibration_folds=getattr(args, "calibration_folds", 5))
+                calibration_folds=getattr(args, "calibration_folds", 5),
+                big_blocks=None if getattr(args, "big_blocks", "synthetic") == "none" else "synthetic")
     except ERRORS as exc:
         return report_error("fit", args, exc)
     print(f"fitted theta on {r.n_pairs:,} labeled pairs from {r.n_labeled} labeled mentions in "

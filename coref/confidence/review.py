@@ -41,6 +41,7 @@ import pandas as pd
 
 from coref.explain import feature_groups
 from coref.factors.names import FEATURE_NAMES
+from coref.model import block_theta
 
 __all__ = ["REVIEW_COLUMNS", "review_table", "DEFAULT_MAX_EVIDENCE"]
 
@@ -137,7 +138,6 @@ def cluster_fit_text(r):
 def _fill_evidence(model, df, q, top, encodings):
     labels, groups = feature_groups()
     keep = np.array([g != "block" and "missing" not in n.split("*")[0] for n, g in zip(FEATURE_NAMES, groups)])
-    theta = np.asarray(model.theta_, float)
     cid = q.set_index("mention_id")["cluster_id"]
     blocks = df["block"].astype(str)
     for block, rows in top.groupby("block", sort=False):
@@ -147,6 +147,7 @@ def _fill_evidence(model, df, q, top, encodings):
         if len(ids) < 2:
             continue
         enc = model.encode(sub) if encodings is None else encodings.encode(sub)
+        theta = block_theta(model, enc)     # the big-block weights in a big block
         pos = {m: k for k, m in enumerate(ids)}
         lab = cid.reindex(ids).to_numpy()
         for r in rows.itertuples():

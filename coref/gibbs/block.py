@@ -21,7 +21,7 @@ from coref.gibbs.merges import merge_moves
 from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask, temperature_schedule
 from coref.gibbs.seeding import block_rng, kernel_state
 from coref.gibbs.start import coauthor_greedy, component_start
-from coref.model.block_prior import block_bias_evals
+from coref.model.block_prior import block_bias_evals, block_theta
 
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
@@ -252,7 +252,7 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         budget = FACTOR_CACHE_MB
     fits = n > 1 and 8.0 * n * n <= budget * 2.0**20
     racing = 1 if settings.sampler == "racing" or (settings.sampler == "auto" and not fits) else 0
-    theta = np.ascontiguousarray(model.theta_, dtype=np.float64)
+    theta = block_theta(model, enc)
     # bias_ + the block's prior shift (coref.model), whose estimate counts in sweep 0
     bias, prior_evals = block_bias_evals(model, enc)
     labels, start_evals = start_labels(settings.init, enc, theta, bias, labels0, movable)

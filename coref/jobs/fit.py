@@ -70,7 +70,8 @@ class FitResult(SummaryAccess):
 
 
 def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="auto",
-        delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc", calibration_folds=5):
+        delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc", calibration_folds=5,
+        big_blocks="synthetic"):
     """Fit on ``data`` and save to the directory ``model``.
 
     Parameters
@@ -83,6 +84,9 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
         Loader options.
     rng, C, bias_shift, sampler, delta, n_sweeps, block_prior
         :class:`coref.estimator.AuthorCoref` parameters (saved with the model).
+    big_blocks : {"synthetic", None}, default "synthetic"
+        Also fit the weights of blocks of 1,000 mentions and more on simulated labeled big
+        blocks (:mod:`coref.model.big_blocks`); None: one theta for every block.
     calibration : {"isotonic", "temperature", "none"}, default "isotonic"
         Fit the confidence calibration maps (pair probabilities and mention
         confidences, :func:`coref.confidence.fit_confidence_calibration`) on the
@@ -116,7 +120,7 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     t0 = time.perf_counter()
     df, desc = load_input(data, format=format, strict=strict, command="fit", need_gold=True)
     est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps,
-                      block_prior=block_prior).fit(df)
+                      block_prior=block_prior, big_blocks=big_blocks).fit(df)
     fit_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     cal_info = None
@@ -129,7 +133,9 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
         folds = folds if folds >= 2 else 0
 
         def refit(train):            # the same estimator parameters, on the other groups only
-            return sklearn.base.clone(est).fit(train).model_
+            # (without the big-block weights: the maps are fitted on the labeled blocks,
+            # which are small; the weights would only cost a minute per group)
+            return sklearn.base.clone(est).set_params(big_blocks=None).fit(train).model_
 
         est.model_.calibration_ = fit_confidence_calibration(est.model_, lab, method=calibration, rng=int(est.seed_),
                                                              folds=folds, refit=refit if folds else None)

@@ -3,7 +3,8 @@
 * :mod:`coref.model.pairwise`: :class:`PairwiseModel` (f = theta . phi + b fitted on
   labeled pairs), :func:`labeled_pairs`.
 * :mod:`coref.model.block_prior`: the per-block prior odds of coreference,
-  :func:`rate_pairs`, :func:`block_bias_evals`.
+  :func:`rate_pairs`, :func:`block_bias_evals`, :func:`block_theta`.
+* :mod:`coref.model.big_blocks`: the weights of blocks larger than any labeled one.
 * :mod:`coref.model.persist`: :func:`save_model` / :func:`load_model` (JSON + npz +
   manifest with SHA-256 checksums; the format is in that module's docstring).
 * :mod:`coref.model._pseudolik`: the maximum pseudo-likelihood refit of theta.
@@ -17,7 +18,7 @@ from sampling.utils.cli import lazy_exports
 # import coref.model.pairwise, which sits above the sampler (it tunes its shift by Gibbs).
 _EXPORTS = {name: f"coref.model.{module}" for module, names in (
     ("pairwise", ("PairwiseModel", "labeled_pairs")),
-    ("block_prior", ("rate_pairs", "block_bias_evals")),
+    ("block_prior", ("rate_pairs", "block_bias_evals", "block_theta")),
     ("persist", ("save_model", "load_model", "MODEL_FORMAT", "MODEL_VERSION")),
 ) for name in names}
 __all__ = list(_EXPORTS)

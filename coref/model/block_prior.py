@@ -45,7 +45,7 @@ from sampling.utils.kernels import load_kernel
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["rate_pairs", "rate_scores", "pooled_rate", "cached_block_rate", "em_block_rate", "prior_shift",
-           "shift_evals", "block_bias_evals", "check_block_prior", "PRIOR_EM_STEPS"]
+           "shift_evals", "block_bias_evals", "block_theta", "check_block_prior", "PRIOR_EM_STEPS"]
 
 #: Most EM steps of :func:`em_block_rate` after the first (each is one mean of sigmoids over
 #: at most ``block_prior_pairs`` stored factors: no factor is evaluated again).
@@ -223,3 +223,10 @@ def block_bias_evals(model, enc) -> tuple:
     if f is None:
         return float(model.bias_), 0
     return float(f(enc)), int(model.block_shift_evals(enc.n))
+
+
+def block_theta(model, enc):
+    """theta of ``model``'s factors within the block ``enc`` (``PairwiseModel.block_theta``: the
+    big-block weights in a big block), float64 C-contiguous; ``theta_`` for models without it."""
+    f = getattr(model, "block_theta", None)
+    return np.ascontiguousarray(model.theta_ if f is None else f(enc), dtype=np.float64)

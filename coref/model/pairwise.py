@@ -26,6 +26,11 @@ Each block also gets its own prior odds (``block_prior="pcc"``, the default;
 :mod:`coref.model.block_prior`): every factor of a block uses the intercept
 ``bias_ + d_b`` (:meth:`PairwiseModel.block_bias`).
 
+Blocks larger than any labeled one (``big_block_min_n`` mentions and more) can get weights
+of their own, fitted on labeled big blocks (``big_blocks``; simulated by default in
+``coref fit``): :mod:`coref.model.big_blocks`. :meth:`PairwiseModel.block_theta` and
+:meth:`PairwiseModel.block_bias` give the weights and intercept of a block.
+
 Saving and loading: :mod:`coref.model.persist`.
 """
 from __future__ import annotations
@@ -40,6 +45,8 @@ from coref.encoding.blocks import EncodedBlock, encode_mentions
 from coref.encoding.vocabulary import Vocabulary
 from coref.io import MENTION_COLUMNS
 from coref.model._pseudolik import fit_pseudolik, pl_data
+from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, SYNTHETIC_SEED, check_big_blocks,
+                                    fit_big_block_weights, synthetic_training_blocks)
 from coref.model.name_priors import apply_name_priors
 from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
                                      rate_scores, shift_evals)
@@ -156,6 +163,13 @@ class PairwiseModel:
         first names, different middle initials: data blocked by full name) the prior weights
         of :data:`coref.model.name_priors.NAME_CONFLICT_PRIORS` instead of 0, so that
         first-initial blocks ("j guo") keep Jing and John apart.
+    big_blocks : None, "synthetic" or pandas.DataFrame, default None
+        Labeled mentions of big blocks to fit the weights of blocks of at least
+        ``big_block_min_n`` mentions on (:mod:`coref.model.big_blocks`); "synthetic": the
+        simulated set :func:`coref.model.big_blocks.synthetic_training_blocks` (45,000
+        mentions, about a minute); None: every block uses ``theta_``.
+    big_block_min_n : int >= 2, default 1000
+        Blocks of at least this many mentions use the big-block weights (when fitted).
 
     Attributes
     ----------
@@ -185,6 +199,8 @@ class PairwiseModel:
         r_train: mean of sigmoid(theta_ . phi + bias_) over the pairs of the training
         blocks (all their mentions, labeled or not; pooled over pairs, big blocks
         subsampled and reweighted), the reference of the block prior.
+    big_ : coref.model.big_blocks.BigBlockWeights or None
+        The weights of blocks of at least ``big_.min_n`` mentions; None: ``theta_`` everywhere.
     """
 
     def __init__(self, *, C=0.1, max_pairs_per_block=3000, class_weight=None,
@@ -192,7 +208,9 @@ class PairwiseModel:
                  shift_tol=0.005, tune_sweeps=12, tune_max_blocks=40, rng=0,
                  objective="logistic", pl_C=1.0, pl_max_anchors=400, pl_alone=False, pl_pair_C=0.0,
                  pl_merge_C=0.0, block_prior="pcc", block_prior_cap=3.0, block_prior_pairs=20000,
-                 name_priors=True):
+                 name_priors=True, big_blocks=None, big_block_min_n=BIG_BLOCK_MIN_N):
+        self.big_blocks = big_blocks
+        self.big_block_min_n = big_block_min_n
         self.name_priors = name_priors
         self.block_prior = block_prior
         self.block_prior_cap = block_prior_cap
@@ -236,6 +254,7 @@ class PairwiseModel:
             if not (isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v) >= 0):
                 raise ValueError(f"{k} must be a number >= 0; got {v!r}")
         self.check_block_prior(ValueError)
+        check_big_blocks(self.big_blocks, self.big_block_min_n, ValueError)
 
     def _pairs(self, df, vocab, gen, encs=None):
         """phi and the same-entity flags of the labeled pairs of every block of ``df``.
@@ -360,6 +379,16 @@ class PairwiseModel:
         else:
             shift, self.shift_scores_ = float(self.bias_shift), {}
         self.set_shift(shift)
+        self.big_ = None
+        if self.big_blocks is not None:
+            if isinstance(self.big_blocks, str):
+                big = synthetic_training_blocks()
+                source = {"kind": "synthetic", "generator": "coref.synth_block.synthesize_block",
+                          "blocks": [list(b) for b in SYNTHETIC_BLOCKS], "seed": SYNTHETIC_SEED}
+            else:
+                self._check_df(self.big_blocks, need_gold=True)
+                big, source = self.big_blocks, {"kind": "data"}
+            self.big_ = fit_big_block_weights(self, big, gen, int(self.big_block_min_n), source)
         return self
 
     def fold_constant_features(self, X):
@@ -449,6 +478,7 @@ class PairwiseModel:
 
         ``logit(r_b) - logit(pair_rate_)``, clipped to +-``block_prior_cap``, with r_b
         the mean of sigmoid(theta_ . phi + bias_) over the block's :func:`rate_pairs`
+        (``big_.theta``, ``big_.bias`` and ``big_.pair_rate`` in a big block)
         (Saerens et al. 2002, eq. 2.4, one EM step from the training prior; run on to the
         EM's fixed point when that step lowers the prior:
         :func:`coref.model.block_prior.em_block_rate`).  0.0 with
@@ -463,19 +493,42 @@ class PairwiseModel:
         self.check_fitted()
         if self.block_prior != "pcc" or enc.n < 2:
             return 0.0
-        key = (self.theta_.tobytes(), float(self.bias_), int(self.block_prior_pairs))  # what r_b depends on
-        r_b = cached_block_rate(enc, key, self.rate_factors, self.pair_rate_, self.block_prior_cap)
-        return prior_shift(r_b, self.pair_rate_, self.block_prior_cap)
+        theta, bias, rate = self._weights(enc.n)
+        key = (theta.tobytes(), float(bias), int(self.block_prior_pairs))  # what r_b depends on
+        r_b = cached_block_rate(enc, key, self.rate_factors, rate, self.block_prior_cap)
+        return prior_shift(r_b, rate, self.block_prior_cap)
+
+    def _weights(self, n):
+        """(theta, bias, pair_rate) of a block of ``n`` mentions: the big-block ones from ``big_.min_n`` on."""
+        big = getattr(self, "big_", None)
+        if big is not None and n >= big.min_n:
+            return big.theta, big.bias, big.pair_rate
+        return self.theta_, self.bias_, self.pair_rate_
+
+    def block_theta(self, enc: EncodedBlock) -> np.ndarray:
+        """theta of the factors within the block ``enc``, ndarray of shape (N_FEATURES,).
+
+        ``big_.theta`` for a block of at least ``big_.min_n`` mentions, else ``theta_``.
+        """
+        self.check_fitted()
+        return self._weights(enc.n)[0]
+
+    def base_bias(self, enc: EncodedBlock) -> float:
+        """The intercept of the block ``enc`` before its prior shift: ``big_.bias`` or ``bias_``."""
+        self.check_fitted()
+        return float(self._weights(enc.n)[1])
 
     def rate_factors(self, enc: EncodedBlock) -> np.ndarray:
-        """f at the pooled intercept ``bias_`` over the block's :func:`rate_pairs`, ndarray of shape (m,).
+        """f at the pooled intercept (``bias_``, or ``big_.bias`` for a big block) over the block's
+        :func:`rate_pairs`, ndarray of shape (m,).
 
         The values the block's rate r_b is the mean sigmoid of (natural-log odds).
         """
         self.check_fitted()
+        theta, bias, _ = self._weights(enc.n)
         I, J, _ = rate_pairs(enc.n, int(self.block_prior_pairs))
         out = np.empty(len(I))
-        _factors.pair_factors(enc, self.theta_, self.bias_, I, J, out)
+        _factors.pair_factors(enc, theta, bias, I, J, out)
         return out
 
     def block_shift_evals(self, n: int) -> int:
@@ -483,8 +536,8 @@ class PairwiseModel:
         return shift_evals(n, int(self.block_prior_pairs)) if self.block_prior == "pcc" else 0
 
     def block_bias(self, enc: EncodedBlock) -> float:
-        """The intercept of every factor within the block ``enc``: ``bias_ + block_shift(enc)``."""
-        return float(self.bias_ + self.block_shift(enc))
+        """The intercept of every factor within the block ``enc``: ``base_bias(enc) + block_shift(enc)``."""
+        return float(self.base_bias(enc) + self.block_shift(enc))
 
     def pairwise_factor(self, enc: EncodedBlock, i: int, j: int) -> float:
         """f_theta(x_i, x_j), natural-log odds that mentions i and j co-refer.
@@ -501,7 +554,7 @@ class PairwiseModel:
             if not 0 <= int(v) < enc.n:
                 raise IndexError(f"{name} must be in [0, {enc.n}); got {v}")
         out = np.empty(1)
-        _factors.pair_factors(enc, self.theta_, self.block_bias(enc), np.array([int(i)], np.int64),
+        _factors.pair_factors(enc, self.block_theta(enc), self.block_bias(enc), np.array([int(i)], np.int64),
                               np.array([int(j)], np.int64), out)
         return float(out[0])
 
@@ -513,7 +566,7 @@ class PairwiseModel:
         """
         self.check_fitted()
         out = np.zeros((enc.n, enc.n))
-        _factors.factor_matrix(enc, self.theta_, self.block_bias(enc), out)
+        _factors.factor_matrix(enc, self.block_theta(enc), self.block_bias(enc), out)
         return out
 
     def pair_features(self, enc: EncodedBlock, I, J) -> np.ndarray:

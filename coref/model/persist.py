@@ -13,7 +13,8 @@ files, none of them executable::
                                block_prior, block_prior_cap, block_prior_pairs,
                                               # optional (absent: "none", a model saved
                                               # before block priors)
-                               name_priors},  # optional (absent: false)
+                               name_priors,   # optional (absent: false)
+                               big_blocks, big_block_min_n},  # optional (absent: null, 1000)
                     "intercept": float, "shift": float, "bias": float, "n_pairs": int,
                     "pair_rate": float,               # r_train in (0, 1); with block_prior "pcc"
                     "shift_scores": {str(shift): float},
@@ -26,10 +27,16 @@ files, none of them executable::
                     "prior_weights": {str: float},  # optional: name-conflict features that did
                                               # not vary and their prior weight (theta there;
                                               # params.name_priors, coref.model.name_priors)
+                    "big_blocks": {"min_n": int, "intercept": float, "shift": float, "bias": float,
+                                   "pair_rate": float, "n_pairs": int, "feature_varied": [bool],
+                                   "source": {...}},  # optional: the weights of blocks of >= min_n
+                                              # mentions (coref.model.big_blocks), theta in the
+                                              # npz as "big_theta"; absent: theta everywhere
                     "extra": {...},                    # e.g. AuthorCoref settings, training data summary
                     "calibration": {...}}              # optional (``coref fit``): the confidence
                                                        # calibration maps, see below
-    theta.npz      float64 array "theta" of shape (len(feature_names),), and the long numeric
+    theta.npz      float64 array "theta" of shape (len(feature_names),) (and "big_theta", the same
+                   shape, with "big_blocks"), and the long numeric
                    lists of the vocabulary state (e.g. LSA components) as arrays "state_<k>",
                    referenced from model.json as {"$npz": "state_<k>"}
     manifest.json  {"format": "coref-model-manifest", "version": 2,
@@ -70,6 +77,7 @@ from coref.calibration import ConfidenceCalibration
 from coref.exceptions import ModelFormatError
 from coref.factors.names import FEATURE_NAMES
 from coref.encoding.vocabulary import Vocabulary
+from coref.model.big_blocks import BigBlockWeights, check_big_blocks
 from coref.model.name_priors import check_prior_weights
 from coref.model.pairwise import PairwiseModel
 from sampling.utils.atomic import atomic_path, atomic_write_text
@@ -103,7 +111,10 @@ def _params_state(model):
             "pl_alone": bool(model.pl_alone), "pl_pair_C": float(model.pl_pair_C),
             "pl_merge_C": float(model.pl_merge_C), "block_prior": str(model.block_prior),
             "block_prior_cap": float(model.block_prior_cap), "block_prior_pairs": int(model.block_prior_pairs),
-            "name_priors": bool(getattr(model, "name_priors", False))}
+            "name_priors": bool(getattr(model, "name_priors", False)),
+            # a DataFrame of big blocks is data, not a parameter: its weights are in "big_blocks"
+            "big_blocks": model.big_blocks if isinstance(getattr(model, "big_blocks", None), str) else None,
+            "big_block_min_n": int(getattr(model, "big_block_min_n", 1000))}
 
 
 def save_model(model, path, *, extra=None):
@@ -144,6 +155,12 @@ def save_model(model, path, *, extra=None):
     if varied is not None:
         doc["feature_varied"] = [bool(v) for v in varied]
         doc["prior_weights"] = {k: float(v) for k, v in (getattr(model, "prior_weights_", None) or {}).items()}
+    big = getattr(model, "big_", None)
+    if big is not None:
+        arrays["big_theta"] = np.asarray(big.theta, dtype=np.float64)
+        doc["big_blocks"] = {"min_n": int(big.min_n), "intercept": float(big.intercept), "shift": float(big.shift),
+                             "bias": float(big.bias), "pair_rate": float(big.pair_rate), "n_pairs": int(big.n_pairs),
+                             "feature_varied": [bool(v) for v in big.feature_varied], "source": big.source}
     cal = getattr(model, "calibration_", None)
     if cal is not None:
         doc["calibration"] = cal.to_dict()
@@ -303,7 +320,10 @@ def _model_from_params(p, jpath):
                           # absent in models saved before block priors: none
                           **{"block_prior": "none", **{k: p[k] for k in _BP_PARAMS if k in p}},
                           # absent in models saved before the name-conflict priors: none
-                          name_priors=p.get("name_priors", False))
+                          name_priors=p.get("name_priors", False),
+                          # absent in models saved before the big-block weights
+                          big_blocks=p.get("big_blocks"), big_block_min_n=p.get("big_block_min_n", 1000))
+    check_big_blocks(model.big_blocks, model.big_block_min_n, lambda msg: ModelFormatError("params." + msg, path=jpath))
     if not isinstance(model.name_priors, bool):
         raise TypeError(f"params.name_priors must be true or false; got {model.name_priors!r}")
     model.check_block_prior(lambda msg: ModelFormatError("params." + msg, path=jpath))
@@ -362,8 +382,9 @@ def load_model(path):
         model = _model_from_params(p, jpath)
         used = set()
         vocab_state = _internalize(_field(doc, "vocabulary", "dict", jpath), arrays, used, jpath)
-        if used != set(arrays) - {"theta"}:
-            raise ModelFormatError(f"arrays not referenced by model.json: {sorted(set(arrays) - used - {'theta'})}",
+        own = {"theta"} | ({"big_theta"} if "big_blocks" in doc else set())
+        if used != set(arrays) - own:
+            raise ModelFormatError(f"arrays not referenced by model.json: {sorted(set(arrays) - used - own)}",
                                    path=path / "theta.npz")
         vocab = Vocabulary.from_state(vocab_state)
     except ModelFormatError:
@@ -404,6 +425,7 @@ def load_model(path):
                             lambda msg: ModelFormatError(msg, path=jpath))
         if model.prior_weights_ and not model.name_priors:
             raise ModelFormatError("field 'prior_weights' is set but params.name_priors is false", path=jpath)
+    model.big_ = _big_blocks(doc, arrays, jpath, path / "theta.npz")
     model.calibration_ = None
     if "calibration" in doc:
         try:
@@ -411,3 +433,39 @@ def load_model(path):
         except ValueError as exc:
             raise ModelFormatError(str(exc), path=jpath) from None
     return model, _field(doc, "extra", "dict", jpath)
+
+
+def _big_blocks(doc, arrays, jpath, npz):
+    """The ``big_blocks`` record of model.json and the npz's ``big_theta``, checked; None when absent."""
+    if "big_blocks" not in doc:    # (a big_theta without it is refused as an array model.json does not reference)
+        return None
+    rec = _field(doc, "big_blocks", "dict", jpath)
+    where = "field 'big_blocks'"
+    theta = arrays.get("big_theta")
+    if theta is None or theta.dtype != np.float64 or theta.shape != (len(FEATURE_NAMES),) \
+            or not np.all(np.isfinite(theta)):
+        raise ModelFormatError(f"big_theta must be finite float64 of shape ({len(FEATURE_NAMES)},) with the {where}",
+                               path=npz)
+    vals = {}
+    for k, kind in (("min_n", int), ("n_pairs", int), ("intercept", float), ("shift", float), ("bias", float),
+                    ("pair_rate", float)):
+        v = rec.get(k)
+        ok = isinstance(v, numbers.Integral) if kind is int else isinstance(v, numbers.Real)
+        if not ok or isinstance(v, bool) or not math.isfinite(v):
+            raise ModelFormatError(f"{where}.{k} must be a finite {kind.__name__}; got {v!r}", path=jpath)
+        vals[k] = kind(v)
+    if vals["min_n"] < 2 or vals["n_pairs"] < 0:
+        raise ModelFormatError(f"{where}: min_n must be >= 2 and n_pairs >= 0; got {vals['min_n']}, "
+                               f"{vals['n_pairs']}", path=jpath)
+    if not 0.0 < vals["pair_rate"] < 1.0:
+        raise ModelFormatError(f"{where}.pair_rate must be in (0, 1); got {vals['pair_rate']!r}", path=jpath)
+    if abs(vals["bias"] - (vals["intercept"] + vals["shift"])) > 1e-9 * max(1.0, abs(vals["bias"])):
+        raise ModelFormatError(f"{where}: bias must equal intercept + shift", path=jpath)
+    varied = rec.get("feature_varied")
+    if not (isinstance(varied, list) and len(varied) == len(FEATURE_NAMES) and all(isinstance(v, bool) for v in varied)):
+        raise ModelFormatError(f"{where}.feature_varied must be a list of {len(FEATURE_NAMES)} booleans", path=jpath)
+    source = rec.get("source", {})
+    if not isinstance(source, dict):
+        raise ModelFormatError(f"{where}.source must be an object", path=jpath)
+    return BigBlockWeights(theta=np.ascontiguousarray(theta), feature_varied=np.array(varied, dtype=bool),
+                           source=source, **vals)

@@ -33,7 +33,7 @@ def test_is_exported_first_and_clone_works():
     c.set_params(delta=0.2, sampler="exact")
     assert (c.delta, c.sampler, est.delta) == (0.2, "exact", 0.1)
     assert set(est.get_params()) == {"sampler", "delta", "n_sweeps", "C", "bias_shift", "max_pairs_per_block", "rng",
-                                     "block_prior"}
+                                     "block_prior", "big_blocks"}
 
 
 def test_fit_predict_roundtrip_dataframe(fitted, test_df):
