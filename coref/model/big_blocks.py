@@ -8,7 +8,7 @@ blocks and merges strangers (a one-name block of 10,000 ``coref synth --one-name
 mentions: B3 F1 0.65, precision 0.54).
 
 A :class:`PairwiseModel` fitted with ``big_blocks`` therefore carries a second set of
-weights, :class:`BigBlockWeights`, used for every block of at least ``min_n`` mentions
+weights, :class:`BigBlockWeights` (fitted by ``PairwiseModel._fit_big_blocks``), used for every block of at least ``min_n`` mentions
 (:data:`BIG_BLOCK_MIN_N`, about three times the largest labeled block): the same features
 and the same vocabulary, theta and intercept refitted by the same logistic regression on
 labeled big blocks, and its own reference rate for the block prior. Without labeled big
@@ -22,15 +22,15 @@ with a few dozen training blocks they would only learn to recognise those blocks
 intercept shift is 0 (the block prior sets each block's intercept). Confidence
 calibration maps are the model's own, fitted on the labeled (small) blocks.
 
-Measured (``coref predict`` defaults, shipped AMiner model with and without these
-weights, 2026-11-27): ``coref synth --one-name`` 10,000-mention block B3 F1 0.65 -> 0.90;
-the 64 blocks of >= 1,000 mentions of ``coref synth --mentions 1000000`` (a different
-generator: coauthor communities, no personal vocabularies) 0.749 -> 0.861. No labeled
-real block of that size was available to check them on.
+Measured (shipped model without / with these weights, 2026-11-27; docs/performance.md):
+``coref synth --one-name`` blocks of 10,000 mentions B3 F1 0.65 -> 0.90 and 30,000 mentions
+0.70 -> 0.84; the blocks of 1,000-2,999 and of >= 3,000 mentions of a streamed
+``coref synth --mentions 1000000`` run (a different generator: coauthor communities, no
+personal vocabularies) 0.745 -> 0.846 and 0.759 -> 0.795. No labeled real block of that
+size was available to check them on.
 """
 from __future__ import annotations
 
-import copy
 import numbers
 from dataclasses import dataclass, field
 
@@ -38,11 +38,9 @@ import numpy as np
 import pandas as pd
 
 from coref.factors.names import FEATURE_GROUPS, FEATURE_NAMES
-from coref.model.block_prior import rate_scores
-from coref.model.name_priors import apply_name_priors
 
 __all__ = ["BIG_BLOCK_MIN_N", "SYNTHETIC_BLOCKS", "SYNTHETIC_SEED", "BigBlockWeights", "block_level_features",
-           "synthetic_training_blocks", "fit_big_block_weights", "check_big_blocks"]
+           "synthetic_training_blocks", "check_big_blocks"]
 
 #: Blocks of at least this many mentions use the big-block weights.
 BIG_BLOCK_MIN_N = 1000
@@ -120,55 +118,3 @@ def synthetic_training_blocks():
             df[c] = f"big{k}:" + df[c].astype(str)
         parts.append(df)
     return pd.concat(parts, ignore_index=True)
-
-
-def fit_big_block_weights(model, df, gen, min_n, source):
-    """Fit :class:`BigBlockWeights` for ``model`` on the labeled blocks of ``df``.
-
-    The same steps as :meth:`PairwiseModel.fit` with ``model``'s vocabulary (the one every
-    block is encoded with at prediction) and parameters: labeled pairs, logistic
-    regression, constant features folded into the intercept, name-conflict priors; then
-    the block-prior reference rate. Block-level features are left out
-    (:func:`block_level_features`); the shift is 0.
-
-    Parameters
-    ----------
-    model : PairwiseModel
-        Fitted on the labeled (small) blocks; not changed.
-    df : pandas.DataFrame
-        Labeled mentions of big blocks (``gold``).
-    gen : numpy.random.Generator
-        Subsamples the pairs (advanced in place).
-    min_n : int
-        Stored as :attr:`BigBlockWeights.min_n`.
-    source : dict
-        Stored as :attr:`BigBlockWeights.source`.
-
-    Returns
-    -------
-    BigBlockWeights
-
-    Raises
-    ------
-    ValueError
-        If ``df`` has no block with two labeled mentions or its pairs are all of one class.
-    """
-    sub = copy.copy(model)          # the model's parameters and vocabulary; its own theta
-    sub.big_ = None
-    encs = []
-    X, y = sub._pairs(df, model.vocabulary_, gen, encs)
-    X[:, block_level_features()] = 0.0
-    sub.theta_, sub.intercept_ = sub._regress(X, y)
-    sub.fold_constant_features(X)
-    prior = {}
-    if model.name_priors:
-        sub.theta_, prior = apply_name_priors(sub.theta_, sub.feature_varied_)
-    z, w = rate_scores(encs, sub.theta_, int(model.block_prior_pairs))
-    sub._rate_z, sub._rate_w = z, w
-    sub.set_shift(0.0)
-    return BigBlockWeights(min_n=int(min_n), theta=np.ascontiguousarray(sub.theta_, dtype=np.float64),
-                           intercept=float(sub.intercept_), shift=0.0, bias=float(sub.bias_),
-                           pair_rate=float(sub.pair_rate_), n_pairs=int(len(y)),
-                           feature_varied=np.asarray(sub.feature_varied_, dtype=bool),
-                           source={**source, "n_mentions": int(len(df)), "n_blocks": int(df["block"].nunique()),
-                                   "prior_weights": {k: float(v) for k, v in prior.items()}})

@@ -35,6 +35,7 @@ Saving and loading: :mod:`coref.model.persist`.
 """
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
@@ -45,8 +46,8 @@ from coref.encoding.blocks import EncodedBlock, encode_mentions
 from coref.encoding.vocabulary import Vocabulary
 from coref.io import MENTION_COLUMNS
 from coref.model._pseudolik import fit_pseudolik, pl_data
-from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, SYNTHETIC_SEED, check_big_blocks,
-                                    fit_big_block_weights, synthetic_training_blocks)
+from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, SYNTHETIC_SEED, BigBlockWeights,
+                                    block_level_features, check_big_blocks, synthetic_training_blocks)
 from coref.model.name_priors import apply_name_priors
 from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
                                      rate_scores, shift_evals)
@@ -388,8 +389,41 @@ class PairwiseModel:
             else:
                 self._check_df(self.big_blocks, need_gold=True)
                 big, source = self.big_blocks, {"kind": "data"}
-            self.big_ = fit_big_block_weights(self, big, gen, int(self.big_block_min_n), source)
+            self.big_ = self._fit_big_blocks(big, gen, int(self.big_block_min_n), source)
         return self
+
+    def _fit_big_blocks(self, df, gen, min_n, source):
+        """:class:`BigBlockWeights` fitted on the labeled big blocks of ``df`` (:mod:`coref.model.big_blocks`).
+
+        The steps of :meth:`fit` with this model's vocabulary (the one every block is encoded
+        with at prediction) and parameters: labeled pairs, logistic regression, constant
+        features folded into the intercept, name-conflict priors, then the block-prior
+        reference rate; block-level features left out
+        (:func:`coref.model.big_blocks.block_level_features`), shift 0. This model is not changed.
+
+        Raises
+        ------
+        ValueError
+            If ``df`` has no block with two labeled mentions or its pairs are all of one class.
+        """
+        sub = copy.copy(self)           # this model's parameters and vocabulary; its own theta
+        sub.big_ = None
+        encs = []
+        X, y = sub._pairs(df, self.vocabulary_, gen, encs)
+        X[:, block_level_features()] = 0.0
+        sub.theta_, sub.intercept_ = sub._regress(X, y)
+        sub.fold_constant_features(X)
+        prior = {}
+        if self.name_priors:
+            sub.theta_, prior = apply_name_priors(sub.theta_, sub.feature_varied_)
+        sub._rate_z, sub._rate_w = rate_scores(encs, sub.theta_, int(self.block_prior_pairs))
+        sub.set_shift(0.0)
+        return BigBlockWeights(min_n=int(min_n), theta=np.ascontiguousarray(sub.theta_, dtype=np.float64),
+                               intercept=float(sub.intercept_), shift=0.0, bias=float(sub.bias_),
+                               pair_rate=float(sub.pair_rate_), n_pairs=int(len(y)),
+                               feature_varied=np.asarray(sub.feature_varied_, dtype=bool),
+                               source={**source, "n_mentions": int(len(df)), "n_blocks": int(df["block"].nunique()),
+                                       "prior_weights": {k: float(v) for k, v in prior.items()}})
 
     def fold_constant_features(self, X):
         """Give every feature that never varied on the training pairs ``X`` the weight 0, exactly.
