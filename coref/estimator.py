@@ -58,7 +58,7 @@ class AuthorCoref(BaseEstimator):
     big_blocks : {None, "synthetic"}, default None
         "synthetic": also fit the weights of blocks larger than any labeled one (1,000
         mentions and more) on simulated labeled big blocks (:mod:`coref.model.big_blocks`;
-        about a minute more; ``coref fit`` does by default); None: one theta for every block.
+        about 10 s more; ``coref fit`` does by default); None: one theta for every block.
     rng : None or int >= 0, default 0
         Seed of pair sampling, tuning and Gibbs (block ``b`` uses
         ``coref.gibbs.block_rng(seed, b)``); ``None`` draws one at ``fit``.

@@ -31,7 +31,7 @@ def add_arguments(parser):
                              "0: the final model scores its own training mentions)")
     parser.add_argument("--big-blocks", dest="big_blocks", choices=["synthetic", "none"], default="synthetic",
                         help="weights for blocks of 1,000 mentions and more, larger than any labeled block: fitted on "
-                             "simulated one-name blocks (synthetic, default; about a minute) or none (one theta "
+                             "simulated one-name blocks (synthetic, default; about 10 s) or none (one theta "
                              "for every block)")
     add_flag_arguments(parser, quiet=False)
 

@@ -134,7 +134,7 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
 
         def refit(train):            # the same estimator parameters, on the other groups only
             # (without the big-block weights: the maps are fitted on the labeled blocks,
-            # which are small; the weights would only cost a minute per group)
+            # which are small; the weights would only cost some 10 s per group)
             return sklearn.base.clone(est).set_params(big_blocks=None).fit(train).model_
 
         est.model_.calibration_ = fit_confidence_calibration(est.model_, lab, method=calibration, rng=int(est.seed_),

@@ -167,8 +167,8 @@ class PairwiseModel:
     big_blocks : None, "synthetic" or pandas.DataFrame, default None
         Labeled mentions of big blocks to fit the weights of blocks of at least
         ``big_block_min_n`` mentions on (:mod:`coref.model.big_blocks`); "synthetic": the
-        simulated set :func:`coref.model.big_blocks.synthetic_training_blocks` (45,000
-        mentions, about a minute); None: every block uses ``theta_``.
+        simulated set :func:`coref.model.big_blocks.synthetic_training_blocks` (81,000
+        mentions, about 10 s); None: every block uses ``theta_``.
     big_block_min_n : int >= 2, default 1000
         Blocks of at least this many mentions use the big-block weights (when fitted).
 

@@ -163,8 +163,8 @@ def test_parameter_errors():
 
 def test_synthetic_training_blocks_are_deterministic_and_as_documented():
     a = synthetic_training_blocks()
-    assert len(a) == 6 * sum(n for n, _ in SYNTHETIC_BLOCKS) == 45_000
-    assert a["block"].nunique() == 24 and a["block"].value_counts().min() >= 1000
+    assert len(a) == 6 * sum(n for n, _ in SYNTHETIC_BLOCKS) == 81_000
+    assert a["block"].nunique() == 30 and a["block"].value_counts().min() >= 1000
     assert a["mention_id"].is_unique and a["gold"].notna().all()
     pd.testing.assert_frame_equal(a.head(500), synthetic_training_blocks().head(500))
 
