@@ -23,10 +23,10 @@ intercept shift is 0 (the block prior sets each block's intercept). Confidence
 calibration maps are the model's own, fitted on the labeled (small) blocks.
 
 Measured (shipped model without / with these weights, 2026-11-27; docs/performance.md):
-``coref synth --one-name`` blocks of 10,000 mentions B3 F1 0.65 -> 0.90 and 30,000 mentions
-0.70 -> 0.84; the blocks of 1,000-2,999 and of >= 3,000 mentions of a streamed
+``coref synth --one-name`` blocks of 10,000 mentions B3 F1 0.65 -> 0.92 and 30,000 mentions
+0.70 -> 0.89; the blocks of 1,000-2,999 and of >= 3,000 mentions of a streamed
 ``coref synth --mentions 1000000`` run (a different generator: coauthor communities, no
-personal vocabularies) 0.745 -> 0.846 and 0.759 -> 0.795. No labeled real block of that
+personal vocabularies) 0.745 -> 0.863 and 0.759 -> 0.825. No labeled real block of that
 size was available to check them on.
 """
 from __future__ import annotations
