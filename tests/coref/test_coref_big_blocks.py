@@ -1,7 +1,7 @@
 """The big-block weights of PairwiseModel (coref.model.big_blocks): which blocks use them, the fit, save / load."""
-import hashlib
 import json
-import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,9 +14,9 @@ from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, block_lev
                                     synthetic_training_blocks)
 from coref.synth import synthesize_mentions
 from coref.synth_block import synthesize_block
-from sampling.utils.kernels import load_kernel
 
-_factors = load_kernel("coref.factors._factors")
+sys.path.insert(0, str(Path(__file__).parent))
+from test_coref_model import _copy, _rewrite  # noqa: E402
 
 MIN_N = 100
 
@@ -123,17 +123,6 @@ def test_save_load_round_trip_and_a_model_without_them(fitted, blocks, tmp_path)
     assert load_model(tmp_path / "p")[0].big_ is None
 
 
-def _edit(src, dst, change):
-    shutil.copytree(src, dst)
-    doc = json.loads((dst / "model.json").read_text())
-    change(doc)
-    (dst / "model.json").write_text(json.dumps(doc))
-    man = json.loads((dst / "manifest.json").read_text())
-    man["files"]["model.json"] = hashlib.sha256((dst / "model.json").read_bytes()).hexdigest()
-    (dst / "manifest.json").write_text(json.dumps(man))
-    return dst
-
-
 @pytest.mark.parametrize("change, match", [
     (lambda d: d["big_blocks"].__setitem__("pair_rate", 1.5), r"big_blocks'.pair_rate must be in \(0, 1\)"),
     (lambda d: d["big_blocks"].__setitem__("bias", 3.0), r"big_blocks': bias must equal intercept \+ shift"),
@@ -144,7 +133,8 @@ def _edit(src, dst, change):
 ])
 def test_bad_big_block_fields_are_refused_naming_the_file(fitted, tmp_path, change, match):
     save_model(fitted, tmp_path / "m")
-    d = _edit(tmp_path / "m", tmp_path / "bad", change)
+    d = _copy(tmp_path / "m", tmp_path / "bad")
+    _rewrite(d, change)
     with pytest.raises(ModelFormatError, match=match):
         load_model(d)
 
