@@ -96,6 +96,9 @@ class Explanation:
         block baseline: the sum of the block-constant features (block size, coherence),
         equal for every pair of the block, then the pair's own evidence by group, by
         decreasing |contribution|).
+    big_block : bool, default False
+        The block has at least ``model.big_.min_n`` mentions, so theta and b are the model's
+        big-block weights (:mod:`coref.model.big_blocks`), fitted on simulated big blocks.
     """
 
     mention_a: str
@@ -105,6 +108,7 @@ class Explanation:
     bias: float
     by_feature: pd.DataFrame
     by_group: pd.DataFrame
+    big_block: bool = False
 
     @property
     def probability(self):
@@ -143,7 +147,8 @@ class Explanation:
         w = max([len(str(x)) + 2 for x in feats["label"]] + [len(str(g)) for g in self.by_group["group"]]
                 + [len(t) for t, _ in sections] + [44])
         lines = [f"f({self.mention_a}, {self.mention_b}) = theta . phi + b = {self.f:+.3f} "
-                 f"(log-odds; P(same author) = {self.probability:.3f}) in block {self.block!r}", "",
+                 f"(log-odds; P(same author) = {self.probability:.3f}) in block {self.block!r}"
+                 + (" (big-block weights, fitted on simulated blocks as large)" if self.big_block else ""), "",
                  f"{'by group':<{w}} {'contribution':>12} {'running total':>14}"]
         scale = max([abs(v) for v in self.by_group["contribution"]] + [1e-12])
         for r in self.by_group.itertuples(index=False):
@@ -234,4 +239,6 @@ def explain_pair(model, df, mention_a, mention_b):
     by_group = pd.DataFrame({"group": [g for g, _ in lead] + list(grp.index),
                              "contribution": [v for _, v in lead] + grp.tolist()})
     by_group["cumulative"] = by_group["contribution"].cumsum()
-    return Explanation(str(mention_a), str(mention_b), ba, f, bias, feat.reset_index(drop=True), by_group)
+    big = getattr(model, "big_", None)
+    return Explanation(str(mention_a), str(mention_b), ba, f, bias, feat.reset_index(drop=True), by_group,
+                       big_block=big is not None and enc.n >= big.min_n)

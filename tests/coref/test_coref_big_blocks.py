@@ -168,3 +168,16 @@ def test_shipped_default_model_has_big_block_weights_from_the_synthetic_set():
     assert model.big_.source["blocks"] == [list(b) for b in SYNTHETIC_BLOCKS]
     assert model.big_.theta.shape == (N_FEATURES,)
     np.testing.assert_array_equal(model.big_.theta[block_level_features()], 0.0)
+
+
+def test_explain_says_when_a_pair_is_scored_with_the_big_block_weights(fitted):
+    from coref.explain import explain_pair
+
+    df = synthesize_block(2 * MIN_N - 1, rng=9, n_blocks=2)
+    sizes = df["block"].value_counts()
+    for block, want in ((sizes.index[0], True), (sizes.index[1], False)):     # MIN_N and MIN_N - 1 mentions
+        ids = df.loc[df["block"] == block, "mention_id"].tolist()
+        e = explain_pair(fitted, df, ids[0], ids[1])
+        assert e.big_block is want
+        assert ("big-block weights" in e.text().splitlines()[0]) is want
+        assert e.f == pytest.approx(float(e.by_feature["contribution"].sum()) + e.bias)
