@@ -272,7 +272,9 @@ def resolve_model(model_dir):
     extra : dict
         Metadata saved with it (estimator settings).
     info : dict
-        ``path`` and the SHA-256 of its model.json (for manifests).
+        ``path``, ``default``, the SHA-256 of its model.json (for manifests) and
+        ``big_block_min_n`` (blocks of at least that many mentions use the model's big-block
+        weights; None without them).
 
     Raises
     ------
@@ -290,5 +292,8 @@ def resolve_model(model_dir):
     else:
         path = Path(model_dir).expanduser()
     model, extra = load_model(path)
+    big = getattr(model, "big_", None)
     return model, extra, {"path": str(path), "default": model_dir is None,
-                          "model_json_sha256": sha256_file(path / "model.json")}
+                          "model_json_sha256": sha256_file(path / "model.json"),
+                          # blocks of at least this many mentions use the big-block weights (None: no such weights)
+                          "big_block_min_n": None if big is None else int(big.min_n)}

@@ -404,7 +404,9 @@ def render_predict_md(summary, largest, weakest, *, title):
              f"({summary['n_singletons']} singletons).",
              f"Model: `{m.get('path')}`{' (shipped default)' if m.get('default') else ''}. "
              f"{summary.get('n_factor_evals', 0):,} pairwise factors evaluated; "
-             f"Gibbs {summary.get('gibbs_wall_s', 0.0):.1f} s; whole command {summary.get('elapsed_s', 0.0):.1f} s.",
+             f"Gibbs {summary.get('gibbs_wall_s', 0.0):.1f} s; whole command {summary.get('elapsed_s', 0.0):.1f} s."
+             + (f" Blocks of {m['big_block_min_n']:,} mentions or more are scored with the model's big-block weights "
+                "(fitted on simulated blocks that large: no labeled block is)." if m.get("big_block_min_n") else ""),
              ""]
     if summary.get("sampling"):
         where = summary["sampling"].get("blocks_file")     # streamed runs list the blocks in their own file

@@ -181,3 +181,20 @@ def test_explain_says_when_a_pair_is_scored_with_the_big_block_weights(fitted):
         assert e.big_block is want
         assert ("big-block weights" in e.text().splitlines()[0]) is want
         assert e.f == pytest.approx(float(e.by_feature["contribution"].sum()) + e.bias)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_report_and_summary_say_which_blocks_use_the_big_block_weights(fitted, tmp_path, stream):
+    from coref.io import write_mentions
+    from coref.jobs.predict import predict
+
+    save_model(fitted, tmp_path / "m")
+    plain = PairwiseModel(rng=0, bias_shift=0.0).fit(synthesize_mentions(600, rng=5))
+    save_model(plain, tmp_path / "p")
+    data = write_mentions(synthesize_mentions(300, rng=6), tmp_path / "d.parquet")
+    for name, want in (("m", MIN_N), ("p", None)):
+        r = predict(data, model=tmp_path / name, out=tmp_path / f"out_{name}", progress=False, stream=stream)
+        assert r.summary["model"]["big_block_min_n"] == want
+        md = (tmp_path / f"out_{name}" / "report.md").read_text()
+        assert (f"Blocks of {MIN_N:,} mentions or more are scored with the model's big-block weights" in md) \
+            is (want is not None)
