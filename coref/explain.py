@@ -239,6 +239,5 @@ def explain_pair(model, df, mention_a, mention_b):
     by_group = pd.DataFrame({"group": [g for g, _ in lead] + list(grp.index),
                              "contribution": [v for _, v in lead] + grp.tolist()})
     by_group["cumulative"] = by_group["contribution"].cumsum()
-    big = getattr(model, "big_", None)
     return Explanation(str(mention_a), str(mention_b), ba, f, bias, feat.reset_index(drop=True), by_group,
-                       big_block=big is not None and enc.n >= big.min_n)
+                       big_block=bool(getattr(model, "is_big_block", lambda n: False)(enc.n)))

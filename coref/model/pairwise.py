@@ -532,11 +532,15 @@ class PairwiseModel:
         r_b = cached_block_rate(enc, key, self.rate_factors, rate, self.block_prior_cap)
         return prior_shift(r_b, rate, self.block_prior_cap)
 
+    def is_big_block(self, n: int) -> bool:
+        """True when a block of ``n`` mentions uses the big-block weights ``big_`` (fitted, and n >= ``big_.min_n``)."""
+        big = getattr(self, "big_", None)
+        return big is not None and n >= big.min_n
+
     def _weights(self, n):
         """(theta, bias, pair_rate) of a block of ``n`` mentions: the big-block ones from ``big_.min_n`` on."""
-        big = getattr(self, "big_", None)
-        if big is not None and n >= big.min_n:
-            return big.theta, big.bias, big.pair_rate
+        if self.is_big_block(n):
+            return self.big_.theta, self.big_.bias, self.big_.pair_rate
         return self.theta_, self.bias_, self.pair_rate_
 
     def block_theta(self, enc: EncodedBlock) -> np.ndarray:

@@ -77,7 +77,7 @@ from coref.calibration import ConfidenceCalibration
 from coref.exceptions import ModelFormatError
 from coref.factors.names import FEATURE_NAMES
 from coref.encoding.vocabulary import Vocabulary
-from coref.model.big_blocks import BigBlockWeights, check_big_blocks
+from coref.model.big_blocks import BIG_BLOCK_MIN_N, BigBlockWeights, check_big_blocks
 from coref.model.name_priors import check_prior_weights
 from coref.model.pairwise import PairwiseModel
 from sampling.utils.atomic import atomic_path, atomic_write_text
@@ -114,7 +114,7 @@ def _params_state(model):
             "name_priors": bool(getattr(model, "name_priors", False)),
             # a DataFrame of big blocks is data, not a parameter: its weights are in "big_blocks"
             "big_blocks": model.big_blocks if isinstance(getattr(model, "big_blocks", None), str) else None,
-            "big_block_min_n": int(getattr(model, "big_block_min_n", 1000))}
+            "big_block_min_n": int(getattr(model, "big_block_min_n", BIG_BLOCK_MIN_N))}
 
 
 def save_model(model, path, *, extra=None):
@@ -303,10 +303,15 @@ def _read_arrays(npz):
         if isinstance(exc, ModelFormatError):
             raise
         raise ModelFormatError(f"unreadable npz ({exc})", path=npz) from None
-    if theta.dtype != np.float64 or theta.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(theta)):
-        raise ModelFormatError(f"theta must be finite float64 of shape ({len(FEATURE_NAMES)},); got "
-                               f"{theta.dtype} {theta.shape}", path=npz)
+    _check_theta(theta, "theta", npz)
     return arrays
+
+
+def _check_theta(theta, name, npz):
+    """Raise ModelFormatError unless ``theta`` is a finite float64 array of this code's feature count."""
+    if theta.dtype != np.float64 or theta.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(theta)):
+        raise ModelFormatError(f"{name} must be finite float64 of shape ({len(FEATURE_NAMES)},); got "
+                               f"{theta.dtype} {theta.shape}", path=npz)
 
 
 def _model_from_params(p, jpath):
@@ -322,7 +327,7 @@ def _model_from_params(p, jpath):
                           # absent in models saved before the name-conflict priors: none
                           name_priors=p.get("name_priors", False),
                           # absent in models saved before the big-block weights
-                          big_blocks=p.get("big_blocks"), big_block_min_n=p.get("big_block_min_n", 1000))
+                          big_blocks=p.get("big_blocks"), big_block_min_n=p.get("big_block_min_n", BIG_BLOCK_MIN_N))
     check_big_blocks(model.big_blocks, model.big_block_min_n, lambda msg: ModelFormatError("params." + msg, path=jpath))
     if not isinstance(model.name_priors, bool):
         raise TypeError(f"params.name_priors must be true or false; got {model.name_priors!r}")
@@ -442,10 +447,9 @@ def _big_blocks(doc, arrays, jpath, npz):
     rec = _field(doc, "big_blocks", "dict", jpath)
     where = "field 'big_blocks'"
     theta = arrays.get("big_theta")
-    if theta is None or theta.dtype != np.float64 or theta.shape != (len(FEATURE_NAMES),) \
-            or not np.all(np.isfinite(theta)):
-        raise ModelFormatError(f"big_theta must be finite float64 of shape ({len(FEATURE_NAMES)},) with the {where}",
-                               path=npz)
+    if theta is None:
+        raise ModelFormatError(f"no array 'big_theta' for the {where} of model.json", path=npz)
+    _check_theta(theta, "big_theta", npz)
     vals = {}
     for k, kind in (("min_n", int), ("n_pairs", int), ("intercept", float), ("shift", float), ("bias", float),
                     ("pair_rate", float)):
