@@ -87,12 +87,13 @@ def shipped_model_and_data():
 
 
 def racing_anneal(mod, enc, theta, bias, labels, inv_temps, K=5, row_min=6, memo=True,
-                  state=(5, 9, 2, 7), cv_rank=None, cv_weight=0.0):
+                  state=(5, 9, 2, 7), cv_rank=None, cv_weight=0.0, index=None, accept=0.0):
     """One racing ``anneal`` call of ``mod`` (``coref.gibbs._gibbs`` or its twin) on ``enc``
     from ``labels`` (all movable, first batch 3, the structural small-arm bound), with a
     partner memo of K partners built at ``row_min`` pending members (``memo`` False: none)
-    and the control variate ``cv_rank`` / ``cv_weight``.  Returns ``(hist, evals, state,
-    memo_j, memo_f, memo_rest)``."""
+    and the control variate ``cv_rank`` / ``cv_weight``; ``index``: the memo's candidate
+    index (``coref.gibbs.partners.PartnerIndex``) with ``accept``, or None.  Returns
+    ``(hist, evals, state, memo_j, memo_f, memo_rest)``."""
     from coref.gibbs import arm_bound, bound_table
 
     n = enc.n
@@ -107,7 +108,9 @@ def racing_anneal(mod, enc, theta, bias, labels, inv_temps, K=5, row_min=6, memo
     mr = np.full(n, np.nan) if memo else None
     mod.anneal(enc, theta, bias, labels, size, np.arange(n, dtype=np.int64), np.asarray(inv_temps, float),
                np.zeros(len(inv_temps), np.int8), 0, 1, 3, 2, fmax, bound_table(0.05, n + 1), st, hist, ev,
-               None, 0, mj, mf, mr, row_min, 0, cv_rank, cv_weight)
+               None, 0, mj, mf, mr, row_min, 0, cv_rank, cv_weight,
+               *(() if index is None else (index.q_ptr, index.q_key, index.k_ptr, index.k_men, index.rest,
+                                           accept)))
     return hist, ev, st, mj, mf, mr
 
 

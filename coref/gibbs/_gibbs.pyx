@@ -52,7 +52,7 @@ from coref.factors._factors cimport (BlockData, make_block, block_factor, row_se
                                      prefetch_pair)
 from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, merge_act, _finish
 from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_arm_sums,
-                               memo_arm_clear, memo_ub, lazy_bound)
+                               memo_arm_clear, memo_ub, lazy_bound, memo_row_has)
 from coref.gibbs._xoshiro cimport below, uniform
 from coref.gibbs._rounds cimport _sched, _n_rounds
 from coref.gibbs._cv cimport CVState, cv_init, cv_arm, cv_move
@@ -491,8 +491,7 @@ cdef Py_ssize_t _step(BlockData* d,
                 # row once instead (its values give these sums) and keep its memo
                 built = False
                 if rm.K > 0 and not hasm and msum >= rm.row_min:
-                    memo_build(d, i, rm, n)
-                    evals += n - 1
+                    evals += memo_build(d, i, rm, n)
                     built = True
                     sums = True
                     memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
@@ -512,10 +511,18 @@ cdef Py_ssize_t _step(BlockData* d,
                         # orders are both by index) is the exact sum
                         acc[c] = rm.msum[c]
                     elif built:
+                        # the row's values; a member the build did not evaluate (outside
+                        # i's candidates) is evaluated here
                         acc[c] = 0.0
                         for q in range(m2, e2):
-                            if pool[q] != i:
-                                acc[c] += rm.row[pool[q]] * inv_temp
+                            j = pool[q]
+                            if j == i:
+                                continue
+                            if memo_row_has(rm, i, j):
+                                acc[c] += rm.row[j] * inv_temp
+                            else:
+                                acc[c] += block_factor(d, i, j) * inv_temp
+                                evals += 1
                     else:
                         acc[c] = 0.0
                         for q in range(m2, e2):
@@ -612,6 +619,26 @@ cdef Py_ssize_t _step(BlockData* d,
                    n_evals, cand, cidx, fill, pool, nC)
 
 
+def _check_index(const long long[::1] q_ptr, const long long[::1] q_key, const long long[::1] k_ptr,
+                 const long long[::1] k_men, const double[::1] rest, Py_ssize_t n):
+    """ValueError unless the candidate index is well formed for a block of n mentions."""
+    import numpy as np
+    qp, kp = np.asarray(q_ptr), np.asarray(k_ptr)
+    if qp.shape[0] != n + 1 or rest.shape[0] != n or kp.shape[0] < 1:
+        raise ValueError(f"cand_q_ptr must have n + 1 = {n + 1} entries and cand_rest n")
+    if qp[0] != 0 or qp[n] != q_key.shape[0] or (np.diff(qp) < 0).any():
+        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key)")
+    if kp[0] != 0 or kp[kp.shape[0] - 1] != k_men.shape[0] or (np.diff(kp) < 0).any():
+        raise ValueError("cand_k_ptr must rise from 0 to len(cand_k_men)")
+    qk, km = np.asarray(q_key), np.asarray(k_men)
+    if len(qk) and (qk.min() < 0 or qk.max() >= kp.shape[0] - 1):
+        raise ValueError("cand_q_key holds a key outside [0, len(cand_k_ptr) - 1)")
+    if len(km) and (km.min() < 0 or km.max() >= n):
+        raise ValueError("cand_k_men holds a mention outside [0, n)")
+    if np.isnan(np.asarray(rest)).any():
+        raise ValueError("cand_rest must not hold NaN")
+
+
 cdef class _Work:
     cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
     cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr, row, msum, mabs, mcnt
@@ -674,7 +701,13 @@ def anneal(object enc,                      # IN  EncodedBlock
            Py_ssize_t memo_row_min=0,       # build a row when this many members pend
            Py_ssize_t still_moves=0,        # a counting sweep moving at most this many is still
            const int[::1] cv_rank=None,     # IN  (n,) racing's control variate: first-name ranks
-           double cv_weight=0.0):           # its weight (0: off)
+           double cv_weight=0.0,            # its weight (0: off)
+           const long long[::1] cand_q_ptr=None,    # IN  (n + 1,) candidate index (PartnerIndex)
+           const long long[::1] cand_q_key=None,    # IN  its query keys
+           const long long[::1] cand_k_ptr=None,    # IN  (n_keys + 1,) postings per key
+           const long long[::1] cand_k_men=None,    # IN  the postings (mentions)
+           const double[::1] cand_rest=None,        # IN  (n,) bound of f(i, j) off the candidates
+           double cand_accept=0.0):  # keep a candidate memo up to this rest
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
@@ -710,6 +743,11 @@ def anneal(object enc,                      # IN  EncodedBlock
     others (-inf if none).  Later steps of i bound every arm by its memo: f(x_i, x_j) for
     a partner in it (exact), memo_rest[i] for any other (``coref.gibbs._memo``), and read
     the memo's factors instead of evaluating them.  The memo persists across calls.
+With a candidate index (``cand_*``, ``coref.gibbs.partners.partner_index``; None: off),
+a build evaluates i's candidates only (the mentions posted under its query keys) and
+keeps that memo, with rest = max(the best value not kept, ``cand_rest[i]``), when
+``cand_rest[i]`` <= max(that best value, ``cand_accept``); otherwise it evaluates the
+rest of the row as above.  Only the factors evaluated are counted.
 
     Control variate (racing only; ``cv_rank`` None or ``cv_weight`` 0 = off): a
     subsampled arm y is estimated as N_y mean(f - h) + H_y with h(i, j) = ``cv_weight``
@@ -784,6 +822,15 @@ def anneal(object enc,                      # IN  EncodedBlock
     rm.j = NULL
     rm.f = NULL
     rm.rest = NULL
+    rm.q_ptr = NULL
+    rm.q_key = NULL
+    rm.k_ptr = NULL
+    rm.k_men = NULL
+    rm.c_rest = NULL
+    rm.stamp = NULL
+    rm.accept = cand_accept
+    rm.row_all = True
+    cdef long long[::1] stamp_buf
     if memo_j is not None and racing and small_arm_bound and n > 0:
         if memo_f is None or memo_rest is None or memo_j.shape[0] != n or memo_f.shape[0] != n \
                 or memo_f.shape[1] != memo_j.shape[1] or memo_rest.shape[0] != n:
@@ -793,6 +840,19 @@ def anneal(object enc,                      # IN  EncodedBlock
             rm.j = &memo_j[0, 0]
             rm.f = &memo_f[0, 0]
             rm.rest = &memo_rest[0]
+            if cand_q_ptr is not None:
+                if cand_q_key is None or cand_k_ptr is None or cand_k_men is None or cand_rest is None:
+                    raise ValueError("the candidate index needs cand_q_ptr, cand_q_key, cand_k_ptr, "
+                                     "cand_k_men and cand_rest")
+                _check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
+                import numpy as np
+                stamp_buf = np.zeros(n, np.int64)
+                rm.q_ptr = &cand_q_ptr[0]
+                rm.q_key = &cand_q_key[0] if cand_q_key.shape[0] > 0 else NULL
+                rm.k_ptr = &cand_k_ptr[0]
+                rm.k_men = &cand_k_men[0] if cand_k_men.shape[0] > 0 else NULL
+                rm.c_rest = &cand_rest[0]
+                rm.stamp = &stamp_buf[0]
     if fmat_mode:
         if racing:
             raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler "

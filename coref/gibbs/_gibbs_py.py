@@ -4,6 +4,8 @@ Slow; used by the tests only.  See ``coref.gibbs._gibbs`` for the algorithm.
 """
 import math
 
+import numpy as np
+
 from coref.factors._factors_py import block_factor
 
 _MASK = (1 << 64) - 1
@@ -55,18 +57,42 @@ def _n_rounds(N, fb):
 
 
 def _memo_build(enc, theta, bias, i, memo):
-    """i's whole row; keep its K best partners (ties to the smaller j) sorted by j, and rest."""
-    mj, mf, mrest, _ = memo
+    """i's memo as the kernel's ``memo_build``: ``(row, evals)``, row = {j: f(i, j)} of the
+    factors evaluated (i's candidates, or the whole row); K best partners (ties to the
+    smaller j) sorted by j, and rest."""
+    mj, mf, mrest, _, index = memo
     n, K = enc.n, mj.shape[1]
-    row = {j: block_factor(enc, theta, bias, i, j) for j in range(n) if j != i}
-    ranked = sorted(row, key=lambda j: (-row[j], j))
-    kept = sorted(ranked[:K])
+
+    def keep(row):
+        ranked = sorted(row, key=lambda j: (-row[j], j))
+        return sorted(ranked[:K]), (row[ranked[K]] if len(ranked) > K else -math.inf)
+
+    row = None
+    if index is not None:
+        q_ptr, q_key, k_ptr, k_men, c_rest, accept = index
+        cands = set()
+        for p in range(int(q_ptr[i]), int(q_ptr[i + 1])):
+            k = int(q_key[p])
+            cands.update(int(j) for j in k_men[int(k_ptr[k]):int(k_ptr[k + 1])])
+        cands.discard(i)
+        row = {j: block_factor(enc, theta, bias, i, j) for j in sorted(cands)}
+        kept, rest = keep(row)
+        if float(c_rest[i]) <= max(rest, float(accept)):
+            rest = max(rest, float(c_rest[i]))
+        else:
+            row = None
+    evals = len(row) if row is not None else 0
+    if row is None:
+        part = {} if index is None else {j: block_factor(enc, theta, bias, i, j) for j in sorted(cands)}
+        row = {j: part[j] if j in part else block_factor(enc, theta, bias, i, j) for j in range(n) if j != i}
+        kept, rest = keep(row)
+        evals = n - 1
     mj[i, :] = n
     mf[i, :] = 0.0
     mj[i, :len(kept)] = kept
     mf[i, :len(kept)] = [row[j] for j in kept]
-    mrest[i] = row[ranked[K]] if len(ranked) > K else -math.inf
-    return row
+    mrest[i] = rest
+    return row, evals
 
 
 def _memo_sums(memo, i, labels, cidx, n, inv_temp):
@@ -259,8 +285,8 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                 if final and keep:
                     row = None
                     if memo is not None and not hasm and sum(N[c] for c in keep) >= memo[3]:
-                        row = _memo_build(enc, theta, bias, i, memo)
-                        evals += n - 1
+                        row, e = _memo_build(enc, theta, bias, i, memo)
+                        evals += e
                         sums = _memo_sums(memo, i, labels, cidx, n, inv_temp)
                         for c in keep:
                             bound(c, True)
@@ -276,8 +302,11 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                         else:
                             acc[c] = 0.0
                             for j in members[c]:
-                                if row is not None:
+                                if row is not None and j in row:
                                     v = row[j]
+                                elif row is not None:
+                                    v = f(j)         # outside i's candidates
+                                    evals += 1
                                 elif j in part:
                                     v = part[j]
                                 else:
@@ -320,10 +349,29 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
     return l
 
 
+def _check_index(q_ptr, q_key, k_ptr, k_men, rest, n):
+    """The kernel's ``_check_index``."""
+    qp, kp = np.asarray(q_ptr), np.asarray(k_ptr)
+    if qp.shape[0] != n + 1 or np.asarray(rest).shape[0] != n or kp.shape[0] < 1:
+        raise ValueError(f"cand_q_ptr must have n + 1 = {n + 1} entries and cand_rest n")
+    if qp[0] != 0 or qp[n] != len(q_key) or (np.diff(qp) < 0).any():
+        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key)")
+    if kp[0] != 0 or kp[-1] != len(k_men) or (np.diff(kp) < 0).any():
+        raise ValueError("cand_k_ptr must rise from 0 to len(cand_k_men)")
+    qk, km = np.asarray(q_key), np.asarray(k_men)
+    if len(qk) and (qk.min() < 0 or qk.max() >= kp.shape[0] - 1):
+        raise ValueError("cand_q_key holds a key outside [0, len(cand_k_ptr) - 1)")
+    if len(km) and (km.min() < 0 or km.max() >= n):
+        raise ValueError("cand_k_men holds a mention outside [0, n)")
+    if np.isnan(np.asarray(rest, dtype=np.float64)).any():
+        raise ValueError("cand_rest must not hold NaN")
+
+
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
            first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
            fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0,
-           still_moves=0, cv_rank=None, cv_weight=0.0):
+           still_moves=0, cv_rank=None, cv_weight=0.0, cand_q_ptr=None, cand_q_key=None,
+           cand_k_ptr=None, cand_k_men=None, cand_rest=None, cand_accept=0.0):
     """Same contract as ``coref.gibbs._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
@@ -379,7 +427,14 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
                 or memo_f.shape[1] != memo_j.shape[1] or memo_rest.shape[0] != n:
             raise ValueError("memo_j, memo_f must have shape (n, K) and memo_rest (n,)")
         if memo_j.shape[1] > 0:
-            memo = (memo_j, memo_f, memo_rest, memo_row_min)
+            index = None
+            if cand_q_ptr is not None:
+                if cand_q_key is None or cand_k_ptr is None or cand_k_men is None or cand_rest is None:
+                    raise ValueError("the candidate index needs cand_q_ptr, cand_q_key, cand_k_ptr, "
+                                     "cand_k_men and cand_rest")
+                _check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
+                index = (cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, float(cand_accept))
+            memo = (memo_j, memo_f, memo_rest, memo_row_min, index)
     cv = None
     if racing and cv_rank is not None and cv_weight != 0.0 and n > 0:
         if len(cv_rank) != n:

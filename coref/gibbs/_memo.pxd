@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Racing's partner memo: per mention its K best partners and a bound of every other factor.
 
-``memo_build`` evaluates the row f(i, .) of a mention once (n - 1 factors) and keeps
+``memo_build`` evaluates the row f(i, .) of a mention once (n - 1 factors, or only its
+candidates with ``coref.gibbs.partners``' bound of the others) and keeps
 its K best partners (largest f(i, j), ties to the smaller j; sorted by j) and
 ``rest[i]``, the largest factor of the others.  Then for any arm (candidate cluster) y,
 sum_{j in y} f(i, j) <= (sum over its memo partners of f(i, j)) + (|y| - their number)
@@ -30,6 +31,18 @@ cdef struct RowMemo:
     Py_ssize_t K
     Py_ssize_t n             # mentions of the block (the padding index)
     Py_ssize_t row_min       # build when the pending small arms hold this many members
+    # the candidate index (``coref.gibbs.partners.PartnerIndex``; q_ptr NULL: whole rows):
+    # i's candidates are the mentions posted under its query keys, and c_rest[i] bounds
+    # f(i, j) for every other j.  A build evaluates the candidates only and keeps that
+    # memo when c_rest[i] <= max(the candidates' rest, accept); otherwise the whole row.
+    const long long* q_ptr
+    const long long* q_key
+    const long long* k_ptr
+    const long long* k_men
+    const double* c_rest
+    double accept
+    long long* stamp         # (n,) stamp[j] == i + 1: row[j] holds f(i, j) of i's build
+    bint row_all             # the last build evaluated the whole row
 
 
 cdef inline bint worse(double a, long long ja, double b, long long jb) noexcept nogil:
@@ -37,59 +50,101 @@ cdef inline bint worse(double a, long long ja, double b, long long jb) noexcept 
     return a < b or (a == b and ja > jb)
 
 
-cdef inline void memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ssize_t n) noexcept nogil:
-    """Evaluate f(i, j) for every j != i (row mode) into rm.row and keep i's K best partners.
+cdef inline void _heap_push(long long* hj, double* hf, Py_ssize_t K, Py_ssize_t* cnt,
+                            double* rest, double v, long long j) noexcept nogil:
+    """Offer (v, j) to the min-heap of the K best (worst kept on top); the best value not
+    kept goes to rest."""
+    cdef Py_ssize_t p, q, b
+    if cnt[0] < K:
+        # push, sift up
+        p = cnt[0]
+        cnt[0] += 1
+        while p > 0:
+            q = (p - 1) // 2
+            if worse(v, j, hf[q], hj[q]):
+                hf[p] = hf[q]
+                hj[p] = hj[q]
+                p = q
+            else:
+                break
+        hf[p] = v
+        hj[p] = j
+    elif worse(hf[0], hj[0], v, j):
+        if hf[0] > rest[0]:
+            rest[0] = hf[0]
+        # replace the top, sift down
+        p = 0
+        while True:
+            q = 2 * p + 1
+            if q >= K:
+                break
+            b = q
+            if q + 1 < K and worse(hf[q + 1], hj[q + 1], hf[q], hj[q]):
+                b = q + 1
+            if worse(hf[b], hj[b], v, j):
+                hf[p] = hf[b]
+                hj[p] = hj[b]
+                p = b
+            else:
+                break
+        hf[p] = v
+        hj[p] = j
+    elif v > rest[0]:
+        rest[0] = v
 
-    A min-heap (worst kept partner on top) of the K best, then sorted by j; rest[i] is
-    the best value that was not kept.  n - 1 factors.
+
+cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ssize_t n) noexcept nogil:
+    """Build i's memo (row mode for i) and return the factors evaluated.
+
+    Without a candidate index: f(i, j) for every j != i into rm.row (n - 1 factors).
+    With one: f(i, j) for i's candidates (rm.row[j], stamp[j] = i + 1); when c_rest[i]
+    <= max(their rest, accept) the memo is kept with rest = max(their rest, c_rest[i]),
+    else the rest of the row is evaluated too (n - 1 factors in all).  Either way the K
+    best partners (largest f(i, j), ties to the smaller j: the same set in any visiting
+    order) are sorted by j, unused slots j = n, f = 0.0.
     """
-    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, b
+    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, evals = 0
     cdef long long* hj = rm.j + i * K
     cdef double* hf = rm.f + i * K
     cdef double v, rest = -INFINITY, tf
-    cdef long long tj
-    for j in range(n):
-        if j == i:
-            rm.row[j] = 0.0
-            continue
-        v = block_factor(d, i, j)
-        rm.row[j] = v
-        if cnt < K:
-            # push, sift up
-            p = cnt
-            cnt += 1
-            while p > 0:
-                q = (p - 1) // 2
-                if worse(v, j, hf[q], hj[q]):
-                    hf[p] = hf[q]
-                    hj[p] = hj[q]
-                    p = q
-                else:
-                    break
-            hf[p] = v
-            hj[p] = j
-        elif worse(hf[0], hj[0], v, j):
-            if hf[0] > rest:
-                rest = hf[0]
-            # replace the top, sift down
-            p = 0
-            while True:
-                q = 2 * p + 1
-                if q >= K:
-                    break
-                b = q
-                if q + 1 < K and worse(hf[q + 1], hj[q + 1], hf[q], hj[q]):
-                    b = q + 1
-                if worse(hf[b], hj[b], v, j):
-                    hf[p] = hf[b]
-                    hj[p] = hj[b]
-                    p = b
-                else:
-                    break
-            hf[p] = v
-            hj[p] = j
-        elif v > rest:
-            rest = v
+    cdef long long tj, mark = i + 1
+    rm.row_all = True
+    if rm.q_ptr != NULL:
+        for p in range(rm.q_ptr[i], rm.q_ptr[i + 1]):
+            for q in range(rm.k_ptr[rm.q_key[p]], rm.k_ptr[rm.q_key[p] + 1]):
+                j = rm.k_men[q]
+                if j == i or rm.stamp[j] == mark:
+                    continue
+                rm.stamp[j] = mark
+                v = block_factor(d, i, j)
+                rm.row[j] = v
+                evals += 1
+                _heap_push(hj, hf, K, &cnt, &rest, v, j)
+        tf = rest if rest > rm.accept else rm.accept
+        if rm.c_rest[i] <= tf:
+            if rm.c_rest[i] > rest:
+                rest = rm.c_rest[i]
+            rm.row_all = False
+        else:
+            # the bound is too loose to help: the whole row (the candidates' values kept)
+            cnt = 0
+            rest = -INFINITY
+            for j in range(n):
+                if j == i:
+                    continue
+                if rm.stamp[j] != mark:
+                    rm.row[j] = block_factor(d, i, j)
+                    evals += 1
+                _heap_push(hj, hf, K, &cnt, &rest, rm.row[j], j)
+    else:
+        for j in range(n):
+            if j == i:
+                rm.row[j] = 0.0
+                continue
+            v = block_factor(d, i, j)
+            rm.row[j] = v
+            evals += 1
+            _heap_push(hj, hf, K, &cnt, &rest, v, j)
     # sort the kept partners by index (insertion sort, K is small); pad with j = n
     for p in range(1, cnt):
         tj = hj[p]
@@ -105,6 +160,12 @@ cdef inline void memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ssize_t 
         hj[p] = n
         hf[p] = 0.0
     rm.rest[i] = rest
+    return evals
+
+
+cdef inline bint memo_row_has(const RowMemo* rm, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    """rm.row[j] holds f(i, j) after i's build."""
+    return rm.row_all or rm.stamp[j] == i + 1
 
 
 cdef inline Py_ssize_t memo_find(const long long* hj, Py_ssize_t K, long long j) noexcept nogil:

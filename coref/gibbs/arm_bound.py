@@ -15,8 +15,8 @@ phi_k(i, j) and phi_k(j, i) for every j, and the two cases same_comp1 = 0 / 1 ap
     c_k^0 = theta_k,  c_k^1 = theta_k + theta_{K+k}.
 
 The intervals come from each feature's definition (``coref.factors._factors_py``):
-overlap counts are at most the row's own length (and 0 across comp1 components,
-which are the components of the shared-coauthor graph), dot products of id lists / unit
+overlap counts are at most the row's own length (and 0 across comp1 groups for a
+mention that shares no coauthor outside its group), dot products of id lists / unit
 vectors at most the product of the row's norm and the block's largest norm
 (Cauchy-Schwarz; >= 0 when every weight is), indicators in [0, 1] unless the row
 alone decides them (a missing field), year gaps at most the distance to the block's
@@ -35,7 +35,7 @@ import numpy as np
 
 from sampling.utils.kernels import load_kernel
 
-from coref.factors.names import BASE_FEATURES, N_BASE
+from coref.factors.names import BASE_FEATURES, BLOCK_SIZE_SATURATION, N_BASE
 
 _factors = load_kernel("coref.factors._factors")
 
@@ -107,7 +107,7 @@ def feature_intervals(enc):
     _, pt_norm, _, _, pt_nn = _rows(enc.pt_ptr, enc.pt_w, n)
     _, pv_norm, _, _, pv_nn = _rows(enc.pv_ptr, enc.pv_w, n)
     _, pa_norm, _, _, pa_nn = _rows(enc.pa_ptr, enc.pa_w, n)
-    log_n = math.log(n) if n > 0 else 0.0
+    log_n = math.log(min(n, BLOCK_SIZE_SATURATION)) if n > 0 else 0.0     # as the kernel
     lcc = np.log1p(co_len.astype(np.float64))
     ind = lambda m: (z, np.where(m, 1.0, 0.0))          # noqa: E731  an indicator possible iff m
     iv = {}
@@ -206,10 +206,13 @@ def feature_intervals(enc):
     c0["comp_logsizes"] = (ls + ls.min(initial=0.0), ls + ls.max(initial=0.0))
     c1["comp_logsizes"] = (z, z)
     c0["comp_topic_cos"] = (ct_lo, ct_hi)
-    # a shared coauthor puts two mentions in one comp1 component (the component of the
-    # shared-coauthor graph), so across components every coauthor overlap is 0
+    # comp1 groups are the components of the shared-coauthor graph, cut where they are big
+    # or thin (coref.encoding.components.coauthor_groups): a mention that shares no
+    # coauthor outside its group has every coauthor overlap 0 across groups
+    out_co = _shares_outside(enc, comp1)
     for name in ("co_log_count", "co_jaccard", "co_idf", "co_any", "co_two", "co_log_count_logn"):
-        c0[name] = (z, z)
+        a, b = iv[name]
+        c0[name] = (np.where(out_co, a, 0.0), np.where(out_co, b, 0.0))
     c1["comp_topic_cos"] = (one, one) if kt > 0 else (z, z)
     lo1, hi1 = np.zeros((N_BASE, n)), np.zeros((N_BASE, n))
     for k, name in enumerate(KNOWN_FEATURES):
@@ -217,6 +220,26 @@ def feature_intervals(enc):
         a1, b1 = c1.get(name, iv.get(name))
         lo0[k], hi0[k], lo1[k], hi1[k] = a0, b0, a1, b1
     return lo0, hi0, lo1, hi1
+
+
+def _shares_outside(enc, comp1):
+    """Per mention: it shares a coauthor with a mention of another comp1 group (bool (n,))."""
+    n = int(enc.n)
+    ptr = np.asarray(enc.co_ptr, dtype=np.int64)[: n + 1]
+    ids = np.asarray(enc.co_ids, dtype=np.int64)[: ptr[n]]
+    m = np.repeat(np.arange(n), np.diff(ptr))
+    out = np.zeros(n, dtype=bool)
+    if len(ids) == 0:
+        return out
+    # a coauthor id seen in two groups: every mention listing it shares across groups
+    order = np.lexsort((comp1[m], ids))
+    t, g = ids[order], comp1[m][order]
+    first = np.concatenate(([True], t[1:] != t[:-1]))
+    gmin = np.minimum.reduceat(g, np.flatnonzero(first))
+    gmax = np.maximum.reduceat(g, np.flatnonzero(first))
+    mixed = np.repeat(gmin != gmax, np.diff(np.append(np.flatnonzero(first), len(t))))
+    out[m[order][mixed]] = True
+    return out
 
 
 def _case_bound(c, lo, hi):
@@ -271,7 +294,7 @@ def component_bound(enc, theta, bias, max_pairs):
     """:func:`feature_bound` with the same-comp1 partners' maxima computed exactly where cheap.
 
     A mention's partners in other comp1 components are bounded from the feature
-    intervals (case same_comp1 = 0, where every coauthor overlap is 0); its partners in
+    intervals (case same_comp1 = 0); its partners in
     its own component are evaluated exactly (both orders, ``coref.factors._factors.
     pair_factors``), component by component in increasing size while the ordered pairs
     stay within ``max_pairs``; larger components keep the interval bound (case 1).

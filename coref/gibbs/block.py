@@ -15,6 +15,7 @@ import numpy as np
 from sampling.utils.kernels import load_kernel
 
 from coref.gibbs.arm_bound import component_bound
+from coref.gibbs.partners import partner_index
 from coref.gibbs.control import conflict_ranks, conflict_weight
 from coref.gibbs.marginals import sample_marginals
 from coref.gibbs.merges import merge_moves
@@ -54,6 +55,14 @@ BOUND_PAIRS_PER_MENTION = 200
 #: changes little.
 MEMO_PARTNERS = 128
 MEMO_ROW_FRACTION = 1.0 / 16.0
+#: Racing's memo in blocks of at least ``PARTNER_MIN_N`` mentions is built from each
+#: mention's candidate partners (``coref.gibbs.partners``: those sharing a coauthor, group,
+#: venue, affiliation or a key of at most ``PARTNER_MAX_DF`` postings) and a bound of the
+#: others' factors, kept when that bound is at most max(the candidates' rest,
+#: ``PARTNER_ACCEPT``), else from the whole row.
+PARTNER_MIN_N = 2000
+PARTNER_MAX_DF = 1024
+PARTNER_ACCEPT = 0.0
 #: Early stop (``patience``) in blocks of at least ``STILL_MIN_N`` movable mentions: a
 #: counting sweep is still when it moves at most ``STILL_FRACTION`` of them (rounded down);
 #: in smaller blocks only a sweep without a move is.  Racing's tests err with probability up
@@ -82,7 +91,8 @@ class KernelRun:
     ``fmat`` given), 2 after it (later calls read the matrix); 0 without a matrix.
     ``memo_j``, ``memo_f``, ``memo_rest``, ``memo_row_min``: racing's partner memo (kept
     across the calls), or None.  ``cv_rank``, ``cv_weight``: racing's control variate
-    (``coref.gibbs.control``), or None / 0.0.
+    (``coref.gibbs.control``), or None / 0.0.  ``partners``: the memo's candidate index
+    (``coref.gibbs.partners.PartnerIndex``) with ``partner_accept``, or None.
     """
 
     enc: object
@@ -103,6 +113,8 @@ class KernelRun:
     still_moves: int = 0
     cv_rank: np.ndarray = None
     cv_weight: float = 0.0
+    partners: object = None
+    partner_accept: float = 0.0
 
     def anneal(self, labels, size, inv_temps, stop_mask, patience, bound_mode, lab_hist, evals):
         """One ``coref.gibbs._gibbs.anneal`` call; returns the number of sweeps run."""
@@ -113,7 +125,14 @@ class KernelRun:
                              stop_mask, patience, self.racing, self.first_batch, bound_mode, self.fmax,
                              self.b_table, self.rng_state, lab_hist, evals, self.fmat, mode,
                              self.memo_j, self.memo_f, self.memo_rest, self.memo_row_min,
-                             self.still_moves, self.cv_rank, self.cv_weight)
+                             self.still_moves, self.cv_rank, self.cv_weight, *self._index())
+
+    def _index(self):
+        """The candidate index arguments of the kernel (all None without one)."""
+        p = self.partners
+        if p is None:
+            return (None,) * 5 + (0.0,)
+        return p.q_ptr, p.q_key, p.k_ptr, p.k_men, p.rest, float(self.partner_accept)
 
     def sweep(self, labels, size, inv_temp, bound_mode):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
@@ -289,6 +308,9 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         run.memo_f = np.zeros((n, k))
         run.memo_rest = np.full(n, np.nan)
         run.memo_row_min = max(int(n * MEMO_ROW_FRACTION), 1)
+        if n >= PARTNER_MIN_N:
+            run.partners = partner_index(enc, theta, bias, PARTNER_MAX_DF)
+            run.partner_accept = PARTNER_ACCEPT
     if racing and CONTROL_VARIATE_RANKS > 0 and n > 1:
         run.cv_rank = conflict_ranks(enc, CONTROL_VARIATE_RANKS)
         run.cv_weight = conflict_weight(theta) if run.cv_rank is not None else 0.0

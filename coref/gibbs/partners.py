@@ -1,0 +1,377 @@
+"""Candidate partners of each mention and a bound of f(i, j) for all the others.
+
+Racing's partner memo (``coref.gibbs._memo``) keeps, per mention i, its K best partners
+and ``rest_i`` >= f(i, j) for every other j.  Computing it from i's whole row costs n - 1
+factors: about one exact sweep over a block, 1e10 factors at n = 100,000.  Most of those
+pairs share nothing: no coauthor, coauthor group, venue, affiliation, or any rare word of
+a title or profile, and the factor of such a pair is far below the leader of any step
+(one-name 10,000-mention block, shipped model: the largest such factor is -0.24, the
+median row maximum +11).  :func:`partner_index` finds each mention's candidates with an
+inverted index of the keys whose sharing can raise the factor, and bounds the factor of
+every non-candidate from the factor's structure, so a memo costs the candidates' factors
+only.
+
+The bound (``PartnerIndex.rest``) follows :func:`coref.gibbs.arm_bound.feature_intervals`
+(case ``same_comp1 = 0``: the comp1 group is a key, so every same-group partner is a
+candidate), with the features that need a shared key tightened for partners that share
+no indexed key:
+
+* equality indicators (same venue, affiliation, comp2, comp3 group) are 0; coauthor and
+  coauthor-name overlaps (``co_*``, ``co_init_*``, always indexed) are 0;
+* a dot product of weighted id lists over keys too common to index (more than
+  ``max_df`` postings) is at most sum_t |w_it| max_j |w_jt| over i's unindexed keys
+  (and 0 when every key of i is indexed);
+* indicators of a shared token (``venue_acronym``, ``venue_contain``) are 0 unless i has
+  an unindexed key.
+
+Every other feature keeps its interval.  Pairs are evaluated in the kernel's order, so
+a memo built from the candidates is the whole-row memo whenever ``rest_i`` is at most
+the whole row's (K + 1)-th best factor, and a valid (larger) bound otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coref.factors.names import BASE_FEATURES, COMPONENT_DAMPING, N_BASE
+
+__all__ = ["PartnerIndex", "partner_index", "MAX_DF"]
+
+#: Keys posted by more mentions than this are not indexed: their sharing is bounded
+#: instead (:func:`partner_index`).
+MAX_DF = 256
+
+_F = {name: k for k, (name, _, _) in enumerate(BASE_FEATURES)}
+
+
+@dataclass
+class PartnerIndex:
+    """Candidates of every mention of one block (CSR arrays) and the bound of the rest.
+
+    Attributes
+    ----------
+    q_ptr : ndarray of int64, shape (n + 1,)
+        Mention i's indexed query keys are ``q_key[q_ptr[i]:q_ptr[i + 1]]``.
+    q_key : ndarray of int64
+    k_ptr : ndarray of int64, shape (n_keys + 1,)
+        The mentions posted under key k are ``k_men[k_ptr[k]:k_ptr[k + 1]]``.
+    k_men : ndarray of int64
+    rest : ndarray of float64, shape (n,)
+        ``rest[i] >= f(i, j)`` for every j != i posted under none of i's query keys.
+    n_keys : int
+    """
+
+    q_ptr: np.ndarray
+    q_key: np.ndarray
+    k_ptr: np.ndarray
+    k_men: np.ndarray
+    rest: np.ndarray
+    n_keys: int
+
+    def candidates(self, i):
+        """Sorted distinct candidates j != i of mention i (ndarray of int64)."""
+        keys = self.q_key[self.q_ptr[i]:self.q_ptr[i + 1]]
+        parts = [self.k_men[self.k_ptr[k]:self.k_ptr[k + 1]] for k in keys]
+        out = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        return out[out != i]
+
+
+def _rows_of(ptr, ids, w, rows):
+    """Entries of CSR rows ``rows[m]`` for m = 0..len(rows)-1: (m, id, weight) arrays."""
+    ptr = np.asarray(ptr, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = ptr[rows]
+    lens = ptr[rows + 1] - starts
+    tot = int(lens.sum())
+    m = np.repeat(np.arange(len(rows), dtype=np.int64), lens)
+    first = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    pos = np.repeat(starts - first, lens) + np.arange(tot, dtype=np.int64)
+    return m, np.asarray(ids, dtype=np.int64)[pos], np.asarray(w, dtype=np.float64)[pos]
+
+
+def _ids_of(a):
+    """One key per mention with id >= 0: (m, id, 1.0)."""
+    a = np.asarray(a, dtype=np.int64)
+    m = np.flatnonzero(a >= 0)
+    return m, a[m], np.ones(len(m))
+
+
+def _namespaces(enc, c):
+    """(name, query, post, forced, nonneg) of every key space whose sharing can raise f.
+
+    ``c``: the case-0 coefficients (theta[:N_BASE]).  A space is listed when one of its
+    features has a coefficient that a shared key can raise (c > 0, or c != 0 when the
+    space's weights can be negative); the coauthor, coauthor-name and comp1 spaces always.
+    """
+    n = int(enc.n)
+    own = np.arange(n, dtype=np.int64)
+    comp1 = np.asarray(enc.comp1, dtype=np.int64)
+    has_aff = np.asarray(enc.affil_id) >= 0
+    out = []
+
+    def lists(p, rows=own):
+        return _rows_of(getattr(enc, p + "_ptr"), getattr(enc, p + "_ids"), getattr(enc, p + "_w"), rows)
+
+    def raises(names, nonneg):
+        return any(c[_F[k]] > 0.0 or (not nonneg and c[_F[k]] != 0.0) for k in names)
+
+    def nn(*t):
+        return bool(all((x[2] >= 0.0).all() for x in t))
+
+    out.append(("co", lists("co"), lists("co"), True, True))
+    ck = _rows_of(enc.ck_ptr, enc.ck_ids, np.ones(len(enc.ck_ids)), own)
+    out.append(("ck", ck, ck, True, True))
+    g = _ids_of(comp1)
+    out.append(("comp1", g, g, True, True))
+    for name, arr, feat in (("comp2", enc.comp2, "same_comp2"), ("comp3", enc.comp3, "same_comp_initials"),
+                            ("venue", enc.venue_id, "venue_eq"), ("affil", enc.affil_id, "affil_eq")):
+        if raises((feat,), True):
+            t = _ids_of(arr)
+            out.append((name, t, t, False, True))
+    for name, p, feats, rows in (("ti", "ti", ("title_cos",), own), ("ve", "ve", ("venue_cos", "venue_contain"), own),
+                                 ("ab", "ab", ("abstract_cos",), own), ("kw", "kw", ("keyword_cos",), own),
+                                 ("pt", "pt", ("comp_title_cos",), comp1), ("pv", "pv", ("comp_venue_cos",), comp1),
+                                 ("pa", "pa", ("comp_affil_cos",), comp1)):
+        t = lists(p, rows)
+        if raises(feats, nn(t)):
+            out.append((name, t, t, False, nn(t)))
+    af = lists("af")
+    keep = has_aff[af[0]]
+    af = (af[0][keep], af[1][keep], af[2][keep])
+    if raises(("affil_cos",), nn(af)):
+        out.append(("af", af, af, False, nn(af)))
+    ti, pt = lists("ti"), lists("pt", comp1)
+    if raises(("mention_comp_title",), nn(ti, pt)):
+        out.append(("X", ti, pt, False, nn(ti, pt)))     # ti_i . pt_{comp1 j}
+        out.append(("Y", pt, ti, False, nn(ti, pt)))     # pt_{comp1 i} . ti_j
+    va, vt = lists("va"), lists("vt")
+    if raises(("venue_acronym",), True):
+        out.append(("Z", va, vt, False, True))
+        out.append(("W", vt, va, False, True))
+    return out
+
+
+def partner_index(enc, theta, bias, max_df=MAX_DF):
+    """The candidate partners of every mention of a block and ``rest``, the bound of the others.
+
+    Parameters
+    ----------
+    enc : coref.encoding.EncodedBlock
+        One encoded block of n mentions.
+    theta : ndarray of float64, shape (2 * N_BASE,)
+        Feature weights (as given to the kernel).
+    bias : float
+        The block's factor bias (as given to the kernel).
+    max_df : int
+        Keys posted by more mentions than this are bounded instead of indexed (the
+        coauthor, coauthor-name and comp1 keys are always indexed).
+
+    Returns
+    -------
+    PartnerIndex or None
+        None when the feature layout is not the one the bound knows
+        (:data:`coref.gibbs.arm_bound.KNOWN_FEATURES`).
+
+    Raises
+    ------
+    ValueError
+        If ``theta`` does not have 2 * N_BASE entries or ``max_df`` < 1.
+    """
+    from coref.gibbs.arm_bound import KNOWN_FEATURES, feature_intervals
+
+    if tuple(name for name, _, _ in BASE_FEATURES) != KNOWN_FEATURES:
+        return None
+    theta = np.asarray(theta, dtype=np.float64)
+    if theta.shape != (2 * N_BASE,):
+        raise ValueError(f"theta must have shape ({2 * N_BASE},); got {theta.shape}")
+    if int(max_df) < 1:
+        raise ValueError(f"max_df must be >= 1; got {max_df}")
+    n = int(enc.n)
+    c = theta[:N_BASE]
+    spaces = _namespaces(enc, c)
+    # key ids: each space's token ids shifted past the previous spaces'
+    base, qm, qk, qw, pm, pk, pw, sp_of = 0, [], [], [], [], [], [], []
+    bases = {}
+    for s, (name, q, p, _, _) in enumerate(spaces):
+        top = int(max(q[1].max(initial=-1), p[1].max(initial=-1))) + 1
+        bases[name] = base
+        qm.append(q[0]), qk.append(q[1] + base), qw.append(np.abs(q[2]))
+        pm.append(p[0]), pk.append(p[1] + base), pw.append(np.abs(p[2]))
+        sp_of.append(np.full(top, s, dtype=np.int64))
+        base += top
+    n_keys = base
+    qm, qk, qw = np.concatenate(qm), np.concatenate(qk), np.concatenate(qw)
+    pm, pk, pw = np.concatenate(pm), np.concatenate(pk), np.concatenate(pw)
+    space = np.concatenate(sp_of) if sp_of else np.zeros(0, np.int64)
+    df = np.bincount(pk, minlength=n_keys)
+    maxw = np.zeros(n_keys)
+    np.maximum.at(maxw, pk, pw)
+    forced = np.array([f for _, _, _, f, _ in spaces], dtype=bool)
+    indexed = forced[space] | (df <= int(max_df))
+    # unindexed, shared with someone: bounded per space (sum of |w_i| max |w_j|, any)
+    loose = ~indexed[qk] & (df[qk] > 0)
+    n_sp = len(spaces)
+    light = np.zeros((n_sp, n))
+    anyk = np.zeros((n_sp, n), dtype=bool)
+    if loose.any():
+        np.add.at(light, (space[qk[loose]], qm[loose]), qw[loose] * maxw[qk[loose]])
+        anyk[space[qk[loose]], qm[loose]] = True
+    # the CSR of indexed query keys per mention and of postings per key
+    sel = indexed[qk] & (df[qk] > 0)
+    order = np.lexsort((qk[sel], qm[sel]))
+    q_key = qk[sel][order]
+    q_ptr = np.concatenate(([0], np.cumsum(np.bincount(qm[sel], minlength=n)))).astype(np.int64)
+    sel = indexed[pk]
+    order = np.lexsort((pm[sel], pk[sel]))
+    k_men = pm[sel][order]
+    k_ptr = np.concatenate(([0], np.cumsum(np.bincount(pk[sel], minlength=n_keys)))).astype(np.int64)
+    # the comp3 group of each mention when that group is not indexed (-1 otherwise)
+    group = np.full(n, -1, dtype=np.int64)
+    if "comp3" in bases:
+        comp3 = np.asarray(enc.comp3, dtype=np.int64)
+        group = np.where(indexed[comp3 + bases["comp3"]], -1, comp3)
+    rest = _rest_bound(enc, theta, bias, c, spaces, light, anyk, group)
+    return PartnerIndex(q_ptr, np.ascontiguousarray(q_key, dtype=np.int64), k_ptr,
+                        np.ascontiguousarray(k_men, dtype=np.int64), rest, n_keys)
+
+
+def _rest_bound(enc, theta, bias, c, spaces, light, anyk, group):
+    """bias + sum_k max(c_k lo_k, c_k hi_k) over the case-0 intervals of a non-candidate."""
+    from coref.gibbs.arm_bound import feature_intervals
+
+    n = int(enc.n)
+    lo, hi, _, _ = feature_intervals(enc)
+    z = np.zeros(n)
+    sp = {name: s for s, (name, _, _, _, _) in enumerate(spaces)}
+    nonneg = {name: nn for name, _, _, _, nn in spaces}
+
+    def put(feat, a, b):
+        lo[_F[feat]], hi[_F[feat]] = a, b
+
+    def dot(name):
+        L = light[sp[name]]
+        return (z if nonneg[name] else -L), L
+
+    for feat in ("co_log_count", "co_jaccard", "co_idf", "co_any", "co_two", "co_log_count_logn",
+                 "co_init_log_count", "co_init_extra", "co_compat_log_count", "co_conflict_log_count",
+                 "same_comp1", "same_comp1_logsize"):
+        put(feat, z, z)
+    for name, feat in (("comp2", "same_comp2"), ("comp3", "same_comp_initials"), ("venue", "venue_eq"),
+                       ("affil", "affil_eq")):
+        if name in sp:
+            put(feat, z, np.where(anyk[sp[name]], 1.0, 0.0))
+    for name, feat in (("ti", "title_cos"), ("ab", "abstract_cos"), ("kw", "keyword_cos"), ("af", "affil_cos")):
+        if name in sp:
+            put(feat, *dot(name))
+    if "ve" in sp:
+        put("venue_cos", *dot("ve"))
+        put("venue_contain", z, np.where(anyk[sp["ve"]], 1.0, 0.0))
+    # the damped profile terms of two comp1 groups: dot * min(1, D / sqrt(|A| |B|)), |B| >= 1
+    ls = np.asarray(enc.comp1_logsize, dtype=np.float64)
+    damp = np.minimum(1.0, float(COMPONENT_DAMPING) * np.exp(-0.5 * ls))
+    for name, feat in (("pt", "comp_title_cos"), ("pv", "comp_venue_cos"), ("pa", "comp_affil_cos")):
+        if name in sp:
+            a, b = dot(name)
+            put(feat, a * damp, b * damp)
+    if "X" in sp:
+        (a1, b1), (a2, b2) = dot("X"), dot("Y")
+        put("mention_comp_title", 0.5 * (a1 + a2), 0.5 * (b1 + b2))
+    if "Z" in sp:
+        put("venue_acronym", z, np.where(anyk[sp["Z"]] | anyk[sp["W"]], 1.0, 0.0))
+    a, b = c[:, None] * lo, c[:, None] * hi
+    t = np.maximum(a, b)
+    mag = np.maximum(np.abs(a), np.abs(b)).sum(axis=0)
+    slack = 1e-9 * (abs(float(bias)) + mag) + 1e-12
+    w3 = float(c[_F["same_comp_initials"]]) if "comp3" in sp else None
+    best = _class_max(enc, c, t, group, w3)
+    if best is None:
+        return float(bias) + t.sum(axis=0) + slack
+    free = np.ones(N_BASE, dtype=bool)
+    free[[_F[k] for k in CLASS_FEATURES]] = False
+    if w3 is not None:
+        free[_F["same_comp_initials"]] = False
+    for feats in _GATES.values():
+        free[[_F[k] for k in feats]] = False
+    return float(bias) + t[free].sum(axis=0) + best + slack
+
+
+#: Features fixed by the two mentions' :func:`classes` (missing fields and name form).
+CLASS_FEATURES = ("co_missing", "affil_missing", "year_missing", "abstract_missing", "keyword_missing",
+                  "name_compat", "name_first_eq", "name_first_conflict", "name_init_only",
+                  "name_middle_conflict", "name_full_eq", "name_rarity", "name_init_ambiguity")
+#: Features that are 0 unless both mentions have the field (class column of the gate).
+_GATES = {1: ("affil_cos", "affil_eq"), 2: ("year_gap", "year_gap2", "topic_drift"),
+          3: ("abstract_cos",), 4: ("keyword_cos",)}
+#: Most classes :func:`_class_max` compares (V^2 pairs); above, the features' own intervals.
+MAX_CLASSES = 3000
+
+
+def classes(enc):
+    """Each mention's class: missing coauthors / affiliation / year / abstract / keywords and
+    its name form (the codes and statistics the name features read).
+
+    Returns
+    -------
+    (cls, attrs, rep) : ndarray of int64 shape (n,), ndarray (V, 13), ndarray of int64 (V,)
+        Class per mention, the attributes of each class (columns 0-4: field missing), and
+        one member of each.
+    """
+    n = int(enc.n)
+
+    def empty(p):
+        return np.diff(np.asarray(getattr(enc, p + "_ptr"), dtype=np.int64)[: n + 1]) == 0
+
+    att = np.column_stack([empty("co"), np.asarray(enc.affil_id) < 0, np.asarray(enc.year) < 0,
+                           empty("ab"), empty("kw")]
+                          + [np.asarray(getattr(enc, k), dtype=np.float64)
+                             for k in ("first_code", "first_init", "init_len", "init_code", "given_code",
+                                       "mid_init", "name_rarity", "init_amb")]).astype(np.float64)
+    attrs, rep, cls = np.unique(att, axis=0, return_index=True, return_inverse=True)
+    return cls.reshape(-1).astype(np.int64), attrs, rep.astype(np.int64)
+
+
+def _class_max(enc, c, t, group, w3):
+    """max over the block's partner kinds of f's class part for mention i (shape (n,)), or None.
+
+    The class part of a pair (i, j): sum of c_k phi_k over :data:`CLASS_FEATURES`, exact
+    from the kernel on one member of each class (those features read only the class
+    attributes), plus each gate's interval maxima ``t`` when both classes have its field,
+    plus (``w3`` not None) ``w3 * same_comp_initials``, which for a partner outside i's
+    candidates is 1 exactly when both are in the same unindexed comp3 group ``group``
+    (-1: none).  A partner kind is a (class, group) pair that some mention has.
+    """
+    from sampling.utils.kernels import load_kernel
+
+    n = int(enc.n)
+    if n < 2:
+        return None
+    cls, attrs, rep = classes(enc)
+    V = len(rep)
+    if V > MAX_CLASSES:
+        return None
+    fk = load_kernel("coref.factors._factors")
+    cf = np.array([_F[k] for k in CLASS_FEATURES])
+    A = np.empty((V, V))
+    step = max(1, 100000 // V)
+    for u0 in range(0, V, step):
+        u = np.arange(u0, min(V, u0 + step))
+        I = np.ascontiguousarray(np.repeat(rep[u], V))
+        J = np.ascontiguousarray(np.tile(rep, len(u)))
+        phi = np.empty((len(I), 2 * N_BASE))
+        fk.pair_features(enc, I, J, phi)
+        A[u] = (phi[:, cf] * c[cf]).sum(axis=1).reshape(len(u), V)
+    has = ~attrs[:, list(_GATES)].astype(bool)             # (V, gates): field present
+    G = np.stack([t[[_F[k] for k in feats]].sum(axis=0) for feats in _GATES.values()], axis=1)  # (n, gates)
+    kinds = np.unique(np.column_stack([cls, group]), axis=0)      # (E, 2): class, group
+    kv, kg = kinds[:, 0], kinds[:, 1]
+    out = np.empty(n)
+    for u in range(V):
+        members = np.flatnonzero(cls == u)
+        for m0 in range(0, len(members), max(1, 200000 // len(kv))):
+            mem = members[m0:m0 + max(1, 200000 // len(kv))]
+            v = A[u][kv][None, :] + (G[mem][:, None, :] * (has[u] & has[kv])[None, :, :]).sum(axis=2)
+            if w3 is not None:
+                v = v + w3 * ((kg[None, :] == group[mem][:, None]) & (kg[None, :] >= 0))
+            out[mem] = v.max(axis=1)
+    return out

@@ -1,0 +1,178 @@
+"""Racing memo from candidate partners (``coref.gibbs.partners``, ``anneal(cand_*)``).
+
+``PartnerIndex.rest[i]`` must bound f(i, j) for every j outside i's candidates, for
+weights of both signs, any ``max_df`` (1: almost nothing indexed, every sharing bounded)
+and the shipped model's big-block weights; a memo built from the candidates must hold
+the K best candidates exactly and a rest that bounds every other partner; the kernel
+must equal its twin with the index (labels, factor counts, generator state, memo).
+"""
+import numpy as np
+import pytest
+
+from coref.factors import _factors
+from coref.factors.names import N_BASE, N_FEATURES
+from coref.gibbs import _gibbs, _gibbs_py, bound_table
+from coref.gibbs.partners import classes, partner_index
+from coref.model import block_theta
+from coref.model.block_prior import block_bias_evals
+from coref.synth_block import synthesize_block
+
+
+@pytest.fixture(scope="module")
+def blocks(shipped_model_and_data):
+    df, model = shipped_model_and_data
+    big = df["block"].value_counts().index[0]
+    real = df[df["block"] == big].reset_index(drop=True)
+    return model, [model.encode(synthesize_block(140, rng=3)), model.encode(real)]
+
+
+def _theta(seed, scale=0.6):
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.0, scale, N_FEATURES), float(rng.normal(0.0, 1.0))
+
+
+def _matrix(enc, theta, bias):
+    F = np.empty((enc.n, enc.n))
+    _factors.factor_matrix(enc, theta, bias, F)
+    return F
+
+
+def _check_rest(enc, theta, bias, max_df):
+    idx = partner_index(enc, theta, bias, max_df)
+    F = _matrix(enc, theta, bias)
+    n = enc.n
+    worst = -np.inf
+    for i in range(n):
+        off = np.ones(n, bool)
+        off[i] = False
+        off[idx.candidates(i)] = False
+        if off.any():
+            assert F[i, off].max() <= idx.rest[i], (i, F[i, off].max(), idx.rest[i])
+            worst = max(worst, F[i, off].max() - idx.rest[i])
+    return idx, worst
+
+
+@pytest.mark.parametrize("max_df", [1, 3, 40, 10**6])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rest_bounds_every_partner_outside_the_candidates(blocks, seed, max_df):
+    _, encs = blocks
+    for enc in encs:
+        theta, bias = _theta(seed)
+        _check_rest(enc, theta, bias, max_df)
+
+
+@pytest.mark.parametrize("max_df", [1, 8, 10**6])
+def test_rest_bound_with_the_shipped_big_block_weights(blocks, max_df):
+    model, encs = blocks
+    for enc in encs:
+        theta = model.big_.theta if getattr(model, "big_", None) is not None else block_theta(model, enc)
+        bias, _ = block_bias_evals(model, enc)
+        idx, worst = _check_rest(enc, np.ascontiguousarray(theta, dtype=np.float64), bias, max_df)
+        assert worst < 0.0
+
+
+def test_candidates_hold_the_coauthor_group_and_a_shared_coauthor(blocks):
+    _, encs = blocks
+    enc = encs[0]
+    theta, bias = _theta(5)
+    idx = partner_index(enc, theta, bias, 1)           # only the forced keys indexed
+    comp1 = np.asarray(enc.comp1)
+    ptr, ids = np.asarray(enc.co_ptr), np.asarray(enc.co_ids)
+    for i in range(enc.n):
+        c = set(idx.candidates(i).tolist())
+        assert set(np.flatnonzero(comp1 == comp1[i]).tolist()) - {i} <= c
+        mine = set(ids[ptr[i]:ptr[i + 1]].tolist())
+        share = {j for j in range(enc.n) if j != i and mine & set(ids[ptr[j]:ptr[j + 1]].tolist())}
+        assert share <= c
+
+
+def test_classes_group_mentions_of_one_name_form(blocks):
+    _, encs = blocks
+    enc = encs[0]
+    cls, attrs, rep = classes(enc)
+    assert cls.shape == (enc.n,) and len(rep) == len(attrs) == cls.max() + 1
+    np.testing.assert_array_equal(cls[rep], np.arange(len(rep)))
+    for u in range(len(rep)):
+        m = np.flatnonzero(cls == u)
+        for k in ("first_code", "init_code", "given_code", "mid_init"):
+            assert len(np.unique(np.asarray(getattr(enc, k))[m])) == 1
+
+
+def test_partner_index_errors(blocks):
+    _, encs = blocks
+    theta, bias = _theta(0)
+    with pytest.raises(ValueError, match="theta must have shape"):
+        partner_index(encs[0], theta[:N_BASE], bias)
+    with pytest.raises(ValueError, match="max_df must be >= 1"):
+        partner_index(encs[0], theta, bias, 0)
+
+
+def _memo_check(enc, theta, bias, idx, accept, mj, mf, mr):
+    F = _matrix(enc, theta, bias)
+    n, K = mj.shape
+    built = np.flatnonzero(~np.isnan(mr))
+    assert len(built) > 0
+    for i in built:
+        row = F[i].copy()
+        row[i] = -np.inf
+        kept = mj[i][mj[i] < n]
+        np.testing.assert_array_equal(mf[i][: len(kept)], F[i, kept])
+        others = np.ones(n, bool)
+        others[kept] = False
+        others[i] = False
+        assert (row[others] <= mr[i]).all()                       # rest bounds every other
+        cand = idx.candidates(i)
+        ranked = cand[np.lexsort((cand, -F[i, cand]))]
+        # the kept partners are the K best candidates (or the K best of the row)
+        best_c = np.sort(ranked[:K])
+        J = np.array([j for j in range(n) if j != i])
+        best_r = np.sort(J[np.lexsort((J, -F[i, J]))][:K])
+        assert np.array_equal(kept, best_c) or np.array_equal(kept, best_r)
+
+
+@pytest.mark.parametrize("seed,max_df,accept", [(3, 2, 0.0), (4, 6, 50.0), (5, 1, -1e9)])
+def test_racing_with_candidate_memo_matches_twin(blocks, seed, max_df, accept, racing_run):
+    _, encs = blocks
+    enc = encs[0]
+    n = enc.n
+    theta, _ = _theta(seed, 0.4)
+    theta[17] += 2.0
+    bias = -1.0
+    idx = partner_index(enc, theta, bias, max_df)
+    labels0 = np.random.default_rng(seed).integers(0, n // 6, n)
+    temps = [1.0, 3.0, 20.0]
+    out = [racing_run(mod, enc, theta, bias, labels0, temps, 5, 6, index=idx, accept=accept)
+           for mod in (_gibbs, _gibbs_py)]
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)
+    _memo_check(enc, theta, bias, idx, accept, *out[0][3:])
+    whole = racing_run(_gibbs, enc, theta, bias, labels0, temps, 5, 6)
+    if accept > -1e9:
+        assert not np.array_equal(out[0][1], whole[1])     # the candidate memos were used
+    else:
+        # nothing accepted: every build falls back to the whole row, the run is the same
+        for a, b in zip(out[0], whole):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_candidate_index_shapes_are_checked(blocks):
+    _, encs = blocks
+    enc = encs[0]
+    n = enc.n
+    theta, bias = _theta(0)
+    idx = partner_index(enc, theta, bias, 4)
+    bad = {"short q_ptr": (idx.q_ptr[:-1], idx.q_key, idx.k_ptr, idx.k_men, idx.rest),
+           "key range": (idx.q_ptr, idx.q_key + idx.n_keys, idx.k_ptr, idx.k_men, idx.rest),
+           "mention range": (idx.q_ptr, idx.q_key, idx.k_ptr, idx.k_men + n, idx.rest),
+           "nan rest": (idx.q_ptr, idx.q_key, idx.k_ptr, idx.k_men, np.full(n, np.nan))}
+    msgs = {"short q_ptr": "cand_q_ptr must have", "key range": "cand_q_key holds a key",
+            "mention range": "cand_k_men holds a mention", "nan rest": "cand_rest must not hold NaN"}
+    for what, args in bad.items():
+        for mod in (_gibbs, _gibbs_py):
+            with pytest.raises(ValueError, match=msgs[what]):
+                mod.anneal(enc, theta, bias, np.arange(n, dtype=np.int64), np.ones(n, np.int64),
+                           np.arange(n, dtype=np.int64), np.ones(1), np.zeros(1, np.int8), 0, 1, 3, 2,
+                           np.zeros(n), bound_table(0.05, n + 1), np.array([1, 2, 3, 4], np.uint64),
+                           np.zeros((1, n), np.int64), np.zeros(1, np.int64), None, 0,
+                           np.zeros((n, 4), np.int64), np.zeros((n, 4)), np.full(n, np.nan), 1, 0, None,
+                           0.0, *[np.ascontiguousarray(a) for a in args])
