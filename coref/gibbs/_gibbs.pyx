@@ -329,6 +329,9 @@ cdef Py_ssize_t _step(BlockData* d,
     # with i's memo, every arm y is bounded without a factor in O(1): the memo partners
     # in it exactly, every other member by rest_i (``memo_arm_sums``, ``memo_ub``;
     # the per-arm sums are zeroed again before the step ends)
+    # with a candidate index a memo costs a few factors: built at i's first step
+    if rm.K > 0 and rm.q_ptr != NULL and rm.rest[i] != rm.rest[i]:
+        evals += memo_build(d, i, rm, n)
     sums = rm.K > 0 and rm.rest[i] == rm.rest[i]
     if sums:
         memo_arm_sums(rm, i, labels, cidx, n, inv_temp)
@@ -744,10 +747,12 @@ def anneal(object enc,                      # IN  EncodedBlock
     a partner in it (exact), memo_rest[i] for any other (``coref.gibbs._memo``), and read
     the memo's factors instead of evaluating them.  The memo persists across calls.
 With a candidate index (``cand_*``, ``coref.gibbs.partners.partner_index``; None: off),
-a build evaluates i's candidates only (the mentions posted under its query keys) and
-keeps that memo, with rest = max(the best value not kept, ``cand_rest[i]``), when
-``cand_rest[i]`` <= max(that best value, ``cand_accept``); otherwise it evaluates the
-rest of the row as above.  Only the factors evaluated are counted.
+the memo of a mention is built at its first racing step, and a build evaluates i's
+candidates only (the mentions posted under its query keys) and keeps that memo, with
+rest = max(the best value not kept, ``cand_rest[i]``) and only the partners above
+``cand_rest[i]``, when ``cand_rest[i]`` <= max(that best value, ``cand_accept``);
+otherwise it evaluates the rest of the row as above.  Only the factors evaluated are
+counted.
 
     Control variate (racing only; ``cv_rank`` None or ``cv_weight`` 0 = off): a
     subsampled arm y is estimated as N_y mean(f - h) + H_y with h(i, j) = ``cv_weight``

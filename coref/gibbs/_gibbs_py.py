@@ -79,6 +79,7 @@ def _memo_build(enc, theta, bias, i, memo):
         kept, rest = keep(row)
         if float(c_rest[i]) <= max(rest, float(accept)):
             rest = max(rest, float(c_rest[i]))
+            kept = [j for j in kept if row[j] > float(c_rest[i])]
         else:
             row = None
     evals = len(row) if row is not None else 0
@@ -191,6 +192,9 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
                 if ri >= 0:
                     k = sum(1 for j in members[c] if rank[j] >= 0 and rank[j] != ri)
                     hc[c] = w * float(k) * inv_temp
+        if memo is not None and memo[4] is not None and memo[2][i] != memo[2][i]:
+            _, e = _memo_build(enc, theta, bias, i, memo)      # a candidate memo: at i's first step
+            evals += e
         sums = None
         if memo is not None and memo[2][i] == memo[2][i]:
             sums = _memo_sums(memo, i, labels, cidx, n, inv_temp)

@@ -98,8 +98,9 @@ cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ss
 
     Without a candidate index: f(i, j) for every j != i into rm.row (n - 1 factors).
     With one: f(i, j) for i's candidates (rm.row[j], stamp[j] = i + 1); when c_rest[i]
-    <= max(their rest, accept) the memo is kept with rest = max(their rest, c_rest[i]),
-    else the rest of the row is evaluated too (n - 1 factors in all).  Either way the K
+    <= max(their rest, accept) the memo is kept with rest = max(their rest, c_rest[i])
+    and only the kept partners above c_rest[i], else the rest of the row is evaluated
+    too (n - 1 factors in all).  Either way the K
     best partners (largest f(i, j), ties to the smaller j: the same set in any visiting
     order) are sorted by j, unused slots j = n, f = 0.0.
     """
@@ -125,6 +126,14 @@ cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ss
             if rm.c_rest[i] > rest:
                 rest = rm.c_rest[i]
             rm.row_all = False
+            # partners at or below c_rest[i] <= rest add nothing to the bound: dropped
+            q = 0
+            for p in range(cnt):
+                if hf[p] > rm.c_rest[i]:
+                    hj[q] = hj[p]
+                    hf[q] = hf[p]
+                    q += 1
+            cnt = q
         else:
             # the bound is too loose to help: the whole row (the candidates' values kept)
             cnt = 0
@@ -185,7 +194,9 @@ cdef inline double memo_max(const RowMemo* rm, Py_ssize_t i) noexcept nogil:
     cdef double v = rm.rest[i]
     cdef Py_ssize_t k
     for k in range(rm.K):
-        if rm.j[i * rm.K + k] < rm.n and rm.f[i * rm.K + k] > v:
+        if rm.j[i * rm.K + k] >= rm.n:
+            break              # padding: the partners come first, sorted by j
+        if rm.f[i * rm.K + k] > v:
             v = rm.f[i * rm.K + k]
     return v
 
@@ -198,7 +209,9 @@ cdef inline void memo_arm_sums(RowMemo* rm, Py_ssize_t i, const long long* label
     cdef double t
     for k in range(rm.K):
         j = rm.j[i * rm.K + k]
-        if j >= n or j == i:
+        if j >= n:
+            break              # padding: the partners come first, sorted by j
+        if j == i:
             continue
         c = cidx[labels[j]]
         t = rm.f[i * rm.K + k] * inv_temp
@@ -213,7 +226,9 @@ cdef inline void memo_arm_clear(RowMemo* rm, Py_ssize_t i, const long long* labe
     cdef Py_ssize_t k, j, c
     for k in range(rm.K):
         j = rm.j[i * rm.K + k]
-        if j >= n or j == i:
+        if j >= n:
+            break
+        if j == i:
             continue
         c = cidx[labels[j]]
         rm.msum[c] = 0.0

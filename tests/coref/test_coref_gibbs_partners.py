@@ -123,8 +123,10 @@ def _memo_check(enc, theta, bias, idx, accept, mj, mf, mr):
         assert (row[others] <= mr[i]).all()                       # rest bounds every other
         cand = idx.candidates(i)
         ranked = cand[np.lexsort((cand, -F[i, cand]))]
-        # the kept partners are the K best candidates (or the K best of the row)
-        best_c = np.sort(ranked[:K])
+        # the kept partners: the K best candidates above the index's bound (a candidate
+        # memo), or the K best of the row (the whole row evaluated)
+        best_c = ranked[:K]
+        best_c = np.sort(best_c[F[i, best_c] > idx.rest[i]])
         J = np.array([j for j in range(n) if j != i])
         best_r = np.sort(J[np.lexsort((J, -F[i, J]))][:K])
         assert np.array_equal(kept, best_c) or np.array_equal(kept, best_r)
@@ -150,9 +152,15 @@ def test_racing_with_candidate_memo_matches_twin(blocks, seed, max_df, accept, r
     if accept > -1e9:
         assert not np.array_equal(out[0][1], whole[1])     # the candidate memos were used
     else:
-        # nothing accepted: every build falls back to the whole row, the run is the same
-        for a, b in zip(out[0], whole):
-            np.testing.assert_array_equal(a, b)
+        # nothing accepted: every build falls back to the whole row: the K best, rest the next
+        F = _matrix(enc, theta, bias)
+        mj, mf, mr = out[0][3:]
+        for i in np.flatnonzero(~np.isnan(mr)):
+            J = np.array([j for j in range(n) if j != i])
+            order = np.lexsort((J, -F[i, J]))
+            np.testing.assert_array_equal(mj[i], np.sort(J[order[:5]]))
+            assert mr[i] == F[i, J[order[5]]]
+        assert (~np.isnan(mr)).all()                         # every mention built at its first step
 
 
 def test_candidate_index_shapes_are_checked(blocks):
