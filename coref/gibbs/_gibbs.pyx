@@ -627,10 +627,13 @@ def _check_index(const long long[::1] q_ptr, const long long[::1] q_key, const l
     """ValueError unless the candidate index is well formed for a block of n mentions."""
     import numpy as np
     qp, kp = np.asarray(q_ptr), np.asarray(k_ptr)
-    if qp.shape[0] != n + 1 or rest.shape[0] != n or kp.shape[0] < 1:
-        raise ValueError(f"cand_q_ptr must have n + 1 = {n + 1} entries and cand_rest n")
-    if qp[0] != 0 or qp[n] != q_key.shape[0] or (np.diff(qp) < 0).any():
-        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key)")
+    L = rest.shape[0] // n if n > 0 else 0
+    if L < 1 or rest.shape[0] != L * n or qp.shape[0] != L * (n + 1) or kp.shape[0] < 1:
+        raise ValueError(f"cand_q_ptr must have L (n + 1) entries and cand_rest L n (n = {n}, L levels)")
+    qp = qp.reshape(L, n + 1)
+    if qp[0, 0] != 0 or qp[L - 1, n] != q_key.shape[0] or (np.diff(qp, axis=1) < 0).any() \
+            or (qp[1:, 0] != qp[:L - 1, n]).any():
+        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key), level after level")
     if kp[0] != 0 or kp[kp.shape[0] - 1] != k_men.shape[0] or (np.diff(kp) < 0).any():
         raise ValueError("cand_k_ptr must rise from 0 to len(cand_k_men)")
     qk, km = np.asarray(q_key), np.asarray(k_men)
@@ -705,11 +708,11 @@ def anneal(object enc,                      # IN  EncodedBlock
            Py_ssize_t still_moves=0,        # a counting sweep moving at most this many is still
            const int[::1] cv_rank=None,     # IN  (n,) racing's control variate: first-name ranks
            double cv_weight=0.0,            # its weight (0: off)
-           const long long[::1] cand_q_ptr=None,    # IN  (n + 1,) candidate index (PartnerIndex)
+           const long long[::1] cand_q_ptr=None,    # IN  (L (n + 1),) candidate index (PartnerIndex)
            const long long[::1] cand_q_key=None,    # IN  its query keys
            const long long[::1] cand_k_ptr=None,    # IN  (n_keys + 1,) postings per key
            const long long[::1] cand_k_men=None,    # IN  the postings (mentions)
-           const double[::1] cand_rest=None,        # IN  (n,) bound of f(i, j) off the candidates
+           const double[::1] cand_rest=None,        # IN  (L n,) bound of f(i, j) off the candidates
            double cand_accept=0.0):  # keep a candidate memo up to this rest
     """Run the sweeps of one block; return the number of sweeps run.
 
@@ -832,6 +835,7 @@ counted.
     rm.k_ptr = NULL
     rm.k_men = NULL
     rm.c_rest = NULL
+    rm.n_levels = 0
     rm.stamp = NULL
     rm.accept = cand_accept
     rm.row_all = True
@@ -857,6 +861,7 @@ counted.
                 rm.k_ptr = &cand_k_ptr[0]
                 rm.k_men = &cand_k_men[0] if cand_k_men.shape[0] > 0 else NULL
                 rm.c_rest = &cand_rest[0]
+                rm.n_levels = cand_rest.shape[0] // n
                 rm.stamp = &stamp_buf[0]
     if fmat_mode:
         if racing:

@@ -71,16 +71,19 @@ def _memo_build(enc, theta, bias, i, memo):
     if index is not None:
         q_ptr, q_key, k_ptr, k_men, c_rest, accept = index
         cands = set()
-        for p in range(int(q_ptr[i]), int(q_ptr[i + 1])):
-            k = int(q_key[p])
-            cands.update(int(j) for j in k_men[int(k_ptr[k]):int(k_ptr[k + 1])])
-        cands.discard(i)
-        row = {j: block_factor(enc, theta, bias, i, j) for j in sorted(cands)}
-        kept, rest = keep(row)
-        if float(c_rest[i]) <= max(rest, float(accept)):
-            rest = max(rest, float(c_rest[i]))
-            kept = [j for j in kept if row[j] > float(c_rest[i])]
-        else:
+        for lev in range(len(c_rest) // n):
+            o = lev * (n + 1)
+            for p in range(int(q_ptr[o + i]), int(q_ptr[o + i + 1])):
+                k = int(q_key[p])
+                cands.update(int(j) for j in k_men[int(k_ptr[k]):int(k_ptr[k + 1])])
+            cands.discard(i)
+            row = {j: block_factor(enc, theta, bias, i, j) for j in sorted(cands)}
+            kept, rest = keep(row)
+            cr = float(c_rest[lev * n + i])
+            if cr <= max(rest, float(accept)):
+                rest = max(rest, cr)
+                kept = [j for j in kept if row[j] > cr]
+                break
             row = None
     evals = len(row) if row is not None else 0
     if row is None:
@@ -356,10 +359,14 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
 def _check_index(q_ptr, q_key, k_ptr, k_men, rest, n):
     """The kernel's ``_check_index``."""
     qp, kp = np.asarray(q_ptr), np.asarray(k_ptr)
-    if qp.shape[0] != n + 1 or np.asarray(rest).shape[0] != n or kp.shape[0] < 1:
-        raise ValueError(f"cand_q_ptr must have n + 1 = {n + 1} entries and cand_rest n")
-    if qp[0] != 0 or qp[n] != len(q_key) or (np.diff(qp) < 0).any():
-        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key)")
+    nr = np.asarray(rest).shape[0]
+    L = nr // n if n > 0 else 0
+    if L < 1 or nr != L * n or qp.shape[0] != L * (n + 1) or kp.shape[0] < 1:
+        raise ValueError(f"cand_q_ptr must have L (n + 1) entries and cand_rest L n (n = {n}, L levels)")
+    qp = qp.reshape(L, n + 1)
+    if qp[0, 0] != 0 or qp[L - 1, n] != len(q_key) or (np.diff(qp, axis=1) < 0).any() \
+            or (qp[1:, 0] != qp[:L - 1, n]).any():
+        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key), level after level")
     if kp[0] != 0 or kp[-1] != len(k_men) or (np.diff(kp) < 0).any():
         raise ValueError("cand_k_ptr must rise from 0 to len(cand_k_men)")
     qk, km = np.asarray(q_key), np.asarray(k_men)

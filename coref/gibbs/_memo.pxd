@@ -40,6 +40,7 @@ cdef struct RowMemo:
     const long long* k_ptr
     const long long* k_men
     const double* c_rest
+    Py_ssize_t n_levels      # the index's levels (q_ptr: n_levels * (n + 1), c_rest: n_levels * n)
     double accept
     long long* stamp         # (n,) stamp[j] == i + 1: row[j] holds f(i, j) of i's build
     bint row_all             # the last build evaluated the whole row
@@ -97,44 +98,49 @@ cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ss
     """Build i's memo (row mode for i) and return the factors evaluated.
 
     Without a candidate index: f(i, j) for every j != i into rm.row (n - 1 factors).
-    With one: f(i, j) for i's candidates (rm.row[j], stamp[j] = i + 1); when c_rest[i]
-    <= max(their rest, accept) the memo is kept with rest = max(their rest, c_rest[i])
-    and only the kept partners above c_rest[i], else the rest of the row is evaluated
-    too (n - 1 factors in all).  Either way the K
+    With one: f(i, j) for i's candidates of level 0 (rm.row[j], stamp[j] = i + 1); when
+    their bound c = c_rest[i] <= max(their rest, accept) the memo is kept with rest =
+    max(their rest, c) and only the kept partners above c; else the next level's new
+    candidates are evaluated and tested the same way, and after the last level the rest
+    of the row (n - 1 factors in all).  Either way the K
     best partners (largest f(i, j), ties to the smaller j: the same set in any visiting
     order) are sorted by j, unused slots j = n, f = 0.0.
     """
-    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, evals = 0
+    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, evals = 0, lev, o
     cdef long long* hj = rm.j + i * K
     cdef double* hf = rm.f + i * K
-    cdef double v, rest = -INFINITY, tf
+    cdef double v, rest = -INFINITY, tf, cr
     cdef long long tj, mark = i + 1
     rm.row_all = True
     if rm.q_ptr != NULL:
-        for p in range(rm.q_ptr[i], rm.q_ptr[i + 1]):
-            for q in range(rm.k_ptr[rm.q_key[p]], rm.k_ptr[rm.q_key[p] + 1]):
-                j = rm.k_men[q]
-                if j == i or rm.stamp[j] == mark:
-                    continue
-                rm.stamp[j] = mark
-                v = block_factor(d, i, j)
-                rm.row[j] = v
-                evals += 1
-                _heap_push(hj, hf, K, &cnt, &rest, v, j)
-        tf = rest if rest > rm.accept else rm.accept
-        if rm.c_rest[i] <= tf:
-            if rm.c_rest[i] > rest:
-                rest = rm.c_rest[i]
-            rm.row_all = False
-            # partners at or below c_rest[i] <= rest add nothing to the bound: dropped
-            q = 0
-            for p in range(cnt):
-                if hf[p] > rm.c_rest[i]:
-                    hj[q] = hj[p]
-                    hf[q] = hf[p]
-                    q += 1
-            cnt = q
-        else:
+        for lev in range(rm.n_levels):
+            o = lev * (n + 1)
+            for p in range(rm.q_ptr[o + i], rm.q_ptr[o + i + 1]):
+                for q in range(rm.k_ptr[rm.q_key[p]], rm.k_ptr[rm.q_key[p] + 1]):
+                    j = rm.k_men[q]
+                    if j == i or rm.stamp[j] == mark:
+                        continue
+                    rm.stamp[j] = mark
+                    v = block_factor(d, i, j)
+                    rm.row[j] = v
+                    evals += 1
+                    _heap_push(hj, hf, K, &cnt, &rest, v, j)
+            tf = rest if rest > rm.accept else rm.accept
+            cr = rm.c_rest[lev * n + i]
+            if cr <= tf:
+                if cr > rest:
+                    rest = cr
+                rm.row_all = False
+                # partners at or below cr <= rest add nothing to the bound: dropped
+                q = 0
+                for p in range(cnt):
+                    if hf[p] > cr:
+                        hj[q] = hj[p]
+                        hf[q] = hf[p]
+                        q += 1
+                cnt = q
+                break
+        if rm.row_all:
             # the bound is too loose to help: the whole row (the candidates' values kept)
             cnt = 0
             rest = -INFINITY

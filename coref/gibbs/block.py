@@ -57,7 +57,7 @@ MEMO_PARTNERS = 128
 MEMO_ROW_FRACTION = 1.0 / 16.0
 #: Racing's memo in blocks of at least ``PARTNER_MIN_N`` mentions is built from each
 #: mention's candidate partners (``coref.gibbs.partners``: those sharing a coauthor, group,
-#: venue, affiliation or a key of at most ``PARTNER_MAX_DF`` postings) and a bound of the
+#: venue, affiliation or a key of few postings: ``PARTNER_LEVELS``) and a bound of the
 #: others' factors, kept when that bound is at most max(the candidates' rest,
 #: ``PARTNER_ACCEPT``), else from the whole row.
 #: There every mention's memo is built at its first step, and keeps up to
@@ -68,7 +68,10 @@ MEMO_ROW_FRACTION = 1.0 / 16.0
 #: K = 128: 8.6e7, 25.7 s; K = 512: 5.8e7, 17.4 s; K = 1,024: 5.3e7, 17.2 s (B3 F1
 #: 0.916, 0.916, 0.915, 0.915); max_df 256: 9.1e7, 20.8 s; accept -1 / +2: 20.0 / 21.1 s.
 PARTNER_MIN_N = 2000
-PARTNER_MAX_DF = 1024
+#: The index's levels (``partner_index(max_df=...)``): keys of at most max(m, f n)
+#: postings per (m, f); a mention whose bound is too loose at one level tries the next
+#: before its whole row.
+PARTNER_LEVELS = ((1024, 0.04), (4096, 0.33))
 PARTNER_ACCEPT = 0.0
 PARTNER_MEMO_K = 512
 PARTNER_MEMO_MB = 512.0
@@ -271,6 +274,16 @@ def block_temperatures(settings, temps, n_movable):
     return temperature_schedule(k, settings.t_start, settings.t_end)
 
 
+def partner_levels(n):
+    """The ``max_df`` levels of the candidate index of a block of n mentions (increasing)."""
+    out = []
+    for m, f in PARTNER_LEVELS:
+        d = max(int(m), int(f * n))
+        if not out or d > out[-1]:
+            out.append(d)
+    return tuple(out)
+
+
 def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, record_history):
     """``fit_block`` once the memo tables are shared."""
     n = enc.n
@@ -314,7 +327,7 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     if bound_mode and MEMO_PARTNERS > 0 and n > 1:
         k = min(MEMO_PARTNERS, n - 1)
         if n >= PARTNER_MIN_N:
-            run.partners = partner_index(enc, theta, bias, PARTNER_MAX_DF)
+            run.partners = partner_index(enc, theta, bias, partner_levels(n))
             run.partner_accept = PARTNER_ACCEPT
             if run.partners is not None:
                 k = min(max(MEMO_PARTNERS, min(PARTNER_MEMO_K, int(PARTNER_MEMO_MB * 2**20) // (16 * n))), n - 1)

@@ -51,15 +51,17 @@ class PartnerIndex:
 
     Attributes
     ----------
-    q_ptr : ndarray of int64, shape (n + 1,)
-        Mention i's indexed query keys are ``q_key[q_ptr[i]:q_ptr[i + 1]]``.
+    q_ptr : ndarray of int64, shape (n_levels * (n + 1),)
+        At level l, mention i's indexed query keys are ``q_key[q_ptr[l * (n + 1) + i]:
+        q_ptr[l * (n + 1) + i + 1]]``.
     q_key : ndarray of int64
     k_ptr : ndarray of int64, shape (n_keys + 1,)
         The mentions posted under key k are ``k_men[k_ptr[k]:k_ptr[k + 1]]``.
     k_men : ndarray of int64
-    rest : ndarray of float64, shape (n,)
-        ``rest[i] >= f(i, j)`` for every j != i posted under none of i's query keys.
-    n_keys : int
+    rest : ndarray of float64, shape (n_levels * n,)
+        ``rest[l * n + i] >= f(i, j)`` for every j != i posted under none of i's query
+        keys of level l.
+    n_keys, n_levels : int
     """
 
     q_ptr: np.ndarray
@@ -68,10 +70,12 @@ class PartnerIndex:
     k_men: np.ndarray
     rest: np.ndarray
     n_keys: int
+    n_levels: int = 1
 
-    def candidates(self, i):
-        """Sorted distinct candidates j != i of mention i (ndarray of int64)."""
-        keys = self.q_key[self.q_ptr[i]:self.q_ptr[i + 1]]
+    def candidates(self, i, level=0):
+        """Sorted distinct candidates j != i of mention i at ``level`` (ndarray of int64)."""
+        o = level * (len(self.q_ptr) // self.n_levels)
+        keys = self.q_key[self.q_ptr[o + i]:self.q_ptr[o + i + 1]]
         parts = [self.k_men[self.k_ptr[k]:self.k_ptr[k + 1]] for k in keys]
         out = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
         return out[out != i]
@@ -163,9 +167,12 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
         Feature weights (as given to the kernel).
     bias : float
         The block's factor bias (as given to the kernel).
-    max_df : int
+    max_df : int or sequence of int
         Keys posted by more mentions than this are bounded instead of indexed (the
-        coauthor, coauthor-name and comp1 keys are always indexed).
+        coauthor, coauthor-name and comp1 keys are always indexed).  A sequence gives one
+        level per value (increasing; a level that indexes no more keys than the one
+        before is left out): each level's candidates hold the previous level's, and its
+        bound is tighter.
 
     Returns
     -------
@@ -176,17 +183,21 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
     Raises
     ------
     ValueError
-        If ``theta`` does not have 2 * N_BASE entries or ``max_df`` < 1.
+        If ``theta`` does not have 2 * N_BASE entries, or a ``max_df`` is < 1 or they
+        do not increase.
     """
-    from coref.gibbs.arm_bound import KNOWN_FEATURES, feature_intervals
+    from coref.gibbs.arm_bound import KNOWN_FEATURES
 
     if tuple(name for name, _, _ in BASE_FEATURES) != KNOWN_FEATURES:
         return None
     theta = np.asarray(theta, dtype=np.float64)
     if theta.shape != (2 * N_BASE,):
         raise ValueError(f"theta must have shape ({2 * N_BASE},); got {theta.shape}")
-    if int(max_df) < 1:
+    levels = [int(x) for x in np.atleast_1d(max_df)]
+    if not levels or min(levels) < 1:
         raise ValueError(f"max_df must be >= 1; got {max_df}")
+    if any(b <= a for a, b in zip(levels, levels[1:])):
+        raise ValueError(f"max_df levels must increase; got {max_df}")
     n = int(enc.n)
     c = theta[:N_BASE]
     spaces = _namespaces(enc, c)
@@ -208,32 +219,44 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
     maxw = np.zeros(n_keys)
     np.maximum.at(maxw, pk, pw)
     forced = np.array([f for _, _, _, f, _ in spaces], dtype=bool)
-    indexed = forced[space] | (df <= int(max_df))
-    # unindexed, shared with someone: bounded per space (sum of |w_i| max |w_j|, any)
-    loose = ~indexed[qk] & (df[qk] > 0)
     n_sp = len(spaces)
-    light = np.zeros((n_sp, n))
-    anyk = np.zeros((n_sp, n), dtype=bool)
-    if loose.any():
-        np.add.at(light, (space[qk[loose]], qm[loose]), qw[loose] * maxw[qk[loose]])
-        anyk[space[qk[loose]], qm[loose]] = True
-    # the CSR of indexed query keys per mention and of postings per key
-    sel = indexed[qk] & (df[qk] > 0)
-    order = np.lexsort((qk[sel], qm[sel]))
-    q_key = qk[sel][order]
-    q_ptr = np.concatenate(([0], np.cumsum(np.bincount(qm[sel], minlength=n)))).astype(np.int64)
+    q_ptrs, q_keys, rests, last = [], [], [], -1
+    offset = 0
+    for D in levels:
+        indexed = forced[space] | (df <= D)
+        n_idx = int(indexed.sum())
+        if n_idx == last:
+            continue                       # indexes nothing more than the level before
+        last = n_idx
+        # unindexed, shared with someone: bounded per space (sum of |w_i| max |w_j|, any)
+        loose = ~indexed[qk] & (df[qk] > 0)
+        light = np.zeros((n_sp, n))
+        anyk = np.zeros((n_sp, n), dtype=bool)
+        if loose.any():
+            np.add.at(light, (space[qk[loose]], qm[loose]), qw[loose] * maxw[qk[loose]])
+            anyk[space[qk[loose]], qm[loose]] = True
+        # the indexed query keys per mention (CSR into the shared q_key, after the
+        # previous levels' keys)
+        sel = indexed[qk] & (df[qk] > 0)
+        order = np.lexsort((qk[sel], qm[sel]))
+        q_keys.append(qk[sel][order])
+        q_ptrs.append(offset + np.concatenate(([0], np.cumsum(np.bincount(qm[sel], minlength=n)))))
+        offset += int(sel.sum())
+        # the comp3 group of each mention when that group is not indexed (-1 otherwise)
+        group = np.full(n, -1, dtype=np.int64)
+        if "comp3" in bases:
+            comp3 = np.asarray(enc.comp3, dtype=np.int64)
+            group = np.where(indexed[comp3 + bases["comp3"]], -1, comp3)
+        rests.append(_rest_bound(enc, theta, bias, c, spaces, light, anyk, group))
+    # the postings of every key the last level indexes (a subset for the earlier ones)
     sel = indexed[pk]
     order = np.lexsort((pm[sel], pk[sel]))
     k_men = pm[sel][order]
     k_ptr = np.concatenate(([0], np.cumsum(np.bincount(pk[sel], minlength=n_keys)))).astype(np.int64)
-    # the comp3 group of each mention when that group is not indexed (-1 otherwise)
-    group = np.full(n, -1, dtype=np.int64)
-    if "comp3" in bases:
-        comp3 = np.asarray(enc.comp3, dtype=np.int64)
-        group = np.where(indexed[comp3 + bases["comp3"]], -1, comp3)
-    rest = _rest_bound(enc, theta, bias, c, spaces, light, anyk, group)
-    return PartnerIndex(q_ptr, np.ascontiguousarray(q_key, dtype=np.int64), k_ptr,
-                        np.ascontiguousarray(k_men, dtype=np.int64), rest, n_keys)
+    return PartnerIndex(np.concatenate(q_ptrs).astype(np.int64),
+                        np.ascontiguousarray(np.concatenate(q_keys), dtype=np.int64), k_ptr,
+                        np.ascontiguousarray(k_men, dtype=np.int64), np.concatenate(rests), n_keys,
+                        len(rests))
 
 
 def _rest_bound(enc, theta, bias, c, spaces, light, anyk, group):

@@ -42,17 +42,22 @@ def _check_rest(enc, theta, bias, max_df):
     F = _matrix(enc, theta, bias)
     n = enc.n
     worst = -np.inf
-    for i in range(n):
-        off = np.ones(n, bool)
-        off[i] = False
-        off[idx.candidates(i)] = False
-        if off.any():
-            assert F[i, off].max() <= idx.rest[i], (i, F[i, off].max(), idx.rest[i])
-            worst = max(worst, F[i, off].max() - idx.rest[i])
+    for lev in range(idx.n_levels):
+        for i in range(n):
+            off = np.ones(n, bool)
+            off[i] = False
+            cand = idx.candidates(i, lev)
+            if lev > 0:                                   # a level's candidates hold the previous level's
+                assert set(idx.candidates(i, lev - 1).tolist()) <= set(cand.tolist())
+            off[cand] = False
+            if off.any():
+                r = idx.rest[lev * n + i]
+                assert F[i, off].max() <= r, (lev, i, F[i, off].max(), r)
+                worst = max(worst, F[i, off].max() - r)
     return idx, worst
 
 
-@pytest.mark.parametrize("max_df", [1, 3, 40, 10**6])
+@pytest.mark.parametrize("max_df", [1, 3, 40, 10**6, (2, 10, 60)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_rest_bounds_every_partner_outside_the_candidates(blocks, seed, max_df):
     _, encs = blocks
@@ -61,7 +66,7 @@ def test_rest_bounds_every_partner_outside_the_candidates(blocks, seed, max_df):
         _check_rest(enc, theta, bias, max_df)
 
 
-@pytest.mark.parametrize("max_df", [1, 8, 10**6])
+@pytest.mark.parametrize("max_df", [1, 8, 10**6, (4, 30)])
 def test_rest_bound_with_the_shipped_big_block_weights(blocks, max_df):
     model, encs = blocks
     for enc in encs:
@@ -105,6 +110,21 @@ def test_partner_index_errors(blocks):
         partner_index(encs[0], theta[:N_BASE], bias)
     with pytest.raises(ValueError, match="max_df must be >= 1"):
         partner_index(encs[0], theta, bias, 0)
+    with pytest.raises(ValueError, match="max_df levels must increase"):
+        partner_index(encs[0], theta, bias, (8, 8))
+
+
+def test_levels_tighten_the_bound_and_skip_repeats(blocks):
+    _, encs = blocks
+    enc = encs[1]
+    n = enc.n
+    theta, bias = _theta(7)
+    one = partner_index(enc, theta, bias, 2)
+    two = partner_index(enc, theta, bias, (2, 10**6))
+    assert one.n_levels == 1 and two.n_levels == 2
+    np.testing.assert_array_equal(two.rest[:n], one.rest)
+    assert (two.rest[n:] <= two.rest[:n] + 1e-9).all()
+    assert partner_index(enc, theta, bias, (10**6, 10**7)).n_levels == 1     # nothing more indexed
 
 
 def _memo_check(enc, theta, bias, idx, accept, mj, mf, mr):
@@ -121,18 +141,19 @@ def _memo_check(enc, theta, bias, idx, accept, mj, mf, mr):
         others[kept] = False
         others[i] = False
         assert (row[others] <= mr[i]).all()                       # rest bounds every other
-        cand = idx.candidates(i)
-        ranked = cand[np.lexsort((cand, -F[i, cand]))]
-        # the kept partners: the K best candidates above the index's bound (a candidate
-        # memo), or the K best of the row (the whole row evaluated)
-        best_c = ranked[:K]
-        best_c = np.sort(best_c[F[i, best_c] > idx.rest[i]])
+        # the kept partners: the K best candidates of a level above its bound (a
+        # candidate memo), or the K best of the row (the whole row evaluated)
+        options = []
+        for lev in range(idx.n_levels):
+            cand = idx.candidates(i, lev)
+            best_c = cand[np.lexsort((cand, -F[i, cand]))][:K]
+            options.append(np.sort(best_c[F[i, best_c] > idx.rest[lev * n + i]]))
         J = np.array([j for j in range(n) if j != i])
-        best_r = np.sort(J[np.lexsort((J, -F[i, J]))][:K])
-        assert np.array_equal(kept, best_c) or np.array_equal(kept, best_r)
+        options.append(np.sort(J[np.lexsort((J, -F[i, J]))][:K]))
+        assert any(np.array_equal(kept, o) for o in options)
 
 
-@pytest.mark.parametrize("seed,max_df,accept", [(3, 2, 0.0), (4, 6, 50.0), (5, 1, -1e9)])
+@pytest.mark.parametrize("seed,max_df,accept", [(3, 2, 0.0), (4, 6, 50.0), (5, 1, -1e9), (6, (1, 4, 30), 0.0)])
 def test_racing_with_candidate_memo_matches_twin(blocks, seed, max_df, accept, racing_run):
     _, encs = blocks
     enc = encs[0]
@@ -173,7 +194,7 @@ def test_candidate_index_shapes_are_checked(blocks):
            "key range": (idx.q_ptr, idx.q_key + idx.n_keys, idx.k_ptr, idx.k_men, idx.rest),
            "mention range": (idx.q_ptr, idx.q_key, idx.k_ptr, idx.k_men + n, idx.rest),
            "nan rest": (idx.q_ptr, idx.q_key, idx.k_ptr, idx.k_men, np.full(n, np.nan))}
-    msgs = {"short q_ptr": "cand_q_ptr must have", "key range": "cand_q_key holds a key",
+    msgs = {"short q_ptr": r"cand_q_ptr must have L \(n \+ 1\) entries", "key range": "cand_q_key holds a key",
             "mention range": "cand_k_men holds a mention", "nan rest": "cand_rest must not hold NaN"}
     for what, args in bad.items():
         for mod in (_gibbs, _gibbs_py):
