@@ -713,7 +713,10 @@ def anneal(object enc,                      # IN  EncodedBlock
            const long long[::1] cand_k_ptr=None,    # IN  (n_keys + 1,) postings per key
            const long long[::1] cand_k_men=None,    # IN  the postings (mentions)
            const double[::1] cand_rest=None,        # IN  (L n,) bound of f(i, j) off the candidates
-           double cand_accept=0.0):  # keep a candidate memo up to this rest
+           double cand_accept=0.0,  # keep a candidate memo up to this rest
+           long long[::1] memo_ovf=None,    # INOUT (cap,) the memo's second tier (arena), or None
+           long long[::1] memo_ovf_at=None, # INOUT (2 n + 1,) per mention start, length (-1: none); fill
+           double[::1] memo_tier=None):     # INOUT (n,) the tier's bound t_i
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
@@ -755,7 +758,12 @@ candidates only (the mentions posted under its query keys) and keeps that memo, 
 rest = max(the best value not kept, ``cand_rest[i]``) and only the partners above
 ``cand_rest[i]``, when ``cand_rest[i]`` <= max(that best value, ``cand_accept``);
 otherwise it evaluates the rest of the row as above.  Only the factors evaluated are
-counted.
+counted.  Second tier (``memo_ovf`` None: off): when a build finds more than K partners
+above t_i (the accepted level's bound, else ``cand_accept``), the others above t_i are
+listed (increasing j) in ``memo_ovf[memo_ovf_at[i]:][:memo_ovf_at[n + i]]`` while the
+arena has room (``memo_ovf_at[2 n]``: its fill), and ``memo_tier[i] = t_i``; an arm's
+bound is then its memo partners exactly, its listed partners by rest_i and its other
+members by t_i.
 
     Control variate (racing only; ``cv_rank`` None or ``cv_weight`` 0 = off): a
     subsampled arm y is estimated as N_y mean(f - h) + H_y with h(i, j) = ``cv_weight``
@@ -838,6 +846,13 @@ counted.
     rm.n_levels = 0
     rm.stamp = NULL
     rm.accept = cand_accept
+    rm.ovf = NULL
+    rm.ovf_cap = 0
+    rm.ovf_at = NULL
+    rm.tier = NULL
+    rm.ocnt = NULL
+    rm.vis = NULL
+    cdef long long[::1] ocnt_buf, vis_buf
     rm.row_all = True
     cdef long long[::1] stamp_buf
     if memo_j is not None and racing and small_arm_bound and n > 0:
@@ -863,6 +878,21 @@ counted.
                 rm.c_rest = &cand_rest[0]
                 rm.n_levels = cand_rest.shape[0] // n
                 rm.stamp = &stamp_buf[0]
+                vis_buf = np.zeros(n, np.int64)
+                rm.vis = &vis_buf[0]
+            if memo_ovf is not None:
+                if memo_ovf_at is None or memo_tier is None or memo_ovf_at.shape[0] != 2 * n + 1 \
+                        or memo_tier.shape[0] != n or memo_ovf.shape[0] < 1:
+                    raise ValueError("memo_ovf needs memo_ovf_at of shape (2 n + 1,) and memo_tier (n,)")
+                if memo_ovf_at[2 * n] < 0 or memo_ovf_at[2 * n] > memo_ovf.shape[0]:
+                    raise ValueError("memo_ovf_at[2 n] (the arena's fill) must lie in [0, len(memo_ovf)]")
+                import numpy as np
+                ocnt_buf = np.zeros(n + 2, np.int64)
+                rm.ovf = &memo_ovf[0]
+                rm.ovf_cap = memo_ovf.shape[0]
+                rm.ovf_at = &memo_ovf_at[0]
+                rm.tier = &memo_tier[0]
+                rm.ocnt = &ocnt_buf[0]
     if fmat_mode:
         if racing:
             raise ValueError("the factor matrix (fmat_mode 1 or 2) is for the exact sampler "

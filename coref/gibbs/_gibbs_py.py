@@ -60,8 +60,11 @@ def _memo_build(enc, theta, bias, i, memo):
     """i's memo as the kernel's ``memo_build``: ``(row, evals)``, row = {j: f(i, j)} of the
     factors evaluated (i's candidates, or the whole row); K best partners (ties to the
     smaller j) sorted by j, and rest."""
-    mj, mf, mrest, _, index = memo
+    mj, mf, mrest, _, index, tier = memo
     n, K = enc.n, mj.shape[1]
+    t = float(index[5]) if index is not None else 0.0
+    if tier is not None:
+        t = float(tier[3])                                  # the accept value
 
     def keep(row):
         ranked = sorted(row, key=lambda j: (-row[j], j))
@@ -83,6 +86,7 @@ def _memo_build(enc, theta, bias, i, memo):
             if cr <= max(rest, float(accept)):
                 rest = max(rest, cr)
                 kept = [j for j in kept if row[j] > cr]
+                t = cr
                 break
             row = None
     evals = len(row) if row is not None else 0
@@ -96,6 +100,17 @@ def _memo_build(enc, theta, bias, i, memo):
     mj[i, :len(kept)] = kept
     mf[i, :len(kept)] = [row[j] for j in kept]
     mrest[i] = rest
+    if tier is not None:
+        ovf, at, tb, _ = tier
+        at[n + i] = -1
+        if rest > t:
+            ks = set(kept)
+            lst = sorted(j for j in row if row[j] > t and j not in ks)
+            if at[2 * n] + len(lst) <= len(ovf):
+                q = int(at[2 * n])
+                at[i], at[n + i], tb[i] = q, len(lst), t
+                ovf[q:q + len(lst)] = lst
+                at[2 * n] = q + len(lst)
     return row, evals
 
 
@@ -112,15 +127,30 @@ def _memo_sums(memo, i, labels, cidx, n, inv_temp):
         msum[c] = msum.get(c, 0.0) + t
         mabs[c] = mabs.get(c, 0.0) + abs(t)
         mcnt[c] = mcnt.get(c, 0) + 1
-    return msum, mabs, mcnt
+    ocnt = {}
+    tier = memo[5]
+    if tier is not None and tier[1][n + i] > 0:
+        a = int(tier[1][i])
+        for j in tier[0][a:a + int(tier[1][n + i])]:
+            c = cidx[int(labels[int(j)])]
+            ocnt[c] = ocnt.get(c, 0) + 1
+    return msum, mabs, mcnt, ocnt
 
 
 def _memo_ub(memo, i, sums, c, N, inv_temp):
     """The kernel's ``_memo_ub``: memo part + (N - mcnt) rest_i / tau, raised by 1e-9 |.|."""
-    msum, mabs, mcnt = sums
+    msum, mabs, mcnt, ocnt = sums
     s, a, e = msum.get(c, 0.0), mabs.get(c, 0.0), mcnt.get(c, 0)
+    tier = memo[5]
     if e < N:
-        r = (N - e) * (float(memo[2][i]) * inv_temp)
+        if tier is not None and tier[1][len(memo[2]) + i] >= 0:
+            o = ocnt.get(c, 0)
+            r = o * (float(memo[2][i]) * inv_temp)
+            s += r
+            a += abs(r)
+            r = (N - e - o) * (float(tier[2][i]) * inv_temp)
+        else:
+            r = (N - e) * (float(memo[2][i]) * inv_temp)
         if r == -math.inf:
             return -math.inf
         s += r
@@ -382,7 +412,8 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
            first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
            fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0,
            still_moves=0, cv_rank=None, cv_weight=0.0, cand_q_ptr=None, cand_q_key=None,
-           cand_k_ptr=None, cand_k_men=None, cand_rest=None, cand_accept=0.0):
+           cand_k_ptr=None, cand_k_men=None, cand_rest=None, cand_accept=0.0, memo_ovf=None,
+           memo_ovf_at=None, memo_tier=None):
     """Same contract as ``coref.gibbs._gibbs.anneal``."""
     n = enc.n
     rng = Xoshiro(rng_state)
@@ -445,7 +476,15 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
                                      "cand_k_men and cand_rest")
                 _check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
                 index = (cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, float(cand_accept))
-            memo = (memo_j, memo_f, memo_rest, memo_row_min, index)
+            tier = None
+            if memo_ovf is not None:
+                if memo_ovf_at is None or memo_tier is None or len(memo_ovf_at) != 2 * n + 1 \
+                        or len(memo_tier) != n or len(memo_ovf) < 1:
+                    raise ValueError("memo_ovf needs memo_ovf_at of shape (2 n + 1,) and memo_tier (n,)")
+                if memo_ovf_at[2 * n] < 0 or memo_ovf_at[2 * n] > len(memo_ovf):
+                    raise ValueError("memo_ovf_at[2 n] (the arena's fill) must lie in [0, len(memo_ovf)]")
+                tier = (memo_ovf, memo_ovf_at, memo_tier, float(cand_accept))
+            memo = (memo_j, memo_f, memo_rest, memo_row_min, index, tier)
     cv = None
     if racing and cv_rank is not None and cv_weight != 0.0 and n > 0:
         if len(cv_rank) != n:

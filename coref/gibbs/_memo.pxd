@@ -44,6 +44,18 @@ cdef struct RowMemo:
     double accept
     long long* stamp         # (n,) stamp[j] == i + 1: row[j] holds f(i, j) of i's build
     bint row_all             # the last build evaluated the whole row
+    # the second tier (ovf NULL: off): when more than K partners of i lie above a
+    # threshold t_i (the accepted level's c_rest, or accept after a whole row), those not
+    # kept are listed (sorted) in ovf[ovf_at[i] : ovf_at[i] + ovf_at[n + i]] and
+    # tier[i] = t_i bounds every partner neither kept nor listed (ovf_at[n + i] = -1: no
+    # tier); ovf_at[2 n] is the arena's fill, ovf_cap its size.  ocnt: work (n,), zero
+    # between steps: listed partners per arm.  vis: work (n,), the build's candidates.
+    long long* ovf
+    long long ovf_cap
+    long long* ovf_at
+    double* tier
+    long long* ocnt
+    long long* vis
 
 
 cdef inline bint worse(double a, long long ja, double b, long long jb) noexcept nogil:
@@ -106,10 +118,10 @@ cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ss
     best partners (largest f(i, j), ties to the smaller j: the same set in any visiting
     order) are sorted by j, unused slots j = n, f = 0.0.
     """
-    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, evals = 0, lev, o
+    cdef Py_ssize_t K = rm.K, cnt = 0, j, p, q, evals = 0, lev, o, nvis = 0, m
     cdef long long* hj = rm.j + i * K
     cdef double* hf = rm.f + i * K
-    cdef double v, rest = -INFINITY, tf, cr
+    cdef double v, rest = -INFINITY, tf, cr, t = rm.accept
     cdef long long tj, mark = i + 1
     rm.row_all = True
     if rm.q_ptr != NULL:
@@ -123,11 +135,15 @@ cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ss
                     rm.stamp[j] = mark
                     v = block_factor(d, i, j)
                     rm.row[j] = v
+                    if rm.vis != NULL:
+                        rm.vis[nvis] = j
+                        nvis += 1
                     evals += 1
                     _heap_push(hj, hf, K, &cnt, &rest, v, j)
             tf = rest if rest > rm.accept else rm.accept
             cr = rm.c_rest[lev * n + i]
             if cr <= tf:
+                t = cr
                 if cr > rest:
                     rest = cr
                 rm.row_all = False
@@ -175,7 +191,73 @@ cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ss
         hj[p] = n
         hf[p] = 0.0
     rm.rest[i] = rest
+    if rm.ovf != NULL:
+        rm.ovf_at[n + i] = -1
+        if rest > t:
+            # more than K partners above t: list the others above it (increasing j)
+            m = 0
+            if rm.row_all:
+                for j in range(n):
+                    if j != i and rm.row[j] > t and memo_find(hj, K, j) < 0:
+                        m += 1
+            else:
+                for p in range(nvis):
+                    j = rm.vis[p]
+                    if rm.row[j] > t and memo_find(hj, K, j) < 0:
+                        m += 1
+            if rm.ovf_at[2 * n] + m <= rm.ovf_cap:
+                q = rm.ovf_at[2 * n]
+                rm.ovf_at[i] = q
+                rm.ovf_at[n + i] = m
+                rm.tier[i] = t
+                if rm.row_all:
+                    for j in range(n):
+                        if j != i and rm.row[j] > t and memo_find(hj, K, j) < 0:
+                            rm.ovf[q] = j
+                            q += 1
+                else:
+                    for p in range(nvis):
+                        j = rm.vis[p]
+                        if rm.row[j] > t and memo_find(hj, K, j) < 0:
+                            rm.ovf[q] = j
+                            q += 1
+                    _sort_ll(rm.ovf + rm.ovf_at[i], m)
+                rm.ovf_at[2 * n] = q
     return evals
+
+
+cdef inline void _sift(long long* a, Py_ssize_t root, Py_ssize_t end) noexcept nogil:
+    """Sift a[root] down the max-heap a[0:end + 1]."""
+    cdef Py_ssize_t child
+    cdef long long tmp
+    while 2 * root + 1 <= end:
+        child = 2 * root + 1
+        if child + 1 <= end and a[child] < a[child + 1]:
+            child += 1
+        if a[root] < a[child]:
+            tmp = a[root]
+            a[root] = a[child]
+            a[child] = tmp
+            root = child
+        else:
+            return
+
+
+cdef inline void _sort_ll(long long* a, Py_ssize_t m) noexcept nogil:
+    """Sort a[0:m] increasing (heapsort: no allocation, O(m log m))."""
+    cdef Py_ssize_t start, end
+    cdef long long tmp
+    if m < 2:
+        return
+    for start in range(m // 2 - 1, -1, -1):
+        _sift(a, start, m - 1)
+    end = m - 1
+    while end > 0:
+        tmp = a[0]
+        a[0] = a[end]
+        a[end] = tmp
+        end -= 1
+        _sift(a, 0, end)
 
 
 cdef inline bint memo_row_has(const RowMemo* rm, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
@@ -224,6 +306,9 @@ cdef inline void memo_arm_sums(RowMemo* rm, Py_ssize_t i, const long long* label
         rm.msum[c] += t
         rm.mabs[c] += t if t >= 0.0 else -t
         rm.mcnt[c] += 1
+    if rm.ovf != NULL and rm.ovf_at[n + i] > 0:
+        for k in range(rm.ovf_at[i], rm.ovf_at[i] + rm.ovf_at[n + i]):
+            rm.ocnt[cidx[labels[rm.ovf[k]]]] += 1
 
 
 cdef inline void memo_arm_clear(RowMemo* rm, Py_ssize_t i, const long long* labels,
@@ -240,6 +325,9 @@ cdef inline void memo_arm_clear(RowMemo* rm, Py_ssize_t i, const long long* labe
         rm.msum[c] = 0.0
         rm.mabs[c] = 0.0
         rm.mcnt[c] = 0
+    if rm.ovf != NULL and rm.ovf_at[n + i] > 0:
+        for k in range(rm.ovf_at[i], rm.ovf_at[i] + rm.ovf_at[n + i]):
+            rm.ocnt[cidx[labels[rm.ovf[k]]]] = 0
 
 
 cdef inline double memo_ub(const RowMemo* rm, Py_ssize_t i, Py_ssize_t c, Py_ssize_t N,
@@ -248,8 +336,17 @@ cdef inline double memo_ub(const RowMemo* rm, Py_ssize_t i, Py_ssize_t c, Py_ssi
     plus (N - mcnt) rest_i / tau, raised by 1e-9 (|memo terms| + |rest part|), far above the
     rounding of sums of up to 1e6 terms (x + 1e-9 |x| is increasing in x)."""
     cdef double r, s = rm.msum[c], a = rm.mabs[c]
+    cdef long long o
     if rm.mcnt[c] < N:
-        r = (N - rm.mcnt[c]) * (rm.rest[i] * inv_temp)
+        if rm.ovf != NULL and rm.ovf_at[rm.n + i] >= 0:
+            # the tier: listed partners by rest_i, the others by tier_i <= rest_i
+            o = rm.ocnt[c]
+            r = o * (rm.rest[i] * inv_temp)
+            s += r
+            a += r if r >= 0.0 else -r
+            r = (N - rm.mcnt[c] - o) * (rm.tier[i] * inv_temp)
+        else:
+            r = (N - rm.mcnt[c]) * (rm.rest[i] * inv_temp)
         if r == -INFINITY:
             return -INFINITY
         s += r

@@ -75,6 +75,9 @@ PARTNER_LEVELS = ((1024, 0.04), (4096, 0.33))
 PARTNER_ACCEPT = 0.0
 PARTNER_MEMO_K = 512
 PARTNER_MEMO_MB = 512.0
+#: The memo's second tier (``anneal(memo_ovf=...)``): the partners of a mention above its
+#: bound beyond the K kept, listed within this many MB for the block (0: off).
+PARTNER_TIER_MB = 512.0
 #: Early stop (``patience``) in blocks of at least ``STILL_MIN_N`` movable mentions: a
 #: counting sweep is still when it moves at most ``STILL_FRACTION`` of them (rounded down);
 #: in smaller blocks only a sweep without a move is.  Racing's tests err with probability up
@@ -127,6 +130,9 @@ class KernelRun:
     cv_weight: float = 0.0
     partners: object = None
     partner_accept: float = 0.0
+    memo_ovf: np.ndarray = None
+    memo_ovf_at: np.ndarray = None
+    memo_tier: np.ndarray = None
 
     def anneal(self, labels, size, inv_temps, stop_mask, patience, bound_mode, lab_hist, evals):
         """One ``coref.gibbs._gibbs.anneal`` call; returns the number of sweeps run."""
@@ -142,9 +148,10 @@ class KernelRun:
     def _index(self):
         """The candidate index arguments of the kernel (all None without one)."""
         p = self.partners
+        tier = (self.memo_ovf, self.memo_ovf_at, self.memo_tier)
         if p is None:
-            return (None,) * 5 + (0.0,)
-        return p.q_ptr, p.q_key, p.k_ptr, p.k_men, p.rest, float(self.partner_accept)
+            return (None,) * 5 + (float(self.partner_accept),) + tier
+        return (p.q_ptr, p.q_key, p.k_ptr, p.k_men, p.rest, float(self.partner_accept)) + tier
 
     def sweep(self, labels, size, inv_temp, bound_mode):
         """One Gibbs sweep (fresh random order) in place; return the factors evaluated."""
@@ -331,6 +338,10 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
             run.partner_accept = PARTNER_ACCEPT
             if run.partners is not None:
                 k = min(max(MEMO_PARTNERS, min(PARTNER_MEMO_K, int(PARTNER_MEMO_MB * 2**20) // (16 * n))), n - 1)
+                if PARTNER_TIER_MB > 0:
+                    run.memo_ovf = np.zeros(max(1, int(PARTNER_TIER_MB * 2**20) // 8), np.int64)
+                    run.memo_ovf_at = np.zeros(2 * n + 1, np.int64)
+                    run.memo_tier = np.zeros(n)
         run.memo_j = np.zeros((n, k), np.int64)
         run.memo_f = np.zeros((n, k))
         run.memo_rest = np.full(n, np.nan)

@@ -205,3 +205,73 @@ def test_candidate_index_shapes_are_checked(blocks):
                            np.zeros((1, n), np.int64), np.zeros(1, np.int64), None, 0,
                            np.zeros((n, 4), np.int64), np.zeros((n, 4)), np.full(n, np.nan), 1, 0, None,
                            0.0, *[np.ascontiguousarray(a) for a in args])
+
+
+def _tier_check(enc, theta, bias, mj, mf, mr, ovf, at, tier, rng):
+    """Every listed partner lies above t_i and outside the memo; every other partner is at
+    most t_i; the tier bound of random arms is at least their exact sum."""
+    F = _matrix(enc, theta, bias)
+    n = enc.n
+    used = 0
+    for i in np.flatnonzero(~np.isnan(mr)):
+        if at[n + i] < 0:
+            continue
+        used += 1
+        lst = ovf[at[i]:at[i] + at[n + i]]
+        kept = mj[i][mj[i] < n]
+        assert (np.diff(lst) > 0).all() and not np.isin(lst, kept).any() and i not in lst
+        assert (F[i, lst] > tier[i]).all() and (F[i, lst] <= mr[i]).all()
+        other = np.ones(n, bool)
+        other[kept] = other[lst] = other[i] = False
+        assert (F[i, other] <= tier[i]).all()
+        val = F[i]
+        for _ in range(10):
+            arm = rng.choice(np.flatnonzero(np.arange(n) != i), size=int(rng.integers(1, 20)), replace=False)
+            ub = sum(mf[i][np.searchsorted(kept, j)] if j in kept else (mr[i] if j in lst else tier[i])
+                     for j in arm.tolist())
+            assert ub >= val[arm].sum() - 1e-9 * (1 + np.abs(val[arm]).sum())
+    return used
+
+
+@pytest.mark.parametrize("seed,max_df,accept,cap", [(3, 2, 0.0, 10**6), (4, (1, 6), -0.5, 10**6),
+                                                    (5, None, 0.0, 10**6), (6, 2, 0.0, 40)])
+def test_racing_with_memo_tier_matches_twin(blocks, seed, max_df, accept, cap, racing_run):
+    """The second tier (``memo_ovf``): the kernel equals its twin (labels, factors, state, memo,
+    tier arrays), the tier is valid, and a small arena lists what fits and no more."""
+    _, encs = blocks
+    enc = encs[0]
+    n = enc.n
+    theta, _ = _theta(seed, 0.4)
+    theta[17] += 3.0                                 # big clusters: more than K partners above t
+    bias = -0.5
+    idx = None if max_df is None else partner_index(enc, theta, bias, max_df)
+    labels0 = np.random.default_rng(seed).integers(0, n // 10, n)
+    temps = [1.0, 3.0, 20.0]
+    out = [racing_run(mod, enc, theta, bias, labels0, temps, 4, 6, index=idx, accept=accept, tier_cap=cap)
+           for mod in (_gibbs, _gibbs_py)]
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)
+    ovf, at, tier = out[0][6:]
+    assert 0 <= at[2 * n] <= cap
+    used = _tier_check(enc, theta, bias, *out[0][3:6], ovf, at, tier, np.random.default_rng(seed))
+    assert used > 0
+    off = racing_run(_gibbs, enc, theta, bias, labels0, temps, 4, 6, index=idx, accept=accept)
+    assert not np.array_equal(off[1], out[0][1])      # the tier changed the work
+
+
+def test_memo_tier_arrays_are_checked(blocks):
+    _, encs = blocks
+    enc = encs[0]
+    n = enc.n
+    theta, bias = _theta(0)
+    args = (enc, theta, bias, np.arange(n, dtype=np.int64), np.ones(n, np.int64), np.arange(n, dtype=np.int64),
+            np.ones(1), np.zeros(1, np.int8), 0, 1, 3, 2, np.zeros(n), bound_table(0.05, n + 1),
+            np.array([1, 2, 3, 4], np.uint64), np.zeros((1, n), np.int64), np.zeros(1, np.int64), None, 0,
+            np.zeros((n, 4), np.int64), np.zeros((n, 4)), np.full(n, np.nan), 1, 0, None, 0.0) + (None,) * 5
+    for mod in (_gibbs, _gibbs_py):
+        with pytest.raises(ValueError, match="memo_ovf needs memo_ovf_at"):
+            mod.anneal(*args, 0.0, np.zeros(5, np.int64), np.zeros(n, np.int64), np.zeros(n))
+        at = np.zeros(2 * n + 1, np.int64)
+        at[2 * n] = 6
+        with pytest.raises(ValueError, match="the arena's fill"):
+            mod.anneal(*args, 0.0, np.zeros(5, np.int64), at, np.zeros(n))
