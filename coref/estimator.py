@@ -41,7 +41,7 @@ class AuthorCoref(BaseEstimator):
     sampler : {"auto", "racing", "exact"}, default "auto"
         Gibbs conditional sampler of ``predict`` / ``add``: ``"auto"`` is exact Gibbs from
         the cached factor matrix for each block whose matrix fits 256 MiB (up to 5,792
-        mentions), racing for larger blocks (see :class:`coref.gibbs.GibbsCoref`);
+        mentions) and holds fewer than 5,000, racing otherwise (see :class:`coref.gibbs.GibbsCoref`);
         ``sampling_`` says which block got which after ``predict`` / ``add``.
     delta : float in (0, 1), default 0.05
         Allowed failure probability of each racing test.

@@ -135,7 +135,7 @@ def add_common_arguments(parser):
                         sampler_help="Gibbs sampler (default auto); auto: exact Gibbs from the cached "
                                              "factor matrix for each block whose matrix fits --factor-cache-mb "
                                              "(when not given: predict 1024 MiB, streamed predict 128, add "
-                                             "256), racing for larger blocks")
+                                             "256) and holds fewer than 5,000 mentions, racing otherwise")
     add_executor_arguments(parser, scheduler_help="run blocks on this Dask scheduler")
     parser.add_argument("--factor-cache-mb", type=float, default=0.0, metavar="MB",
                         help="exact and auto samplers: sample each block whose n x n factor matrix fits "

@@ -46,7 +46,8 @@ class GibbsCoref:
     sampler : {"racing", "exact", "auto"}, default "racing"
         ``"auto"``: per block, exact Gibbs from the cached factor matrix when the
         block's matrix fits ``factor_cache_mb`` (:data:`FACTOR_CACHE_MB` when it
-        is 0), racing for larger blocks.  On blocked citation data most blocks fit,
+        is 0) and the block has fewer than ``coref.gibbs.block.AUTO_RACING_MIN_N`` (5,000) mentions,
+        racing otherwise.  On blocked citation data most blocks fit,
         and the exact sampler over cached factors is then the fastest (README,
         "Which sampler is fastest"); racing is for blocks too large for a matrix.
     delta : float in (0, 1), default 0.05

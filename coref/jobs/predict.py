@@ -100,7 +100,8 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         Gibbs conditional sampler.  ``"auto"``: per block, exact Gibbs from the block's
         cached n x n factor matrix when it fits ``factor_cache_mb`` (when 0: 1 GiB,
         blocks of up to 11,585 mentions, in memory; 128 MiB, 4,096 mentions, streamed),
-        racing for larger blocks; summary.json ``sampling`` and report.md say which
+        racing for larger blocks and for blocks of 5,000 mentions or more (cheaper there);
+        summary.json ``sampling`` and report.md say which
         block got which and why.  On the shipped data every block fits and ``"auto"``
         is the fastest (``benchmarks/scripts/coref_auto_sampler.py``).
     seed, delta, n_sweeps, format, strict, workers, scheduler

@@ -275,3 +275,23 @@ def test_memo_tier_arrays_are_checked(blocks):
         at[2 * n] = 6
         with pytest.raises(ValueError, match="the arena's fill"):
             mod.anneal(*args, 0.0, np.zeros(5, np.int64), at, np.zeros(n))
+
+
+def test_auto_races_big_blocks_whose_matrix_fits(shipped_model_and_data, monkeypatch):
+    """``sampler="auto"``: exact from the cached matrix below ``AUTO_RACING_MIN_N``
+    mentions, racing (with the candidate memo) from it on, though the matrix fits."""
+    from coref.gibbs import GibbsCoref
+    from coref.gibbs import block as gibbs_block
+
+    _, model = shipped_model_and_data
+    df = synthesize_block(240, rng=9)
+    df = df.drop(columns=[c for c in ("gold",) if c in df])
+    g = GibbsCoref(model, sampler="auto", n_sweeps=3, rng=1).fit(df)
+    assert g.cached_blocks_ == [str(df["block"].iloc[0])]
+    monkeypatch.setattr(gibbs_block, "AUTO_RACING_MIN_N", 200)
+    monkeypatch.setattr(gibbs_block, "PARTNER_MIN_N", 200)
+    calls = []
+    real = gibbs_block.partner_index
+    monkeypatch.setattr(gibbs_block, "partner_index", lambda *a: calls.append(a[0].n) or real(*a))
+    g = GibbsCoref(model, sampler="auto", n_sweeps=3, rng=1).fit(df)
+    assert g.cached_blocks_ == [] and calls == [240]
