@@ -51,6 +51,7 @@ from libc.string cimport memcpy
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
 from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, merge_act, _finish
+from coref.gibbs._prepass cimport row_maxima, matrix_rows
 from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_arm_sums,
                                memo_arm_clear, memo_ub, lazy_bound, memo_row_has)
 from coref.gibbs._xoshiro cimport below, uniform
@@ -58,6 +59,8 @@ from coref.gibbs._rounds cimport _sched, _n_rounds
 from coref.gibbs._cv cimport CVState, cv_init, cv_arm, cv_move
 
 from coref.factors._factors import shared_memo
+from coref.gibbs.partners import check_index, check_tier
+from coref.gibbs.work import Work
 
 
 # G_UP[k] >= -log(-log(u)) for every u < (k + 1) / N_GUP: the Gumbel at the bin's upper
@@ -622,67 +625,6 @@ cdef Py_ssize_t _step(BlockData* d,
                    n_evals, cand, cidx, fill, pool, nC)
 
 
-def _check_index(const long long[::1] q_ptr, const long long[::1] q_key, const long long[::1] k_ptr,
-                 const long long[::1] k_men, const double[::1] rest, Py_ssize_t n):
-    """ValueError unless the candidate index is well formed for a block of n mentions."""
-    import numpy as np
-    qp, kp = np.asarray(q_ptr), np.asarray(k_ptr)
-    L = rest.shape[0] // n if n > 0 else 0
-    if L < 1 or rest.shape[0] != L * n or qp.shape[0] != L * (n + 1) or kp.shape[0] < 1:
-        raise ValueError(f"cand_q_ptr must have L (n + 1) entries and cand_rest L n (n = {n}, L levels)")
-    qp = qp.reshape(L, n + 1)
-    if qp[0, 0] != 0 or qp[L - 1, n] != q_key.shape[0] or (np.diff(qp, axis=1) < 0).any() \
-            or (qp[1:, 0] != qp[:L - 1, n]).any():
-        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key), level after level")
-    if kp[0] != 0 or kp[kp.shape[0] - 1] != k_men.shape[0] or (np.diff(kp) < 0).any():
-        raise ValueError("cand_k_ptr must rise from 0 to len(cand_k_men)")
-    qk, km = np.asarray(q_key), np.asarray(k_men)
-    if len(qk) and (qk.min() < 0 or qk.max() >= kp.shape[0] - 1):
-        raise ValueError("cand_q_key holds a key outside [0, len(cand_k_ptr) - 1)")
-    if len(km) and (km.min() < 0 or km.max() >= n):
-        raise ValueError("cand_k_men holds a mention outside [0, n)")
-    if np.isnan(np.asarray(rest)).any():
-        raise ValueError("cand_rest must not hold NaN")
-
-
-cdef class _Work:
-    cdef public object cand, cidx, start, members, fill, acc, acc2, T, N, est, se2, alive
-    cdef public object gumbels, order, act, pool, nc, bj, bc, us, gok, lz, nr, row, msum, mabs, mcnt
-    cdef public object hc
-
-    def __init__(self, Py_ssize_t n):
-        import numpy as np
-        m = n + 2
-        self.cand = np.zeros(m, np.int64)
-        self.cidx = np.zeros(m, np.int64)
-        self.start = np.zeros(m, np.int64)
-        self.members = np.zeros(m, np.int64)
-        self.fill = np.zeros(m, np.int64)
-        self.acc = np.zeros(m)
-        self.acc2 = np.zeros(m)
-        self.T = np.zeros(m, np.int64)
-        self.N = np.zeros(m, np.int64)
-        self.est = np.zeros(m)
-        self.se2 = np.zeros(m)
-        self.alive = np.zeros(m, np.int8)
-        self.gumbels = np.zeros(m)
-        self.order = np.zeros(m, np.int64)
-        self.act = np.zeros(m, np.int64)
-        self.pool = np.zeros(m, np.int64)
-        self.nc = np.zeros(1, np.int64)
-        self.bj = np.zeros(m, np.int64)
-        self.bc = np.zeros(m, np.int64)
-        self.us = np.zeros(m)
-        self.gok = np.zeros(m, np.int8)
-        self.lz = np.zeros(m, np.int64)
-        self.nr = np.zeros(m, np.int64)
-        self.row = np.zeros(m)
-        self.msum = np.zeros(m)
-        self.mabs = np.zeros(m)
-        self.mcnt = np.zeros(m, np.int64)
-        self.hc = np.zeros(m)
-
-
 def anneal(object enc,                      # IN  EncodedBlock
            const double[::1] theta,         # IN  (N_FEATURES,)
            double bias,
@@ -752,18 +694,12 @@ def anneal(object enc,                      # IN  EncodedBlock
     others (-inf if none).  Later steps of i bound every arm by its memo: f(x_i, x_j) for
     a partner in it (exact), memo_rest[i] for any other (``coref.gibbs._memo``), and read
     the memo's factors instead of evaluating them.  The memo persists across calls.
-With a candidate index (``cand_*``, ``coref.gibbs.partners.partner_index``; None: off),
-the memo of a mention is built at its first racing step, and a build evaluates i's
-candidates only (the mentions posted under its query keys) and keeps that memo, with
-rest = max(the best value not kept, ``cand_rest[i]``) and only the partners above
-``cand_rest[i]``, when ``cand_rest[i]`` <= max(that best value, ``cand_accept``);
-otherwise it evaluates the rest of the row as above.  Only the factors evaluated are
-counted.  Second tier (``memo_ovf`` None: off): when a build finds more than K partners
-above t_i (the accepted level's bound, else ``cand_accept``), the others above t_i are
-listed (increasing j) in ``memo_ovf[memo_ovf_at[i]:][:memo_ovf_at[n + i]]`` while the
-arena has room (``memo_ovf_at[2 n]``: its fill), and ``memo_tier[i] = t_i``; an arm's
-bound is then its memo partners exactly, its listed partners by rest_i and its other
-members by t_i.
+    Candidate index (``cand_*``, ``coref.gibbs.partners.partner_index``; None: off): a
+    mention's memo is built at its first step from its candidates (level by level, the
+    whole row as the last resort) with ``cand_rest`` bounding the others, kept above
+    ``cand_accept``; second tier (``memo_ovf`` / ``memo_ovf_at`` / ``memo_tier``; None:
+    off): the partners beyond the K kept above t_i, listed while the arena has room.  The
+    exact contract: ``coref.gibbs._memo.memo_build``.  Only evaluated factors count.
 
     Control variate (racing only; ``cv_rank`` None or ``cv_weight`` 0 = off): a
     subsampled arm y is estimated as N_y mean(f - h) + H_y with h(i, j) = ``cv_weight``
@@ -775,7 +711,7 @@ members by t_i.
     cdef BlockData d = make_block(enc, theta, bias, keep, 64 * 1024 * 1024, True,
                                   shared_memo(enc))
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
-    cdef _Work w = _Work(n)
+    w = Work(n)
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
     cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
     cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
@@ -785,7 +721,6 @@ members by t_i.
     cdef char[::1] gok = w.gok
     cdef const double* fmx = NULL
     cdef double* fmp = NULL
-    cdef double fv
     cdef long long ev0 = 0
     cdef char[::1] alive = w.alive
     cdef Py_ssize_t b_cols = b_table.shape[1], s, k, j, i, tmp, still = 0, used = 0
@@ -868,7 +803,7 @@ members by t_i.
                 if cand_q_key is None or cand_k_ptr is None or cand_k_men is None or cand_rest is None:
                     raise ValueError("the candidate index needs cand_q_ptr, cand_q_key, cand_k_ptr, "
                                      "cand_k_men and cand_rest")
-                _check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
+                check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
                 import numpy as np
                 stamp_buf = np.zeros(n, np.int64)
                 rm.q_ptr = &cand_q_ptr[0]
@@ -881,11 +816,7 @@ members by t_i.
                 vis_buf = np.zeros(n, np.int64)
                 rm.vis = &vis_buf[0]
             if memo_ovf is not None:
-                if memo_ovf_at is None or memo_tier is None or memo_ovf_at.shape[0] != 2 * n + 1 \
-                        or memo_tier.shape[0] != n or memo_ovf.shape[0] < 1:
-                    raise ValueError("memo_ovf needs memo_ovf_at of shape (2 n + 1,) and memo_tier (n,)")
-                if memo_ovf_at[2 * n] < 0 or memo_ovf_at[2 * n] > memo_ovf.shape[0]:
-                    raise ValueError("memo_ovf_at[2 n] (the arena's fill) must lie in [0, len(memo_ovf)]")
+                check_tier(memo_ovf, memo_ovf_at, memo_tier, n)
                 import numpy as np
                 ocnt_buf = np.zeros(n + 2, np.int64)
                 rm.ovf = &memo_ovf[0]
@@ -904,59 +835,10 @@ members by t_i.
     for k in range(4):
         st[k] = rng_state[k]
     with nogil:
-        if racing and small_arm_bound == 1 and n_sw > 0 and n_mov > 0 and n_mov == n:
-            for i in range(n):
-                fmax[i] = -INFINITY
-            for i in range(n):
-                row_set(&d, i)
-                for j in range(i + 1, n):
-                    fv = block_factor(&d, i, j)
-                    if fv > fmax[i]:
-                        fmax[i] = fv
-                    if fv > fmax[j]:
-                        fmax[j] = fv
-                row_clear(&d)
-            ev0 = n * (n - 1) // 2
-        elif racing and small_arm_bound == 1 and n_sw > 0 and n_mov > 0:
-            # some mentions are fixed (coref add): only a movable mention's fmax is read
-            # (as fmax_i), so only its row is computed; a fixed j gets +inf, and
-            # min(fmax_i, fmax_j) = fmax_i still bounds f(i, j).  n_mov (n - 1) -
-            # n_mov (n_mov - 1) / 2 factors (distinct movable mentions) instead of
-            # n (n - 1) / 2; alive[] marks the movable mentions meanwhile
-            for i in range(n):
-                fmax[i] = INFINITY
-                alive[i] = 0
-            for k in range(n_mov):
-                fmax[movable[k]] = -INFINITY
-                alive[movable[k]] = 1
-            ev0 = 0
-            for i in range(n):
-                if not alive[i]:
-                    continue
-                row_set(&d, i)
-                for j in range(n):
-                    if j == i or (alive[j] and j < i):
-                        continue
-                    fv = block_factor(&d, i, j)
-                    ev0 += 1
-                    if fv > fmax[i]:
-                        fmax[i] = fv
-                    if alive[j] and fv > fmax[j]:
-                        fmax[j] = fv
-                row_clear(&d)
-            for i in range(n):
-                alive[i] = 0
-        if fmat_mode == 1 and n_sw > 0:
-            # the factor matrix: rows of the movable mentions (row mode, as a step)
-            for k in range(n_mov):
-                i = movable[k]
-                row_set(&d, i)
-                for j in range(n):
-                    if j != i:
-                        fmp[i * n + j] = block_factor(&d, i, j)
-                fmp[i * n + i] = 0.0
-                row_clear(&d)
-                ev0 += n - 1
+        if racing and small_arm_bound == 1 and n_sw > 0 and n_mov > 0:
+            ev0 = row_maxima(&d, n, &movable[0], n_mov, &fmax[0], &alive[0])
+        if fmat_mode == 1 and n_sw > 0 and n_mov > 0:
+            ev0 += matrix_rows(&d, n, &movable[0], n_mov, fmp)
         if racing and small_arm_bound and n > 0:
             fmx = &fmax[0]
         # rounds until an arm of population N is exhausted, for every N < n

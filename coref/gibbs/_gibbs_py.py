@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from coref.factors._factors_py import block_factor
+from coref.gibbs.partners import check_index, check_tier
 
 _MASK = (1 << 64) - 1
 
@@ -386,28 +387,6 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
     return l
 
 
-def _check_index(q_ptr, q_key, k_ptr, k_men, rest, n):
-    """The kernel's ``_check_index``."""
-    qp, kp = np.asarray(q_ptr), np.asarray(k_ptr)
-    nr = np.asarray(rest).shape[0]
-    L = nr // n if n > 0 else 0
-    if L < 1 or nr != L * n or qp.shape[0] != L * (n + 1) or kp.shape[0] < 1:
-        raise ValueError(f"cand_q_ptr must have L (n + 1) entries and cand_rest L n (n = {n}, L levels)")
-    qp = qp.reshape(L, n + 1)
-    if qp[0, 0] != 0 or qp[L - 1, n] != len(q_key) or (np.diff(qp, axis=1) < 0).any() \
-            or (qp[1:, 0] != qp[:L - 1, n]).any():
-        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key), level after level")
-    if kp[0] != 0 or kp[-1] != len(k_men) or (np.diff(kp) < 0).any():
-        raise ValueError("cand_k_ptr must rise from 0 to len(cand_k_men)")
-    qk, km = np.asarray(q_key), np.asarray(k_men)
-    if len(qk) and (qk.min() < 0 or qk.max() >= kp.shape[0] - 1):
-        raise ValueError("cand_q_key holds a key outside [0, len(cand_k_ptr) - 1)")
-    if len(km) and (km.min() < 0 or km.max() >= n):
-        raise ValueError("cand_k_men holds a mention outside [0, n)")
-    if np.isnan(np.asarray(rest, dtype=np.float64)).any():
-        raise ValueError("cand_rest must not hold NaN")
-
-
 def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patience, racing,
            first_batch, small_arm_bound, fmax_out, b_table, rng_state, lab_hist, evals,
            fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0,
@@ -474,15 +453,11 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
                 if cand_q_key is None or cand_k_ptr is None or cand_k_men is None or cand_rest is None:
                     raise ValueError("the candidate index needs cand_q_ptr, cand_q_key, cand_k_ptr, "
                                      "cand_k_men and cand_rest")
-                _check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
+                check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
                 index = (cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, float(cand_accept))
             tier = None
             if memo_ovf is not None:
-                if memo_ovf_at is None or memo_tier is None or len(memo_ovf_at) != 2 * n + 1 \
-                        or len(memo_tier) != n or len(memo_ovf) < 1:
-                    raise ValueError("memo_ovf needs memo_ovf_at of shape (2 n + 1,) and memo_tier (n,)")
-                if memo_ovf_at[2 * n] < 0 or memo_ovf_at[2 * n] > len(memo_ovf):
-                    raise ValueError("memo_ovf_at[2 n] (the arena's fill) must lie in [0, len(memo_ovf)]")
+                check_tier(memo_ovf, memo_ovf_at, memo_tier, n)
                 tier = (memo_ovf, memo_ovf_at, memo_tier, float(cand_accept))
             memo = (memo_j, memo_f, memo_rest, memo_row_min, index, tier)
     cv = None

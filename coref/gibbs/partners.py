@@ -36,7 +36,7 @@ import numpy as np
 
 from coref.factors.names import BASE_FEATURES, COMPONENT_DAMPING, N_BASE
 
-__all__ = ["PartnerIndex", "partner_index", "MAX_DF"]
+__all__ = ["PartnerIndex", "partner_index", "check_index", "check_tier", "classes", "MAX_DF"]
 
 #: Keys posted by more mentions than this are not indexed: their sharing is bounded
 #: instead (:func:`partner_index`).
@@ -398,3 +398,36 @@ def _class_max(enc, c, t, group, w3):
                 v = v + w3 * ((kg[None, :] == group[mem][:, None]) & (kg[None, :] >= 0))
             out[mem] = v.max(axis=1)
     return out
+
+
+def check_index(q_ptr, q_key, k_ptr, k_men, rest, n):
+    """Raise ValueError unless a candidate index (``PartnerIndex`` arrays) fits n mentions.
+
+    Used by the kernel ``coref.gibbs._gibbs.anneal`` and its twin before a run.
+    """
+    qp, kp = np.asarray(q_ptr), np.asarray(k_ptr)
+    nr = np.asarray(rest).shape[0]
+    L = nr // n if n > 0 else 0
+    if L < 1 or nr != L * n or qp.shape[0] != L * (n + 1) or kp.shape[0] < 1:
+        raise ValueError(f"cand_q_ptr must have L (n + 1) entries and cand_rest L n (n = {n}, L levels)")
+    qp = qp.reshape(L, n + 1)
+    if qp[0, 0] != 0 or qp[L - 1, n] != len(q_key) or (np.diff(qp, axis=1) < 0).any() \
+            or (qp[1:, 0] != qp[:L - 1, n]).any():
+        raise ValueError("cand_q_ptr must rise from 0 to len(cand_q_key), level after level")
+    if kp[0] != 0 or kp[-1] != len(k_men) or (np.diff(kp) < 0).any():
+        raise ValueError("cand_k_ptr must rise from 0 to len(cand_k_men)")
+    qk, km = np.asarray(q_key), np.asarray(k_men)
+    if len(qk) and (qk.min() < 0 or qk.max() >= kp.shape[0] - 1):
+        raise ValueError("cand_q_key holds a key outside [0, len(cand_k_ptr) - 1)")
+    if len(km) and (km.min() < 0 or km.max() >= n):
+        raise ValueError("cand_k_men holds a mention outside [0, n)")
+    if np.isnan(np.asarray(rest, dtype=np.float64)).any():
+        raise ValueError("cand_rest must not hold NaN")
+
+
+def check_tier(ovf, at, tier, n):
+    """Raise ValueError unless the memo's second tier arrays fit n mentions (kernel and twin)."""
+    if at is None or tier is None or len(at) != 2 * n + 1 or len(tier) != n or len(ovf) < 1:
+        raise ValueError("memo_ovf needs memo_ovf_at of shape (2 n + 1,) and memo_tier (n,)")
+    if at[2 * n] < 0 or at[2 * n] > len(ovf):
+        raise ValueError("memo_ovf_at[2 n] (the arena's fill) must lie in [0, len(memo_ovf)]")

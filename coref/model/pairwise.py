@@ -49,6 +49,7 @@ from coref.model._pseudolik import fit_pseudolik, pl_data
 from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, SYNTHETIC_SEED, BigBlockWeights,
                                     block_level_features, check_big_blocks, synthetic_training_blocks)
 from coref.model.name_priors import apply_name_priors
+from coref.model.pairs import gold_labels, labeled_pairs
 from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
                                      rate_scores, shift_evals)
 from coref.training import tune_shift
@@ -58,52 +59,6 @@ from sampling.utils.rng import as_generator
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["PairwiseModel", "labeled_pairs"]
-
-
-
-def labeled_pairs(enc: EncodedBlock, gold: np.ndarray, *, max_pairs: int, rng) -> tuple:
-    """Pairs (i < j) of labeled mentions of one block and their same-entity flags.
-
-    All pairs if there are at most ``max_pairs``, else a uniform sample of
-    ``max_pairs`` distinct pairs.  ``gold`` is an object array with None for
-    unlabeled mentions.
-
-    Returns
-    -------
-    I, J : ndarray of int64, shape (m,)
-    y : ndarray of int8, shape (m,)
-    """
-    lab = np.flatnonzero(np.array([g is not None for g in gold], dtype=bool))
-    k = lab.shape[0]
-    n_all = k * (k - 1) // 2
-    if n_all == 0:
-        e = np.zeros(0, np.int64)
-        return e, e, np.zeros(0, np.int8)
-    if n_all <= max_pairs:
-        a, b = np.triu_indices(k, 1)
-    else:
-        a = np.empty(0, np.int64)
-        b = np.empty(0, np.int64)
-        while len(a) < max_pairs:
-            x = rng.integers(0, k, size=2 * max_pairs)
-            z = rng.integers(0, k, size=2 * max_pairs)
-            keep = x != z
-            lo, hi = np.minimum(x, z)[keep], np.maximum(x, z)[keep]
-            code = np.concatenate([a * k + b, lo * k + hi])
-            _, first = np.unique(code, return_index=True)
-            first = np.sort(first)[:max_pairs]
-            code = code[first]
-            a, b = code // k, code % k
-    I = lab[a].astype(np.int64)
-    J = lab[b].astype(np.int64)
-    g = np.asarray(gold, dtype=object)
-    y = np.array([g[i] == g[j] for i, j in zip(I, J)], dtype=np.int8)
-    return I, J, y
-
-
-def _gold_labels(sub):
-    """The ``gold`` column of one block as an object array, None for unlabeled mentions."""
-    return np.array([None if pd.isna(g) else str(g) for g in sub["gold"]], dtype=object)
 
 
 class PairwiseModel:
@@ -285,7 +240,7 @@ class PairwiseModel:
             enc = encode_mentions(sub, vocab)
             if encs is not None:
                 encs.append(enc)
-            I, J, y = labeled_pairs(enc, _gold_labels(sub), max_pairs=int(self.max_pairs_per_block), rng=gen)
+            I, J, y = labeled_pairs(enc, gold_labels(sub), max_pairs=int(self.max_pairs_per_block), rng=gen)
             if len(I) == 0:
                 continue
             phi = np.empty((len(I), N_FEATURES))
@@ -315,7 +270,7 @@ class PairwiseModel:
         """Refit (theta_, intercept_) by maximum pseudo-likelihood on the gold clusterings."""
         blocks = []
         for _, sub in df.groupby("block", sort=True):
-            gold = _gold_labels(sub)
+            gold = gold_labels(sub)
             if sum(g is not None for g in gold) >= 2:
                 blocks.append((encode_mentions(sub, self.vocabulary_), gold))
         data = pl_data(blocks, lambda enc, I, J: self.pair_features(enc, I, J), N_FEATURES,
