@@ -24,9 +24,14 @@ no indexed key:
 * indicators of a shared token (``venue_acronym``, ``venue_contain``) are 0 unless i has
   an unindexed key.
 
-Every other feature keeps its interval.  Pairs are evaluated in the kernel's order, so
-a memo built from the candidates is the whole-row memo whenever ``rest_i`` is at most
-the whole row's (K + 1)-th best factor, and a valid (larger) bound otherwise.
+The missing-field and name-form features (:data:`CLASS_FEATURES`) are not bounded one by
+one but taken exactly for each class of partner (:func:`classes`: the fields a mention
+lacks and its name form; a kernel ``pair_features`` call per pair of classes), with the
+gated features (affiliation, year, abstract, keyword terms) counted only for classes that
+have the field, and the maximum over the block's classes is kept: a partner without
+coauthors cannot also be in i's unindexed comp3 group, and so on.  Every other feature
+keeps its interval.  With ``max_df`` levels, each level indexes rarer keys too: more
+candidates, a tighter bound (``coref.gibbs._memo.memo_build`` tries them in turn).
 """
 from __future__ import annotations
 
