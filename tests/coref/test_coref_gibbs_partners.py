@@ -295,3 +295,16 @@ def test_auto_races_big_blocks_whose_matrix_fits(shipped_model_and_data, monkeyp
     monkeypatch.setattr(gibbs_block, "partner_index", lambda *a: calls.append(a[0].n) or real(*a))
     g = GibbsCoref(model, sampler="auto", n_sweeps=3, rng=1).fit(df)
     assert g.cached_blocks_ == [] and calls == [240]
+
+
+def test_small_arm_bound_counts_coauthors_shared_across_cut_groups():
+    """comp1 groups are cut (``coauthor_groups``), so two mentions of different groups can
+    share a coauthor: only mentions that share none outside their group get overlaps 0."""
+    from types import SimpleNamespace
+
+    from coref.gibbs.arm_bound import _shares_outside
+
+    # coauthors: m0 {1, 2}, m1 {2}, m2 {3}, m3 {3, 4}, m4 {}; groups: {m0, m1} {m2} {m3} {m4}
+    enc = SimpleNamespace(n=5, co_ptr=np.array([0, 2, 3, 4, 6, 6]), co_ids=np.array([1, 2, 2, 3, 3, 4]))
+    out = _shares_outside(enc, np.array([0, 0, 1, 2, 3]))
+    np.testing.assert_array_equal(out, [False, False, True, True, False])
