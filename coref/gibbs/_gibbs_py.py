@@ -61,48 +61,41 @@ def _memo_build(enc, theta, bias, i, memo):
     """i's memo as the kernel's ``memo_build``: ``(row, evals)``, row = {j: f(i, j)} of the
     factors evaluated (i's candidates, or the whole row); K best partners (ties to the
     smaller j) sorted by j, and rest."""
-    mj, mf, mrest, _, index, tier = memo
+    mj, mf, mrest, _, index, tier, accept = memo
     n, K = enc.n, mj.shape[1]
-    t = float(index[5]) if index is not None else 0.0
-    if tier is not None:
-        t = float(tier[3])                                  # the accept value
 
     def keep(row):
         ranked = sorted(row, key=lambda j: (-row[j], j))
         return sorted(ranked[:K]), (row[ranked[K]] if len(ranked) > K else -math.inf)
 
-    row = None
+    row, t, whole = {}, accept, True
     if index is not None:
-        q_ptr, q_key, k_ptr, k_men, c_rest, accept = index
-        cands = set()
+        q_ptr, q_key, k_ptr, k_men, c_rest = index
         for lev in range(len(c_rest) // n):
             o = lev * (n + 1)
             for p in range(int(q_ptr[o + i]), int(q_ptr[o + i + 1])):
                 k = int(q_key[p])
-                cands.update(int(j) for j in k_men[int(k_ptr[k]):int(k_ptr[k + 1])])
-            cands.discard(i)
-            row = {j: block_factor(enc, theta, bias, i, j) for j in sorted(cands)}
+                for j in (int(x) for x in k_men[int(k_ptr[k]):int(k_ptr[k + 1])]):
+                    if j != i and j not in row:
+                        row[j] = block_factor(enc, theta, bias, i, j)
             kept, rest = keep(row)
             cr = float(c_rest[lev * n + i])
-            if cr <= max(rest, float(accept)):
+            if cr <= max(rest, accept):
                 rest = max(rest, cr)
                 kept = [j for j in kept if row[j] > cr]
-                t = cr
+                t, whole = cr, False
                 break
-            row = None
-    evals = len(row) if row is not None else 0
-    if row is None:
-        part = {} if index is None else {j: block_factor(enc, theta, bias, i, j) for j in sorted(cands)}
-        row = {j: part[j] if j in part else block_factor(enc, theta, bias, i, j) for j in range(n) if j != i}
+    if whole:
+        row = {j: row[j] if j in row else block_factor(enc, theta, bias, i, j) for j in range(n) if j != i}
         kept, rest = keep(row)
-        evals = n - 1
+    evals = len(row)
     mj[i, :] = n
     mf[i, :] = 0.0
     mj[i, :len(kept)] = kept
     mf[i, :len(kept)] = [row[j] for j in kept]
     mrest[i] = rest
     if tier is not None:
-        ovf, at, tb, _ = tier
+        ovf, at, tb = tier
         at[n + i] = -1
         if rest > t:
             ks = set(kept)
@@ -454,12 +447,12 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
                     raise ValueError("the candidate index needs cand_q_ptr, cand_q_key, cand_k_ptr, "
                                      "cand_k_men and cand_rest")
                 check_index(cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, n)
-                index = (cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest, float(cand_accept))
+                index = (cand_q_ptr, cand_q_key, cand_k_ptr, cand_k_men, cand_rest)
             tier = None
             if memo_ovf is not None:
                 check_tier(memo_ovf, memo_ovf_at, memo_tier, n)
-                tier = (memo_ovf, memo_ovf_at, memo_tier, float(cand_accept))
-            memo = (memo_j, memo_f, memo_rest, memo_row_min, index, tier)
+                tier = (memo_ovf, memo_ovf_at, memo_tier)
+            memo = (memo_j, memo_f, memo_rest, memo_row_min, index, tier, float(cand_accept))
     cv = None
     if racing and cv_rank is not None and cv_weight != 0.0 and n > 0:
         if len(cv_rank) != n:

@@ -227,6 +227,11 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
     n_sp = len(spaces)
     q_ptrs, q_keys, rests, last = [], [], [], -1
     offset = 0
+    # what every level shares: the case-0 feature intervals and the class table
+    from coref.gibbs.arm_bound import feature_intervals
+
+    iv = feature_intervals(enc)[:2]
+    table = _class_table(enc, c)
     for D in levels:
         indexed = forced[space] | (df <= D)
         n_idx = int(indexed.sum())
@@ -252,7 +257,7 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
         if "comp3" in bases:
             comp3 = np.asarray(enc.comp3, dtype=np.int64)
             group = np.where(indexed[comp3 + bases["comp3"]], -1, comp3)
-        rests.append(_rest_bound(enc, theta, bias, c, spaces, light, anyk, group))
+        rests.append(_rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table))
     # the postings of every key the last level indexes (a subset for the earlier ones)
     sel = indexed[pk]
     order = np.lexsort((pm[sel], pk[sel]))
@@ -264,12 +269,11 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
                         len(rests))
 
 
-def _rest_bound(enc, theta, bias, c, spaces, light, anyk, group):
-    """bias + sum_k max(c_k lo_k, c_k hi_k) over the case-0 intervals of a non-candidate."""
-    from coref.gibbs.arm_bound import feature_intervals
-
+def _rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table):
+    """bias + sum_k max(c_k lo_k, c_k hi_k) over the case-0 intervals ``iv`` of a
+    non-candidate, the class features' maximum taken from ``table`` (:func:`_class_table`)."""
     n = int(enc.n)
-    lo, hi, _, _ = feature_intervals(enc)
+    lo, hi = iv[0].copy(), iv[1].copy()
     z = np.zeros(n)
     sp = {name: s for s, (name, _, _, _, _) in enumerate(spaces)}
     nonneg = {name: nn for name, _, _, _, nn in spaces}
@@ -312,7 +316,7 @@ def _rest_bound(enc, theta, bias, c, spaces, light, anyk, group):
     mag = np.maximum(np.abs(a), np.abs(b)).sum(axis=0)
     slack = 1e-9 * (abs(float(bias)) + mag) + 1e-12
     w3 = float(c[_F["same_comp_initials"]]) if "comp3" in sp else None
-    best = _class_max(enc, c, t, group, w3)
+    best = _class_max(table, t, group, w3)
     if best is None:
         return float(bias) + t.sum(axis=0) + slack
     free = np.ones(N_BASE, dtype=bool)
@@ -359,20 +363,13 @@ def classes(enc):
     return cls.reshape(-1).astype(np.int64), attrs, rep.astype(np.int64)
 
 
-def _class_max(enc, c, t, group, w3):
-    """max over the block's partner kinds of f's class part for mention i (shape (n,)), or None.
-
-    The class part of a pair (i, j): sum of c_k phi_k over :data:`CLASS_FEATURES`, exact
-    from the kernel on one member of each class (those features read only the class
-    attributes), plus each gate's interval maxima ``t`` when both classes have its field,
-    plus (``w3`` not None) ``w3 * same_comp_initials``, which for a partner outside i's
-    candidates is 1 exactly when both are in the same unindexed comp3 group ``group``
-    (-1: none).  A partner kind is a (class, group) pair that some mention has.
-    """
+def _class_table(enc, c):
+    """``(cls, attrs, A)``: :func:`classes` and A[u, v], the class features' part of f for a
+    mention of class u and a partner of class v (exact, from the kernel on one member of
+    each); None for a block of one mention or more than :data:`MAX_CLASSES` classes."""
     from sampling.utils.kernels import load_kernel
 
-    n = int(enc.n)
-    if n < 2:
+    if int(enc.n) < 2:
         return None
     cls, attrs, rep = classes(enc)
     V = len(rep)
@@ -389,6 +386,22 @@ def _class_max(enc, c, t, group, w3):
         phi = np.empty((len(I), 2 * N_BASE))
         fk.pair_features(enc, I, J, phi)
         A[u] = (phi[:, cf] * c[cf]).sum(axis=1).reshape(len(u), V)
+    return cls, attrs, A
+
+
+def _class_max(table, t, group, w3):
+    """max over the block's partner kinds of f's class part for mention i (shape (n,)), or None.
+
+    The class part of a pair (i, j): ``A[class i, class j]`` (:func:`_class_table`), plus
+    each gate's interval maxima ``t`` when both classes have its field, plus (``w3`` not
+    None) ``w3 * same_comp_initials``, which for a partner outside i's candidates is 1
+    exactly when both are in the same unindexed comp3 group ``group`` (-1: none).  A
+    partner kind is a (class, group) pair that some mention has.
+    """
+    if table is None:
+        return None
+    cls, attrs, A = table
+    n, V = len(cls), len(A)
     has = ~attrs[:, list(_GATES)].astype(bool)             # (V, gates): field present
     G = np.stack([t[[_F[k] for k in feats]].sum(axis=0) for feats in _GATES.values()], axis=1)  # (n, gates)
     kinds = np.unique(np.column_stack([cls, group]), axis=0)      # (E, 2): class, group
