@@ -18,6 +18,7 @@ from coref.gibbs.arm_bound import component_bound
 from coref.gibbs.partners import partner_index
 from coref.gibbs.control import conflict_ranks, conflict_weight
 from coref.gibbs.marginals import sample_marginals
+from coref.gibbs.link_merges import link_merges
 from coref.gibbs.merges import merge_moves
 from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask, temperature_schedule
 from coref.gibbs.seeding import block_rng, kernel_state
@@ -101,6 +102,20 @@ BIG_INIT = "greedy"
 #: h(i, j) = w [ranks differ] (0: off).  Blocks with fewer than two full first names, and
 #: models whose ``name_first_conflict`` weight is 0, run without it.
 CONTROL_VARIATE_RANKS = 64
+#: After annealing, a block of at least ``LINK_MERGE_MIN_N`` mentions (all movable) merges
+#: linked clusters whose factors sum above zero (``coref.gibbs.link_merges``), within
+#: ``LINK_MERGE_EVALS_PER_MENTION`` * n factors, then runs ``LINK_MERGE_SETTLE`` sweeps at
+#: the last temperature if anything merged.  Blocks sampled from their cached factor
+#: matrix always (the sums cost no factor); racing blocks only with ``LINK_MERGE_RACING``.
+#: Measured (shipped model, seed 0): grouped 5-fold CV folds of aminer_na + aminer_dblp_dev
+#: (exact from the matrix) B3 F1 0.8905 -> 0.8922 (dev names 0.9006 -> 0.9023); racing on
+#: one-name blocks of 10,000 / 30,000 mentions 0.9156 -> 0.9163 / 0.8855 -> 0.8864 for
+#: 18% / 23% more wall time (their split authors' sub-clusters have Delta < 0: the model,
+#: not the search, keeps them apart), hence off there.
+LINK_MERGE_MIN_N = 2
+LINK_MERGE_EVALS_PER_MENTION = 1000
+LINK_MERGE_SETTLE = 1
+LINK_MERGE_RACING = False
 
 
 @dataclass
@@ -367,6 +382,13 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         used = run.anneal(labels, size, inv_temps, mask, settings.patience, bound_mode, kh,
                           ev[1:len(temps) + 1])
     ev[1] += bound_evals            # the bound's factors count in sweep 1 (as mode 1's)
+    if n >= LINK_MERGE_MIN_N and used > 0 and len(movable) == n and (fmat is not None or LINK_MERGE_RACING):
+        merged, e = link_merges(labels, size, run, LINK_MERGE_EVALS_PER_MENTION * n)
+        for _ in range(LINK_MERGE_SETTLE if merged else 0):
+            e += run.sweep(labels, size, inv_temps[used - 1], 2 if bound_mode else 0)
+        ev[used] += e
+        if lab_hist is not None:
+            lab_hist[used] = labels
     if lab_hist is not None:
         lab_hist[used + 1:] = labels
     marg = None

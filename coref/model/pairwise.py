@@ -50,8 +50,8 @@ from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, SYNTHETIC
                                     block_level_features, check_big_blocks, synthetic_training_blocks)
 from coref.model.name_priors import apply_name_priors
 from coref.model.pairs import gold_labels, labeled_pairs
-from coref.model.block_prior import (cached_block_rate, check_block_prior, pooled_rate, prior_shift, rate_pairs,
-                                     rate_scores, shift_evals)
+from coref.model.block_prior import (BIG_BLOCK_EM, cached_block_rate, check_block_prior, pooled_rate, prior_shift,
+                                     rate_pairs, rate_scores, shift_evals)
 from coref.training import tune_shift
 from sampling.utils.kernels import load_kernel
 from sampling.utils.rng import as_generator
@@ -470,7 +470,8 @@ class PairwiseModel:
         (``big_.theta``, ``big_.bias`` and ``big_.pair_rate`` in a big block)
         (Saerens et al. 2002, eq. 2.4, one EM step from the training prior; run on to the
         EM's fixed point when that step lowers the prior:
-        :func:`coref.model.block_prior.em_block_rate`).  0.0 with
+        :func:`coref.model.block_prior.em_block_rate`; in a big block the first step only,
+        :data:`coref.model.block_prior.BIG_BLOCK_EM`).  0.0 with
         ``block_prior="none"``, for blocks of fewer than two mentions, and for models
         loaded from files saved before block priors.
 
@@ -484,7 +485,9 @@ class PairwiseModel:
             return 0.0
         theta, bias, rate = self._weights(enc.n)
         key = (theta.tobytes(), float(bias), int(self.block_prior_pairs))  # what r_b depends on
-        r_b = cached_block_rate(enc, key, self.rate_factors, rate, self.block_prior_cap)
+        # a big block: one step (classify-and-count), no EM (coref.model.block_prior.BIG_BLOCK_EM)
+        em = not self.is_big_block(enc.n) or BIG_BLOCK_EM
+        r_b = cached_block_rate(enc, key, self.rate_factors, rate if em else None, self.block_prior_cap)
         return prior_shift(r_b, rate, self.block_prior_cap)
 
     def is_big_block(self, n: int) -> bool:

@@ -38,7 +38,7 @@ def blocks(fitted):
     return fitted.encode(below), fitted.encode(at)
 
 
-def test_blocks_of_at_least_min_n_mentions_use_the_big_block_weights(fitted, blocks):
+def test_blocks_of_at_least_min_n_mentions_use_the_big_block_weights(fitted, blocks, monkeypatch):
     small, big = blocks
     assert (small.n, big.n) == (MIN_N - 1, MIN_N)
     assert fitted.big_.min_n == MIN_N
@@ -57,8 +57,20 @@ def test_blocks_of_at_least_min_n_mentions_use_the_big_block_weights(fitted, blo
     a, b, _ = rate_pairs(big.n, fitted.block_prior_pairs)
     np.testing.assert_allclose(f, fitted.pair_features(big, a, b) @ fitted.big_.theta + fitted.big_.bias,
                                rtol=1e-12, atol=1e-9)
-    r = em_block_rate(f, fitted.big_.pair_rate, fitted.block_prior_cap)
-    assert fitted.block_shift(big) == pytest.approx(prior_shift(r, fitted.big_.pair_rate, fitted.block_prior_cap))
+    # a big block's rate: the first step (mean sigmoid), not the EM's fixed point
+    r1 = float(np.mean(1.0 / (1.0 + np.exp(-f))))
+    assert fitted.block_shift(big) == pytest.approx(prior_shift(r1, fitted.big_.pair_rate, fitted.block_prior_cap),
+                                                    rel=1e-12)
+    # where the first step lowers the prior, a small block's EM runs on, a big block's does not
+    low = np.linspace(-12.0, -2.0, 500)
+    df = synthesize_block(2 * MIN_N - 1, rng=9, n_blocks=2)
+    fresh = fitted.encode(max((df[df["block"] == b].reset_index(drop=True) for b in df["block"].unique()), key=len))
+    monkeypatch.setattr(fitted, "rate_factors", lambda enc: low)
+    r1 = float(np.mean(1.0 / (1.0 + np.exp(-low))))
+    r = em_block_rate(low, fitted.big_.pair_rate, fitted.block_prior_cap)
+    assert r < r1 * 0.99
+    assert fitted.block_shift(fresh) == pytest.approx(prior_shift(r1, fitted.big_.pair_rate, fitted.block_prior_cap),
+                                                      rel=1e-12)
     # the small block: the labeled blocks' weights
     I, J = np.triu_indices(small.n, 1)
     np.testing.assert_allclose(fitted.factor_matrix(small)[I, J],
