@@ -245,8 +245,9 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     certify_seconds : float >= 0, default 0
         Wall-clock budget of a certification pass (0 = off; :data:`DEFAULT_CERTIFY_SECONDS`
         is the suggested value for the command line).  In each block above ``max_exact``,
-        after the sub-model above, the next least confident ``gibbs`` rows below
-        ``review_threshold`` (at most :data:`CERTIFY_MAX_SUBMODEL`) form a second sub-model,
+        after the sub-model above, if its least confident ``gibbs`` row is below
+        ``review_threshold``, the next least confident ``gibbs`` rows (at most
+        :data:`CERTIFY_MAX_SUBMODEL`) form a second sub-model,
         conditioned on the rest; when it has more than ``max_exact`` mentions (too large to
         sum exactly) its rows get DIS intervals (method ``dis``) within
         min(``time_limit``, remaining budget), stopping once its intervals are narrow

@@ -295,6 +295,21 @@ def test_certify_seconds_bounds_the_next_least_confident_rows_by_dis():
         assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=-1.0)
 
 
+def test_certify_takes_the_least_confident_rows_of_a_block_with_one_below_the_threshold():
+    # the sub-model is the least confident gibbs rows of the block (up to CERTIFY_MAX_SUBMODEL), also those
+    # at or above review_threshold, once its least confident row is below it; none below: not a candidate
+    df, labels, kw = _certify_case(max_exact=4)
+    off, _ = assignment_confidence(_model(), df, _clusters(df, labels), **kw)
+    g = np.sort(off.loc[off["method"] == "gibbs", "p"].to_numpy())
+    assert len(g) == 11 and g[0] < g[1]
+    kw["review_threshold"] = float((g[0] + g[1]) / 2)            # one row below it
+    conf, _ = assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=30.0, **kw)
+    assert conf.attrs["certify"]["n_certified"] == 11 and (conf["method"] == "dis").sum() == 11
+    kw["review_threshold"] = float(g[0] / 2)                      # none below it
+    conf, _ = assignment_confidence(_model(), df, _clusters(df, labels), certify_seconds=30.0, **kw)
+    assert conf.attrs["certify"]["n_submodels"] == 0 and (conf["method"] == "dis").sum() == 0
+
+
 def test_certify_pass_skips_sub_models_small_enough_to_sum_exactly():
     """The budget is for DIS: a next sub-model of <= max_exact mentions is left to Gibbs, unspent."""
     df, labels, kw = _certify_case(max_exact=12)
