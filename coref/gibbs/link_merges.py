@@ -18,7 +18,9 @@ sampler's cached factor matrix), visited in decreasing order of their linked fac
     Delta(A, B) = sum_{a in A, b in B} f_theta(x_a, x_b)
 
 (the change of log p(y | x) if A and B merge) is summed exactly, from the matrix or by the
-factor kernel, and the two merge when Delta > 0.  After a merge the pair's links go to
+factor kernel, and the two merge when Delta > ``min_mean`` |A| |B|: their mean pairwise
+log-odds exceeds a margin (``coref.gibbs.block.LINK_MERGE_MIN_MEAN``), because a sum of
+pairwise log-odds rewards size and the model over-merges big pairs of clusters.  After a merge the pair's links go to
 the merged cluster, whose pairs are proposed again.  No random numbers: the same state gives
 the same merges.  Mentions that Gibbs may not move (``coref add``'s old mentions) keep
 their clusters: the pass runs only when every mention is movable.
@@ -34,6 +36,9 @@ from sampling.utils.kernels import load_kernel
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["candidate_links", "link_merges"]
+
+#: Rows of a cached factor matrix ranked at a time by :func:`candidate_links`.
+_ROWS = 256
 
 
 def candidate_links(run, labels, k_matrix=32):
@@ -60,9 +65,14 @@ def candidate_links(run, labels, k_matrix=32):
     if run.fmat is not None and run.fmat_mode == 2:
         k = min(int(k_matrix), n - 1)
         F = run.fmat
-        J = np.argpartition(-F, k - 1, axis=1)[:, :k] if k < n - 1 else np.tile(np.arange(n), (n, 1))
+        parts = []
+        for a in range(0, n, _ROWS):       # in slices of rows: no n x n temporary
+            rows = F[a:a + _ROWS]
+            J = np.argpartition(-rows, k - 1, axis=1)[:, :k] if k < n - 1 else np.tile(np.arange(n), (len(rows), 1))
+            parts.append(J.astype(np.int64))
+        J = np.concatenate(parts)
         I = np.repeat(np.arange(n, dtype=np.int64), J.shape[1])
-        J = J.ravel().astype(np.int64)
+        J = J.ravel()
         f = F[I, J]
     elif run.memo_j is not None:
         built = ~np.isnan(run.memo_rest)
@@ -93,8 +103,8 @@ def _delta(run, A, B):
     return float(out.sum()), len(out)
 
 
-def link_merges(labels, size, run, max_evals):
-    """Merge linked cluster pairs whose factors sum above zero, greedily, in place.
+def link_merges(labels, size, run, max_evals, min_mean=0.0):
+    """Merge linked cluster pairs whose factors sum above ``min_mean`` per pair, greedily, in place.
 
     Parameters
     ----------
@@ -107,6 +117,9 @@ def link_merges(labels, size, run, max_evals):
     max_evals : int
         Factor budget: a pair whose exact sum would take the factors evaluated past it is
         skipped (sums from a cached matrix cost none).
+    min_mean : float, default 0.0
+        Merge A and B when Delta(A, B) > ``min_mean`` |A| |B| (natural-log odds per pair;
+        0: whenever the merge raises log p(y | x)).
 
     Returns
     -------
@@ -145,7 +158,7 @@ def link_merges(labels, size, run, max_evals):
             continue
         delta, e = _delta(run, A, B)
         evals += e
-        if not delta > 0.0:
+        if not delta > min_mean * len(A) * len(B):
             continue
         keep, gone = (c, d) if (len(A), -c) >= (len(B), -d) else (d, c)
         labels[members[gone]] = keep

@@ -40,6 +40,16 @@ def test_two_tight_pairs_merge_where_single_moves_cannot():
     np.testing.assert_array_equal(size, [4, 0, 0, 0])
 
 
+def test_min_mean_is_a_margin_per_pair():
+    F = np.full((4, 4), 1.0)
+    F[0, 1] = F[1, 0] = F[2, 3] = F[3, 2] = 10.0
+    np.fill_diagonal(F, 0.0)                       # Delta = 4 over 2 x 2 pairs: mean 1.0
+    for min_mean, want in ((1.0, [0, 0, 2, 2]), (0.99, [0, 0, 0, 0])):
+        labels = np.array([0, 0, 2, 2], np.int64)
+        link_merges(labels, _sizes(labels), _matrix_run(F), max_evals=0, min_mean=min_mean)
+        np.testing.assert_array_equal(labels, want)
+
+
 def test_negative_sum_does_not_merge():
     F = np.full((4, 4), -3.0)
     F[0, 1] = F[1, 0] = F[2, 3] = F[3, 2] = 10.0
@@ -126,15 +136,15 @@ def test_budget_skips_kernel_sums():
 def test_fit_block_runs_the_pass_on_cached_matrices_only(monkeypatch):
     calls = []
 
-    def spy(labels, size, run, max_evals):
-        calls.append((run.fmat is not None, len(labels), max_evals))
+    def spy(labels, size, run, max_evals, min_mean):
+        calls.append((run.fmat is not None, len(labels), max_evals, min_mean))
         return 0, 0
 
     monkeypatch.setattr(block_mod, "link_merges", spy)
     df = _df(n=12, seed=5)
     X = df.drop(columns=["gold"])
     GibbsCoref(_Model(_theta(), -1.0), rng=0, sampler="auto", n_sweeps=4).fit(X)
-    assert calls == [(True, 12, block_mod.LINK_MERGE_EVALS_PER_MENTION * 12)]
+    assert calls == [(True, 12, block_mod.LINK_MERGE_EVALS_PER_MENTION * 12, block_mod.LINK_MERGE_MIN_MEAN)]
     calls.clear()
     GibbsCoref(_Model(_theta(), -1.0), rng=0, sampler="racing", n_sweeps=4).fit(X)
     assert calls == []
@@ -142,3 +152,15 @@ def test_fit_block_runs_the_pass_on_cached_matrices_only(monkeypatch):
     GibbsCoref(_Model(_theta(), -1.0), rng=0, sampler="auto", n_sweeps=4).fit(
         X, initial=np.zeros(12, np.int64), fixed=np.arange(12) < 6)
     assert calls == []
+
+
+def test_matrix_links_are_each_rows_largest_factors():
+    gen = np.random.default_rng(7)
+    n, k = 600, 5                                   # more rows than one slice of candidate_links
+    F = gen.normal(0, 1, (n, n))
+    F = np.triu(F, 1) + np.triu(F, 1).T
+    labels = np.arange(n, dtype=np.int64)
+    I, J, f = candidate_links(_matrix_run(F), labels, k_matrix=k)
+    want = {(i, j) for i in range(n) for j in np.argsort(-F[i])[:k] if j != i and F[i, j] > 0}
+    assert set(zip(I.tolist(), J.tolist())) == want
+    np.testing.assert_array_equal(f, F[I, J])
