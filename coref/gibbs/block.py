@@ -108,7 +108,8 @@ CONTROL_VARIATE_RANKS = 64
 #: runs ``LINK_MERGE_SETTLE`` sweeps at the last temperature if anything merged.  Blocks
 #: sampled from their cached factor matrix always (the sums cost no factor); racing blocks
 #: only with ``LINK_MERGE_RACING``.  Measured (shipped model, seed 0, re-predicting the
-#: grouped 5-fold CV of aminer_na + aminer_dblp_dev; and ``coref synth --mentions 100000``):
+#: grouped 5-fold CV of aminer_na + aminer_dblp_dev; and ``coref synth --mentions 100000``;
+#: ``benchmarks/scripts/coref_link_merges.py``):
 #: off: B3 F1 0.8897 (dev names 0.9010), synthetic 0.9231; margin 0: 0.8913 (0.9029),
 #: 0.8932; 0.5: 0.8914 (0.9027), 0.9012; 1: 0.8929 (0.9049), 0.9070; 2: 0.8921 (0.9054),
 #: 0.9146.  The synthetic corpus loses what the real names gain: its authors of one
