@@ -62,7 +62,7 @@ def candidate_links(run, labels, k_matrix=32):
         Their factors (natural-log odds, > 0).
     """
     n = len(labels)
-    if run.fmat is not None and run.fmat_mode == 2:
+    if _from_matrix(run):
         k = min(int(k_matrix), n - 1)
         F = run.fmat
         parts = []
@@ -91,9 +91,14 @@ def candidate_links(run, labels, k_matrix=32):
     return I[keep], J[keep], f[keep]
 
 
+def _from_matrix(run):
+    """True when the block's factors are read from its cached matrix (the exact sampler's, computed)."""
+    return run.fmat is not None and run.fmat_mode == 2
+
+
 def _delta(run, A, B):
     """sum over A x B of f(a, b) and the factors it evaluated (0 from the cached matrix)."""
-    if run.fmat is not None and run.fmat_mode == 2:
+    if _from_matrix(run):
         return float(run.fmat[np.ix_(A, B)].sum()), 0
     I = np.repeat(A, len(B))
     J = np.tile(B, len(A))
@@ -104,7 +109,7 @@ def _delta(run, A, B):
 
 
 def link_merges(labels, size, run, max_evals, min_mean=0.0):
-    """Merge linked cluster pairs whose factors sum above ``min_mean`` per pair, greedily, in place.
+    """Merge linked cluster pairs whose factors average above ``min_mean`` per pair, greedily, in place.
 
     Parameters
     ----------
@@ -154,7 +159,7 @@ def link_merges(labels, size, run, max_evals, min_mean=0.0):
         if version.get(c) != vc or version.get(d) != vd:
             continue                      # a side merged since: its pair was pushed again
         A, B = members[c], members[d]
-        if evals + (0 if run.fmat is not None else len(A) * len(B)) > max_evals:
+        if evals + (0 if _from_matrix(run) else len(A) * len(B)) > max_evals:
             continue
         delta, e = _delta(run, A, B)
         evals += e
