@@ -36,7 +36,7 @@ pairwise model rejects, coauthor groups spanned, years), the signs of an over-me
 ``rel_title_x_cluster``, ``rel_venue_x_cluster``, ``rel_coauthor_x_cluster``,
 ``rel_topic_x_cluster``, ``rel_f_x_cluster``, ``neg_share_x_cluster`` =
 ``cluster_neg_share * log_cluster_size``, ``groups_x_cluster`` = ``log_groups *
-log_cluster_size``): a member that fits its cluster worse than the typical one matters
+log_cluster_size``, ``split_f_x_cluster``, ``minor_x_cluster``): a member that fits its cluster worse than the typical one matters
 more in a big cluster.
 
 The calibration model on them (:class:`coref.calibration.LogisticMap`) is fitted on
@@ -58,7 +58,8 @@ MENTION_FEATURES = VERSION2_FEATURES
 SIZE_INTERACTIONS = {"rel_title_x_cluster": "rel_title", "rel_venue_x_cluster": "rel_venue",
                      "rel_coauthor_x_cluster": "rel_coauthor", "rel_topic_x_cluster": "rel_topic",
                      "rel_f_x_cluster": "rel_f", "neg_share_x_cluster": "cluster_neg_share",
-                     "groups_x_cluster": "log_groups"}
+                     "groups_x_cluster": "log_groups", "split_f_x_cluster": "split_f",
+                     "minor_x_cluster": "minor_group"}
 
 _CLIP = 1e-6
 

@@ -34,7 +34,18 @@ reported clustering), one row per mention:
     share of the cluster's mentions in the mention's own coauthor group;
 ``year_dev``
     |year - median known year of the cluster| / 10, capped at 3 (0 when the year is
-    unknown or the cluster a singleton).
+    unknown or the cluster a singleton);
+``split_f``
+    the mean factor f between the mention's coauthor group within its cluster and the
+    cluster's other members: what joins the two parts per pair (0 when the group is the
+    whole cluster).  Two authors whose coauthor groups are each tight but joined by many
+    weak links (a mean of a fraction of a nat over hundreds of pairs) make a sum the
+    posterior is sure of, and a mean that is not;
+``split``
+    1 when the cluster spans coauthor groups other than the mention's;
+``minor_group``
+    1 when the mention's coauthor group holds less than half of its cluster (the side an
+    over-merge gets wrong).
 
 Singletons get 0 in every column except ``group_share`` (1).  All are deterministic
 functions of the inputs (no sampling).
@@ -47,7 +58,7 @@ __all__ = ["STRUCTURE_FEATURES", "cluster_structure", "empty_structure"]
 
 STRUCTURE_FEATURES = ("fit_title", "fit_venue", "fit_coauthor", "fit_topic", "rel_title", "rel_venue",
                       "rel_coauthor", "rel_topic", "rel_f", "neg_share", "cluster_neg_share", "cluster_p_low",
-                      "single_link", "log_groups", "group_share", "year_dev")
+                      "single_link", "log_groups", "group_share", "year_dev", "split_f", "split", "minor_group")
 
 _VIEWS = (("title", "ti"), ("venue", "ve"), ("coauthor", "co"))
 
@@ -106,6 +117,20 @@ def _relative(v, ok, labels, K):
     return np.where(ok, v - mean[labels], 0.0)
 
 
+def _group_split(F, f_row, group, g_size, k):
+    """``split_f``, ``split``, ``minor_group`` from each mention's (cluster, coauthor group) index ``group``,
+    the groups' sizes ``g_size``, the cluster sizes ``k`` per mention and the row sums ``f_row`` within clusters."""
+    same_g = group[:, None] == group[None, :]
+    np.fill_diagonal(same_g, False)
+    cross = f_row - np.where(same_g, F, 0.0).sum(axis=1)      # sum of f to the cluster outside the group
+    g = g_size[group].astype(float)
+    n_cross = g * (k - g)                                     # pairs between the group and the rest
+    split = n_cross > 0
+    cross_sum = np.bincount(group, weights=cross, minlength=g_size.size)[group]
+    return {"split_f": np.where(split, cross_sum / np.where(split, n_cross, 1.0), 0.0),
+            "split": split.astype(float), "minor_group": (g < 0.5 * k).astype(float)}
+
+
 def cluster_structure(enc, F, P, labels):
     """Per-mention fit to its cluster and the cluster's coherence (module docstring).
 
@@ -150,7 +175,8 @@ def cluster_structure(enc, F, P, labels):
     same = labels[:, None] == labels[None, :]
     np.fill_diagonal(same, False)
     others = np.maximum(k - 1.0, 1.0)
-    f_mean = np.where(same, F, 0.0).sum(axis=1) / others
+    f_row = np.where(same, F, 0.0).sum(axis=1)       # sum of f to the other members
+    f_mean = f_row / others
     out["rel_f"] = _relative(f_mean, multi, labels, K)
     neg = same & (F < 0)
     n_neg = neg.sum(axis=1)
@@ -165,6 +191,7 @@ def cluster_structure(enc, F, P, labels):
     key = labels * (int(comp.max()) + 1) + comp
     uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
     out["group_share"] = cnt[inv] / k
+    out.update(_group_split(F, f_row, inv.ravel(), cnt, k))
     groups = np.bincount(uk // (int(comp.max()) + 1), minlength=K)
     out["log_groups"] = np.log(np.maximum(groups[labels], 1.0))
     year = np.asarray(enc.year, float)[:n]

@@ -72,6 +72,12 @@ def _brute(enc, F, P, labels):
         out["single_link"][i] = float(k >= 3 and sum(F[i, j] > 0 for j in others) == 1)
         out["log_groups"][i] = np.log(len({enc.comp1[j] for j in mem}))
         out["group_share"][i] = np.mean([enc.comp1[j] == enc.comp1[i] for j in mem])
+        group = [j for j in mem if enc.comp1[j] == enc.comp1[i]]
+        rest = [j for j in mem if enc.comp1[j] != enc.comp1[i]]
+        if rest:
+            out["split_f"][i] = np.mean([F[a, b] for a in group for b in rest])
+            out["split"][i] = 1.0
+        out["minor_group"][i] = float(len(group) < k / 2)
         ys = [enc.year[j] for j in mem if enc.year[j] >= 0]
         if enc.year[i] >= 0:
             out["year_dev"][i] = min(abs(enc.year[i] - np.median(ys)) / 10.0, 3.0)
@@ -103,6 +109,10 @@ def test_structure_exact_on_a_tiny_block():
     np.testing.assert_allclose(s["log_groups"], [np.log(2), np.log(2), np.log(2), 0])
     np.testing.assert_allclose(s["group_share"], [2 / 3, 2 / 3, 1 / 3, 1])
     np.testing.assert_allclose(s["year_dev"], [0.2, 0, 2.8, 0])
+    # coauthor groups {0, 1} and {2} of cluster {0, 1, 2}: the pairs between them are f(0, 2), f(1, 2)
+    np.testing.assert_allclose(s["split_f"], [-0.75, -0.75, -0.75, 0], atol=1e-12)
+    np.testing.assert_allclose(s["split"], [1, 1, 1, 0])
+    np.testing.assert_allclose(s["minor_group"], [0, 0, 1, 0])
     fm = np.array([0.5, 0.75, -0.75])
     np.testing.assert_allclose(s["rel_f"], np.append(fm - fm.mean(), 0), atol=1e-12)
 
