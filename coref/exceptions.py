@@ -95,3 +95,11 @@ class IgnoredFieldsWarning(UserWarning):
     that fewer than two training mentions held; the message names the fields and
     why. ``PairwiseModel.ignored_fields(df)`` returns the same as a dict.
     """
+
+
+class UnscoredBlocksWarning(UserWarning):
+    """``--confidence`` left the mentions of blocks too large for its dense n x n matrices without a confidence.
+
+    Issued once per run, naming the limit and how many blocks and mentions it left out
+    (their rows say method ``none``; summary.json ``confidence_unscored`` counts them).
+    """

@@ -7,7 +7,7 @@ is the posterior probability that it belongs with its predicted cluster C(i)::
     conf(i) = P(i is a cluster of its own | x)                if C(i) = {i},
 
 under p(y | x) proportional to exp(sum_{i < j, y_i = y_j} f(x_i, x_j)) (Chen &
-Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``method``):
+Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways, or not at all (column ``method``):
 
 ``exact``
     The whole block (at most ``max_exact`` mentions) is one sub-model whose set
@@ -33,6 +33,10 @@ Ghahramani 2016, Sec. 5.3).  It is computed in one of three ways (column ``metho
     rather than the indicator 1{y_i = y_j}, which has lower variance and gives every
     pair a non-zero probability.  No certified interval (``p_lower`` / ``p_upper``
     NaN).
+``none``
+    The mentions of a block of more than ``max_block`` mentions (:data:`DEFAULT_MAX_BLOCK`):
+    the dense n x n matrices above do not fit, so they get no probability (NaN) and no
+    pair rows; their clusters are reported as given.
 
 Cluster-level moves (``n_moves``): the sampled chain can add split-merge proposals
 (:mod:`coref.confidence.moves`, exact Metropolis-Hastings at temperature 1) so that it can
@@ -93,13 +97,13 @@ from coref.confidence.exact import DEFAULT_MAX_EXACT, MAX_EXACT_SUBSET, log_bloc
 from coref.confidence.consensus import binder_point_estimate, consensus_ids
 from coref.confidence.marginals import competing_clusters, direct_confidence, gibbs_marginals, mention_confidence
 from coref.confidence.scores import acceptance_score, pair_score
-from coref.confidence.structure import STRUCTURE_FEATURES, cluster_structure
+from coref.confidence.structure import STRUCTURE_FEATURES, cluster_structure, empty_structure
 from coref.confidence.submodels import subproblem
 from coref.gibbs import block_rng
 
 __all__ = ["assignment_confidence", "with_calibration", "apply_calibration", "CONFIDENCE_COLUMNS", "PAIR_COLUMNS",
            "DEFAULT_MAX_SUBMODEL", "DEFAULT_N_SAMPLES", "DEFAULT_N_BURN", "DEFAULT_CERTIFY_SECONDS",
-           "CERTIFY_MAX_SUBMODEL", "DEFAULT_N_MOVES", "POINT_ESTIMATES"]
+           "CERTIFY_MAX_SUBMODEL", "DEFAULT_N_MOVES", "POINT_ESTIMATES", "DEFAULT_MAX_BLOCK"]
 
 
 CONFIDENCE_COLUMNS = ("mention_id", "block", "cluster_id", "p", "p_lower", "p_upper", "method", "n_submodel",
@@ -119,6 +123,11 @@ PAIR_COLUMNS = ("block", "mention_a", "mention_b", "p", "p_direct", "p_calibrate
 #: ``max_exact`` <= 12) for bigger exact sub-models, or to 16-20 with ``time_limit=10``
 #: for certified DIS intervals.
 DEFAULT_MAX_SUBMODEL = 8
+#: default largest block whose confidences are computed: its dense n x n factor and pair-probability
+#: matrices, their pair rows and the cluster-structure features take about 48 n^2 bytes (0.8 GB at
+#: 4,096 mentions; 480 GB at 100,000).  The mentions of a larger block get no confidence (method
+#: ``none``, NaN probabilities, no pair rows), counted in ``confidence_df.attrs["unscored"]``.
+DEFAULT_MAX_BLOCK = 4096
 #: Blocks are assembled from a run's per-mention encodings in batches of about this many
 #: mentions (one batched components call per batch; memory bounded by one batch)
 PREFETCH_MENTIONS = 20_000
@@ -201,7 +210,8 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
                           max_exact=DEFAULT_MAX_EXACT, n_samples=DEFAULT_N_SAMPLES, n_burn=DEFAULT_N_BURN,
                           time_limit=10.0, memory_mb=256, review_threshold=0.95, rng=0, encoding="leader",
                           pair_min_p=0.01, calibration="model", pair_factors=False, certify_seconds=0.0,
-                          encodings=None, n_moves=DEFAULT_N_MOVES, point_estimate="map", keep_features=False):
+                          encodings=None, n_moves=DEFAULT_N_MOVES, point_estimate="map", keep_features=False,
+                          max_block=None):
     """Confidence of every mention's predicted cluster, with certified intervals where affordable.
 
     Parameters
@@ -276,13 +286,19 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
     keep_features : bool, default False
         Keep the columns :data:`coref.confidence.structure.STRUCTURE_FEATURES` (the
         mention's fit to its cluster, inputs of the mention model) after the others.
+    max_block : int >= 1 or None, default None
+        Largest block whose confidences are computed (memory grows as n^2; None:
+        :data:`DEFAULT_MAX_BLOCK`).  The mentions
+        of a larger block keep their predicted cluster and get method ``none``, NaN
+        probabilities and no pair rows; ``confidence_df.attrs["unscored"]`` counts them
+        (``max_block``, ``n_blocks``, ``n_mentions``).
 
     Returns
     -------
     confidence_df : pandas.DataFrame
         ``mention_id``, ``block``, ``cluster_id`` (the reported clustering, see
         ``point_estimate``), ``p`` (conf(i), module docstring), ``p_lower``,
-        ``p_upper`` (NaN for ``gibbs`` rows), ``method`` (exact | dis | gibbs),
+        ``p_upper`` (NaN for ``gibbs`` rows), ``method`` (exact | dis | gibbs | none),
         ``n_submodel`` (mentions of the sub-model the row came from; 0 for gibbs),
         ``p_direct`` (mean sigmoid(f) to the other members of the predicted cluster; 1
         for a singleton), ``p_calibrated`` (the calibration map's image of
@@ -319,11 +335,15 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         raise ValueError(f"the n_moves parameter must be an int >= 0; got {n_moves!r}")
     if point_estimate not in POINT_ESTIMATES:
         raise ValueError(f"the point_estimate parameter must be one of {POINT_ESTIMATES}; got {point_estimate!r}")
+    if max_block is None:
+        max_block = DEFAULT_MAX_BLOCK
+    if isinstance(max_block, bool) or not isinstance(max_block, numbers.Integral) or max_block < 1:
+        raise ValueError(f"the max_block parameter must be an int >= 1; got {max_block!r}")
+    unscored = {"max_block": int(max_block), "n_blocks": 0, "n_mentions": 0}
     cert = Certify(float(certify_seconds))
     conf_rows, pair_frames = [], []
     if len(df) == 0:
-        return _empty_conf(keep_features), pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
-                                            for c in PAIR_COLUMNS + (("f",) if pair_factors else ())})
+        return _empty_conf(keep_features), _empty_pairs(pair_factors)
     groups = [(b, g.iloc[np.argsort(g["mention_id"].astype(str).to_numpy(), kind="stable")])
               for b, g in df.groupby(df["block"].astype(str), sort=True)]
     batch_end, fetched = 0, []
@@ -334,9 +354,14 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
             while batch_end < len(groups) and (batch_end == k or size < PREFETCH_MENTIONS):
                 size += len(groups[batch_end][1])
                 batch_end += 1
-            fetched = encodings.prefetch([g for _, g in groups[k:batch_end] if len(g) > 1])
+            fetched = encodings.prefetch([g for _, g in groups[k:batch_end] if 1 < len(g) <= max_block])
         ids = sub_df["mention_id"].astype(str).to_numpy()
         cid = cluster_of.loc[ids].to_numpy()
+        if len(ids) > max_block:             # too large for the dense matrices: no confidence
+            conf_rows.append(_unscored_rows(block, ids, cid))
+            unscored["n_blocks"] += 1
+            unscored["n_mentions"] += len(ids)
+            continue
         labels = np.unique(cid, return_inverse=True)[1].astype(np.int64)
         n = len(ids)
         gen = block_rng(int(rng), block)
@@ -403,11 +428,12 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         encodings.drop(fetched)
     conf = pd.concat(conf_rows, ignore_index=True)
     conf["method"] = conf["method"].astype(str)
-    pairs = pd.concat(pair_frames, ignore_index=True)
+    pairs = pd.concat(pair_frames, ignore_index=True) if pair_frames else _empty_pairs(pair_factors)
     conf, pairs = with_calibration(conf, pairs, _resolve_calibration(model, calibration))
     cols = list(PAIR_COLUMNS) + (["f"] if pair_factors else [])
     conf = conf[list(CONFIDENCE_COLUMNS) + (list(STRUCTURE_FEATURES) if keep_features else [])].copy()
     conf.attrs["certify"] = cert.summary()
+    conf.attrs["unscored"] = unscored
     return conf, pairs[cols]
 
 
@@ -482,6 +508,20 @@ def apply_calibration(confidence_df, pairs_df, *, mention_map=None, pair_map=Non
     if pair_map is not None and len(pairs):
         pairs["p"] = pair_map.apply(pairs["p"].to_numpy(float))
     return conf, pairs
+
+
+def _empty_pairs(pair_factors=False):
+    return pd.DataFrame({c: pd.Series(dtype=float if c.startswith("p") else object)
+                         for c in PAIR_COLUMNS + (("f",) if pair_factors else ())})
+
+
+def _unscored_rows(block, ids, cid):
+    """The confidence rows of a block above ``max_block``: its clusters as given, method ``none``, no probability."""
+    n = len(ids)
+    nan = np.full(n, np.nan)
+    return pd.DataFrame({"mention_id": ids, "block": block, "cluster_id": cid, "p": nan, "p_lower": nan,
+                         "p_upper": nan, "method": "none", "n_submodel": np.zeros(n, np.int64), "p_direct": nan,
+                         "competing_cluster": "", "p_competing": nan, **empty_structure(n)})
 
 
 def _empty_conf(keep_features=False):

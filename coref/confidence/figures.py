@@ -114,11 +114,12 @@ def _plots(out_dir, confidence_df, pairs_df, gold):
     files = []
     fig, ax = plt.subplots(figsize=(5, 3.5))
     bins = np.linspace(0, 1, 21)
-    for m in sorted(confidence_df["method"].unique()):
+    for m in sorted(set(confidence_df["method"].unique()) - {"none"}):     # none: no confidence
         ax.hist(confidence_df.loc[confidence_df["method"] == m, "p"], bins=bins, alpha=0.6, label=m)
     ax.set_xlabel("confidence P(mention belongs with its predicted cluster)")
     ax.set_ylabel("mentions")
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
     files.append(_save(plt, fig, out_dir, "confidence_hist.png"))
     if gold is not None and pairs_df is not None and len(pairs_df):
         ok, y = pair_labels(pairs_df, gold)

@@ -171,12 +171,12 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         # the encodings are the largest object of a big run
         encodings = stats.pop("encodings")
         write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
-        conf_md, certify = None, None
+        conf_md, certify, unscored = None, None, None
         if confidence:
             budget = certify_budget(certify_seconds, time.perf_counter() - t0)
             # clusters.csv is the clustering the confidences describe (the MAP, repaired where they contradict it)
-            conf_md, certify, clusters = write_confidence(od, fitted, df, clusters, settings, encodings,
-                                                certify_seconds=budget)
+            conf_md, certify, clusters, unscored = write_confidence(od, fitted, df, clusters, settings, encodings,
+                                                                    certify_seconds=budget)
         del encodings
         summary = {
             **clustering_summary("predict", clusters, stats),
@@ -185,6 +185,7 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         }
         if certify is not None:
             summary["certify"] = certify
+            summary["confidence_unscored"] = unscored
         summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
                                 title="Author coreference: predicted clusters", confidence=conf_md, loader_log=log)
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,

@@ -15,9 +15,12 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import pandas as pd
 
 from coref.encoding.cache import EncodingCache
+from coref.exceptions import UnscoredBlocksWarning
 from coref.io import write_mentions
 from coref.outputs.report import largest_clusters, render_predict_md, write_csv, write_json, write_loader_log
 from coref.margins import weakest_merges
@@ -62,8 +65,11 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     ``encodings``: the run's per-mention encoding of ``df`` (rows of ``df``), so that
     blocks are assembled from it rather than encoded again. ``certify_seconds``: budget of
     the DIS certification pass of :func:`coref.confidence.assignment_confidence` (0 = off).
-    Returns the report section, the pass's summary (``confidence_df.attrs["certify"]``) and
-    ``clusters`` with the reported ``cluster_id`` (a copy; the other columns as given).
+    Returns the report section, the pass's summary (``confidence_df.attrs["certify"]``),
+    ``clusters`` with the reported ``cluster_id`` (a copy; the other columns as given) and
+    the count of mentions left without a confidence (``confidence_df.attrs["unscored"]``:
+    blocks above ``coref.confidence.assignment.DEFAULT_MAX_BLOCK`` mentions, warned of by
+    :class:`coref.exceptions.UnscoredBlocksWarning`).
     """
     try:   # (an optional part: imported when asked for)
         from coref.confidence import (CONFIDENCE_COLUMNS, assignment_confidence, review_table,
@@ -77,6 +83,12 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
                                         delta=settings.delta, rng=settings.seed, encodings=cache,
                                         certify_seconds=certify_seconds, point_estimate=point_estimate,
                                         keep_features=True)   # the structure columns, for review.csv
+    unscored = dict(conf.attrs.get("unscored") or {})
+    if unscored.get("n_mentions"):
+        warnings.warn(f"--confidence: the {unscored['n_mentions']:,} mention(s) of {unscored['n_blocks']:,} block(s) "
+                      f"of more than {unscored['max_block']:,} mentions get no confidence (method 'none', NaN "
+                      "probabilities): their dense n x n matrices would not fit in memory", UnscoredBlocksWarning,
+                      stacklevel=2)
     reported = conf.set_index(conf["mention_id"].astype(str))["cluster_id"]
     new_ids = clusters["mention_id"].astype(str).map(reported).to_numpy()
     n_moved = int((new_ids != clusters["cluster_id"].astype(str).to_numpy()).sum())
@@ -97,7 +109,12 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
         "(expected errors fixed = 1 - confidence), with its competing cluster and the evidence.\n")
     if certify:
         section = section + _certify_md(certify)
-    return "\n" + (section or ""), certify, clusters
+    if unscored.get("n_mentions"):
+        section = section + (f"\nNo confidence for the {unscored['n_mentions']:,} mention(s) of {unscored['n_blocks']:,} "
+                             f"block(s) of more than {unscored['max_block']:,} mentions (method `none`, NaN "
+                             "probabilities, no pair rows): the dense n x n matrices of the confidence step grow as "
+                             "n^2.\n")
+    return "\n" + (section or ""), certify, clusters, unscored
 
 
 def _certify_md(c):

@@ -320,3 +320,26 @@ def test_certify_pass_skips_sub_models_small_enough_to_sum_exactly():
     assert info["n_submodels"] == 0 and info["n_certified"] == 0
     assert (conf["method"] == "gibbs").sum() == 11 and (conf["method"] == "exact").sum() == 3
     np.testing.assert_allclose(conf["p"], off["p"])
+
+
+def test_blocks_above_max_block_get_no_confidence_and_are_counted():
+    df = pd.concat([_df(n=6, n_blocks=1, seed=0), _df(n=3, n_blocks=1, seed=1).assign(
+        block="small", mention_id=lambda d: "s" + d["mention_id"].astype(str))], ignore_index=True)
+    cl = _clusters(df, [k % 2 for k in range(len(df))])
+    conf, pairs = assignment_confidence(_model(), df.drop(columns="gold"), cl, max_block=5, calibration=None)
+    big = conf["block"] != "small"
+    assert conf.attrs["unscored"] == {"max_block": 5, "n_blocks": 1, "n_mentions": 6}
+    assert (conf.loc[big, "method"] == "none").all() and conf.loc[big, ["p", "p_direct", "confidence"]].isna().all().all()
+    # the block's clusters are kept as given, and it has no pair rows
+    assert conf.loc[big].set_index("mention_id")["cluster_id"].to_dict() == \
+        cl[cl["block"] != "small"].set_index("mention_id")["cluster_id"].to_dict()
+    assert set(pairs["block"]) == {"small"}
+    # the small block is scored as without the limit
+    ref, _ = assignment_confidence(_model(), df[df["block"] == "small"].drop(columns="gold"),
+                                   cl[cl["block"] == "small"], calibration=None)
+    np.testing.assert_allclose(conf.loc[~big, "p"].to_numpy(), ref["p"].to_numpy(), rtol=1e-12)
+    only_big, no_pairs = assignment_confidence(_model(), df[big].drop(columns="gold"), cl[big], max_block=5,
+                                               calibration=None)
+    assert len(no_pairs) == 0 and list(no_pairs.columns) == list(pairs.columns) and len(only_big) == 6
+    with pytest.raises(ValueError, match="max_block parameter must be an int >= 1"):
+        assignment_confidence(_model(), df.drop(columns="gold"), cl, max_block=0)

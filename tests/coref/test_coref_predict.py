@@ -362,3 +362,28 @@ def test_confidence_reports_the_dis_certification_pass(data, model_dir, tmp_path
     with pytest.raises(ValueError, match="--certify-seconds"):
         predict(path, model=model_dir, out=tmp_path / "o2", progress=False, confidence=True, certify_seconds=-1)
     assert not (tmp_path / "o2").exists() and s["n_mentions"] == len(data)
+
+
+def test_confidence_leaves_blocks_above_the_limit_unscored_and_says_so(data, model_dir, tmp_path, monkeypatch):
+    import coref.confidence.assignment as assignment
+    from coref.exceptions import UnscoredBlocksWarning
+
+    first = data["block"] == data["block"].iloc[0]
+    data = data.drop(index=data.index[first][:4])      # one block smaller than the others
+    sizes = data.groupby("block").size()
+    limit = int(sizes.max()) - 1                 # the largest block(s) go over it
+    assert 0 < (sizes <= limit).sum() < len(sizes)
+    over = sizes[sizes > limit]
+    monkeypatch.setattr(assignment, "DEFAULT_MAX_BLOCK", limit)
+    with pytest.warns(UnscoredBlocksWarning, match=f"of more than {limit:,} mentions get no confidence"):
+        predict(data, model=model_dir, out=tmp_path / "o", progress=False, confidence=True, certify_seconds=0)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["confidence_unscored"] == {"max_block": limit, "n_blocks": len(over), "n_mentions": int(over.sum())}
+    conf = pd.read_csv(tmp_path / "o" / "confidence.csv", dtype={"mention_id": str})
+    none = conf["block"].isin(over.index)
+    assert (conf.loc[none, "method"] == "none").all() and conf.loc[none, "confidence"].isna().all()
+    assert conf.loc[~none, "confidence"].notna().all() and (conf.loc[~none, "method"] != "none").all()
+    pairs = pd.read_csv(tmp_path / "o" / "pairs.csv")
+    assert not pairs["block"].isin(over.index).any()
+    assert len(pd.read_csv(tmp_path / "o" / "review.csv")) == len(data)
+    assert "No confidence for the" in (tmp_path / "o" / "report.md").read_text()
