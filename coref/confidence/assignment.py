@@ -288,10 +288,10 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
         mention's fit to its cluster, inputs of the mention model) after the others.
     max_block : int >= 1 or None, default None
         Largest block whose confidences are computed (memory grows as n^2; None:
-        :data:`DEFAULT_MAX_BLOCK`).  The mentions
-        of a larger block keep their predicted cluster and get method ``none``, NaN
-        probabilities and no pair rows; ``confidence_df.attrs["unscored"]`` counts them
-        (``max_block``, ``n_blocks``, ``n_mentions``).
+        :data:`DEFAULT_MAX_BLOCK`).  The mentions of a larger block keep their predicted
+        cluster and get method ``none``, NaN probabilities and no pair rows;
+        ``confidence_df.attrs["unscored"]`` counts them (``max_block``, ``n_blocks``,
+        ``n_mentions``).
 
     Returns
     -------
