@@ -179,7 +179,8 @@ def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="
     Parameters
     ----------
     confidence_df, pairs_df : pandas.DataFrame
-        From :func:`coref.confidence.assignment.assignment_confidence` with ``pair_min_p=0``.
+        From :func:`coref.confidence.assignment.assignment_confidence` with ``pair_min_p=0``
+        (rows of method ``none``, blocks too large to score, are left out).
     clusters : pandas.DataFrame
         ``mention_id``, ``cluster_id`` of the clustering they score.
     gold : pandas.Series
@@ -200,10 +201,13 @@ def calibration_from_scores(confidence_df, pairs_df, clusters, gold, *, method="
     """
     g = gold.copy()
     g.index = g.index.astype(str)
+    if "method" in confidence_df.columns:   # blocks above max_block have no scores (method none): left out
+        confidence_df = confidence_df[confidence_df["method"].astype(str) != "none"]
     ok, y = pair_labels(pairs_df, g)
     if not ok.any():
         raise ValueError("no labeled pair within a block to fit the pair calibration on")
     correct = mention_correct(clusters, g)
+    correct = correct[correct.index.isin(confidence_df["mention_id"].astype(str))]
     if correct.empty:
         raise ValueError("no labeled mention to fit the mention calibration on")
     score = pd.Series(acceptance_score(confidence_df), index=confidence_df["mention_id"].astype(str).to_numpy())

@@ -429,3 +429,23 @@ def test_confidence_report_orders_review_queue_by_calibrated_p(tmp_path):
     assert [ln.split(" | ")[0][2:] for ln in queue] == ["b", "a", "c"]
     assert queue[0].startswith("| b | 1 | 0.050 | 0.900 |")
     assert "| 0.95 | 0 | 0.000 | 0 | 0.000 |" in md and "| 0.5 | 2 | 0.667 | 1 | 0.333 |" in md
+
+
+def test_calibration_leaves_out_blocks_too_large_to_score(synth):
+    from coref.confidence import calibration_from_scores
+
+    df, _, _, models = synth
+    m = models[0]
+    cl = map_clusters(m, df, sampler="exact", rng=0)[["mention_id", "block", "cluster_id"]]
+    big = df["block"] == df["block"].iloc[0]
+    kw = dict(calibration=None, pair_min_p=0.0, rng=0, keep_features=True)
+    conf, pairs = assignment_confidence(m, df[~big].drop(columns="gold"), cl[~cl["block"].isin(df.loc[big, "block"])],
+                                        **kw)
+    none, no_pairs = assignment_confidence(m, df[big].drop(columns="gold"), cl[cl["block"].isin(df.loc[big, "block"])],
+                                           max_block=1, **kw)
+    assert (none["method"] == "none").all() and len(no_pairs) == 0
+    gold = df.set_index("mention_id")["gold"]
+    ref = calibration_from_scores(conf, pairs, cl, gold, method="isotonic")
+    got = calibration_from_scores(pd.concat([conf, none], ignore_index=True), pairs, cl, gold, method="isotonic")
+    assert got.to_dict() == ref.to_dict()
+    assert ref.info["n_mentions"] == int((~big).sum())
