@@ -38,9 +38,8 @@ reported clustering), one row per mention:
 ``split_f``
     the mean factor f between the mention's coauthor group within its cluster and the
     cluster's other members: what joins the two parts per pair (0 when the group is the
-    whole cluster).  Two authors whose coauthor groups are each tight but joined by many
-    weak links (a mean of a fraction of a nat over hundreds of pairs) make a sum the
-    posterior is sure of, and a mean that is not;
+    whole cluster).  Over hundreds of cross pairs even a modest mean adds up to a sum the
+    posterior is sure of; the mean says how strongly the two parts are joined per pair;
 ``split``
     1 when the cluster spans coauthor groups other than the mention's;
 ``minor_group``

@@ -185,6 +185,7 @@ def predict(data, *, model=None, out, sampler="auto", seed=0, delta=0.05, n_swee
         }
         if certify is not None:
             summary["certify"] = certify
+        if unscored is not None:
             summary["confidence_unscored"] = unscored
         summary = write_outputs(od, df, clusters, fitted, settings, summary=summary, margins=margins,
                                 title="Author coreference: predicted clusters", confidence=conf_md, loader_log=log)
