@@ -26,9 +26,9 @@ from coref.encoding.blocks import assemble_block, assemble_blocks
 from coref.encoding.cache import EncodingCache
 from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
-from coref.model.block_prior import block_bias_evals, block_theta
+from coref.model.block_prior import block_bias_evals, block_theta, shifted_bias
 
-__all__ = ["BlockResult", "TOGETHER_MENTIONS", "block_sampler", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
+__all__ = ["BlockResult", "block_order", "TOGETHER_MENTIONS", "block_sampler", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
            "single_thread"]
 
 CHUNK_MENTIONS = 400  # Dask: group small blocks into tasks of about this many mentions
@@ -76,6 +76,9 @@ class BlockResult:
     cached : bool or None
         True when the block was sampled by exact Gibbs from its cached factor matrix
         (``GibbsCoref.cached_blocks_``); None when the sampler does not say.
+    prior_shift : float or None
+        The block's prior shift d_b its factors used (natural-log odds,
+        ``GibbsCoref.prior_shifts_``); None when the sampler does not say.
     """
 
     sampler: str
@@ -89,6 +92,7 @@ class BlockResult:
     labels_history: np.ndarray | None = field(default=None, repr=False)
     margin: np.ndarray | None = field(default=None, repr=False)
     cached: bool | None = None
+    prior_shift: float | None = None
 
     @property
     def block_sampler(self):
@@ -118,10 +122,21 @@ def _was_cached(cached, block):
     return None if cached is None else str(block) in cached
 
 
+def _shift_of(g, block):
+    """The prior shift a fitted sampler used in ``block`` (``GibbsCoref.prior_shifts_``), None when not said."""
+    shifts = getattr(g, "prior_shifts_", None)
+    return None if shifts is None or str(block) not in shifts else float(shifts[str(block)])
+
+
+def _block_bias(model, enc, shift):
+    """The intercept of the block ``enc``: at the prior shift its sampler used, or the model's estimate."""
+    return block_bias_evals(model, enc)[0] if shift is None else shifted_bias(model, enc, shift)
+
+
 
 
 def _infer_block(block_df, model, *, sampler, fold, block, settings, record_history, initial=None, fixed=None,
-                 margins=False, parts=None):
+                 margins=False, parts=None, prior_shift=None):
     """Run Gibbs on one block with its own generator; assumes validated input.
 
     ``initial`` / ``fixed`` (per row of ``block_df``) start Gibbs from given clusters and
@@ -131,6 +146,7 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     (:class:`coref.encoding.MentionEncoding`); the block is then assembled from it
     (:func:`coref.encoding.assemble_block`) instead of encoded from the text, and
     ``block_df`` may be just the rows' mention ids (only its length is used).
+    ``prior_shift``: the block's d_b (``GibbsCoref.fit(prior_shift=...)``; None = estimated).
     """
     Gibbs = _gibbs_cls()
     kwargs = settings.gibbs_kwargs(sampler)
@@ -165,7 +181,10 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
     fit_kw = {} if encodings is None else {"encodings": encodings}
     if initial is not None or fixed is not None:
         fit_kw.update(initial=initial, fixed=fixed)
+    if prior_shift is not None:
+        fit_kw.update(prior_shift={str(block): float(prior_shift)})
     g = g.fit(block_df, **fit_kw)
+    shift = _shift_of(g, block)
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     if mids is None:
         mids = block_df["mention_id"].astype(str).to_numpy(dtype=object)
@@ -190,10 +209,10 @@ def _infer_block(block_df, model, *, sampler, fold, block, settings, record_hist
             evals = pad(evals, n_rows)
     margin = None
     if margins:
-        margin = cluster_margins(enc, block_theta(model, enc), block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
-                                 rows=None if fixed is None else ~fixed)
+        margin = cluster_margins(enc, block_theta(model, enc), _block_bias(model, enc, shift), cluster_id,
+                                 rng=settings.seed, rows=None if fixed is None else ~fixed)
     return BlockResult(sampler, int(fold), str(block), mids, cluster_id, n_evals, wall, evals, labels_history,
-                       margin, _was_cached(_cached_set(g), block))
+                       margin, _was_cached(_cached_set(g), block), shift)
 
 
 def _clusters_of(g, mids):
@@ -243,7 +262,7 @@ def _infer_together(items, model, settings, margins):
     Gibbs = _gibbs_cls()
     sampler = items[0][0]
     encodings = EncodingCache(model)
-    ids, names, inits, fixeds = [], [], [], []
+    ids, names, inits, fixeds, shifts = [], [], [], [], {}
     # every block of the group assembled at once (its coauthor-graph components in three
     # scipy calls for the whole group)
     blocks = assemble_blocks([extra["parts"] for _, _, _, _, extra in items])
@@ -256,6 +275,8 @@ def _infer_together(items, model, settings, margins):
             inits.append(np.asarray(extra["initial"], dtype=object))
         if extra.get("fixed") is not None:
             fixeds.append(np.asarray(extra["fixed"], dtype=bool))
+        if extra.get("prior_shift") is not None:
+            shifts[str(b)] = float(extra["prior_shift"])
     all_ids = np.concatenate(ids)
     df = pd.DataFrame({"mention_id": all_ids, "block": np.concatenate(names)})
     initial = np.concatenate(inits) if len(inits) == len(items) else None
@@ -264,7 +285,7 @@ def _infer_together(items, model, settings, margins):
     kwargs.update(rng=settings.seed, record_history=False)
     t0 = time.perf_counter()
     g = Gibbs(model, **kwargs)
-    g = g.fit(df, initial=initial, fixed=fixed, encodings=encodings)
+    g = g.fit(df, initial=initial, fixed=fixed, encodings=encodings, **({"prior_shift": shifts} if shifts else {}))
     wall = float(getattr(g, "wall_s_", time.perf_counter() - t0))
     per_block = getattr(g, "n_factor_evals_per_block_", {})
     total = max(sum(per_block.values()), 1)
@@ -277,12 +298,13 @@ def _infer_together(items, model, settings, margins):
         cluster_id = found[bounds[k]:bounds[k + 1]]
         n_evals = int(per_block.get(str(b), 0))
         margin = None
+        shift = _shift_of(g, b)
         if margins:
             fx = extra.get("fixed")
-            margin = cluster_margins(enc, block_theta(model, enc), block_bias_evals(model, enc)[0], cluster_id, rng=settings.seed,
-                                     rows=None if fx is None else ~np.asarray(fx, dtype=bool))
+            margin = cluster_margins(enc, block_theta(model, enc), _block_bias(model, enc, shift), cluster_id,
+                                     rng=settings.seed, rows=None if fx is None else ~np.asarray(fx, dtype=bool))
         out.append(BlockResult(s, int(f), str(b), mids, cluster_id, n_evals, wall * n_evals / total,
-                               np.array([0, n_evals], dtype=np.int64), None, margin, _was_cached(cached, b)))
+                               np.array([0, n_evals], dtype=np.int64), None, margin, _was_cached(cached, b), shift))
     return out
 
 
@@ -320,7 +342,7 @@ def _infer_frames_together(items, model, settings, record_history):
         if hist is not None:
             labels_history = np.asarray(hist[:, start:end] - g.block_label_offsets_[str(b)], dtype=np.int32)
         out.append(BlockResult(s, int(f), str(b), mids, _clusters_of(g, mids), n_evals, wall * n_evals / total,
-                               evals, labels_history, None, _was_cached(cached, b)))
+                               evals, labels_history, None, _was_cached(cached, b), _shift_of(g, b)))
         start = end
     return out
 
@@ -347,9 +369,39 @@ def pad(a, n):
     return np.concatenate([a, reps], axis=0)
 
 
+def block_order(blocks, ids=None):
+    """The rows of each block, blocks in order of first appearance.
+
+    Parameters
+    ----------
+    blocks : ndarray of str (object), shape (n,)
+        Block of each row.
+    ids : ndarray of str (object), shape (n,), or None
+        Mention id of each row: the rows of a block are then in increasing id order (the
+        order an encoded block's mentions take); ``None`` keeps row order.
+
+    Returns
+    -------
+    order : ndarray of int64, shape (n,)
+        Row positions, block after block.
+    names : ndarray of object, shape (n_blocks,)
+        The blocks, in order of first appearance.
+    bounds : ndarray of int64, shape (n_blocks + 1,)
+        Block k's rows are ``order[bounds[k]:bounds[k + 1]]``.
+    """
+    codes, names = pd.factorize(np.asarray(blocks, dtype=object))
+    if ids is None:
+        order = np.argsort(codes, kind="stable")
+    else:
+        rank = pd.factorize(np.asarray(ids, dtype=object), sort=True)[0]
+        order = np.lexsort((rank, codes))
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    return order.astype(np.int64), np.asarray(names, dtype=object), bounds.astype(np.int64)
+
+
 def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=True, client=None,
                  progress=False, on_result=None, skip=None, initial=None, fixed=None, margins=False,
-                 encodings=None):
+                 encodings=None, prior_shift=None):
     """Gibbs over every block of ``df`` with one fitted model, locally or on Dask.
 
     Parameters
@@ -386,6 +438,9 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
         Per-mention encoding of the rows of ``df`` (same order, same mention ids), from
         :func:`coref.encoding.encode_parts` with this model's vocabulary: each block is
         assembled from it instead of encoded again (the same arrays, bit for bit).
+    prior_shift : mapping of str -> float, or None
+        Block -> the prior shift d_b (natural-log odds) its factors use instead of the
+        model's estimate (``GibbsCoref.fit(prior_shift=...)``); other blocks are estimated.
 
     Returns
     -------
@@ -397,24 +452,19 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
     if encodings is not None and (len(encodings) != len(df) or not np.array_equal(
             encodings.mention_id.astype(str), df["mention_id"].astype(str).to_numpy(dtype=object).astype(str))):
         raise ValueError("encodings must cover the rows of df in order (same mention ids)")
-    blocks = df["block"].astype(str)
-    if encodings is not None:
-        # the block is assembled from the encodings (rows in mention-id order, the order
-        # Gibbs and the assembly use): an item carries the block's ids, not a copy of its rows
-        ids = encodings.mention_id
-    groups = []
-    for b, idx in pd.Series(np.arange(len(df))).groupby(blocks.to_numpy(), sort=False):
-        if skip and b in skip:
-            continue
-        idx = idx.to_numpy()
-        if encodings is not None:
-            idx = idx[np.argsort(ids[idx], kind="stable")]
-        groups.append((b, idx))
+    blocks = df["block"].astype(str).to_numpy(dtype=object)
+    # the block is assembled from the encodings (rows in mention-id order, the order Gibbs
+    # and the assembly use): an item carries the block's ids, not a copy of its rows
+    ids = encodings.mention_id if encodings is not None else None
+    order, names, bounds = block_order(blocks, ids)
+    groups = [(b, order[lo:hi]) for b, lo, hi in zip(names.tolist(), bounds[:-1].tolist(), bounds[1:].tolist())
+              if not (skip and b in skip)]
     parts = [None] * len(groups)
     if encodings is not None and groups:
-        # one gather of every block's rows, then a slice per block
-        parts = encodings.take(np.concatenate([idx for _, idx in groups])).split(
-            np.cumsum([0] + [len(idx) for _, idx in groups]))
+        # one gather of every block's rows (none when the rows are in that order already), then a slice per block
+        rows = np.concatenate([idx for _, idx in groups])
+        ordered = encodings if np.array_equal(rows, np.arange(len(encodings))) else encodings.take(rows)
+        parts = ordered.split(np.cumsum([0] + [len(idx) for _, idx in groups]))
     items = []
     for (b, idx), part in zip(groups, parts):
         extra = None
@@ -424,6 +474,8 @@ def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=Tr
         if part is not None:
             # tables cut to what the block uses before they travel to a Dask worker
             extra = {**(extra or {}), "parts": part if client is None else part.compact()}
+        if prior_shift is not None and b in prior_shift:
+            extra = {**(extra or {}), "prior_shift": float(prior_shift[b])}
         rows = ids[idx] if encodings is not None else df.iloc[idx].reset_index(drop=True)
         items.append((sampler, fold, b, rows, extra))
     results = execute(items, {fold: model}, client, settings, record_history=record_history,

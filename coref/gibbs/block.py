@@ -23,7 +23,7 @@ from coref.gibbs.merges import merge_moves
 from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask, temperature_schedule
 from coref.gibbs.seeding import block_rng, kernel_state
 from coref.gibbs.start import coauthor_greedy, component_start
-from coref.model.block_prior import block_bias_evals, block_theta
+from coref.model.block_prior import block_shift_evals, block_theta, shifted_bias
 
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
@@ -205,6 +205,9 @@ class BlockRun:
         Annealed sweeps run.
     cached : bool
         True when the sweeps read the block's factor matrix.
+    prior_shift : float
+        The block's prior shift d_b the factors used (natural-log odds; 0.0 for models
+        without a block prior).
     """
 
     labels: np.ndarray
@@ -213,10 +216,11 @@ class BlockRun:
     marginals: tuple
     used: int
     cached: bool
+    prior_shift: float = 0.0
 
 
 def fit_block(settings, model, enc, block, seed, temps, labels0=None, movable=None,
-              record_history=True):
+              record_history=True, prior_shift=None):
     """Run every sweep on one encoded block.
 
     Parameters
@@ -238,6 +242,10 @@ def fit_block(settings, model, enc, block, seed, temps, labels0=None, movable=No
         Sorted positions of the mentions Gibbs may move (None = all).
     record_history : bool, default True
         Keep the labels of every sweep.
+    prior_shift : float or None
+        The block's prior shift d_b (natural-log odds) to use instead of estimating it
+        (``coref add`` keeps an existing block's); None estimates it
+        (``PairwiseModel.block_shift``).
 
     Returns
     -------
@@ -248,7 +256,7 @@ def fit_block(settings, model, enc, block, seed, temps, labels0=None, movable=No
     _factors.share_memo(enc)
     try:
         return _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable,
-                            record_history)
+                            record_history, prior_shift)
     finally:
         _factors.unshare_memo(enc)
 
@@ -317,7 +325,7 @@ def partner_levels(n):
     return tuple(out)
 
 
-def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, record_history):
+def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, record_history, prior_shift=None):
     """``fit_block`` once the memo tables are shared."""
     n = enc.n
     gen = block_rng(seed, block)
@@ -329,7 +337,10 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         settings.sampler == "auto" and (not fits or (n >= AUTO_RACING_MIN_N and n >= PARTNER_MIN_N))) else 0
     theta = block_theta(model, enc)
     # bias_ + the block's prior shift (coref.model), whose estimate counts in sweep 0
-    bias, prior_evals = block_bias_evals(model, enc)
+    if prior_shift is None:
+        shift, bias, prior_evals = block_shift_evals(model, enc)
+    else:
+        shift, bias, prior_evals = float(prior_shift), shifted_bias(model, enc, prior_shift), 0
     labels, start_evals = start_labels(settings.init, enc, theta, bias, labels0, movable)
     size = np.bincount(labels, minlength=n).astype(np.int64)
     ev = np.zeros(len(temps) + 1, np.int64)
@@ -402,7 +413,7 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
         marg = sample_marginals(
             lambda lab, sz, inv_temp: run.sweep(lab, sz, inv_temp, 2 if bound_mode else 0),
             labels, size, settings.n_samples)
-    return BlockRun(labels, ev, lab_hist, marg, used, fmat is not None)
+    return BlockRun(labels, ev, lab_hist, marg, used, fmat is not None, shift)
 
 
 def _anneal_with_merges(settings, labels, size, inv_temps, mask, run, gen, kh, ev, bound_mode):

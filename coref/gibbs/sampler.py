@@ -193,6 +193,9 @@ class GibbsCoref:
     cached_blocks_ : list of str
         The blocks sampled by exact Gibbs from their cached factor matrix
         (``factor_cache_mb``, ``sampler="auto"``), in the order sampled.
+    prior_shifts_ : dict of str -> float
+        Each block's prior shift d_b (natural-log odds) its factors used: estimated
+        (``PairwiseModel.block_shift``) or given to ``fit(prior_shift=...)``.
     pair_probs_ : pandas.DataFrame (only if ``n_samples > 0``)
         Columns ``block``, ``mention_a``, ``mention_b`` (mention ids, a < b in the
         block's canonical order), ``p``: the fraction of the ``n_samples``
@@ -304,7 +307,7 @@ class GibbsCoref:
         return settings, resolve_seed(self.rng)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, df: pd.DataFrame, *, initial=None, fixed=None, encodings=None) -> "GibbsCoref":
+    def fit(self, df: pd.DataFrame, *, initial=None, fixed=None, encodings=None, prior_shift=None) -> "GibbsCoref":
         """Cluster the mentions of ``df`` (one or several blocks).
 
         Parameters
@@ -325,6 +328,10 @@ class GibbsCoref:
         encodings : coref.encoding.EncodingCache, optional
             Blocks already encoded (rows in mention-id order); a block it holds is not
             encoded again, and its rows of ``df`` need only ``mention_id`` and ``block``.
+        prior_shift : mapping of str -> float, optional
+            Block -> its prior shift d_b (natural-log odds), used instead of the model's
+            estimate (``coref add`` keeps an existing block's, Saerens et al. 2002 as in
+            ``PairwiseModel.block_shift``); blocks not in it are estimated.
 
         Returns
         -------
@@ -369,6 +376,7 @@ class GibbsCoref:
         label_offsets = {}
         sweeps_used = {}
         cached_blocks = []
+        shifts = {}
         active = np.zeros(settings.n_sweeps + 1, np.int64)
         sample_evals = 0
         pair_frames = []
@@ -393,7 +401,9 @@ class GibbsCoref:
             self._encode_s += time.perf_counter() - t_enc
             labels0 = None if init_keys is None else initial_labels(init_keys[pos])
             movable = None if fixed_arr is None else np.flatnonzero(~fixed_arr[pos])
-            res = self._fit_block(settings, sub, str(block), seed, temps, labels0, movable, enc=enc)
+            res = self._fit_block(settings, sub, str(block), seed, temps, labels0, movable, enc=enc,
+                                  prior_shift=None if prior_shift is None else prior_shift.get(str(block)))
+            shifts[str(block)] = res.prior_shift
             labels, ev, lab_hist, marg, used = res.labels, res.evals, res.lab_hist, res.marginals, res.used
             sweeps_used[str(block)] = used
             if res.cached:
@@ -429,6 +439,7 @@ class GibbsCoref:
         self._active = active
         self.n_sweeps_used_ = sweeps_used
         self.cached_blocks_ = cached_blocks
+        self.prior_shifts_ = shifts
         if settings.n_samples > 0:
             self.n_factor_evals_sample_ = sample_evals
             cols = {"block": "string", "mention_a": "string", "mention_b": "string",
@@ -481,12 +492,12 @@ class GibbsCoref:
             })
         return cache["history_"]
 
-    def _fit_block(self, settings, sub, block, seed, temps, labels0=None, movable=None, enc=None):
+    def _fit_block(self, settings, sub, block, seed, temps, labels0=None, movable=None, enc=None, prior_shift=None):
         """Encode one block (unless ``enc`` is given; encoding time kept apart) and run Gibbs on it.
 
         ``labels0``: initial labels in [0, n) (None = ``init``); ``movable``: sorted
-        positions of the mentions Gibbs may move (None = all).  Returns a
-        ``coref.gibbs.block.BlockRun``.
+        positions of the mentions Gibbs may move (None = all); ``prior_shift``: the block's
+        d_b (None = estimated).  Returns a ``coref.gibbs.block.BlockRun``.
         """
         if enc is None:
             t_enc = time.perf_counter()
@@ -495,4 +506,4 @@ class GibbsCoref:
             self._encode_cpu += time.thread_time() - c_enc
             self._encode_s += time.perf_counter() - t_enc
         return fit_block(settings, self.model, enc, block, seed, temps, labels0, movable,
-                         record_history=bool(self.record_history))
+                         record_history=bool(self.record_history), prior_shift=prior_shift)

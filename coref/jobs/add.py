@@ -266,6 +266,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
             clusters, info = add_clusters(fitted, old_mentions, old_clusters, new, settings, client=client,
                                           progress=progress, old_encodings=old_encodings, return_encodings=True)
         margins = info.pop("margins")
+        info.pop("prior_shifts")          # (per block: blocks.csv of a streamed output holds them)
         encodings = info.pop("encodings")
         info["old_encodings"] = enc_note
         # (a set: isin on pyarrow strings loops in Python)

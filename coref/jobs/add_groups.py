@@ -30,6 +30,7 @@ import pandas as pd
 from coref.io.stream import mention_schema
 from coref.jobs.clusters import sampling_summary, sampling_tally
 from coref.jobs.incremental import add_clusters
+from coref.jobs.stream_assembly import BLOCK_COLUMNS
 from coref.jobs.streaming import BLOCKS_FILE, N_SHOWN, encodings_file, write_group_outputs
 from coref.margins import weakest_merges
 from coref.outputs import EncodingsError, read_encodings, verify_listed, write_encodings
@@ -89,18 +90,15 @@ def _old_encodings(d, manifest, blocks, touched, ids, model_info, vocabulary):
     touched = set(touched)
     groups = sorted({g for b, cell in zip(blocks["block"].tolist(), blocks["group"].tolist()) if b in touched
                      for g in _groups_of(cell)})
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    # (Arrow's is_in: pandas' isin on Arrow strings loops in Python, 40 s for an add of 10k onto 1M)
-    want = pc.unique(pa.array(np.asarray(ids, dtype=object).astype(str).tolist(), pa.string()))
+    # one hash table of the wanted ids, probed by each file (object strings: pandas' hashing
+    # of Arrow-backed strings loops in Python; Arrow's is_in would hash the wanted set per file)
+    want = pd.Index(pd.unique(np.asarray(ids, dtype=object).astype(str)))
     parts, n = [], 0
     for g in groups:
         verify_listed(d, manifest, encodings_file(g))
         enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
                              vocabulary=vocabulary, check_digest=False)
-        held = pa.array(np.asarray(enc.mention_id, dtype=object).astype(str).tolist(), pa.string())
-        keep = np.flatnonzero(pc.is_in(held, value_set=want).to_numpy(zero_copy_only=False))
+        keep = np.flatnonzero(want.get_indexer(np.asarray(enc.mention_id, dtype=object).astype(str)) >= 0)
         if len(keep):
             parts.append(enc.take(keep))
             n += len(keep)
@@ -108,6 +106,27 @@ def _old_encodings(d, manifest, blocks, touched, ids, model_info, vocabulary):
         raise EncodingsError(f"{d}: the encodings files of the touched blocks cover {n} of their {len(want)} old "
                              "mentions")
     return parts
+
+
+def _shifts(path, blocks):
+    """The ``prior_shift`` column of ``blocks.csv`` as float64 (Python's correctly rounded parse, so a
+    shift written back is the same text); NaN where empty or in a file written before the column.
+
+    Raises
+    ------
+    ValueError
+        If a cell is not a number (the message names the file and the block).
+    """
+    if "prior_shift" not in blocks.columns:
+        return np.full(len(blocks), np.nan)
+    out = np.full(len(blocks), np.nan)
+    for i, (b, x) in enumerate(zip(blocks["block"].tolist(), blocks["prior_shift"].tolist())):
+        if x:
+            try:
+                out[i] = float(x)
+            except ValueError:
+                raise ValueError(f"{path}: block {b!r}: prior_shift {x!r} is not a number") from None
+    return out
 
 
 def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings, *, client, progress, t0,
@@ -134,10 +153,11 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
     import time
 
     d = Path(d)
-    blocks = pd.read_csv(d / BLOCKS_FILE, dtype={"block": str, "group": str, "sampler": str, "why": str},
+    blocks = pd.read_csv(d / BLOCKS_FILE, dtype={c: str for c in BLOCK_COLUMNS if c != "n_mentions"},
                          keep_default_na=False)
     for c in ("block", "group", "sampler", "why"):
         blocks[c] = blocks[c].to_numpy(dtype=object)
+    blocks["prior_shift"] = _shifts(d / BLOCKS_FILE, blocks)
     new = new.reset_index(drop=True)
     new["mention_id"] = new["mention_id"].astype(str)
     new["block"] = new["block"].astype(str)
@@ -158,8 +178,11 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
     enc_old = _old_encodings(d, manifest, blocks, touched, old_part["mention_id"], model_info, model.vocabulary_) \
         if len(old_part) else None
     old_mentions = pd.DataFrame({"mention_id": old_part["mention_id"], "block": old_part["block"]})
+    known = blocks[blocks["block"].isin(touched_set) & np.isfinite(blocks["prior_shift"].to_numpy())]
     clusters, info = add_clusters(model, old_mentions, old_part, new, settings, client=client, progress=progress,
-                                  old_encodings=enc_old, return_encodings="new")
+                                  old_encodings=enc_old, return_encodings="new",
+                                  old_prior_shifts=dict(zip(known["block"].tolist(), known["prior_shift"].tolist())))
+    shifts = info.pop("prior_shifts")
     margins = info.pop("margins")
     enc_new = info.pop("encodings")
     is_new = np.r_[np.zeros(len(old_part), bool), np.ones(len(new), bool)]
@@ -193,16 +216,15 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
     detail = pd.DataFrame(sampling["blocks"]) if sampling.get("blocks") else pd.DataFrame(
         columns=["block", "n_mentions", "sampler", "why"])
     detail = detail.set_index("block")
+    detail["prior_shift"] = detail.index.map(shifts).astype(float)
     blocks = blocks.set_index("block")
     in_old = detail.index.isin(blocks.index)
     upd = detail.index[in_old]
-    blocks.loc[upd, "n_mentions"] = detail.loc[upd, "n_mentions"].to_numpy()
-    blocks.loc[upd, "sampler"] = detail.loc[upd, "sampler"].to_numpy()
-    blocks.loc[upd, "why"] = detail.loc[upd, "why"].to_numpy()
+    for c in ("n_mentions", "sampler", "why", "prior_shift"):
+        blocks.loc[upd, c] = detail.loc[upd, c].to_numpy()
     blocks.loc[upd, "group"] = [f"{g} {g_new}" for g in blocks.loc[upd, "group"]]
     fresh = detail.loc[~in_old].assign(group=str(g_new))
-    blocks = pd.concat([blocks.reset_index(), fresh.reset_index()[["block", "n_mentions", "group", "sampler", "why"]]],
-                       ignore_index=True)
+    blocks = pd.concat([blocks.reset_index()[BLOCK_COLUMNS], fresh.reset_index()[BLOCK_COLUMNS]], ignore_index=True)
     with atomic_open(od.path(BLOCKS_FILE), "w", newline="") as fh:
         blocks.to_csv(fh, index=False)
     # -- summary: the old counts, updated by the blocks sampled

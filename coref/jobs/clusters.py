@@ -18,7 +18,7 @@ from coref.encoding import mentions as mention_encoding
 from coref.gibbs import FACTOR_CACHE_MB
 from coref.inference import infer_blocks
 
-__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "sampler_choices", "sampling_budget",
+__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "result_shifts", "sampler_choices", "sampling_budget",
            "sampling_tally", "add_tallies", "sampling_summary", "with_auto_budget"]
 
 
@@ -196,6 +196,11 @@ def result_margins(results):
                      index=np.concatenate([r.mention_id for r in results]).astype(str))
 
 
+def result_shifts(results):
+    """Block -> the prior shift d_b its factors used (natural-log odds), for the results that say it."""
+    return {r.block: float(r.prior_shift) for r in results if getattr(r, "prior_shift", None) is not None}
+
+
 def predict_clusters(df, model, settings, *, client=None, progress=False, return_encodings=False):
     """Cluster every block of ``df`` with a fitted model.
 
@@ -223,7 +228,7 @@ def predict_clusters(df, model, settings, *, client=None, progress=False, return
     stats : dict
         ``n_factor_evals`` and ``gibbs_wall_s`` summed over blocks; ``sampling``
         (:func:`sampler_choices`: the sampler of each block and why); ``margins``
-        (:func:`result_margins`).
+        (:func:`result_margins`); ``prior_shifts`` (:func:`result_shifts`).
     """
     feats = df.drop(columns=[c for c in ("gold",) if c in df.columns]).reset_index(drop=True)
     # the per-mention work once for all blocks (batched); each block is assembled from it
@@ -242,7 +247,7 @@ def predict_clusters(df, model, settings, *, client=None, progress=False, return
     stats = {"n_factor_evals": int(sum(r.n_factor_evals for r in results)),
              "gibbs_wall_s": float(sum(r.wall_s for r in results)),
              "sampling": sampler_choices(results, settings),
-             "margins": result_margins(results)}
+             "margins": result_margins(results), "prior_shifts": result_shifts(results)}
     if return_encodings:
         stats["encodings"] = encodings
     return clusters, stats

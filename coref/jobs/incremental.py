@@ -2,7 +2,12 @@
 
 Blocks that already exist: Gibbs starts from the existing clusters with every old
 mention fixed (``GibbsCoref.fit(initial=..., fixed=...)``), so each new mention joins
-an existing cluster or opens a new one, and no existing assignment changes. With
+an existing cluster or opens a new one, and no existing assignment changes. Such a block
+also keeps the prior shift d_b its old run estimated (when that run recorded it, e.g.
+``blocks.csv`` of a streamed output) while its new mentions number at most
+:data:`KEEP_PRIOR_FRACTION` of its old ones: the new mentions are placed by the same
+factors that clustered the old ones, and the estimate's n^2 pairs are not evaluated
+again; a block grown more than that (or ``revisit``) has its prior estimated again. With
 ``revisit`` the old mentions of those blocks may move too; a final cluster then keeps
 the id held by most of its old mentions (larger clusters choose first) and the others
 get new ids. Blocks that are new are clustered from scratch, as ``coref predict`` does.
@@ -16,10 +21,14 @@ import pandas as pd
 
 from coref.encoding import mentions as mention_encoding
 from coref.encoding.mentions import MentionEncoding
-from coref.inference import infer_blocks
-from coref.jobs.clusters import canonical_cluster_ids, result_margins, sampler_choices
+from coref.inference import block_order, infer_blocks
+from coref.jobs.clusters import canonical_cluster_ids, result_margins, result_shifts, sampler_choices
 
-__all__ = ["add_clusters", "next_cluster_k", "name_final_clusters"]
+__all__ = ["add_clusters", "next_cluster_k", "name_final_clusters", "KEEP_PRIOR_FRACTION"]
+
+#: An existing block keeps its recorded prior shift while its new mentions are at most this
+#: fraction of its old ones (and ``revisit`` is off); otherwise the shift is estimated again.
+KEEP_PRIOR_FRACTION = 0.1
 
 
 def next_cluster_k(ids, block):
@@ -31,7 +40,7 @@ def next_cluster_k(ids, block):
 
 
 def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, client=None, progress=False,
-                 old_encodings=None, return_encodings=False):
+                 old_encodings=None, return_encodings=False, old_prior_shifts=None):
     """Cluster ``new_mentions`` into an existing clustering.
 
     Parameters
@@ -58,6 +67,9 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         Also return, under ``info["encodings"]``, the per-mention encoding of every
         mention of the result (old then new, the rows of ``clusters``); ``"new"``: of
         the new mentions only (the rows of ``clusters`` after the old ones).
+    old_prior_shifts : mapping of str -> float, or None
+        Existing block -> the prior shift d_b (natural-log odds) its old run used; kept
+        as described in the module docstring (:data:`KEEP_PRIOR_FRACTION`).
 
     Returns
     -------
@@ -66,8 +78,10 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
         cluster_id (+ gold when either side has it).
     info : dict
         Counts: new mentions, skipped duplicates, blocks touched / new, mentions that
-        joined existing clusters, new clusters, old ids changed, factor evaluations; and
-        ``margins`` (Series mention_id -> margin, for the blocks that were sampled).
+        joined existing clusters, new clusters, old ids changed, factor evaluations,
+        ``n_blocks_prior_kept`` (touched blocks that kept their old prior shift); and
+        ``margins`` (Series mention_id -> margin, for the blocks that were sampled) and
+        ``prior_shifts`` (block -> the d_b its factors used, for the blocks sampled).
 
     Raises
     ------
@@ -88,7 +102,8 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
     sampled = _Sampled()
     # existing blocks: start from the old clusters, old mentions fixed (unless revisit)
     if touched:
-        _sample_touched(sampled, model, settings, old, new, source, set(touched), client=client, progress=progress)
+        _sample_touched(sampled, model, settings, old, new, source, set(touched), client=client, progress=progress,
+                        old_prior_shifts=old_prior_shifts)
     # new blocks: from scratch, ids as coref predict gives them
     if fresh:
         _sample_fresh(sampled, model, settings, new, feats, source, set(fresh), client=client, progress=progress)
@@ -97,7 +112,7 @@ def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, c
             "n_skipped_duplicates": len(skipped), "skipped_duplicates": skipped[:20],
             "n_blocks_touched": len(touched), "n_blocks_new": len(fresh), **info,
             **sampled.stats, "sampling": sampler_choices(sampled.results, settings),
-            "margins": result_margins(sampled.results)}
+            "margins": result_margins(sampled.results), "prior_shifts": result_shifts(sampled.results)}
     if return_encodings == "new":
         info["encodings"] = source.new_enc
     elif return_encodings:
@@ -125,7 +140,7 @@ class _Sampled:
 
     def __init__(self):
         self.results = []
-        self.stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0}
+        self.stats = {"n_factor_evals": 0, "gibbs_wall_s": 0.0, "n_blocks_prior_kept": 0}
         self.final_old_of = {}   # old mention -> its final id (only where sampled)
         self.new_cid_of = {}     # new mention -> its id
 
@@ -181,25 +196,41 @@ class _EncodingSource:
             self.om = om.set_index("mention_id")
 
     def touched_part(self, in_touched, new, new_in, feats):
-        """The mentions of the touched blocks (old ones first) and their encodings."""
+        """The mentions of the touched blocks and their encodings, block after block (blocks in order of
+        first appearance, old ones first; mentions by id within a block: the order
+        :func:`coref.inference.infer_blocks` assembles them in, so it gathers nothing again).
+
+        Returns
+        -------
+        part : pandas.DataFrame
+            mention_id, block (and, without old encodings, the mention fields).
+        enc_part : coref.encoding.MentionEncoding
+            The encodings of ``part``'s rows.
+        old_row : ndarray of int64, shape (len(part),)
+            Position of each row among the touched old mentions (``old.ids[in_touched]``); -1 for a new one.
+        """
         old = self.old
         old_rows = old.block_of.index[in_touched]
+        n_old = len(old_rows)
+        new_pos = np.flatnonzero(new_in)
+        mids = np.r_[old_rows.to_numpy(dtype=object), new["mention_id"].to_numpy(dtype=object)[new_pos]]
+        blocks = np.r_[old.block_of.to_numpy()[in_touched], new["block"].to_numpy(dtype=object)[new_pos]]
+        order = block_order(blocks, mids)[0]
+        old_row = np.r_[np.arange(n_old), np.full(len(new_pos), -1)][order]
         if self.om is None:
             # the blocks are assembled from the encodings: infer_blocks reads only ids and blocks
-            part = pd.DataFrame({"mention_id": np.r_[old_rows.to_numpy(dtype=object),
-                                                     new.loc[new_in, "mention_id"].to_numpy(dtype=object)],
-                                 "block": np.r_[old.block_of.to_numpy()[in_touched],
-                                                new.loc[new_in, "block"].to_numpy(dtype=object)]})
+            part = pd.DataFrame({"mention_id": mids[order], "block": blocks[order]})
             enc_part = self.enc_all.take(np.r_[self.old_enc_of.to_numpy()[in_touched],
-                                               self.n_old_enc + np.flatnonzero(new_in)])
+                                               self.n_old_enc + new_pos][order])
         else:
             part_old = self.om.loc[old_rows].reset_index()
             part_old["block"] = old.block_of.loc[old_rows].to_numpy()
             cols = [c for c in feats if c in part_old.columns]
             part = pd.concat([part_old[cols], new.loc[new_in, cols]], ignore_index=True)
             enc_old = mention_encoding.encode_parts(part_old[cols], self.model.vocabulary_)
-            enc_part = MentionEncoding.concat([enc_old, self.new_enc.take(np.flatnonzero(new_in))])
-        return part, enc_part, len(old_rows)
+            enc_part = MentionEncoding.concat([enc_old, self.new_enc.take(new_pos)]).take(order)
+            part = part.iloc[order].reset_index(drop=True)
+        return part, enc_part, old_row.astype(np.int64)
 
     def all_encodings(self):
         """The encodings of every mention of the result: the old ones, then the new ones."""
@@ -209,18 +240,22 @@ class _EncodingSource:
         return self.enc_all.take(np.r_[self.old_enc_of.to_numpy(), self.n_old_enc + np.arange(len(self.new_enc))])
 
 
-def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, client, progress):
+def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, client, progress,
+                    old_prior_shifts=None):
     """Gibbs on the blocks that hold old and new mentions, from the old clusters; ids into ``sampled``."""
     # (object arrays: a hash-table isin; isin on pyarrow strings would loop in Python)
     in_touched = pd.Index(old.block_of.to_numpy(dtype=object)).isin(list(touched_set))
     new_in = np.fromiter((b in touched_set for b in new["block"].tolist()), bool, len(new))
     feats = [c for c in new.columns if c != "gold"]
-    part, enc_part, n_part_old = source.touched_part(in_touched, new, new_in, feats)
-    is_old = np.r_[np.ones(n_part_old, bool), np.zeros(len(part) - n_part_old, bool)]
-    initial = np.r_[old.cid.to_numpy(dtype=object)[in_touched], np.full(len(part) - n_part_old, None, object)]
+    part, enc_part, old_row = source.touched_part(in_touched, new, new_in, feats)
+    is_old = old_row >= 0
+    initial = np.full(len(part), None, object)
+    initial[is_old] = old.cid.to_numpy(dtype=object)[in_touched][old_row[is_old]]
     fixed = is_old & (not settings.revisit)
+    keep = kept_prior_shifts(part["block"].to_numpy(dtype=object), is_old, old_prior_shifts, settings.revisit)
+    sampled.stats["n_blocks_prior_kept"] += len(keep)
     results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
-                           initial=initial, fixed=fixed, margins=True, encodings=enc_part)
+                           initial=initial, fixed=fixed, margins=True, encodings=enc_part, prior_shift=keep)
     sampled.extend(results)
     used = set(old.cid.tolist())
     ids_by_block = {b: g.tolist() for b, g in old.cid.groupby(old.block_of.to_numpy(), sort=False)}
@@ -231,6 +266,38 @@ def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, 
         names = name_final_clusters(r, is_old, old_cid_of, ids_by_block.get(r.block, []), used)
         sampled.final_old_of.update(zip(mids[is_old].tolist(), names[is_old].tolist()))
         sampled.new_cid_of.update(zip(mids[~is_old].tolist(), names[~is_old].tolist()))
+
+
+def kept_prior_shifts(blocks, is_old, old_prior_shifts, revisit):
+    """The touched blocks that keep their old prior shift, and that shift.
+
+    Parameters
+    ----------
+    blocks : ndarray of object, shape (n,)
+        Block of each mention of the touched blocks.
+    is_old : ndarray of bool, shape (n,)
+        Which mentions were clustered before.
+    old_prior_shifts : mapping of str -> float, or None
+        The recorded shifts (natural-log odds); blocks without a finite one are estimated.
+    revisit : bool
+        Old mentions may move: every block is estimated again.
+
+    Returns
+    -------
+    dict of str -> float
+        Blocks whose new mentions number at most :data:`KEEP_PRIOR_FRACTION` of their old ones.
+    """
+    if revisit or not old_prior_shifts:
+        return {}
+    codes, names = pd.factorize(np.asarray(blocks, dtype=object))
+    n_old = np.bincount(codes[is_old], minlength=len(names))
+    n_new = np.bincount(codes[~is_old], minlength=len(names))
+    out = {}
+    for b, o, m in zip(names.tolist(), n_old.tolist(), n_new.tolist()):
+        d = old_prior_shifts.get(b)
+        if d is not None and np.isfinite(d) and m <= KEEP_PRIOR_FRACTION * o:
+            out[b] = float(d)
+    return out
 
 
 def _sample_fresh(sampled, model, settings, new, feats, source, fresh_set, *, client, progress):

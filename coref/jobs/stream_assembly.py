@@ -29,10 +29,14 @@ import pandas as pd
 from coref.io.stream import BATCH_ROWS, ROWS_FILE, mention_schema
 from sampling.utils.atomic import atomic_open
 
-__all__ = ["GroupAssembly", "piece", "encodings_file", "PARTS", "BLOCKS_FILE"]
+__all__ = ["GroupAssembly", "piece", "encodings_file", "PARTS", "BLOCKS_FILE", "BLOCK_COLUMNS"]
 
-#: Per-block detail of the sampler used: block, n_mentions, group, sampler, why.
+#: Per-block detail of the sampler used and of the block's prior: the columns of :data:`BLOCK_COLUMNS`.
 BLOCKS_FILE = "blocks.csv"
+#: The columns of ``blocks.csv``: block, n_mentions, group (the space-separated encodings files
+#: of its mentions), sampler, why, and prior_shift (the block's d_b, natural-log odds; empty
+#: in the rows of outputs written before it was recorded).
+BLOCK_COLUMNS = ["block", "n_mentions", "group", "sampler", "why", "prior_shift"]
 #: Folder of the partition (the groups' mentions, rows.parquet) in a checkpoint folder.
 PARTS = "parts"
 

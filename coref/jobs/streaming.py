@@ -17,7 +17,7 @@ continues from them when run again with the same arguments. The folder is remove
 the new output is in place (manifest last, :class:`coref.outputs.OutputDir`).
 
 Outputs beyond the in-memory path's: ``blocks.csv`` (block, n_mentions, group, sampler,
-why: the per-block detail that summary.json only counts) and one
+why, prior_shift: the per-block detail that summary.json only counts) and one
 ``encodings-gNNNNN.npz`` per group instead of ``encodings.npz`` (each the
 :func:`coref.outputs.write_encodings` file of the group's mentions).
 """
@@ -36,7 +36,7 @@ from coref.executors import progress_bar, run_on_dask
 from coref.inputs import as_object_text, partition_input
 from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, mention_schema, read_group
 from coref.jobs.clusters import add_tallies, predict_clusters, sampling_summary, sampling_tally, with_auto_budget
-from coref.jobs.stream_assembly import BLOCKS_FILE, PARTS, GroupAssembly, encodings_file, piece
+from coref.jobs.stream_assembly import BLOCK_COLUMNS, BLOCKS_FILE, PARTS, GroupAssembly, encodings_file, piece
 from coref.margins import weakest_merges
 from coref.outputs import CHECKPOINT_DIR, write_encodings
 from coref.outputs.directory import write_npz
@@ -72,11 +72,16 @@ def stream_settings(settings):
     return with_auto_budget(settings, STREAM_FACTOR_CACHE_MB)
 
 
+#: The layout of a group's pieces (2: blocks.csv with prior_shift); a checkpoint of another layout is not resumed.
+PIECES_FORMAT = 2
+
+
 def stream_key(path, fmt, settings, model_sha256, group_mentions):
-    """What a checkpoint of block groups was made for: settings, model, the input file (path, size, mtime), groups."""
+    """What a checkpoint of block groups was made for: settings, model, the input file (path, size, mtime), groups,
+    and the layout of the pieces (:data:`PIECES_FORMAT`)."""
     st = Path(path).stat()
     body = json.dumps([settings.key(), model_sha256, str(Path(path).resolve()), fmt, st.st_size, st.st_mtime_ns,
-                       int(group_mentions)])
+                       int(group_mentions), PIECES_FORMAT])
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
 
@@ -109,7 +114,7 @@ def cluster_group(root, g, model, settings, drop_rows, model_sha256):
             "n_factor_evals": 0, "gibbs_wall_s": 0.0, "largest": [], "weakest": [],
             "tally": sampling_tally([])}
     k = np.zeros(0, np.int32)
-    blocks = pd.DataFrame(columns=["block", "n_mentions", "group", "sampler", "why"])
+    blocks = pd.DataFrame(columns=BLOCK_COLUMNS)
     if len(df):
         clusters, stats = predict_clusters(df, model, settings, return_encodings=True)
         cid = clusters["cluster_id"].to_numpy(dtype=object).astype(str)
@@ -121,8 +126,10 @@ def cluster_group(root, g, model, settings, drop_rows, model_sha256):
         largest["first_row"] = first.reindex(largest["cluster_id"]).to_numpy()
         weakest = weakest_merges(clusters, stats["margins"], n_weakest=N_SHOWN)
         sampling = stats["sampling"]
-        blocks = pd.DataFrame(sampling["blocks"]).assign(group=int(g))[["block", "n_mentions", "group", "sampler",
-                                                                        "why"]]
+        blocks = pd.DataFrame(sampling["blocks"]).assign(group=int(g))
+        # the prior shift each block's factors used: coref add keeps it (coref.jobs.incremental)
+        blocks["prior_shift"] = blocks["block"].map(stats["prior_shifts"]).astype(float)
+        blocks = blocks[BLOCK_COLUMNS]
         info.update(n_blocks=int(clusters["block"].nunique()), n_clusters=int(len(sizes)),
                     n_singletons=int((sizes == 1).sum()), n_factor_evals=int(stats["n_factor_evals"]),
                     gibbs_wall_s=float(stats["gibbs_wall_s"]), largest=largest.to_dict("records"),

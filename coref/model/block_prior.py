@@ -55,7 +55,8 @@ from sampling.utils.kernels import load_kernel
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["BIG_BLOCK_EM", "rate_pairs", "rate_scores", "pooled_rate", "cached_block_rate", "em_block_rate",
-           "prior_shift", "shift_evals", "block_bias_evals", "block_theta", "check_block_prior", "PRIOR_EM_STEPS"]
+           "prior_shift", "shift_evals", "block_bias_evals", "block_shift_evals", "shifted_bias", "block_theta",
+           "check_block_prior", "PRIOR_EM_STEPS"]
 
 #: Run the EM on in big blocks too (False: their rate is the first step's, see the module docstring).
 BIG_BLOCK_EM = False
@@ -235,6 +236,25 @@ def block_bias_evals(model, enc) -> tuple:
     if f is None:
         return float(model.bias_), 0
     return float(f(enc)), int(model.block_shift_evals(enc.n))
+
+
+def block_shift_evals(model, enc) -> tuple:
+    """The prior shift d_b of ``model``'s factors within the block ``enc`` (natural-log odds), the
+    intercept it gives and the factors its estimate evaluated: ``(d_b, base + d_b, evals)``, the
+    intercept equal to :func:`block_bias_evals`'s; ``(0.0, bias_, 0)`` for models without
+    :meth:`PairwiseModel.block_shift` (e.g. test stand-ins)."""
+    f = getattr(model, "block_shift", None)
+    if f is None:
+        return 0.0, float(model.bias_), 0
+    shift = float(f(enc))
+    return shift, float(model.base_bias(enc) + shift), int(model.block_shift_evals(enc.n))
+
+
+def shifted_bias(model, enc, shift) -> float:
+    """The intercept of ``model``'s factors within the block ``enc`` at the prior shift ``shift``
+    (natural-log odds): ``base_bias(enc) + shift`` (``bias_ + shift`` for models without it)."""
+    f = getattr(model, "base_bias", None)
+    return float((model.bias_ if f is None else f(enc)) + float(shift))
 
 
 def block_theta(model, enc):

@@ -203,6 +203,28 @@ def test_every_factor_of_the_block_uses_the_block_intercept(fitted):
     assert got.tolist() != kernel(m.bias_).tolist()
 
 
+def test_fit_with_a_given_prior_shift_samples_at_that_intercept_and_skips_the_estimate(fitted):
+    df, m = fitted
+    df = df.drop(columns=["gold"])
+    est = GibbsCoref(m, sampler="exact", n_sweeps=6, rng=4, record_history=False).fit(df)
+    encs = {b: m.encode(g.reset_index(drop=True).sort_values("mention_id", key=lambda s: s.astype(str)))
+            for b, g in df.groupby("block")}
+    assert est.prior_shifts_ == {b: m.block_shift(e) for b, e in encs.items()}
+    assert all(v != 0.0 for v in est.prior_shifts_.values())
+    # the estimate itself, given: the same clusters, without the estimate's factors
+    same = GibbsCoref(m, sampler="exact", n_sweeps=6, rng=4, record_history=False).fit(
+        df, prior_shift=est.prior_shifts_)
+    assert same.clusters_.equals(est.clusters_) and same.prior_shifts_ == est.prior_shifts_
+    assert est.n_factor_evals_ - same.n_factor_evals_ == sum(m.block_shift_evals(e.n) for e in encs.values())
+    # a shift of +30 nats for B1 only merges B1 into one cluster; the other blocks are estimated as before
+    big = GibbsCoref(m, sampler="exact", n_sweeps=6, rng=4, record_history=False).fit(df, prior_shift={"B1": 30.0})
+    assert big.prior_shifts_ == {**est.prior_shifts_, "B1": 30.0}
+    in_b1 = (df["block"] == "B1").to_numpy()
+    ids = df["mention_id"].astype(str)
+    assert big.clusters_.reindex(ids[in_b1]).nunique() == 1 < est.clusters_.reindex(ids[in_b1]).nunique()
+    assert big.clusters_.reindex(ids[~in_b1]).equals(est.clusters_.reindex(ids[~in_b1]))
+
+
 def test_save_load_and_old_models(fitted, tmp_path):
     df, m = fitted
     enc = m.encode(df[df["block"] == "B2"].drop(columns=["gold"]))

@@ -171,6 +171,43 @@ def test_add_onto_a_streamed_output_equals_add_onto_the_in_memory_one(table, tmp
     assert _bytes(tmp_path / "a3") == _bytes(tmp_path / "a3m") and c["n_clusters"] == d["n_clusters"]
 
 
+def test_add_keeps_a_recorded_block_prior_while_the_block_grows_little(tmp_path, model_dir, mentions_factory):
+    from coref.jobs.incremental import KEEP_PRIOR_FRACTION
+    from coref.model import load_model
+
+    df = mentions_factory(n_blocks=2, per=30, n_authors=3, seed=7)
+    predict(write_mentions(df, tmp_path / "m.parquet"), model=model_dir, out=tmp_path / "p", progress=False,
+            stream=True, group_mentions=20)
+    model = load_model(model_dir)[0]
+
+    def estimate(rows):
+        return model.block_shift(model.encode(rows.sort_values("mention_id", key=lambda s: s.astype(str))))
+
+    def recorded(d):
+        return pd.read_csv(d / "blocks.csv", dtype=str, keep_default_na=False).set_index("block")["prior_shift"]
+
+    b1, b2 = sorted(df["block"].unique())
+    old = recorded(tmp_path / "p")
+    for b in (b1, b2):               # each block's estimate, written so that it reads back exactly
+        assert float(old[b]) == estimate(df[df["block"] == b])
+    # b1 grows by 2 of 30 (<= 10%): its recorded shift is kept; b2 by 10 of 30: estimated again
+    assert 2 <= KEEP_PRIOR_FRACTION * 30 < 10
+    new = pd.concat([df[df["block"] == b1].iloc[:2], df[df["block"] == b2].iloc[:10]], ignore_index=True)
+    new["mention_id"] = "n" + new["mention_id"].astype(str)
+    s = add(tmp_path / "p", write_mentions(new, tmp_path / "new.parquet"), model=model_dir, out=tmp_path / "a",
+            progress=False)
+    assert s["n_blocks_prior_kept"] == 1
+    now = recorded(tmp_path / "a")
+    grown = pd.concat([df, new], ignore_index=True)
+    assert now[b1] == old[b1] and float(now[b1]) != estimate(grown[grown["block"] == b1])
+    assert float(now[b2]) == estimate(grown[grown["block"] == b2]) != float(old[b2])
+    # revisit: old mentions may move, every touched block is estimated again
+    r = add(tmp_path / "p", tmp_path / "new.parquet", model=model_dir, out=tmp_path / "r", progress=False,
+            revisit=True)
+    assert r["n_blocks_prior_kept"] == 0
+    assert float(recorded(tmp_path / "r")[b1]) == estimate(grown[grown["block"] == b1])
+
+
 def test_add_refuses_an_edited_encodings_file_of_a_touched_block(table, tmp_path, model_dir):
     path = write_mentions(table, tmp_path / "m.parquet")
     predict(path, model=model_dir, out=tmp_path / "str", progress=False, stream=True, group_mentions=1000)
