@@ -390,13 +390,32 @@ def block_order(blocks, ids=None):
         Block k's rows are ``order[bounds[k]:bounds[k + 1]]``.
     """
     codes, names = pd.factorize(np.asarray(blocks, dtype=object))
-    if ids is None:
+    if _in_block_order(codes, ids):
+        order = np.arange(len(codes))          # (e.g. rows that coref add ordered so)
+    elif ids is None:
         order = np.argsort(codes, kind="stable")
     else:
         rank = pd.factorize(np.asarray(ids, dtype=object), sort=True)[0]
         order = np.lexsort((rank, codes))
     bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
     return order.astype(np.int64), np.asarray(names, dtype=object), bounds.astype(np.int64)
+
+
+def _in_block_order(codes, ids):
+    """True when the rows already run block after block (``codes`` non-decreasing) with ``ids``
+    strictly increasing inside each block (or ``ids`` None)."""
+    if len(codes) < 2:
+        return True
+    if not bool(np.all(codes[1:] >= codes[:-1])):
+        return False
+    if ids is None:
+        return True
+    ids = np.asarray(ids, dtype=object)
+    same = codes[1:] == codes[:-1]
+    try:
+        return bool(np.all(ids[1:][same] > ids[:-1][same]))
+    except TypeError:                          # ids that do not compare: sorted the general way
+        return False
 
 
 def infer_blocks(df, model, settings, *, sampler=None, fold=0, record_history=True, client=None,

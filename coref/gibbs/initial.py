@@ -70,9 +70,17 @@ def initial_labels(keys):
     Distinct keys get labels 0, 1, ... in order of first appearance; each missing
     key (None / NaN / pd.NA) gets a label of its own after them.
     """
+    keys = np.asarray(keys, dtype=object)
     n = len(keys)
-    missing = np.fromiter((is_missing(v) for v in keys), dtype=bool, count=n)
     labels = np.empty(n, np.int64)
+    if pd.api.types.infer_dtype(keys, skipna=True) in ("string", "empty"):
+        # str keys (and missing ones): hashed in one call, codes in order of first appearance
+        missing = pd.isna(keys)
+        codes, uniq = pd.factorize(keys[~missing])
+        labels[~missing] = codes
+        labels[missing] = len(uniq) + np.arange(int(missing.sum()))
+        return labels
+    missing = np.fromiter((is_missing(v) for v in keys), dtype=bool, count=n)
     codes = {}
     for k in np.flatnonzero(~missing):
         labels[k] = codes.setdefault(keys[k], len(codes))

@@ -125,14 +125,15 @@ class _OldClusters:
 
     def __init__(self, old_clusters):
         old_clusters = old_clusters.reset_index(drop=True)
-        self.ids = pd.Index(old_clusters["mention_id"].astype(str).to_numpy(dtype=object))
+        # (dtype object: pandas would store these str as Arrow strings, converted back at every use)
+        self.ids = pd.Index(old_clusters["mention_id"].astype(str).to_numpy(dtype=object), dtype=object)
         if self.ids.has_duplicates:
             raise ValueError("old clusters: duplicate mention ids, e.g. "
                              + repr(self.ids[self.ids.duplicated()][:3].tolist()))
-        self.block_of = pd.Series(old_clusters["block"].astype(str).to_numpy(dtype=object), index=self.ids)
-        self.cid = pd.Series(old_clusters["cluster_id"].astype(str).to_numpy(dtype=object), index=self.ids)
-        # (.tolist(): iterating pandas' pyarrow strings element by element is slow)
-        self.id_set = set(self.ids.tolist())
+        self.block_of = pd.Series(old_clusters["block"].astype(str).to_numpy(dtype=object), index=self.ids,
+                                  dtype=object)
+        self.cid = pd.Series(old_clusters["cluster_id"].astype(str).to_numpy(dtype=object), index=self.ids,
+                             dtype=object)
 
 
 class _Sampled:
@@ -258,14 +259,17 @@ def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, 
                            initial=initial, fixed=fixed, margins=True, encodings=enc_part, prior_shift=keep)
     sampled.extend(results)
     used = set(old.cid.tolist())
-    ids_by_block = {b: g.tolist() for b, g in old.cid.groupby(old.block_of.to_numpy(), sort=False)}
-    old_cid_of = dict(zip(old.ids.tolist(), old.cid.tolist()))
-    for r in results:
-        mids = r.mention_id.astype(str)
-        is_old = np.fromiter((m in old.id_set for m in mids), bool, len(mids))
-        names = name_final_clusters(r, is_old, old_cid_of, ids_by_block.get(r.block, []), used)
-        sampled.final_old_of.update(zip(mids[is_old].tolist(), names[is_old].tolist()))
-        sampled.new_cid_of.update(zip(mids[~is_old].tolist(), names[~is_old].tolist()))
+    mids = np.concatenate([r.mention_id for r in results]).astype(str) if results else np.zeros(0, str)
+    if not np.array_equal(mids, part["mention_id"].to_numpy(dtype=object).astype(str)):
+        raise RuntimeError("infer_blocks returned the touched blocks' mentions in another order than given")
+    bounds = np.cumsum([0] + [len(r.mention_id) for r in results])
+    for r, lo, hi in zip(results, bounds[:-1].tolist(), bounds[1:].tolist()):
+        # (part is in block order, as infer_blocks returns its blocks: the rows of r are part[lo:hi])
+        old_here = is_old[lo:hi]
+        olds = initial[lo:hi]
+        names = name_final_clusters(r, old_here, olds, olds[old_here].tolist(), used)
+        sampled.final_old_of.update(zip(mids[lo:hi][old_here].tolist(), names[old_here].tolist()))
+        sampled.new_cid_of.update(zip(mids[lo:hi][~old_here].tolist(), names[~old_here].tolist()))
 
 
 def kept_prior_shifts(blocks, is_old, old_prior_shifts, revisit):
@@ -352,10 +356,11 @@ def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
     result : coref.inference.BlockResult
     is_old : ndarray of bool, shape (n_block_mentions,)
         Which mentions of ``result`` were clustered before.
-    old_cid_of : dict
-        Old mention id -> its old cluster id.
+    old_cid_of : dict or ndarray of object
+        Old mention id -> its old cluster id; or the old cluster id of each mention of
+        ``result`` (shape (n_block_mentions,), read where ``is_old``).
     block_ids : list of str
-        The old cluster ids of the block.
+        The old cluster ids of the block (repeats allowed).
     used : set of str
         Every cluster id in use; the new ids are added to it.
 
@@ -369,14 +374,14 @@ def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
     sizes = np.bincount(codes)
     first = np.full(len(sizes), len(codes))
     np.minimum.at(first, codes, np.arange(len(codes)))
-    fast = _one_old_id_each(codes, mids, is_old, old_cid_of, len(sizes))
+    old_ids = _old_ids(mids, is_old, old_cid_of)
+    fast = _one_old_id_each(codes, mids, is_old, old_ids, len(sizes))
     if fast is not None:
         return _name_with_one_old_id_each(block, codes, fast, sizes, first, block_ids, used)
     # votes[c] = {old id: how many of its mentions final cluster c holds}
     votes = {}
-    for c, m in zip(codes[is_old].tolist(), mids[is_old].tolist()):
+    for c, o in zip(codes[is_old].tolist(), old_ids.tolist()):
         cnt = votes.setdefault(c, {})
-        o = old_cid_of[m]
         cnt[o] = cnt.get(o, 0) + 1
     k_next = next_cluster_k(block_ids, block)
     name_of = {}
@@ -396,13 +401,21 @@ def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
     return np.array([name_of[c] for c in codes], dtype=object)
 
 
+def _old_ids(mids, is_old, old_cid_of):
+    """The old cluster ids of the old mentions (``mids[is_old]``), ndarray of object."""
+    if isinstance(old_cid_of, np.ndarray):
+        return np.asarray(old_cid_of[is_old], dtype=object)
+    return np.array([old_cid_of[m] for m in mids[is_old].tolist()], dtype=object)
+
+
 def _one_old_id_each(codes, mids, is_old, old_cid_of, n_clusters):
     """The old id of each final cluster (None where it holds no old mention) when no final
     cluster holds old mentions of two old clusters and no old cluster is split between two
-    final ones (old mentions fixed: always); else None."""
+    final ones (old mentions fixed: always); else None.  ``old_cid_of``: a dict by mention
+    id, or the old ids of the old mentions (:func:`_old_ids`)."""
     if not is_old.any():
         return np.full(n_clusters, None, dtype=object)
-    old_ids = np.array([old_cid_of[m] for m in mids[is_old].tolist()], dtype=object)
+    old_ids = old_cid_of if isinstance(old_cid_of, np.ndarray) else _old_ids(mids, is_old, old_cid_of)
     k, uniq = pd.factorize(old_ids)
     c = codes[is_old]
     lo = np.full(n_clusters, len(uniq), dtype=np.int64)

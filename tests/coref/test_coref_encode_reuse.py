@@ -280,3 +280,32 @@ def test_a_dropped_block_is_assembled_again_from_its_remembered_components(model
     sub = frames[0].iloc[:-1]                  # other ids: the components are computed for them
     assert cache.lookup(got[0], sub["mention_id"].to_numpy(dtype=object)).n == len(sub)
     assert calls == [1]
+
+
+def _order_by_groupby(blocks, ids):
+    """block_order by its definition: pandas groups in order of first appearance, rows by id inside."""
+    out, names = [], []
+    for b, idx in pd.Series(np.arange(len(blocks))).groupby(blocks, sort=False):
+        idx = idx.to_numpy()
+        out.append(idx if ids is None else idx[np.argsort(ids[idx], kind="stable")])
+        names.append(b)
+    return (np.concatenate(out) if out else np.zeros(0, np.int64)), names
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_block_order_groups_blocks_by_first_appearance_and_rows_by_id(seed):
+    from coref.inference import block_order
+
+    gen = np.random.default_rng(seed)
+    for t in range(60):
+        n = int(gen.integers(0, 30))
+        blocks = np.array([f"b{x}" for x in gen.integers(0, 4, n)], dtype=object)
+        ids = np.array([f"m{x:03d}" for x in gen.permutation(n)], dtype=object)
+        if t % 3 == 0:                     # rows already in that order: the fast path
+            first, _ = _order_by_groupby(blocks, ids)
+            blocks, ids = blocks[first], ids[first]
+        for by in (ids, None):
+            order, names, bounds = block_order(blocks, by)
+            want, want_names = _order_by_groupby(blocks, by)
+            assert order.tolist() == want.tolist() and names.tolist() == want_names
+            assert bounds.tolist() == np.cumsum([0] + [int((blocks == b).sum()) for b in want_names]).tolist()

@@ -117,3 +117,26 @@ def test_initial_fixed_errors():
         g.fit(df, fixed=np.ones(5, bool))
     with pytest.raises(ValueError, match="fixed must be 1-D"):
         g.fit(df, fixed=np.ones((2, 2), bool))
+
+
+def _labels_by_dict(keys):
+    """initial_labels by its definition: first-appearance codes, then one label per missing key."""
+    from coref.gibbs.initial import is_missing
+
+    codes, out = {}, []
+    for v in keys:
+        out.append(None if is_missing(v) else codes.setdefault(v, len(codes)))
+    extra = iter(range(len(codes), len(codes) + out.count(None)))
+    return [next(extra) if c is None else c for c in out]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_initial_labels_of_str_keys_equal_the_definition(seed):
+    from coref.gibbs.initial import initial_labels
+
+    gen = np.random.default_rng(seed)
+    pool = np.array(["a/0", "a/1", "b/7", "", None, np.nan, pd.NA], dtype=object)
+    keys = pool[gen.integers(0, len(pool), size=int(gen.integers(0, 40)))]
+    assert initial_labels(keys).tolist() == _labels_by_dict(keys)
+    mixed = np.array([3, "3", 3.0, None, (1, 2), "3"], dtype=object)      # not all str: the per-key path
+    assert initial_labels(mixed).tolist() == _labels_by_dict(mixed) == [0, 1, 0, 3, 2, 1]
