@@ -92,13 +92,13 @@ def _old_encodings(d, manifest, blocks, touched, ids, model_info, vocabulary):
                      for g in _groups_of(cell)})
     # one hash table of the wanted ids, probed by each file (object strings: pandas' hashing
     # of Arrow-backed strings loops in Python; Arrow's is_in would hash the wanted set per file)
-    want = pd.Index(pd.unique(np.asarray(ids, dtype=object).astype(str)))
+    want = pd.Index(pd.unique(np.asarray(ids, dtype=object)), dtype=object)
     parts, n = [], 0
     for g in groups:
         verify_listed(d, manifest, encodings_file(g))
         enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
                              vocabulary=vocabulary, check_digest=False)
-        keep = np.flatnonzero(want.get_indexer(np.asarray(enc.mention_id, dtype=object).astype(str)) >= 0)
+        keep = np.flatnonzero(want.get_indexer(enc.mention_id) >= 0)     # (str objects, as read)
         if len(keep):
             parts.append(enc.take(keep))
             n += len(keep)

@@ -130,17 +130,15 @@ def read_encodings(path, *, model_sha256, mention_ids, vocabulary=None, check_di
         enc.validate(vocabulary, where=str(path))
     except ValueError as exc:
         raise EncodingsError(str(exc)) from None
-    if mention_ids is None:
-        want = mids
-    else:
+    pos = None          # (ids unique: checked by validate)
+    if mention_ids is not None:
         want = np.asarray(mention_ids, dtype=object).astype(str)
-    index = pd.Index(mids)
-    pos = index.get_indexer(want)
-    if len(want) != len(mids) or (pos < 0).any():
-        missing = int((pos < 0).sum())
-        bad(f"covers {len(mids)} mentions; the clustering has {len(want)} ({missing} of them not in the file)")
+        pos = pd.Index(enc.mention_id, dtype=object).get_indexer(want)
+        if len(want) != len(mids) or (pos < 0).any():
+            missing = int((pos < 0).sum())
+            bad(f"covers {len(mids)} mentions; the clustering has {len(want)} ({missing} of them not in the file)")
     # last, so that a structural fault is named as such: a valid-looking edit is caught here
     if check_digest and header.get("content_sha256") != content_digest(model_sha256, header, members):
         bad("its content_sha256 does not match its content and model: the file was edited after it was written "
             "(or written by an older coref)")
-    return enc.take(pos)
+    return enc if pos is None else enc.take(pos)

@@ -249,6 +249,12 @@ def test_encodings_file_round_trip_and_refusals(tmp_path):
     for name, change, msg in cases:
         with pytest.raises(EncodingsError, match="bad.npz: .*" + msg.replace("(", r"\(")):
             read_encodings(tampered(name, change), model_sha256="ab" * 32, mention_ids=order, vocabulary=voc)
+    # a repeated mention id, with or without the ids asked for (a file read as it is: coref add)
+    twice = tampered("mention_id", lambda a: np.r_[a[:1], a[:-1]])
+    for ids in (order, None):
+        with pytest.raises(EncodingsError, match="bad.npz: mention_id values repeat"):
+            read_encodings(twice, model_sha256="ab" * 32, mention_ids=ids, vocabulary=voc, check_digest=False)
+    assert read_encodings(p, model_sha256="ab" * 32, mention_ids=None).mention_id.tolist() == order[::-1]
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(EncodingsError, match="junk.npz: unreadable"):
         read_encodings(tmp_path / "junk.npz", model_sha256="ab" * 32, mention_ids=order)
