@@ -7,7 +7,8 @@ also keeps the prior shift d_b its old run estimated (when that run recorded it,
 ``blocks.csv`` of a streamed output) while its new mentions number at most
 :data:`KEEP_PRIOR_FRACTION` of its old ones: the new mentions are placed by the same
 factors that clustered the old ones, and the estimate's n^2 pairs are not evaluated
-again; a block grown more than that (or ``revisit``) has its prior estimated again. With
+again; a block grown more than that, one that reaches the model's big-block size (other
+weights), or ``revisit`` has its prior estimated again (:func:`kept_prior_shifts`). With
 ``revisit`` the old mentions of those blocks may move too; a final cluster then keeps
 the id held by most of its old mentions (larger clusters choose first) and the others
 get new ids. Blocks that are new are clustered from scratch, as ``coref predict`` does.
@@ -24,7 +25,7 @@ from coref.encoding.mentions import MentionEncoding
 from coref.inference import block_order, infer_blocks
 from coref.jobs.clusters import canonical_cluster_ids, result_margins, result_shifts, sampler_choices
 
-__all__ = ["add_clusters", "next_cluster_k", "name_final_clusters", "KEEP_PRIOR_FRACTION"]
+__all__ = ["add_clusters", "next_cluster_k", "name_final_clusters", "kept_prior_shifts", "KEEP_PRIOR_FRACTION"]
 
 #: An existing block keeps its recorded prior shift while its new mentions are at most this
 #: fraction of its old ones (and ``revisit`` is off); otherwise the shift is estimated again.
@@ -253,7 +254,8 @@ def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, 
     initial = np.full(len(part), None, object)
     initial[is_old] = old.cid.to_numpy(dtype=object)[in_touched][old_row[is_old]]
     fixed = is_old & (not settings.revisit)
-    keep = kept_prior_shifts(part["block"].to_numpy(dtype=object), is_old, old_prior_shifts, settings.revisit)
+    keep = kept_prior_shifts(part["block"].to_numpy(dtype=object), is_old, old_prior_shifts, settings.revisit,
+                             big_block=getattr(model, "is_big_block", None))
     sampled.stats["n_blocks_prior_kept"] += len(keep)
     results = infer_blocks(part, model, settings, record_history=False, client=client, progress=progress,
                            initial=initial, fixed=fixed, margins=True, encodings=enc_part, prior_shift=keep)
@@ -272,7 +274,7 @@ def _sample_touched(sampled, model, settings, old, new, source, touched_set, *, 
         sampled.new_cid_of.update(zip(mids[lo:hi][~old_here].tolist(), names[~old_here].tolist()))
 
 
-def kept_prior_shifts(blocks, is_old, old_prior_shifts, revisit):
+def kept_prior_shifts(blocks, is_old, old_prior_shifts, revisit, big_block=None):
     """The touched blocks that keep their old prior shift, and that shift.
 
     Parameters
@@ -285,11 +287,16 @@ def kept_prior_shifts(blocks, is_old, old_prior_shifts, revisit):
         The recorded shifts (natural-log odds); blocks without a finite one are estimated.
     revisit : bool
         Old mentions may move: every block is estimated again.
+    big_block : callable or None
+        ``PairwiseModel.is_big_block``: a block that crosses the model's big-block size
+        (``big_.min_n``) changes weights, and its shift (relative to the other weights'
+        intercept) is estimated again.
 
     Returns
     -------
     dict of str -> float
-        Blocks whose new mentions number at most :data:`KEEP_PRIOR_FRACTION` of their old ones.
+        Blocks whose new mentions number at most :data:`KEEP_PRIOR_FRACTION` of their old ones
+        and that keep their weights.
     """
     if revisit or not old_prior_shifts:
         return {}
@@ -299,7 +306,8 @@ def kept_prior_shifts(blocks, is_old, old_prior_shifts, revisit):
     out = {}
     for b, o, m in zip(names.tolist(), n_old.tolist(), n_new.tolist()):
         d = old_prior_shifts.get(b)
-        if d is not None and np.isfinite(d) and m <= KEEP_PRIOR_FRACTION * o:
+        same_weights = big_block is None or bool(big_block(o)) == bool(big_block(o + m))
+        if d is not None and np.isfinite(d) and m <= KEEP_PRIOR_FRACTION * o and same_weights:
             out[b] = float(d)
     return out
 

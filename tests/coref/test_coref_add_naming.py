@@ -46,3 +46,20 @@ def test_shortcut_gives_the_ids_of_the_votes(fixed, monkeypatch):
         assert n_fast == 60          # the shortcut always applies with the old mentions fixed
     else:
         assert n_fast < 60           # and not where old clusters split or merge (the votes decide)
+
+
+def test_kept_prior_shifts_keeps_a_recorded_shift_while_a_block_grows_little_and_keeps_its_weights():
+    from coref.jobs.incremental import KEEP_PRIOR_FRACTION, kept_prior_shifts
+
+    assert KEEP_PRIOR_FRACTION == 0.1
+    # block: (old mentions, new mentions); shifts recorded for all but "d"
+    sizes = {"a": (30, 3), "b": (30, 4), "c": (5, 0), "d": (40, 1), "e": (995, 5), "f": (20, 1)}
+    blocks = np.array([b for b, (o, m) in sizes.items() for _ in range(o + m)], dtype=object)
+    is_old = np.concatenate([np.r_[np.ones(o, bool), np.zeros(m, bool)] for o, m in sizes.values()])
+    shifts = {"a": -0.5, "b": 0.25, "c": 1.0, "e": -1.5, "f": float("nan")}
+    assert kept_prior_shifts(blocks, is_old, shifts, revisit=False) == {"a": -0.5, "c": 1.0, "e": -1.5}
+    # "e" grows from 995 to 1,000 mentions: past a big-block size of 1,000 its weights change
+    assert kept_prior_shifts(blocks, is_old, shifts, revisit=False, big_block=lambda n: n >= 1000) == {
+        "a": -0.5, "c": 1.0}
+    assert kept_prior_shifts(blocks, is_old, shifts, revisit=True) == {}
+    assert kept_prior_shifts(blocks, is_old, None, revisit=False) == {}
