@@ -412,23 +412,24 @@ def assignment_confidence(model, df, clusters, *, delta=0.05, max_submodel=DEFAU
                      memory_mb=float(memory_mb), gen=gen, encoding=encoding)
         comp, p_comp = competing_clusters(P, alone, labels)
         comp_id = np.where(comp >= 0, cid[np.maximum(comp, 0)] if n else comp, "")
-        conf_rows.append(pd.DataFrame({"mention_id": ids, "block": block, "cluster_id": cid, "p": p, "p_lower": lo,
-                                       "p_upper": hi, "method": meth, "n_submodel": nsub,
-                                       "p_direct": direct_confidence(F, labels), "competing_cluster": comp_id,
-                                       "p_competing": p_comp, **cluster_structure(enc, F, P, labels)}))
+        conf_rows.append({"mention_id": ids, "block": block, "cluster_id": cid, "p": p, "p_lower": lo,
+                          "p_upper": hi, "method": meth, "n_submodel": nsub,
+                          "p_direct": direct_confidence(F, labels), "competing_cluster": comp_id,
+                          "p_competing": p_comp, **cluster_structure(enc, F, P, labels)})
         a, b = np.triu_indices(n, 1)
         keep = (P[a, b] >= float(pair_min_p)) | (labels[a] == labels[b])
-        pf = pd.DataFrame({"block": block, "mention_a": ids[a[keep]], "mention_b": ids[b[keep]],
-                           "p": np.clip(P[a[keep], b[keep]], 0.0, 1.0),
-                           "p_direct": 0.5 * (1.0 + np.tanh(0.5 * F[a[keep], b[keep]]))})
+        pf = {"block": block, "mention_a": ids[a[keep]], "mention_b": ids[b[keep]],
+              "p": np.clip(P[a[keep], b[keep]], 0.0, 1.0),
+              "p_direct": 0.5 * (1.0 + np.tanh(0.5 * F[a[keep], b[keep]]))}
         if pair_factors:
             pf["f"] = F[a[keep], b[keep]]
         pair_frames.append(pf)
     if encodings is not None:
         encodings.drop(fetched)
-    conf = pd.concat(conf_rows, ignore_index=True)
+    # one DataFrame per table, not one per block (each construction converts its str columns)
+    conf = _frame(conf_rows)
     conf["method"] = conf["method"].astype(str)
-    pairs = pd.concat(pair_frames, ignore_index=True) if pair_frames else _empty_pairs(pair_factors)
+    pairs = _frame(pair_frames) if pair_frames else _empty_pairs(pair_factors)
     conf, pairs = with_calibration(conf, pairs, _resolve_calibration(model, calibration))
     cols = list(PAIR_COLUMNS) + (["f"] if pair_factors else [])
     conf = conf[list(CONFIDENCE_COLUMNS) + (list(STRUCTURE_FEATURES) if keep_features else [])].copy()
@@ -519,9 +520,20 @@ def _unscored_rows(block, ids, cid):
     """The confidence rows of a block above ``max_block``: its clusters as given, method ``none``, no probability."""
     n = len(ids)
     nan = np.full(n, np.nan)
-    return pd.DataFrame({"mention_id": ids, "block": block, "cluster_id": cid, "p": nan, "p_lower": nan,
-                         "p_upper": nan, "method": "none", "n_submodel": np.zeros(n, np.int64), "p_direct": nan,
-                         "competing_cluster": "", "p_competing": nan, **empty_structure(n)})
+    return {"mention_id": ids, "block": block, "cluster_id": cid, "p": nan, "p_lower": nan,
+            "p_upper": nan, "method": "none", "n_submodel": np.zeros(n, np.int64), "p_direct": nan,
+            "competing_cluster": "", "p_competing": nan, **empty_structure(n)}
+
+
+def _frame(parts):
+    """One DataFrame of the per-block row dicts ``parts`` (columns: the first one's; a str value
+    is the whole block's), as ``pd.concat`` of a DataFrame per part gives it."""
+    n = [max((len(v) for v in d.values() if isinstance(v, np.ndarray)), default=0) for d in parts]
+    cols = {}
+    for c in parts[0]:
+        cols[c] = np.concatenate([np.full(k, d[c], dtype=object) if isinstance(d[c], str) else np.asarray(d[c])
+                                  for d, k in zip(parts, n)])
+    return pd.DataFrame(cols)
 
 
 def _empty_conf(keep_features=False):
