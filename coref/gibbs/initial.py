@@ -6,10 +6,13 @@ turn one block's keys into labels.
 """
 from __future__ import annotations
 
+import numbers
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["check_initial", "check_fixed", "initial_labels", "is_missing"]
+__all__ = ["check_initial", "check_fixed", "check_prior_shift", "initial_labels", "is_missing"]
 
 
 def check_initial(initial, n_total):
@@ -62,6 +65,35 @@ def check_fixed(fixed, n_total):
     if len(arr) != n_total:
         raise ValueError(f"fixed must have one flag per row of df ({n_total}); got {len(arr)}")
     return arr
+
+
+def check_prior_shift(prior_shift):
+    """Validate ``fit(prior_shift=...)``: a mapping of block name -> finite float, or None.
+
+    Returns
+    -------
+    dict of str -> float or None
+
+    Raises
+    ------
+    TypeError
+        If it is not a mapping, or a value is not a real number.
+    ValueError
+        If a value is not finite (the message names the block).
+    """
+    if prior_shift is None:
+        return None
+    if not isinstance(prior_shift, Mapping):
+        raise TypeError(f"prior_shift must be a mapping of block -> shift (natural-log odds); got "
+                        f"{type(prior_shift).__name__}")
+    out = {}
+    for b, d in prior_shift.items():
+        if isinstance(d, bool) or not isinstance(d, numbers.Real):
+            raise TypeError(f"prior_shift[{b!r}] must be a real number; got {d!r}")
+        if not np.isfinite(d):
+            raise ValueError(f"prior_shift[{b!r}] must be finite; got {d!r}")
+        out[str(b)] = float(d)
+    return out
 
 
 def initial_labels(keys):

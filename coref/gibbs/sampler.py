@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from coref.gibbs.block import FACTOR_CACHE_MB, fit_block
-from coref.gibbs.initial import check_fixed, check_initial, initial_labels
+from coref.gibbs.initial import check_fixed, check_initial, check_prior_shift, initial_labels
 from coref.gibbs.marginals import pair_frame
 from coref.gibbs.schedule import bound_table, temperature_schedule
 from coref.gibbs.seeding import block_rng, resolve_seed
@@ -341,10 +341,12 @@ class GibbsCoref:
         ------
         TypeError
             If ``df`` is not a DataFrame, ``fixed`` is not boolean, an ``initial`` key is
-            unhashable, or an argument has the wrong type.
+            unhashable, ``prior_shift`` is not a mapping of numbers, or an argument has
+            the wrong type.
         ValueError
             If a column is missing, mention ids repeat, ``initial`` / ``fixed`` do not
-            have ``len(df)`` entries (or are not 1-D), or an argument is out of range.
+            have ``len(df)`` entries (or are not 1-D), a ``prior_shift`` is not finite,
+            or an argument is out of range.
         RuntimeError
             If the model is not fitted.
         """
@@ -364,6 +366,7 @@ class GibbsCoref:
         n_total = len(df)
         mids_all = np.asarray(df["mention_id"].astype(str).to_numpy(dtype=object))
         init_keys = check_initial(initial, n_total)
+        prior_shift = check_prior_shift(prior_shift)
         fixed_arr = check_fixed(fixed, n_total)
         self.seed_ = seed
         temps = temperature_schedule(settings.n_sweeps, settings.t_start, settings.t_end)

@@ -223,6 +223,13 @@ def test_fit_with_a_given_prior_shift_samples_at_that_intercept_and_skips_the_es
     ids = df["mention_id"].astype(str)
     assert big.clusters_.reindex(ids[in_b1]).nunique() == 1 < est.clusters_.reindex(ids[in_b1]).nunique()
     assert big.clusters_.reindex(ids[~in_b1]).equals(est.clusters_.reindex(ids[~in_b1]))
+    g = GibbsCoref(m, sampler="exact", n_sweeps=2, rng=4)
+    with pytest.raises(TypeError, match="prior_shift must be a mapping"):
+        g.fit(df, prior_shift=[0.5])
+    with pytest.raises(TypeError, match=r"prior_shift\['B1'\] must be a real number"):
+        g.fit(df, prior_shift={"B1": "0.5"})
+    with pytest.raises(ValueError, match=r"prior_shift\['B1'\] must be finite"):
+        g.fit(df, prior_shift={"B1": float("nan")})
 
 
 def test_save_load_and_old_models(fitted, tmp_path):
