@@ -99,3 +99,16 @@ def test_predict_and_add_on_dask_equal_local(client, mentions_factory):
     a, _ = add_clusters(model, old, old_cl, new, make_settings("add", seed=2, n_sweeps=4))
     b, _ = add_clusters(model, old, old_cl, new, make_settings("add", seed=2, n_sweeps=4), client=client)
     pd.testing.assert_frame_equal(a, b)
+    # a touched block that keeps a recorded prior shift: the workers use it too
+    big = mentions_factory(n_blocks=2, per=30, n_authors=3, seed=15)
+    b0 = big["block"].iloc[0]
+    new2 = big[big["block"] == b0].iloc[:2]
+    old2 = big.drop(index=new2.index).reset_index(drop=True)
+    old2_cl, _ = predict_clusters(old2, model, settings)
+    kw = dict(old_prior_shifts={b0: -1.0})
+    a, ia = add_clusters(model, old2, old2_cl, new2.reset_index(drop=True), make_settings("add", seed=2), **kw)
+    b, ib = add_clusters(model, old2, old2_cl, new2.reset_index(drop=True), make_settings("add", seed=2),
+                         client=client, **kw)
+    pd.testing.assert_frame_equal(a, b)
+    assert ia["n_blocks_prior_kept"] == ib["n_blocks_prior_kept"] == 1
+    assert ia["prior_shifts"] == ib["prior_shifts"] == {b0: -1.0}
