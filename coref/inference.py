@@ -28,8 +28,8 @@ from coref.gibbs import GibbsCoref
 from coref.margins import cluster_margins
 from coref.model.block_prior import block_bias_evals, block_theta, shifted_bias
 
-__all__ = ["BlockResult", "block_order", "TOGETHER_MENTIONS", "block_sampler", "encode_blocks", "execute", "executor_context", "infer_blocks", "pad",
-           "single_thread"]
+__all__ = ["BlockResult", "block_order", "TOGETHER_MENTIONS", "block_sampler", "encode_blocks", "execute",
+           "executor_context", "infer_blocks", "pad", "single_thread"]
 
 CHUNK_MENTIONS = 400  # Dask: group small blocks into tasks of about this many mentions
 

@@ -18,8 +18,8 @@ from coref.encoding import mentions as mention_encoding
 from coref.gibbs import FACTOR_CACHE_MB
 from coref.inference import infer_blocks
 
-__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "result_shifts", "sampler_choices", "sampling_budget",
-           "sampling_tally", "add_tallies", "sampling_summary", "with_auto_budget"]
+__all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "result_shifts", "sampler_choices",
+           "sampling_budget", "sampling_tally", "add_tallies", "sampling_summary", "with_auto_budget"]
 
 
 def _mib(n):
