@@ -117,10 +117,9 @@ def _shifts(path, blocks):
     ValueError
         If a cell is not a number (the message names the file and the block).
     """
-    if "prior_shift" not in blocks.columns:
-        return np.full(len(blocks), np.nan)
     out = np.full(len(blocks), np.nan)
-    for i, (b, x) in enumerate(zip(blocks["block"].tolist(), blocks["prior_shift"].tolist())):
+    cells = blocks["prior_shift"].tolist() if "prior_shift" in blocks.columns else [""] * len(blocks)
+    for i, (b, x) in enumerate(zip(blocks["block"].tolist(), cells)):
         if x:
             try:
                 out[i] = float(x)

@@ -382,13 +382,12 @@ def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
     sizes = np.bincount(codes)
     first = np.full(len(sizes), len(codes))
     np.minimum.at(first, codes, np.arange(len(codes)))
-    old_ids = _old_ids(mids, is_old, old_cid_of)
-    fast = _one_old_id_each(codes, mids, is_old, old_ids, len(sizes))
+    fast = _one_old_id_each(codes, mids, is_old, old_cid_of, len(sizes))
     if fast is not None:
         return _name_with_one_old_id_each(block, codes, fast, sizes, first, block_ids, used)
     # votes[c] = {old id: how many of its mentions final cluster c holds}
     votes = {}
-    for c, o in zip(codes[is_old].tolist(), old_ids.tolist()):
+    for c, o in zip(codes[is_old].tolist(), _old_ids(mids, is_old, old_cid_of).tolist()):
         cnt = votes.setdefault(c, {})
         cnt[o] = cnt.get(o, 0) + 1
     k_next = next_cluster_k(block_ids, block)
@@ -410,7 +409,8 @@ def name_final_clusters(result, is_old, old_cid_of, block_ids, used):
 
 
 def _old_ids(mids, is_old, old_cid_of):
-    """The old cluster ids of the old mentions (``mids[is_old]``), ndarray of object."""
+    """The old cluster ids of the old mentions (``mids[is_old]``), ndarray of object; ``old_cid_of`` as
+    in :func:`name_final_clusters` (a dict by mention id, or the old id of every mention)."""
     if isinstance(old_cid_of, np.ndarray):
         return np.asarray(old_cid_of[is_old], dtype=object)
     return np.array([old_cid_of[m] for m in mids[is_old].tolist()], dtype=object)
@@ -419,11 +419,10 @@ def _old_ids(mids, is_old, old_cid_of):
 def _one_old_id_each(codes, mids, is_old, old_cid_of, n_clusters):
     """The old id of each final cluster (None where it holds no old mention) when no final
     cluster holds old mentions of two old clusters and no old cluster is split between two
-    final ones (old mentions fixed: always); else None.  ``old_cid_of``: a dict by mention
-    id, or the old ids of the old mentions (:func:`_old_ids`)."""
+    final ones (old mentions fixed: always); else None.  ``old_cid_of`` as in :func:`_old_ids`."""
     if not is_old.any():
         return np.full(n_clusters, None, dtype=object)
-    old_ids = old_cid_of if isinstance(old_cid_of, np.ndarray) else _old_ids(mids, is_old, old_cid_of)
+    old_ids = _old_ids(mids, is_old, old_cid_of)
     k, uniq = pd.factorize(old_ids)
     c = codes[is_old]
     lo = np.full(n_clusters, len(uniq), dtype=np.int64)

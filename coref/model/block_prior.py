@@ -230,18 +230,16 @@ def shift_evals(n, max_pairs):
 
 def block_bias_evals(model, enc) -> tuple:
     """The intercept of ``model``'s factors within the block ``enc``, and the factors its
-    estimate evaluated: ``(bias_, 0)`` for models without :meth:`PairwiseModel.block_bias`
-    (e.g. test stand-ins)."""
-    f = getattr(model, "block_bias", None)
-    if f is None:
-        return float(model.bias_), 0
-    return float(f(enc)), int(model.block_shift_evals(enc.n))
+    estimate evaluated (:func:`block_shift_evals` without the shift): ``(bias_, 0)`` for models
+    without a block prior (e.g. test stand-ins)."""
+    _, bias, evals = block_shift_evals(model, enc)
+    return bias, evals
 
 
 def block_shift_evals(model, enc) -> tuple:
     """The prior shift d_b of ``model``'s factors within the block ``enc`` (natural-log odds), the
-    intercept it gives and the factors its estimate evaluated: ``(d_b, base + d_b, evals)``, the
-    intercept equal to :func:`block_bias_evals`'s; ``(0.0, bias_, 0)`` for models without
+    intercept it gives and the factors its estimate evaluated: ``(d_b, base + d_b, evals)``
+    (``PairwiseModel.block_bias`` is that intercept); ``(0.0, bias_, 0)`` for models without
     :meth:`PairwiseModel.block_shift` (e.g. test stand-ins)."""
     f = getattr(model, "block_shift", None)
     if f is None:
