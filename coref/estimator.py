@@ -55,10 +55,13 @@ class AuthorCoref(BaseEstimator):
         Labeled pairs per training block.
     block_prior : {"pcc", "none"}, default "pcc"
         Per-block prior odds of coreference (:class:`coref.model.PairwiseModel`).
-    big_blocks : {None, "synthetic"}, default None
+    big_blocks : {"synthetic", None}, default "synthetic"
         "synthetic": also fit the weights of blocks larger than any labeled one (1,000
         mentions and more) on simulated labeled big blocks (:mod:`coref.model.big_blocks`;
-        about 10 s more; ``coref fit`` does by default); None: one theta for every block.
+        about 7 s more), as ``coref fit`` does; without them such blocks are scored with
+        weights fitted on blocks of at most a few hundred mentions and merge strangers (a
+        one-name block of 10,000 synthetic mentions: B3 F1 0.65 against 0.92). None: one
+        theta for every block.
     rng : None or int >= 0, default 0
         Seed of pair sampling, tuning and Gibbs (block ``b`` uses
         ``coref.gibbs.block_rng(seed, b)``); ``None`` draws one at ``fit``.
@@ -84,7 +87,7 @@ class AuthorCoref(BaseEstimator):
     """
 
     def __init__(self, *, sampler="auto", delta=0.05, n_sweeps=None, C=0.1, bias_shift="auto",
-                 max_pairs_per_block=3000, rng=0, block_prior="pcc", big_blocks=None):
+                 max_pairs_per_block=3000, rng=0, block_prior="pcc", big_blocks="synthetic"):
         self.big_blocks = big_blocks
         self.block_prior = block_prior
         self.sampler = sampler

@@ -126,7 +126,7 @@ def test_summary_and_report_say_which_sampler_each_block_used(mentions_factory, 
 
 def test_estimator_records_the_sampling(mentions_factory):
     df = _two_sizes(mentions_factory)
-    est = AuthorCoref(n_sweeps=4).fit(df)
+    est = AuthorCoref(n_sweeps=4, big_blocks=None).fit(df)
     est.predict(df.drop(columns="gold"))
     assert est.sampling_["n_blocks"] == {"exact-cached": 2, "exact": 0, "racing": 0}
     est.set_params(sampler="racing").predict(df.drop(columns="gold"))

@@ -36,6 +36,17 @@ def test_is_exported_first_and_clone_works():
                                      "block_prior", "big_blocks"}
 
 
+def test_fit_by_default_fits_big_block_weights_as_coref_fit_does(fitted):
+    """The API's defaults fit what ``coref fit`` does: weights for blocks larger than any labeled one."""
+    from coref.model.big_blocks import BIG_BLOCK_MIN_N
+
+    assert AuthorCoref().big_blocks == "synthetic"
+    big = fitted.model_.big_
+    assert big is not None and big.min_n == BIG_BLOCK_MIN_N and big.source["kind"] == "synthetic"
+    assert fitted.model_.is_big_block(BIG_BLOCK_MIN_N) and not fitted.model_.is_big_block(BIG_BLOCK_MIN_N - 1)
+    assert not np.array_equal(big.theta, fitted.model_.theta_)
+
+
 def test_fit_predict_roundtrip_dataframe(fitted, test_df):
     from coref.evaluate import b3
 
