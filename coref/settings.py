@@ -16,7 +16,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 
 __all__ = ["SAMPLERS", "ALL_SAMPLERS", "INITS", "CALIBRATIONS", "CorefSettings", "make_settings", "GibbsSettings",
-           "GIBBS_PARAMS", "make_gibbs_settings", "check_delta", "check_memory_mb", "check_nonnegative", "check_positive"]
+           "GIBBS_PARAMS", "make_gibbs_settings", "check_calibration", "check_delta", "check_memory_mb", "check_nonnegative", "check_positive"]
 
 #: Gibbs conditional samplers of :class:`coref.gibbs.GibbsCoref` (racing first).
 SAMPLERS = ("racing", "exact")
@@ -37,6 +37,12 @@ INITS = ("singletons", "one", "auto", "greedy", "components")
 BIG_BLOCK_SWEEPS = 10
 #: Calibration maps of the held-out confidence of ``coref run`` (:mod:`coref.jobs.heldout`).
 CALIBRATIONS = ("isotonic", "temperature", "none")
+
+
+def check_calibration(calibration):
+    """Raise ValueError unless ``calibration`` is one of :data:`CALIBRATIONS`."""
+    if not (isinstance(calibration, str) and calibration in CALIBRATIONS):
+        raise ValueError(f"the calibration parameter must be 'isotonic', 'temperature' or 'none'; got {calibration!r}")
 
 
 def check_delta(value, name="delta", where=None):

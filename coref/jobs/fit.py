@@ -11,19 +11,14 @@ The shipped default model is regenerated with::
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 
-import sklearn.base
-
-from coref.confidence import fit_confidence_calibration
 from coref.estimator import AuthorCoref
 from coref.inputs import input_paths, load_input
-from coref.jobs.heldout import check_calibration
 from coref.jobs.result import SummaryAccess
 from coref.model import save_model
 from coref.outputs import check_out_location, mentions_checksum
-from coref.settings import make_settings
+from coref.settings import check_calibration, make_settings
 
 __all__ = ["fit", "FitResult"]
 
@@ -117,30 +112,12 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     check_calibration(calibration)
     # where the model goes is checked before the (long) fit: not a file, writable, not the data
     check_out_location(model, [p for p in input_paths(data=data) if p[0] == "--data"], option="--model")
-    t0 = time.perf_counter()
     df, desc = load_input(data, format=format, strict=strict, command="fit", need_gold=True)
     est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps,
-                      block_prior=block_prior, big_blocks=big_blocks).fit(df)
-    fit_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    cal_info = None
-    if calibration != "none":
-        if not (isinstance(calibration_folds, int) and not isinstance(calibration_folds, bool)
-                and calibration_folds >= 0):
-            raise ValueError(f"calibration_folds must be an integer >= 0; got {calibration_folds!r}")
-        lab = df[df["gold"].notna()].reset_index(drop=True)
-        folds = min(int(calibration_folds), int(lab["block"].nunique()))
-        folds = folds if folds >= 2 else 0
-
-        def refit(train):            # the same estimator parameters, on the other groups only
-            # (without the big-block weights: the maps are fitted on the labeled blocks,
-            # which are small; the weights would only cost some 10 s per group)
-            return sklearn.base.clone(est).set_params(big_blocks=None).fit(train).model_
-
-        est.model_.calibration_ = fit_confidence_calibration(est.model_, lab, method=calibration, rng=int(est.seed_),
-                                                             folds=folds, refit=refit if folds else None)
-        cal_info = est.model_.calibration_.info
-    cal_s = time.perf_counter() - t1
+                      block_prior=block_prior, big_blocks=big_blocks, calibration=calibration,
+                      calibration_folds=calibration_folds).fit(df)
+    cal = est.model_.calibration_
+    cal_info = None if cal is None else cal.info
     training = {"path": desc["path"], "format": desc["format"], "n_mentions": int(len(df)),
                 "n_blocks": int(df["block"].nunique()), "n_labeled": int(df["gold"].notna().sum()),
                 "n_skipped": desc.get("n_skipped", 0), "mentions_sha256": mentions_checksum(df)}
@@ -148,4 +125,5 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
                                                 "seed": est.seed_, "training": training})
     return FitResult(model=str(path), training=training, n_mentions=training["n_mentions"],
                      n_blocks=training["n_blocks"], n_labeled=training["n_labeled"], n_pairs=est.model_.n_pairs_,
-                     shift=est.model_.shift_, fit_s=fit_s, calibration=cal_info, calibration_s=cal_s)
+                     shift=est.model_.shift_, fit_s=est.fit_times_["fit_s"], calibration=cal_info,
+                     calibration_s=est.fit_times_["calibration_s"])

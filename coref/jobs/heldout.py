@@ -11,17 +11,11 @@ from tqdm import tqdm
 from coref.confidence import (assignment_confidence, calibration_from_scores, confidence_figures,
                               with_calibration)
 from coref.inference import single_thread
-from coref.settings import CALIBRATIONS
+from coref.settings import CALIBRATIONS, check_calibration
 
 __all__ = ["heldout_confidence", "check_calibration", "CALIBRATIONS"]
 
 #: Confidence calibration maps ``coref fit`` / ``coref run`` can fit ("none": no map).
-
-
-def check_calibration(calibration):
-    """Raise ValueError unless ``calibration`` is one of :data:`CALIBRATIONS`."""
-    if calibration not in CALIBRATIONS:
-        raise ValueError(f"the calibration parameter must be 'isotonic', 'temperature' or 'none'; got {calibration!r}")
 
 
 def heldout_confidence(df, fold_of, labeled, models, clusters, *, sampler, calibration="isotonic", seed=0,

@@ -33,7 +33,7 @@ def test_is_exported_first_and_clone_works():
     c.set_params(delta=0.2, sampler="exact")
     assert (c.delta, c.sampler, est.delta) == (0.2, "exact", 0.1)
     assert set(est.get_params()) == {"sampler", "delta", "n_sweeps", "C", "bias_shift", "max_pairs_per_block", "rng",
-                                     "block_prior", "big_blocks"}
+                                     "block_prior", "big_blocks", "calibration", "calibration_folds"}
 
 
 def test_fit_by_default_fits_big_block_weights_as_coref_fit_does(fitted):
@@ -45,6 +45,30 @@ def test_fit_by_default_fits_big_block_weights_as_coref_fit_does(fitted):
     assert big is not None and big.min_n == BIG_BLOCK_MIN_N and big.source["kind"] == "synthetic"
     assert fitted.model_.is_big_block(BIG_BLOCK_MIN_N) and not fitted.model_.is_big_block(BIG_BLOCK_MIN_N - 1)
     assert not np.array_equal(big.theta, fitted.model_.theta_)
+
+
+def test_fit_calibrates_the_confidence_as_coref_fit_does(fitted, train, test_df, tmp_path):
+    """Default: cross-fitted calibration maps and mention model, the same as ``coref fit``'s; "none": none."""
+    from coref.jobs.fit import fit
+    from coref.model import load_model
+
+    cal = fitted.model_.calibration_
+    assert cal is not None and cal.mention_model is not None
+    assert cal.info["source"].startswith("training mentions, cross-fitted: each of 5 block groups")
+    assert set(fitted.fit_times_) == {"fit_s", "calibration_s"} and fitted.fit_times_["calibration_s"] > 0
+    fit(train, model=tmp_path / "m", rng=3, bias_shift=0.0, n_sweeps=8)
+    assert load_model(tmp_path / "m")[0].calibration_.to_dict() == cal.to_dict()
+    conf, _ = fitted.confidence(test_df.drop(columns="gold"), fitted.predict(test_df.drop(columns="gold")))
+    assert conf["confidence"].between(0.0, 1.0).all()
+    assert not np.allclose(conf["confidence"], conf["p"])        # the calibration is applied, not p
+    bare = AuthorCoref(bias_shift=0.0, n_sweeps=8, rng=3, big_blocks=None, calibration="none").fit(train)
+    assert bare.model_.calibration_ is None
+    np.testing.assert_array_equal(bare.model_.theta_, fitted.model_.theta_)
+    for kw, match in (({"calibration": "platt"}, "calibration parameter must be"),
+                      ({"calibration_folds": -1}, "calibration_folds must be an integer >= 0"),
+                      ({"calibration_folds": 2.5}, "calibration_folds must be an integer >= 0")):
+        with pytest.raises(ValueError, match=match):
+            AuthorCoref(**kw).fit(train)
 
 
 def test_fit_predict_roundtrip_dataframe(fitted, test_df):
