@@ -101,7 +101,9 @@ def gibbs(F, seed, temps=(1.0,) * 6 + (0.0,) * 4):
     return lab
 
 
-def run_fold(fold, grid, C):
+def fold_pairs(fold):
+    """A fold's model (for its vocabulary), held-out mentions and labeled training pairs [(enc, I, J, y)]
+    (``labeled_pairs`` of every training block, subsampled as ``PairwiseModel`` does, seed 0)."""
     model, _ = load_model(fold / "model")
     train, test = pd.read_parquet(fold / "train.parquet"), pd.read_parquet(fold / "test.parquet")
     gen = np.random.default_rng(0)
@@ -112,25 +114,41 @@ def run_fold(fold, grid, C):
         I, J, y = labeled_pairs(enc, gold, max_pairs=int(model.max_pairs_per_block), rng=gen)
         if len(I):
             pairs.append((enc, I, J, y))
-    thetas = {}
-    for K in grid:
-        X = np.vstack([features(enc, I, J, K) for enc, I, J, _ in pairs])
-        thetas[K] = fit_theta(X, np.concatenate([p[3] for p in pairs]), C)
-    rows = {K: [] for K in grid}
+    return model, test, pairs
+
+
+def cluster_heldout(model, test, variants, scores):
+    """Annealed exact Gibbs on every held-out block for each variant: {variant: [DataFrame(block, label, gold)]}.
+
+    ``scores(variant, enc, I, J)`` gives the factors of the pairs (I, J) of a block (all i < j)."""
+    rows = {v: [] for v in variants}
     for block, sub in test.groupby("block", sort=True):
         sub = sub.sort_values("mention_id").reset_index(drop=True)
         enc = model.encode(sub)
         I, J = (a.astype(np.int64) for a in np.triu_indices(enc.n, 1))
-        for K in grid:
+        for v in variants:
             lab = np.zeros(enc.n, np.int64)
             if enc.n > 1:
-                theta, b = thetas[K]
                 F = np.zeros((enc.n, enc.n))
-                F[I, J] = features(enc, I, J, K) @ theta + b
+                F[I, J] = scores(v, enc, I, J)
                 F[J, I] = F[I, J]
                 lab = gibbs(F, seed=0)
-            rows[K].append(pd.DataFrame({"block": block, "label": lab, "gold": sub["gold"].to_numpy()}))
+            rows[v].append(pd.DataFrame({"block": block, "label": lab, "gold": sub["gold"].to_numpy()}))
     return rows
+
+
+def run_fold(fold, grid, C):
+    model, test, pairs = fold_pairs(fold)
+    thetas = {}
+    for K in grid:
+        X = np.vstack([features(enc, I, J, K) for enc, I, J, _ in pairs])
+        thetas[K] = fit_theta(X, np.concatenate([p[3] for p in pairs]), C)
+
+    def scores(K, enc, I, J):
+        theta, b = thetas[K]
+        return features(enc, I, J, K) @ theta + b
+
+    return cluster_heldout(model, test, grid, scores)
 
 
 def f1(frame):

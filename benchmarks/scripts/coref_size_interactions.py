@@ -39,10 +39,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coref_damping_grid as grid  # noqa: E402  (the folds' pairs, fit, Gibbs and B3 of that harness)
 
-from coref.encoding.blocks import encode_mentions  # noqa: E402
 from coref.factors.names import BASE_FEATURES, BLOCK_SIZE_SATURATION, COMPONENT_DAMPING, FEATURE_NAMES  # noqa: E402
-from coref.model import load_model  # noqa: E402
-from coref.model.pairwise import labeled_pairs  # noqa: E402
 
 _COMP = ["comp_title_cos", "comp_venue_cos", "comp_topic_cos", "comp_affil_cos", "comp_year_gap", "mention_comp_title"]
 VARIANTS = {
@@ -66,37 +63,20 @@ def with_interactions(X, n, cols):
 
 def run_fold(fold, C):
     """Held-out labels of every variant on one fold: {variant: [DataFrame(block, label, gold)]}."""
-    model, _ = load_model(fold / "model")
-    train, test = pd.read_parquet(fold / "train.parquet"), pd.read_parquet(fold / "test.parquet")
-    gen = np.random.default_rng(0)
-    pairs = []
-    for _, sub in train.groupby("block", sort=True):
-        enc = encode_mentions(sub, model.vocabulary_)
-        gold = np.array([None if pd.isna(g) else str(g) for g in sub["gold"]], dtype=object)
-        I, J, y = labeled_pairs(enc, gold, max_pairs=int(model.max_pairs_per_block), rng=gen)
-        if len(I):
-            pairs.append((enc.n, grid.features(enc, I, J, COMPONENT_DAMPING), y))
-    y = np.concatenate([p[2] for p in pairs])
+    model, test, pairs = grid.fold_pairs(fold)
+    y = np.concatenate([p[3] for p in pairs])
+    base = [grid.features(enc, I, J, COMPONENT_DAMPING) for enc, I, J, _ in pairs]
     fits = {}
     for name, feats in VARIANTS.items():
         cols = [FEATURE_NAMES.index(f) for f in feats]
-        X = np.vstack([with_interactions(X, n, cols) for n, X, _ in pairs])
+        X = np.vstack([with_interactions(X, p[0].n, cols) for X, p in zip(base, pairs)])
         fits[name] = (grid.fit_theta(X, y, C), cols)
-    rows = {name: [] for name in VARIANTS}
-    for block, sub in test.groupby("block", sort=True):
-        sub = sub.sort_values("mention_id").reset_index(drop=True)
-        enc = model.encode(sub)
-        I, J = (a.astype(np.int64) for a in np.triu_indices(enc.n, 1))
-        X = grid.features(enc, I, J, COMPONENT_DAMPING) if enc.n > 1 else None
-        for name, ((theta, b), cols) in fits.items():
-            lab = np.zeros(enc.n, np.int64)
-            if enc.n > 1:
-                F = np.zeros((enc.n, enc.n))
-                F[I, J] = with_interactions(X, enc.n, cols) @ theta + b
-                F[J, I] = F[I, J]
-                lab = grid.gibbs(F, seed=0)
-            rows[name].append(pd.DataFrame({"block": block, "label": lab, "gold": sub["gold"].to_numpy()}))
-    return rows
+
+    def scores(name, enc, I, J):
+        (theta, b), cols = fits[name]
+        return with_interactions(grid.features(enc, I, J, COMPONENT_DAMPING), enc.n, cols) @ theta + b
+
+    return grid.cluster_heldout(model, test, list(VARIANTS), scores)
 
 
 def main(argv=None):
