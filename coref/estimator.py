@@ -27,7 +27,7 @@ from coref.explain import explain_pair
 from coref.inference import single_thread
 from coref.inputs import REQUIRED_FRAME_COLUMNS, load_input
 from coref.jobs.clusters import predict_clusters
-from coref.jobs.incremental import add_clusters
+from coref.jobs.incremental import ADD_SWEEPS, add_clusters
 from coref.model import PairwiseModel, load_model, save_model
 from coref.settings import check_calibration, make_settings
 
@@ -47,7 +47,8 @@ class AuthorCoref(BaseEstimator):
     delta : float in (0, 1), default 0.05
         Allowed failure probability of each racing test.
     n_sweeps : int >= 1 or None, default None
-        Gibbs sweeps per block (``None``: the ``GibbsCoref`` default).
+        Gibbs sweeps per block (``None``: the ``GibbsCoref`` default for ``predict``,
+        :data:`coref.jobs.incremental.ADD_SWEEPS` for ``add``, as ``coref predict`` / ``coref add``).
     C : float > 0, default 0.1
         Inverse L2 strength of the logistic regression that fits theta.
     bias_shift : float or "auto", default "auto"
@@ -118,9 +119,10 @@ class AuthorCoref(BaseEstimator):
         self.rng = rng
 
     # ------------------------------------------------------------------ helpers
-    def _settings(self, command, *, revisit=False, strict=False):
+    def _settings(self, command, *, revisit=False, strict=False, n_sweeps=None):
         return make_settings(command, sampler=self.sampler, seed=self.seed_, delta=self.delta,
-                             n_sweeps=self.n_sweeps, revisit=revisit, strict=strict)
+                             n_sweeps=self.n_sweeps if n_sweeps is None else n_sweeps, revisit=revisit,
+                             strict=strict)
 
     def _seed(self):
         rng = self.rng
@@ -275,7 +277,8 @@ class AuthorCoref(BaseEstimator):
             raise ValueError("AuthorCoref.add needs the old mentions' columns: pass mentions=<the DataFrame given "
                              f"to predict> or clusters merged with it (missing {missing})")
         new = self._frame(df_new, "df_new")
-        settings = self._settings("add", revisit=revisit, strict=strict)
+        settings = self._settings("add", revisit=revisit, strict=strict,
+                                  n_sweeps=ADD_SWEEPS if self.n_sweeps is None else self.n_sweeps)
         out, info = add_clusters(self.model_, old, clusters, new, settings, client=client, progress=progress)
         info.pop("margins")
         self.n_factor_evals_ = info["n_factor_evals"]

@@ -34,7 +34,7 @@ from coref.exceptions import ModelChangeError
 from coref.inputs import as_object_text, input_paths, load_input, resolve_model
 from coref.io import MENTION_COLUMNS
 from coref.jobs.add_groups import add_onto_groups, is_group_output
-from coref.jobs.incremental import add_clusters
+from coref.jobs.incremental import ADD_SWEEPS, add_clusters
 from coref.jobs.predict import cache_params, clustering_summary
 from coref.jobs.result import ClusteringResult
 from coref.jobs.writing import write_outputs
@@ -44,11 +44,6 @@ from coref.settings import make_settings
 
 __all__ = ["add", "read_clustered", "reuse_encodings", "encoder_cells", "check_same_model", "ADD_SWEEPS"]
 
-#: Default Gibbs sweeps of ``coref add``: only the new mentions move, against fixed clusters.
-#: On the shipped data (80% predicted, 20% added, the coref-add check's split), 2026-11-24:
-#: 10 sweeps B3 F1 0.8827 with 856,854 factor evaluations, 5 sweeps 0.8828 with 651,488,
-#: 4 sweeps 0.8824 (an earlier feature set: 10 sweeps 0.8795, 30 sweeps 0.8794).
-ADD_SWEEPS = 5
 
 
 def read_clustered(directory, *, as_text=True):

@@ -1,4 +1,6 @@
 """AuthorCoref: the scikit-learn style front door (clone, params, fit / predict / add, save / load)."""
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -114,6 +116,46 @@ def test_save_load_predicts_the_same(fitted, test_df, tmp_path):
     (tmp_path / "m" / "model.json").write_text("{}")
     with pytest.raises(ModelFormatError, match="model.json: SHA-256 does not match"):
         AuthorCoref.load(tmp_path / "m")
+
+
+def test_add_runs_the_sweeps_of_coref_add(fitted, test_df, monkeypatch):
+    import coref.estimator as estimator
+    from coref.jobs.incremental import ADD_SWEEPS
+
+    seen = []
+    real = estimator.add_clusters
+
+    def spy(model, old, clusters, new, settings, **kw):
+        seen.append(settings.n_sweeps)
+        return real(model, old, clusters, new, settings, **kw)
+
+    monkeypatch.setattr(estimator, "add_clusters", spy)
+    old, new = test_df.iloc[:24], test_df.iloc[24:]
+    cl = fitted.predict(old)
+    fitted.add(cl, new, mentions=old)                                # n_sweeps=8 given: 8
+    monkeypatch.setattr(fitted, "n_sweeps", None)                    # default: coref add's
+    fitted.add(cl, new, mentions=old)
+    assert seen == [8, ADD_SWEEPS] and ADD_SWEEPS == 5
+
+
+def test_predict_and_add_give_the_clusters_of_coref_predict_and_coref_add(fitted, test_df, tmp_path):
+    """Same model, seed and (default) sweeps: the API's clusters are the command line's, add included
+    (``AuthorCoref.add`` runs :data:`coref.jobs.incremental.ADD_SWEEPS` sweeps, as ``coref add`` does)."""
+    from coref.jobs.add import add
+    from coref.jobs.predict import predict
+
+    path = fitted.save(tmp_path / "m")
+    est = AuthorCoref.load(path).set_params(n_sweeps=None)
+    df = test_df.drop(columns="gold")
+    old, new = df.iloc[:24], df.iloc[24:]
+    api = est.add(est.predict(old), new, mentions=old)
+    predict(old, model=path, out=tmp_path / "p", seed=est.seed_, progress=False)
+    add(tmp_path / "p", new, model=path, out=tmp_path / "q", seed=est.seed_, progress=False)
+    cli = pd.read_csv(tmp_path / "q" / "clusters.csv", dtype=str)
+    assert dict(zip(api["mention_id"], api["cluster_id"])) == dict(zip(cli["mention_id"], cli["cluster_id"]))
+    assert est.add_info_["n_old_ids_changed"] == 0
+    # the same sweeps: the same factor evaluations
+    assert est.n_factor_evals_ == json.loads((tmp_path / "q" / "summary.json").read_text())["n_factor_evals"]
 
 
 def test_add_keeps_ids(fitted, test_df):
