@@ -119,10 +119,11 @@ class AuthorCoref(BaseEstimator):
         self.rng = rng
 
     # ------------------------------------------------------------------ helpers
-    def _settings(self, command, *, revisit=False, strict=False, n_sweeps=None):
-        return make_settings(command, sampler=self.sampler, seed=self.seed_, delta=self.delta,
-                             n_sweeps=self.n_sweeps if n_sweeps is None else n_sweeps, revisit=revisit,
-                             strict=strict)
+    def _settings(self, command, *, revisit=False, strict=False, default_sweeps=None):
+        """The command's settings; ``default_sweeps``: the sweeps when ``n_sweeps`` is None (None: GibbsCoref's)."""
+        n_sweeps = default_sweeps if self.n_sweeps is None else self.n_sweeps
+        return make_settings(command, sampler=self.sampler, seed=self.seed_, delta=self.delta, n_sweeps=n_sweeps,
+                             revisit=revisit, strict=strict)
 
     def _seed(self):
         rng = self.rng
@@ -277,8 +278,7 @@ class AuthorCoref(BaseEstimator):
             raise ValueError("AuthorCoref.add needs the old mentions' columns: pass mentions=<the DataFrame given "
                              f"to predict> or clusters merged with it (missing {missing})")
         new = self._frame(df_new, "df_new")
-        settings = self._settings("add", revisit=revisit, strict=strict,
-                                  n_sweeps=ADD_SWEEPS if self.n_sweeps is None else self.n_sweeps)
+        settings = self._settings("add", revisit=revisit, strict=strict, default_sweeps=ADD_SWEEPS)
         out, info = add_clusters(self.model_, old, clusters, new, settings, client=client, progress=progress)
         info.pop("margins")
         self.n_factor_evals_ = info["n_factor_evals"]

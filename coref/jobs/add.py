@@ -45,7 +45,6 @@ from coref.settings import make_settings
 __all__ = ["add", "read_clustered", "reuse_encodings", "encoder_cells", "check_same_model", "ADD_SWEEPS"]
 
 
-
 def read_clustered(directory, *, as_text=True):
     """The mentions and clusters of a finished ``coref predict`` / ``add`` output.
 
