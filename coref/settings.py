@@ -16,7 +16,8 @@ import warnings
 from dataclasses import asdict, dataclass, field
 
 __all__ = ["SAMPLERS", "ALL_SAMPLERS", "INITS", "CALIBRATIONS", "CorefSettings", "make_settings", "GibbsSettings",
-           "GIBBS_PARAMS", "make_gibbs_settings", "check_calibration", "check_delta", "check_memory_mb", "check_nonnegative", "check_positive"]
+           "GIBBS_PARAMS", "make_gibbs_settings", "check_calibration", "check_delta", "check_memory_mb",
+           "check_nonnegative", "check_positive"]
 
 #: Gibbs conditional samplers of :class:`coref.gibbs.GibbsCoref` (racing first).
 SAMPLERS = ("racing", "exact")
