@@ -23,18 +23,26 @@ COMPILER_DIRECTIVES = {
 # once instead of twice and so changes sums in their last bits on CPUs with FMA), and no
 # -ffast-math / -Ofast (which reorder and contract float arithmetic): -O3 enables neither.
 COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
+# Kernels with OpenMP loops (``cython.parallel.prange``): results do not depend on the
+# number of threads (each thread computes whole, independent items; see the modules).
+OPENMP = {"coref.gibbs._gibbs"}
 
-extensions = [
-    Extension(
-        ".".join(pyx.with_suffix("").parts),
+
+
+def _extension(pyx):
+    name = ".".join(pyx.with_suffix("").parts)
+    omp = ["-fopenmp"] if name in OPENMP else []
+    return Extension(
+        name,
         [str(pyx)],
         include_dirs=[np.get_include()],
-        extra_compile_args=COMPILE_ARGS,
+        extra_compile_args=COMPILE_ARGS + omp,
+        extra_link_args=omp,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
-    for pkg in ("sampling", "coref")
-    for pyx in sorted(Path(pkg).rglob("*.pyx"))
-]
+
+
+extensions = [_extension(pyx) for pkg in ("sampling", "coref") for pyx in sorted(Path(pkg).rglob("*.pyx"))]
 
 
 def _data_files():

@@ -87,13 +87,15 @@ def shipped_model_and_data():
 
 
 def racing_anneal(mod, enc, theta, bias, labels, inv_temps, K=5, row_min=6, memo=True,
-                  state=(5, 9, 2, 7), cv_rank=None, cv_weight=0.0, index=None, accept=0.0, tier_cap=0):
+                  state=(5, 9, 2, 7), cv_rank=None, cv_weight=0.0, index=None, accept=0.0, tier_cap=0,
+                  memo_threads=1):
     """One racing ``anneal`` call of ``mod`` (``coref.gibbs._gibbs`` or its twin) on ``enc``
     from ``labels`` (all movable, first batch 3, the structural small-arm bound), with a
     partner memo of K partners built at ``row_min`` pending members (``memo`` False: none)
     and the control variate ``cv_rank`` / ``cv_weight``; ``index``: the memo's candidate
     index (``coref.gibbs.partners.PartnerIndex``) with ``accept``, or None; ``tier_cap`` > 0:
-    the memo's second tier with an arena of that many entries.  Returns ``(hist, evals,
+    the memo's second tier with an arena of that many entries; ``memo_threads``: threads of the
+    first sweep's candidate memos.  Returns ``(hist, evals,
     state, memo_j, memo_f, memo_rest)``, and with a tier ``(memo_ovf, memo_ovf_at,
     memo_tier)`` after them."""
     from coref.gibbs import arm_bound, bound_table
@@ -112,7 +114,8 @@ def racing_anneal(mod, enc, theta, bias, labels, inv_temps, K=5, row_min=6, memo
     idx = (None,) * 5 if index is None else (index.q_ptr, index.q_key, index.k_ptr, index.k_men, index.rest)
     mod.anneal(enc, theta, bias, labels, size, np.arange(n, dtype=np.int64), np.asarray(inv_temps, float),
                np.zeros(len(inv_temps), np.int8), 0, 1, 3, 2, fmax, bound_table(0.05, n + 1), st, hist, ev,
-               None, 0, mj, mf, mr, row_min, 0, cv_rank, cv_weight, *idx, accept, *tier)
+               None, 0, mj, mf, mr, row_min, 0, cv_rank, cv_weight, *idx, accept, *tier,
+               memo_threads=memo_threads)
     return (hist, ev, st, mj, mf, mr) + (tier if tier_cap else ())
 
 

@@ -47,6 +47,8 @@ first draw (see ``anneal``).
 from libc.math cimport sqrt, log, INFINITY, NAN
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
+from libc.stdlib cimport malloc, calloc, free
+from cython.parallel cimport prange, threadid
 
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
@@ -625,6 +627,68 @@ cdef Py_ssize_t _step(BlockData* d,
                    n_evals, cand, cidx, fill, pool, nC)
 
 
+cdef long long _memo_prebuild(BlockData* dd, RowMemo* rms, int nt, RowMemo* rm,
+                              const long long* order, Py_ssize_t n_mov, int* owner) noexcept nogil:
+    """Build, over ``nt`` threads, the memo of every mention of ``order[0:n_mov]`` without one.
+
+    With a candidate index every mention's memo is built at its first step
+    (``memo_build``), from the block alone: the build of i reads no label and no other
+    memo.  So the first sweep's builds can all run before it, in parallel, thread t
+    with its own block view ``dd[t]`` (row tables; only ``dd[0]`` has the component memo
+    tables, whose lazy fill is not thread-safe) and work arrays ``rms[t]`` (row, stamp,
+    its own growing second-tier arena; ``tier`` shared, one slot per mention).  The
+    second-tier lists are then placed into ``rm``'s arena in visiting order, each while
+    it fits, as the builds at the steps would have placed them: the memos, the arena
+    and so every label and factor count are those of the serial run.  ``owner``
+    (n,), all -1 on entry: the thread that built each mention.  Returns the factors
+    evaluated.  If a thread's arena cannot grow (``ovf_fail``), the memos built here
+    are dropped again (their steps build them as before; the factors still count).
+    """
+    cdef Py_ssize_t k, i, n = rm.n, fill
+    cdef int t, failed = 0
+    cdef long long m, ev = 0
+    cdef long long* evs = <long long*>calloc(nt, sizeof(long long))
+    if evs == NULL:
+        return 0
+    for k in prange(n_mov, num_threads=nt, schedule="dynamic", chunksize=8):
+        i = order[k]
+        if rm.rest[i] != rm.rest[i]:
+            t = threadid()
+            owner[i] = t
+            row_set(&dd[t], i)
+            evs[t] += memo_build(&dd[t], i, &rms[t], n)
+            row_clear(&dd[t])
+    for t in range(nt):
+        ev += evs[t]
+        if rms[t].ovf_fail:
+            failed = 1
+    free(evs)
+    if failed:
+        for k in range(n_mov):
+            i = order[k]
+            if owner[i] >= 0:
+                rm.rest[i] = NAN
+        return ev
+    if rm.ovf != NULL:
+        fill = rm.ovf_at[2 * n]
+        for k in range(n_mov):
+            i = order[k]
+            t = owner[i]
+            if t < 0:
+                continue
+            m = rms[t].ovf_at[n + i]
+            rm.ovf_at[n + i] = -1
+            if m >= 0 and fill + m <= rm.ovf_cap:
+                if m > 0:
+                    memcpy(rm.ovf + fill, rms[t].ovf + rms[t].ovf_at[i], m * sizeof(long long))
+                rm.ovf_at[i] = fill
+                rm.ovf_at[n + i] = m
+                rm.tier[i] = rms[t].tier[i]
+                fill += m
+        rm.ovf_at[2 * n] = fill
+    return ev
+
+
 def anneal(object enc,                      # IN  EncodedBlock
            const double[::1] theta,         # IN  (N_FEATURES,)
            double bias,
@@ -658,7 +722,8 @@ def anneal(object enc,                      # IN  EncodedBlock
            double cand_accept=0.0,  # keep a candidate memo up to this rest
            long long[::1] memo_ovf=None,    # INOUT (cap,) the memo's second tier (arena), or None
            long long[::1] memo_ovf_at=None, # INOUT (2 n + 1,) per mention start, length (-1: none); fill
-           double[::1] memo_tier=None):     # INOUT (n,) the tier's bound t_i
+           double[::1] memo_tier=None,      # INOUT (n,) the tier's bound t_i
+           int memo_threads=1):             # threads of the first sweep's candidate memos
     """Run the sweeps of one block; return the number of sweeps run.
 
     Sweep s visits the movable mentions in a fresh random order at inverse
@@ -700,6 +765,9 @@ def anneal(object enc,                      # IN  EncodedBlock
     ``cand_accept``; second tier (``memo_ovf`` / ``memo_ovf_at`` / ``memo_tier``; None:
     off): the partners beyond the K kept above t_i, listed while the arena has room.  The
     exact contract: ``coref.gibbs._memo.memo_build``.  Only evaluated factors count.
+    ``memo_threads`` > 1 (candidate index only): the first sweep's builds run before
+    its steps over that many OpenMP threads (``_memo_prebuild``); labels, memos and
+    factor counts are those of one thread, which the twin follows.
 
     Control variate (racing only; ``cv_rank`` None or ``cv_weight`` 0 = off): a
     subsampled arm y is estimated as N_y mean(f - h) + H_y with h(i, j) = ``cv_weight``
@@ -789,6 +857,8 @@ def anneal(object enc,                      # IN  EncodedBlock
     rm.vis = NULL
     cdef long long[::1] ocnt_buf, vis_buf
     rm.row_all = True
+    rm.ovf_grow = False
+    rm.ovf_fail = False
     cdef long long[::1] stamp_buf
     if memo_j is not None and racing and small_arm_bound and n > 0:
         if memo_f is None or memo_rest is None or memo_j.shape[0] != n or memo_f.shape[0] != n \
@@ -832,6 +902,50 @@ def anneal(object enc,                      # IN  EncodedBlock
             raise ValueError(f"fmat must have shape ({n}, {n}) when fmat_mode is set")
         if n > 0:
             fmp = &fmat[0, 0]
+    # the first sweep's memo builds over threads: a block view and work arrays per thread
+    cdef int nt = memo_threads if memo_threads > 1 and rm.K > 0 and rm.q_ptr != NULL \
+        and racing and n_sw > 0 and n_mov > 1 else 1
+    cdef BlockData* dd = NULL
+    cdef RowMemo* rms = NULL
+    cdef int[::1] owner
+    cdef double[::1] tier_buf
+    cdef long long[:, ::1] t_stamp, t_vis, t_at
+    cdef double[:, ::1] t_row
+    cdef int t
+    if nt > 1:
+        import numpy as np
+        owner = np.full(n, -1, np.int32)
+        tier_buf = np.zeros(n)
+        t_stamp = np.zeros((nt, n), np.int64)
+        t_vis = np.zeros((nt, n), np.int64)
+        t_row = np.zeros((nt, n))
+        t_at = np.zeros((nt, 2 * n + 1), np.int64)
+        dd = <BlockData*>malloc(nt * sizeof(BlockData))
+        rms = <RowMemo*>calloc(nt, sizeof(RowMemo))
+        if dd == NULL or rms == NULL:
+            free(dd)
+            free(rms)
+            raise MemoryError("the memo threads' work arrays")
+        dd[0] = d
+        try:
+            for t in range(1, nt):
+                dd[t] = make_block(enc, theta, bias, keep, 0, True, None)
+        except BaseException:
+            free(dd)
+            free(rms)
+            raise
+        for t in range(nt):
+            rms[t] = rm
+            rms[t].row = &t_row[t, 0]
+            rms[t].stamp = &t_stamp[t, 0]
+            rms[t].vis = &t_vis[t, 0]
+            if rm.ovf != NULL:
+                rms[t].ovf = <long long*>malloc(1024 * sizeof(long long))
+                rms[t].ovf_cap = 1024 if rms[t].ovf != NULL else 0
+                rms[t].ovf_grow = True
+                rms[t].ovf_fail = rms[t].ovf == NULL
+                rms[t].ovf_at = &t_at[t, 0]
+                rms[t].tier = &tier_buf[0]
     for k in range(4):
         st[k] = rng_state[k]
     with nogil:
@@ -860,6 +974,15 @@ def anneal(object enc,                      # IN  EncodedBlock
                 order[j] = tmp
                 k -= 1
             ev = ev0 if s == 0 else 0
+            if s == 0 and nt > 1:
+                ev += _memo_prebuild(dd, rms, nt, &rm, &order[0], n_mov, &owner[0])
+                for t in range(nt):
+                    if rm.ovf != NULL:
+                        free(rms[t].ovf)
+                free(rms)
+                free(dd)
+                rms = NULL
+                dd = NULL
             moved = 0
             for k in range(n_mov):
                 i = order[k]

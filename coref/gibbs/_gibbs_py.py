@@ -385,8 +385,9 @@ def anneal(enc, theta, bias, labels, size, movable, inv_temps, stop_mask, patien
            fmat=None, fmat_mode=0, memo_j=None, memo_f=None, memo_rest=None, memo_row_min=0,
            still_moves=0, cv_rank=None, cv_weight=0.0, cand_q_ptr=None, cand_q_key=None,
            cand_k_ptr=None, cand_k_men=None, cand_rest=None, cand_accept=0.0, memo_ovf=None,
-           memo_ovf_at=None, memo_tier=None):
-    """Same contract as ``coref.gibbs._gibbs.anneal``."""
+           memo_ovf_at=None, memo_tier=None, memo_threads=1):
+    """Same contract as ``coref.gibbs._gibbs.anneal`` (``memo_threads`` changes nothing
+    there but the wall time: the builds run at the steps here)."""
     n = enc.n
     rng = Xoshiro(rng_state)
     still = used = 0

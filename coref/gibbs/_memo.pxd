@@ -13,6 +13,7 @@ sum_j min(fmax_i, fmax_j); ``lazy_bound`` picks one of the two for a pending sma
 Used by ``coref.gibbs._gibbs``; twin: ``coref.gibbs._gibbs_py``.
 """
 from libc.math cimport INFINITY
+from libc.stdlib cimport realloc
 
 from coref.factors._factors cimport BlockData, block_factor
 
@@ -56,6 +57,10 @@ cdef struct RowMemo:
     double* tier
     long long* ocnt
     long long* vis
+    # a thread's own arena (``coref.gibbs._gibbs``'s parallel first builds): grows with
+    # realloc instead of refusing a list; ovf_fail is set when it cannot
+    bint ovf_grow
+    bint ovf_fail
 
 
 cdef inline bint worse(double a, long long ja, double b, long long jb) noexcept nogil:
@@ -104,6 +109,20 @@ cdef inline void _heap_push(long long* hj, double* hf, Py_ssize_t K, Py_ssize_t*
         hj[p] = j
     elif v > rest[0]:
         rest[0] = v
+
+
+cdef inline void _ovf_reserve(RowMemo* rm, long long need) noexcept nogil:
+    """Grow a thread's own second-tier arena (``ovf_grow``) to hold ``need`` entries."""
+    cdef long long cap = 2 * rm.ovf_cap
+    cdef long long* p
+    if cap < need:
+        cap = need
+    p = <long long*>realloc(rm.ovf, cap * sizeof(long long))
+    if p == NULL:
+        rm.ovf_fail = True
+        return
+    rm.ovf = p
+    rm.ovf_cap = cap
 
 
 cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ssize_t n) noexcept nogil:
@@ -205,6 +224,8 @@ cdef inline Py_ssize_t memo_build(BlockData* d, Py_ssize_t i, RowMemo* rm, Py_ss
                     j = rm.vis[p]
                     if rm.row[j] > t and memo_find(hj, K, j) < 0:
                         m += 1
+            if rm.ovf_grow and rm.ovf_at[2 * n] + m > rm.ovf_cap:
+                _ovf_reserve(rm, rm.ovf_at[2 * n] + m)
             if rm.ovf_at[2 * n] + m <= rm.ovf_cap:
                 q = rm.ovf_at[2 * n]
                 rm.ovf_at[i] = q

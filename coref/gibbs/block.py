@@ -8,6 +8,8 @@ every kernel call on it (``coref.factors._factors.share_memo``).
 """
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,6 +81,10 @@ PARTNER_MEMO_MB = 512.0
 #: The memo's second tier (``anneal(memo_ovf=...)``): the partners of a mention above its
 #: bound beyond the K kept, listed within this many MB for the block (0: off).
 PARTNER_TIER_MB = 512.0
+#: Threads that build the first sweep's candidate memos of a racing block (the rest of
+#: the sweep stays serial; labels and factor counts do not depend on it): None = the
+#: cores this process may use, or ``OMP_NUM_THREADS`` when set (Dask workers set it to 1).
+MEMO_THREADS = None
 #: ``sampler="auto"`` races a block of at least this many mentions even when its factor
 #: matrix fits the budget: with the candidate memo racing costs less there (one-name
 #: blocks, shipped model, one process, 2026-11-27: 3,000 mentions racing 2.9 / exact from
@@ -124,6 +130,16 @@ LINK_MERGE_SETTLE = 1
 LINK_MERGE_RACING = False
 
 
+def memo_threads():
+    """Threads for the candidate memos' first builds (:data:`MEMO_THREADS`), >= 1."""
+    if MEMO_THREADS is not None:
+        return max(1, int(MEMO_THREADS))
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 @dataclass
 class KernelRun:
     """The arguments of every kernel call on one block (the state arrays are updated in place).
@@ -159,6 +175,7 @@ class KernelRun:
     memo_ovf: np.ndarray = None
     memo_ovf_at: np.ndarray = None
     memo_tier: np.ndarray = None
+    memo_threads: int = 1
 
     def anneal(self, labels, size, inv_temps, stop_mask, patience, bound_mode, lab_hist, evals):
         """One ``coref.gibbs._gibbs.anneal`` call; returns the number of sweeps run."""
@@ -169,7 +186,8 @@ class KernelRun:
                              stop_mask, patience, self.racing, self.first_batch, bound_mode, self.fmax,
                              self.b_table, self.rng_state, lab_hist, evals, self.fmat, mode,
                              self.memo_j, self.memo_f, self.memo_rest, self.memo_row_min,
-                             self.still_moves, self.cv_rank, self.cv_weight, *self._index())
+                             self.still_moves, self.cv_rank, self.cv_weight, *self._index(),
+                             memo_threads=self.memo_threads)
 
     def _index(self):
         """The candidate index arguments of the kernel (all None without one)."""
@@ -380,6 +398,7 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
                     run.memo_ovf = np.zeros(max(1, int(PARTNER_TIER_MB * 2**20) // 8), np.int64)
                     run.memo_ovf_at = np.zeros(2 * n + 1, np.int64)
                     run.memo_tier = np.zeros(n)
+                run.memo_threads = memo_threads()
         run.memo_j = np.zeros((n, k), np.int64)
         run.memo_f = np.zeros((n, k))
         run.memo_rest = np.full(n, np.nan)

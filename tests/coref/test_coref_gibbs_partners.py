@@ -308,3 +308,26 @@ def test_small_arm_bound_counts_coauthors_shared_across_cut_groups():
     enc = SimpleNamespace(n=5, co_ptr=np.array([0, 2, 3, 4, 6, 6]), co_ids=np.array([1, 2, 2, 3, 3, 4]))
     out = _shares_outside(enc, np.array([0, 0, 1, 2, 3]))
     np.testing.assert_array_equal(out, [False, False, True, True, False])
+
+
+@pytest.mark.parametrize("seed,max_df,accept,cap", [(3, 2, 0.0, 10**6), (4, (1, 6), -0.5, 10**6),
+                                                    (6, 2, 0.0, 40)])
+def test_memo_threads_change_nothing_but_the_wall(blocks, seed, max_df, accept, cap, racing_run):
+    """``memo_threads`` > 1 builds the first sweep's candidate memos over threads before its
+    steps: labels, factor counts, generator state, memos and the tier arrays (also with an
+    arena too small for every list) equal the serial kernel's and the twin's."""
+    _, encs = blocks
+    for enc in encs:
+        n = enc.n
+        theta, _ = _theta(seed, 0.4)
+        theta[17] += 3.0
+        bias = -0.5
+        idx = partner_index(enc, theta, bias, max_df)
+        labels0 = np.random.default_rng(seed).integers(0, n // 10, n)
+        temps = [1.0, 3.0, 20.0]
+        runs = [racing_run(mod, enc, theta, bias, labels0, temps, 4, 6, index=idx, accept=accept,
+                           tier_cap=cap, memo_threads=t) for mod, t in ((_gibbs, 1), (_gibbs, 3), (_gibbs_py, 3))]
+        for other in runs[1:]:
+            for a, b in zip(runs[0], other):
+                np.testing.assert_array_equal(a, b)
+        assert not np.isnan(runs[1][5]).any()            # every mention built (in the first sweep)
