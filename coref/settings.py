@@ -31,14 +31,16 @@ ALL_SAMPLERS = SAMPLERS + ("auto",)
 INITS = ("singletons", "one", "auto", "greedy", "components")
 #: Annealed sweeps of a block of at least ``coref.gibbs.block.STILL_MIN_N`` movable mentions
 #: (the same temperatures, t_start to t_end, in fewer steps); ``None`` = ``n_sweeps``.  Such a
-#: block starts from a greedy clustering, and its B3 F1 does not move after the first few
-#: sweeps.  Racing, shipped model, seed 0, 4 against 10 sweeps (2026-12-05; 10 early-stopped
-#: at 8): one-name blocks of 10,000 / 20,000 (seed 1) / 30,000 mentions and three of 8,000
-#: (seed 2, exponent 1.5): B3 F1 0.9066 / 0.9063, 0.9081 / 0.9089, 0.8923 / 0.8919,
-#: 0.9269 / 0.9273 at 0.83x, 0.71x, 0.78x, 0.85x the wall; the 18 first-initial blocks of
-#: >= 5,000 mentions of 3M ``coref synth`` mentions (123,742): 0.7500 / 0.7475 at 0.92x.
-#: (Before, 10 against 30: one-name 10,000: F1 0.6117 / 0.6123 at 0.56x the CPU.)
-BIG_BLOCK_SWEEPS = 4
+#: block starts from a greedy clustering, and its first sweep (at temperature t_start) does
+#: nearly all the work: racing, shipped model, seed 0 (2026-12-05), B3 F1 with 1 / 2 / 3 / 4 /
+#: 10 sweeps (10 early-stopped at 8): one-name block of 10,000 mentions - / 0.9069 / - / 0.9066 /
+#: 0.9063; 20,000 (seed 1) - / 0.9082 / 0.9086 / 0.9081 / 0.9089; 30,000 0.8917 / 0.8924 / 0.8919 /
+#: 0.8923 / 0.8919; three of 8,000 (seed 2, exponent 1.5) 0.9296 / 0.9276 / 0.9270 / 0.9269 /
+#: 0.9273; the 18 first-initial blocks of >= 5,000 mentions of 3M ``coref synth`` mentions
+#: (123,742) - / 0.7555 / - / 0.7500 / 0.7475.  Walls (2 cores): 30,000 mentions 36 s with 2
+#: sweeps, 48 s with 4; the 3M blocks 121 s with 2, 134 s with 4, 146 s with 10.  Each sweep
+#: after the first costs ~2,100 factors per step at 100,000 mentions.
+BIG_BLOCK_SWEEPS = 2
 #: Calibration maps of the held-out confidence of ``coref run`` (:mod:`coref.jobs.heldout`).
 CALIBRATIONS = ("isotonic", "temperature", "none")
 

@@ -54,10 +54,10 @@ class GibbsCoref:
         Allowed failure probability of each racing test.
     n_sweeps : int >= 1, default 30
         Sweeps over all mentions of each block (each in a fresh random order).
-    big_block_sweeps : int >= 1 or None, default 4
+    big_block_sweeps : int >= 1 or None, default 2
         Sweeps of a block of at least ``coref.gibbs.block.STILL_MIN_N`` (5,000) movable
         mentions, on the same temperature range (``coref.settings.BIG_BLOCK_SWEEPS``: such
-        a block starts from a greedy clustering and its B3 F1 is flat after a few);
+        a block starts from a greedy clustering and its B3 F1 is flat after the first);
         at most ``n_sweeps``; None = ``n_sweeps`` for every block.
     t_start, t_end : float > 0, default 1.0 and 0.05
         Temperature of the first and of the last sweep (geometric in between).
