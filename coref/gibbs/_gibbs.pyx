@@ -48,7 +48,7 @@ from libc.math cimport sqrt, log, INFINITY, NAN
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 from libc.stdlib cimport malloc, calloc, free
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport parallel, threadid
 
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
@@ -627,66 +627,184 @@ cdef Py_ssize_t _step(BlockData* d,
                    n_evals, cand, cidx, fill, pool, nC)
 
 
-cdef long long _memo_prebuild(BlockData* dd, RowMemo* rms, int nt, RowMemo* rm,
-                              const long long* order, Py_ssize_t n_mov, int* owner) noexcept nogil:
-    """Build, over ``nt`` threads, the memo of every mention of ``order[0:n_mov]`` without one.
-
-    With a candidate index every mention's memo is built at its first step
-    (``memo_build``), from the block alone: the build of i reads no label and no other
-    memo.  So the first sweep's builds can all run before it, in parallel, thread t
-    with its own block view ``dd[t]`` (row tables; only ``dd[0]`` has the component memo
-    tables, whose lazy fill is not thread-safe) and work arrays ``rms[t]`` (row, stamp,
-    its own growing second-tier arena; ``tier`` shared, one slot per mention).  The
-    second-tier lists are then placed into ``rm``'s arena in visiting order, each while
-    it fits, as the builds at the steps would have placed them: the memos, the arena
-    and so every label and factor count are those of the serial run.  ``owner``
-    (n,), all -1 on entry: the thread that built each mention.  Returns the factors
-    evaluated.  If a thread's arena cannot grow (``ovf_fail``), the memos built here
-    are dropped again (their steps build them as before; the factors still count).
+cdef extern from *:
     """
-    cdef Py_ssize_t k, i, n = rm.n, fill
-    cdef int t, failed = 0
-    cdef long long m, ev = 0
-    cdef long long* evs = <long long*>calloc(nt, sizeof(long long))
-    if evs == NULL:
-        return 0
-    for k in prange(n_mov, num_threads=nt, schedule="dynamic", chunksize=8):
-        i = order[k]
-        if rm.rest[i] != rm.rest[i]:
-            t = threadid()
-            owner[i] = t
-            row_set(&dd[t], i)
-            evs[t] += memo_build(&dd[t], i, &rms[t], n)
-            row_clear(&dd[t])
-    for t in range(nt):
-        ev += evs[t]
-        if rms[t].ovf_fail:
-            failed = 1
-    free(evs)
-    if failed:
-        for k in range(n_mov):
-            i = order[k]
-            if owner[i] >= 0:
-                rm.rest[i] = NAN
-        return ev
+    static inline int co_flag_load(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void co_flag_store(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    static inline int co_flag_claim(int* p) {
+        int e = 0;
+        return __atomic_compare_exchange_n(p, &e, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    static inline long long co_next(long long* p) { return __atomic_fetch_add(p, 1, __ATOMIC_RELAXED); }
+    """
+    int co_flag_load(const int* p) noexcept nogil
+    void co_flag_store(int* p, int v) noexcept nogil
+    int co_flag_claim(int* p) noexcept nogil
+    long long co_next(long long* p) noexcept nogil
+
+
+cdef struct Sweep:
+    # what every step of one anneal call reads and writes (see ``_step``)
+    BlockData* d
+    long long* labels
+    long long* size
+    int racing
+    int fb
+    const double* b_table
+    Py_ssize_t b_cols
+    uint64_t* rs
+    double* gumbels
+    long long* cand
+    long long* cidx
+    long long* start
+    long long* members
+    long long* fill
+    double* acc
+    double* acc2
+    long long* T
+    long long* N
+    double* est
+    double* se2
+    char* alive
+    const double* fmax
+    long long* act
+    long long* pool
+    long long* nC
+    long long* bj
+    long long* bc
+    double* us
+    char* gok
+    long long* lz
+    const long long* n_rounds
+    const double* fm
+    RowMemo* rm
+    CVState* cv
+    double* hc
+
+
+cdef struct MemoPipe:
+    # the first sweep's candidate memos, built ahead of its steps by the threads
+    # (``_pipelined_sweep``): flag[i] 0 to build, 1 being built, 2 built ahead by thread
+    # owner[i], 3 nothing to build, 4 to build at its step (an arena could not grow)
+    BlockData* dd            # (nt,) block views of the helpers (dd[0] unused: thread 0 has d)
+    RowMemo* rms             # (nt,) the threads' work arrays and own second-tier arenas
+    int* flag
+    int* owner
+    const long long* order
+    Py_ssize_t n_mov
+    long long next           # next position of order a helper looks at
+    long long* evs           # (nt,) factors evaluated per thread
+    int nt
+
+
+cdef inline bint _build_ahead(MemoPipe* pipe, BlockData* d, RowMemo* rm, int t,
+                              long long* ev) noexcept nogil:
+    """Thread t builds the memo of the next mention of the first sweep's order that no
+    thread has claimed, into its own arena (``pipe.rms[t]``; block view ``d``).  Returns
+    False when the order is exhausted or t's arena could not grow."""
+    cdef long long k
+    cdef Py_ssize_t i, n = rm.n
+    while True:
+        k = co_next(&pipe.next)
+        if k >= pipe.n_mov:
+            return False
+        i = pipe.order[k]
+        if co_flag_claim(&pipe.flag[i]):
+            break
+    pipe.owner[i] = t
+    row_set(d, i)
+    ev[0] += memo_build(d, i, &pipe.rms[t], n)
+    row_clear(d)
+    if pipe.rms[t].ovf_fail:
+        co_flag_store(&pipe.flag[i], 4)        # its list is lost: built again at its step
+        return False
+    co_flag_store(&pipe.flag[i], 2)
+    return True
+
+
+cdef inline void _take_memo(Sweep* w, MemoPipe* pipe, Py_ssize_t i, long long* ev) noexcept nogil:
+    """Before mention i's first-sweep step: its memo, as the step itself would build it.
+
+    Built here (into the arena, as at the step) when no thread has claimed it; when a
+    helper is building it, this thread builds others ahead meanwhile; when a thread has
+    built it, its list of partners above t_i goes into the arena while it fits.
+    """
+    cdef RowMemo* rm = w.rm
+    cdef Py_ssize_t n = rm.n, m, q
+    cdef int f, t
+    cdef bint more = True
+    while True:
+        f = co_flag_load(&pipe.flag[i])
+        if f == 3:
+            return
+        if (f == 0 and co_flag_claim(&pipe.flag[i])) or f == 4:
+            row_set(w.d, i)
+            ev[0] += memo_build(w.d, i, rm, n)
+            row_clear(w.d)
+            return
+        if f == 2:
+            break
+        if f == 1 and more:
+            more = _build_ahead(pipe, w.d, rm, 0, &pipe.evs[0])
     if rm.ovf != NULL:
-        fill = rm.ovf_at[2 * n]
-        for k in range(n_mov):
-            i = order[k]
-            t = owner[i]
-            if t < 0:
-                continue
-            m = rms[t].ovf_at[n + i]
-            rm.ovf_at[n + i] = -1
-            if m >= 0 and fill + m <= rm.ovf_cap:
-                if m > 0:
-                    memcpy(rm.ovf + fill, rms[t].ovf + rms[t].ovf_at[i], m * sizeof(long long))
-                rm.ovf_at[i] = fill
-                rm.ovf_at[n + i] = m
-                rm.tier[i] = rms[t].tier[i]
-                fill += m
-        rm.ovf_at[2 * n] = fill
-    return ev
+        t = pipe.owner[i]
+        m = pipe.rms[t].ovf_at[n + i]
+        rm.ovf_at[n + i] = -1
+        q = rm.ovf_at[2 * n]
+        if m >= 0 and q + m <= rm.ovf_cap:
+            if m > 0:
+                memcpy(rm.ovf + q, pipe.rms[t].ovf + pipe.rms[t].ovf_at[i], m * sizeof(long long))
+            rm.ovf_at[i] = q
+            rm.ovf_at[n + i] = m
+            rm.tier[i] = pipe.rms[t].tier[i]
+            rm.ovf_at[2 * n] = q + m
+
+
+cdef Py_ssize_t _steps(Sweep* w, const long long* order, Py_ssize_t n_mov, double inv_temp,
+                       long long* ev, MemoPipe* pipe) noexcept nogil:
+    """One sweep's steps in ``order``; returns the mentions moved.  With ``pipe`` (the
+    first sweep of ``_pipelined_sweep``), each mention's memo is taken by ``_take_memo``
+    before its step."""
+    cdef Py_ssize_t k, i, moved = 0
+    cdef long long tmp
+    for k in range(n_mov):
+        i = order[k]
+        if pipe != NULL:
+            _take_memo(w, pipe, i, ev)
+        tmp = w.labels[i]
+        if _step(w.d, w.labels, w.size, i, inv_temp, w.racing, w.fb, w.b_table, w.b_cols, w.rs, ev,
+                 w.gumbels, w.cand, w.cidx, w.start, w.members, w.fill, w.acc, w.acc2, w.T, w.N,
+                 w.est, w.se2, w.alive, w.fmax, w.act, w.pool, w.nC, w.bj, w.bc, w.us, w.gok,
+                 w.lz, w.n_rounds, w.fm, w.rm, w.cv, w.hc) != tmp:
+            moved += 1
+            if w.cv != NULL:
+                cv_move(w.cv, i, tmp, w.labels[i])
+    return moved
+
+
+cdef void _helper(MemoPipe* pipe, int t) noexcept nogil:
+    """Helper thread t: build the first sweep's memos ahead of its steps."""
+    while _build_ahead(pipe, &pipe.dd[t], &pipe.rms[t], t, &pipe.evs[t]):
+        pass
+
+
+cdef Py_ssize_t _pipelined_sweep(Sweep* w, MemoPipe* pipe, double inv_temp, long long* ev) noexcept nogil:
+    """The first sweep with its candidate memos built ahead by ``pipe.nt - 1`` helper
+    threads (OpenMP): thread 0 runs the steps in order and takes each memo from the
+    helpers, building it itself when none has started it.  Every memo, arena, label and
+    factor count is that of the serial sweep.  Returns the mentions moved."""
+    cdef int t
+    cdef Py_ssize_t moved = 0
+    cdef Py_ssize_t* out = &moved
+    with parallel(num_threads=pipe.nt):
+        t = threadid()
+        if t == 0:
+            out[0] = _steps(w, pipe.order, pipe.n_mov, inv_temp, ev, pipe)
+        else:
+            _helper(pipe, t)
+    for t in range(pipe.nt):
+        ev[0] += pipe.evs[t]
+    return moved
 
 
 def anneal(object enc,                      # IN  EncodedBlock
@@ -765,9 +883,10 @@ def anneal(object enc,                      # IN  EncodedBlock
     ``cand_accept``; second tier (``memo_ovf`` / ``memo_ovf_at`` / ``memo_tier``; None:
     off): the partners beyond the K kept above t_i, listed while the arena has room.  The
     exact contract: ``coref.gibbs._memo.memo_build``.  Only evaluated factors count.
-    ``memo_threads`` > 1 (candidate index only): the first sweep's builds run before
-    its steps over that many OpenMP threads (``_memo_prebuild``); labels, memos and
-    factor counts are those of one thread, which the twin follows.
+    ``memo_threads`` > 1 (candidate index only): in the first sweep, ``memo_threads - 1``
+    OpenMP helper threads build the memos ahead of the steps (``_pipelined_sweep``);
+    labels, memos, tier arrays and factor counts are those of one thread, which the twin
+    follows.
 
     Control variate (racing only; ``cv_rank`` None or ``cv_weight`` 0 = off): a
     subsampled arm y is estimated as N_y mean(f - h) + H_y with h(i, j) = ``cv_weight``
@@ -902,50 +1021,95 @@ def anneal(object enc,                      # IN  EncodedBlock
             raise ValueError(f"fmat must have shape ({n}, {n}) when fmat_mode is set")
         if n > 0:
             fmp = &fmat[0, 0]
-    # the first sweep's memo builds over threads: a block view and work arrays per thread
+    # the first sweep's memo builds over threads (``_pipelined_sweep``): a block view and
+    # work arrays per helper
     cdef int nt = memo_threads if memo_threads > 1 and rm.K > 0 and rm.q_ptr != NULL \
         and racing and n_sw > 0 and n_mov > 1 else 1
-    cdef BlockData* dd = NULL
-    cdef RowMemo* rms = NULL
-    cdef int[::1] owner
-    cdef double[::1] tier_buf
+    cdef MemoPipe pipe
+    cdef MemoPipe* pp = NULL
+    cdef int[::1] p_flag, p_owner
+    cdef long long[::1] p_evs
     cdef long long[:, ::1] t_stamp, t_vis, t_at
     cdef double[:, ::1] t_row
+    cdef double[::1] tier_buf
     cdef int t
     if nt > 1:
         import numpy as np
-        owner = np.full(n, -1, np.int32)
+        p_flag = np.where(np.isnan(np.asarray(memo_rest)), 0, 3).astype(np.int32)
+        p_owner = np.full(n, -1, np.int32)
+        p_evs = np.zeros(nt, np.int64)
         tier_buf = np.zeros(n)
         t_stamp = np.zeros((nt, n), np.int64)
         t_vis = np.zeros((nt, n), np.int64)
         t_row = np.zeros((nt, n))
         t_at = np.zeros((nt, 2 * n + 1), np.int64)
-        dd = <BlockData*>malloc(nt * sizeof(BlockData))
-        rms = <RowMemo*>calloc(nt, sizeof(RowMemo))
-        if dd == NULL or rms == NULL:
-            free(dd)
-            free(rms)
+        pipe.dd = <BlockData*>malloc(nt * sizeof(BlockData))
+        pipe.rms = <RowMemo*>calloc(nt, sizeof(RowMemo))
+        if pipe.dd == NULL or pipe.rms == NULL:
+            free(pipe.dd)
+            free(pipe.rms)
             raise MemoryError("the memo threads' work arrays")
-        dd[0] = d
         try:
             for t in range(1, nt):
-                dd[t] = make_block(enc, theta, bias, keep, 0, True, None)
+                pipe.dd[t] = make_block(enc, theta, bias, keep, 0, True, None)
         except BaseException:
-            free(dd)
-            free(rms)
+            free(pipe.dd)
+            free(pipe.rms)
             raise
         for t in range(nt):
-            rms[t] = rm
-            rms[t].row = &t_row[t, 0]
-            rms[t].stamp = &t_stamp[t, 0]
-            rms[t].vis = &t_vis[t, 0]
+            pipe.rms[t] = rm
+            pipe.rms[t].row = &t_row[t, 0]
+            pipe.rms[t].stamp = &t_stamp[t, 0]
+            pipe.rms[t].vis = &t_vis[t, 0]
             if rm.ovf != NULL:
-                rms[t].ovf = <long long*>malloc(1024 * sizeof(long long))
-                rms[t].ovf_cap = 1024 if rms[t].ovf != NULL else 0
-                rms[t].ovf_grow = True
-                rms[t].ovf_fail = rms[t].ovf == NULL
-                rms[t].ovf_at = &t_at[t, 0]
-                rms[t].tier = &tier_buf[0]
+                pipe.rms[t].ovf = <long long*>malloc(1024 * sizeof(long long))
+                pipe.rms[t].ovf_cap = 1024 if pipe.rms[t].ovf != NULL else 0
+                pipe.rms[t].ovf_grow = True
+                pipe.rms[t].ovf_fail = pipe.rms[t].ovf == NULL
+                pipe.rms[t].ovf_at = &t_at[t, 0]
+                pipe.rms[t].tier = &tier_buf[0]
+        pipe.flag = &p_flag[0]
+        pipe.owner = &p_owner[0]
+        pipe.order = &order[0]
+        pipe.n_mov = n_mov
+        pipe.next = 0
+        pipe.evs = &p_evs[0]
+        pipe.nt = nt
+        pp = &pipe
+    cdef Sweep sw
+    sw.d = &d
+    sw.labels = &labels[0] if n > 0 else NULL
+    sw.size = &size[0] if n > 0 else NULL
+    sw.racing = racing
+    sw.fb = first_batch
+    sw.b_table = &b_table[0, 0]
+    sw.b_cols = b_cols
+    sw.rs = st
+    sw.gumbels = &gum[0]
+    sw.cand = &cand[0]
+    sw.cidx = &cidx[0]
+    sw.start = &start[0]
+    sw.members = &members[0]
+    sw.fill = &fill[0]
+    sw.acc = &acc[0]
+    sw.acc2 = &acc2[0]
+    sw.T = &T[0]
+    sw.N = &N[0]
+    sw.est = &est[0]
+    sw.se2 = &se2[0]
+    sw.alive = &alive[0]
+    sw.act = &act[0]
+    sw.pool = &pool[0]
+    sw.nC = &nc[0]
+    sw.bj = &bj[0]
+    sw.bc = &bc[0]
+    sw.us = &us[0]
+    sw.gok = &gok[0]
+    sw.lz = &lz[0]
+    sw.n_rounds = &nr[0]
+    sw.rm = &rm
+    sw.cv = cvp
+    sw.hc = &hcv[0]
     for k in range(4):
         st[k] = rng_state[k]
     with nogil:
@@ -974,28 +1138,17 @@ def anneal(object enc,                      # IN  EncodedBlock
                 order[j] = tmp
                 k -= 1
             ev = ev0 if s == 0 else 0
-            if s == 0 and nt > 1:
-                ev += _memo_prebuild(dd, rms, nt, &rm, &order[0], n_mov, &owner[0])
+            sw.fmax = fmx
+            sw.fm = fmp
+            if s == 0 and pp != NULL:
+                moved = _pipelined_sweep(&sw, pp, inv_temps[s], &ev)
                 for t in range(nt):
-                    if rm.ovf != NULL:
-                        free(rms[t].ovf)
-                free(rms)
-                free(dd)
-                rms = NULL
-                dd = NULL
-            moved = 0
-            for k in range(n_mov):
-                i = order[k]
-                tmp = labels[i]
-                if _step(&d, &labels[0], &size[0], i, inv_temps[s], racing, first_batch,
-                         &b_table[0, 0], b_cols, st, &ev, &gum[0], &cand[0], &cidx[0],
-                         &start[0], &members[0], &fill[0], &acc[0], &acc2[0], &T[0], &N[0],
-                         &est[0], &se2[0], &alive[0], fmx, &act[0],
-                         &pool[0], &nc[0], &bj[0], &bc[0], &us[0], &gok[0],
-                         &lz[0], &nr[0], fmp, &rm, cvp, &hcv[0]) != tmp:
-                    moved += 1
-                    if cvp != NULL:
-                        cv_move(cvp, i, tmp, labels[i])
+                    free(pipe.rms[t].ovf)
+                free(pipe.rms)
+                free(pipe.dd)
+                pp = NULL
+            else:
+                moved = _steps(&sw, &order[0], n_mov, inv_temps[s], &ev, NULL)
             evals[s] = ev
             if record:
                 for k in range(n):
