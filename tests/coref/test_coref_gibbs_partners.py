@@ -331,3 +331,33 @@ def test_memo_threads_change_nothing_but_the_wall(blocks, seed, max_df, accept, 
             for a, b in zip(runs[0], other):
                 np.testing.assert_array_equal(a, b)
         assert not np.isnan(runs[1][5]).any()            # every mention built (in the first sweep)
+
+
+def test_gibbs_coref_with_memo_threads_gives_the_serial_run(shipped_model_and_data, monkeypatch):
+    """A block big enough for the candidate memo (``PARTNER_MIN_N``) clustered by GibbsCoref
+    with one and with three memo threads: the same labels and factor counts per sweep."""
+    from coref.gibbs import GibbsCoref
+    from coref.gibbs import block as gibbs_block
+
+    _, model = shipped_model_and_data
+    df = synthesize_block(gibbs_block.PARTNER_MIN_N + 500, rng=11)
+    runs = []
+    for threads in (1, 3):
+        monkeypatch.setattr(gibbs_block, "MEMO_THREADS", threads)
+        g = GibbsCoref(model, sampler="racing", record_history=False, rng=4, n_sweeps=3).fit(df)
+        runs.append((np.asarray(g.labels_), np.asarray(g.n_factor_evals_per_sweep_)))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    assert runs[0][1][1] > 0
+
+
+def test_memo_threads_follow_the_setting_and_omp_num_threads(monkeypatch):
+    from coref.gibbs import block as gibbs_block
+
+    monkeypatch.setattr(gibbs_block, "MEMO_THREADS", 3)
+    assert gibbs_block.memo_threads() == 3
+    monkeypatch.setattr(gibbs_block, "MEMO_THREADS", None)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert gibbs_block.memo_threads() == 1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert gibbs_block.memo_threads() >= 1
