@@ -23,10 +23,9 @@ COMPILER_DIRECTIVES = {
 # once instead of twice and so changes sums in their last bits on CPUs with FMA), and no
 # -ffast-math / -Ofast (which reorder and contract float arithmetic): -O3 enables neither.
 COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
-# Kernels with OpenMP loops (``cython.parallel.prange``): results do not depend on the
-# number of threads (each thread computes whole, independent items; see the modules).
+# Kernels with OpenMP threads (``cython.parallel``): results do not depend on the number
+# of threads (each thread computes whole, independent items; see the modules).
 OPENMP = {"coref.gibbs._gibbs"}
-
 
 
 def _extension(pyx):

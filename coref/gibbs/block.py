@@ -9,7 +9,6 @@ every kernel call on it (``coref.factors._factors.share_memo``).
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,9 +80,10 @@ PARTNER_MEMO_MB = 512.0
 #: The memo's second tier (``anneal(memo_ovf=...)``): the partners of a mention above its
 #: bound beyond the K kept, listed within this many MB for the block (0: off).
 PARTNER_TIER_MB = 512.0
-#: Threads that build the first sweep's candidate memos of a racing block (the rest of
-#: the sweep stays serial; labels and factor counts do not depend on it): None = the
-#: cores this process may use, or ``OMP_NUM_THREADS`` when set (Dask workers set it to 1).
+#: Threads of a racing block's first sweep: one runs the steps, the others build the
+#: candidate memos ahead of them (``coref.gibbs._gibbs._pipelined_sweep``; labels and
+#: factor counts do not depend on it): None = the cores this process may use, or
+#: ``OMP_NUM_THREADS`` when set (Dask's workers set it to 1).
 MEMO_THREADS = None
 #: ``sampler="auto"`` races a block of at least this many mentions even when its factor
 #: matrix fits the budget: with the candidate memo racing costs less there (one-name
