@@ -46,9 +46,7 @@ first draw (see ``anneal``).
 """
 from libc.math cimport sqrt, log, INFINITY, NAN
 from libc.stdint cimport uint64_t
-from libc.string cimport memcpy
-from libc.stdlib cimport malloc, calloc, free
-from cython.parallel cimport parallel, threadid
+from libc.string cimport memcpy, memset
 
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
@@ -59,6 +57,8 @@ from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_a
 from coref.gibbs._xoshiro cimport below, uniform
 from coref.gibbs._rounds cimport _sched, _n_rounds
 from coref.gibbs._cv cimport CVState, cv_init, cv_arm, cv_move
+from coref.gibbs._pipe cimport (Sweep, MemoPipe, take_memo, pipelined_sweep, pipe_open, pipe_close,
+                               sweep_work)
 
 from coref.factors._factors import shared_memo
 from coref.gibbs.partners import check_index, check_tier
@@ -627,150 +627,17 @@ cdef Py_ssize_t _step(BlockData* d,
                    n_evals, cand, cidx, fill, pool, nC)
 
 
-cdef extern from *:
-    """
-    static inline int co_flag_load(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void co_flag_store(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    static inline int co_flag_claim(int* p) {
-        int e = 0;
-        return __atomic_compare_exchange_n(p, &e, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-    static inline long long co_next(long long* p) { return __atomic_fetch_add(p, 1, __ATOMIC_RELAXED); }
-    """
-    int co_flag_load(const int* p) noexcept nogil
-    void co_flag_store(int* p, int v) noexcept nogil
-    int co_flag_claim(int* p) noexcept nogil
-    long long co_next(long long* p) noexcept nogil
-
-
-cdef struct Sweep:
-    # what every step of one anneal call reads and writes (see ``_step``)
-    BlockData* d
-    long long* labels
-    long long* size
-    int racing
-    int fb
-    const double* b_table
-    Py_ssize_t b_cols
-    uint64_t* rs
-    double* gumbels
-    long long* cand
-    long long* cidx
-    long long* start
-    long long* members
-    long long* fill
-    double* acc
-    double* acc2
-    long long* T
-    long long* N
-    double* est
-    double* se2
-    char* alive
-    const double* fmax
-    long long* act
-    long long* pool
-    long long* nC
-    long long* bj
-    long long* bc
-    double* us
-    char* gok
-    long long* lz
-    const long long* n_rounds
-    const double* fm
-    RowMemo* rm
-    CVState* cv
-    double* hc
-
-
-cdef struct MemoPipe:
-    # the first sweep's candidate memos, built ahead of its steps by the threads
-    # (``_pipelined_sweep``): flag[i] 0 to build, 1 being built, 2 built ahead by thread
-    # owner[i], 3 nothing to build, 4 to build at its step (an arena could not grow)
-    BlockData* dd            # (nt,) block views of the helpers (dd[0] unused: thread 0 has d)
-    RowMemo* rms             # (nt,) the threads' work arrays and own second-tier arenas
-    int* flag
-    int* owner
-    const long long* order
-    Py_ssize_t n_mov
-    long long next           # next position of order a helper looks at
-    long long* evs           # (nt,) factors evaluated per thread
-    int nt
-
-
-cdef inline bint _build_ahead(MemoPipe* pipe, BlockData* d, RowMemo* rm, int t,
-                              long long* ev) noexcept nogil:
-    """Thread t builds the memo of the next mention of the first sweep's order that no
-    thread has claimed, into its own arena (``pipe.rms[t]``; block view ``d``).  Returns
-    False when the order is exhausted or t's arena could not grow."""
-    cdef long long k
-    cdef Py_ssize_t i, n = rm.n
-    while True:
-        k = co_next(&pipe.next)
-        if k >= pipe.n_mov:
-            return False
-        i = pipe.order[k]
-        if co_flag_claim(&pipe.flag[i]):
-            break
-    pipe.owner[i] = t
-    row_set(d, i)
-    ev[0] += memo_build(d, i, &pipe.rms[t], n)
-    row_clear(d)
-    if pipe.rms[t].ovf_fail:
-        co_flag_store(&pipe.flag[i], 4)        # its list is lost: built again at its step
-        return False
-    co_flag_store(&pipe.flag[i], 2)
-    return True
-
-
-cdef inline void _take_memo(Sweep* w, MemoPipe* pipe, Py_ssize_t i, long long* ev) noexcept nogil:
-    """Before mention i's first-sweep step: its memo, as the step itself would build it.
-
-    Built here (into the arena, as at the step) when no thread has claimed it; when a
-    helper is building it, this thread builds others ahead meanwhile; when a thread has
-    built it, its list of partners above t_i goes into the arena while it fits.
-    """
-    cdef RowMemo* rm = w.rm
-    cdef Py_ssize_t n = rm.n, m, q
-    cdef int f, t
-    cdef bint more = True
-    while True:
-        f = co_flag_load(&pipe.flag[i])
-        if f == 3:
-            return
-        if (f == 0 and co_flag_claim(&pipe.flag[i])) or f == 4:
-            row_set(w.d, i)
-            ev[0] += memo_build(w.d, i, rm, n)
-            row_clear(w.d)
-            return
-        if f == 2:
-            break
-        if f == 1 and more:
-            more = _build_ahead(pipe, w.d, rm, 0, &pipe.evs[0])
-    if rm.ovf != NULL:
-        t = pipe.owner[i]
-        m = pipe.rms[t].ovf_at[n + i]
-        rm.ovf_at[n + i] = -1
-        q = rm.ovf_at[2 * n]
-        if m >= 0 and q + m <= rm.ovf_cap:
-            if m > 0:
-                memcpy(rm.ovf + q, pipe.rms[t].ovf + pipe.rms[t].ovf_at[i], m * sizeof(long long))
-            rm.ovf_at[i] = q
-            rm.ovf_at[n + i] = m
-            rm.tier[i] = pipe.rms[t].tier[i]
-            rm.ovf_at[2 * n] = q + m
-
-
 cdef Py_ssize_t _steps(Sweep* w, const long long* order, Py_ssize_t n_mov, double inv_temp,
                        long long* ev, MemoPipe* pipe) noexcept nogil:
     """One sweep's steps in ``order``; returns the mentions moved.  With ``pipe`` (the
-    first sweep of ``_pipelined_sweep``), each mention's memo is taken by ``_take_memo``
+    first sweep of ``coref.gibbs._pipe.pipelined_sweep``), each mention's memo is taken by ``take_memo``
     before its step."""
     cdef Py_ssize_t k, i, moved = 0
     cdef long long tmp
     for k in range(n_mov):
         i = order[k]
         if pipe != NULL:
-            _take_memo(w, pipe, i, ev)
+            take_memo(w, pipe, i, ev)
         tmp = w.labels[i]
         if _step(w.d, w.labels, w.size, i, inv_temp, w.racing, w.fb, w.b_table, w.b_cols, w.rs, ev,
                  w.gumbels, w.cand, w.cidx, w.start, w.members, w.fill, w.acc, w.acc2, w.T, w.N,
@@ -779,31 +646,6 @@ cdef Py_ssize_t _steps(Sweep* w, const long long* order, Py_ssize_t n_mov, doubl
             moved += 1
             if w.cv != NULL:
                 cv_move(w.cv, i, tmp, w.labels[i])
-    return moved
-
-
-cdef void _helper(MemoPipe* pipe, int t) noexcept nogil:
-    """Helper thread t: build the first sweep's memos ahead of its steps."""
-    while _build_ahead(pipe, &pipe.dd[t], &pipe.rms[t], t, &pipe.evs[t]):
-        pass
-
-
-cdef Py_ssize_t _pipelined_sweep(Sweep* w, MemoPipe* pipe, double inv_temp, long long* ev) noexcept nogil:
-    """The first sweep with its candidate memos built ahead by ``pipe.nt - 1`` helper
-    threads (OpenMP): thread 0 runs the steps in order and takes each memo from the
-    helpers, building it itself when none has started it.  Every memo, arena, label and
-    factor count is that of the serial sweep.  Returns the mentions moved."""
-    cdef int t
-    cdef Py_ssize_t moved = 0
-    cdef Py_ssize_t* out = &moved
-    with parallel(num_threads=pipe.nt):
-        t = threadid()
-        if t == 0:
-            out[0] = _steps(w, pipe.order, pipe.n_mov, inv_temp, ev, pipe)
-        else:
-            _helper(pipe, t)
-    for t in range(pipe.nt):
-        ev[0] += pipe.evs[t]
     return moved
 
 
@@ -884,7 +726,7 @@ def anneal(object enc,                      # IN  EncodedBlock
     off): the partners beyond the K kept above t_i, listed while the arena has room.  The
     exact contract: ``coref.gibbs._memo.memo_build``.  Only evaluated factors count.
     ``memo_threads`` > 1 (candidate index only): in the first sweep, ``memo_threads - 1``
-    OpenMP helper threads build the memos ahead of the steps (``_pipelined_sweep``);
+    OpenMP helper threads build the memos ahead of the steps (``coref.gibbs._pipe``);
     labels, memos, tier arrays and factor counts are those of one thread, which the twin
     follows.
 
@@ -900,12 +742,8 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef Py_ssize_t n = d.n, n_mov = movable.shape[0], n_sw = inv_temps.shape[0]
     w = Work(n)
     cdef long long[::1] cand = w.cand, cidx = w.cidx, start = w.start, order = w.order
-    cdef long long[::1] members = w.members, fill = w.fill, T = w.T, N = w.N
-    cdef double[::1] acc = w.acc, acc2 = w.acc2, est = w.est, se2 = w.se2, gum = w.gumbels
-    cdef long long[::1] act = w.act, pool = w.pool, nc = w.nc, bj = w.bj, bc = w.bc, lz = w.lz
-    cdef double[::1] us = w.us
-    cdef long long[::1] nr = w.nr
-    cdef char[::1] gok = w.gok
+    cdef long long[::1] members = w.members, fill = w.fill, N = w.N, act = w.act, pool = w.pool
+    cdef long long[::1] nc = w.nc, nr = w.nr
     cdef const double* fmx = NULL
     cdef double* fmp = NULL
     cdef long long ev0 = 0
@@ -930,7 +768,6 @@ def anneal(object enc,                      # IN  EncodedBlock
     cdef RowMemo rm
     cdef CVState cvs
     cdef CVState* cvp = NULL
-    cdef double[::1] hcv = w.hc
     cdef long long[::1] cv_named
     cdef int[::1] cv_cnt
     if racing and cv_rank is not None and cv_weight != 0.0 and n > 0:
@@ -950,35 +787,16 @@ def anneal(object enc,                      # IN  EncodedBlock
             cvp = &cvs
     cdef double[::1] rowbuf = w.row, msum = w.msum, mabs = w.mabs
     cdef long long[::1] mcnt = w.mcnt
-    rm.K = 0
+    memset(&rm, 0, sizeof(RowMemo))        # K = 0 (off), every pointer NULL, every flag off
     rm.n = n
     rm.row_min = memo_row_min
     rm.row = &rowbuf[0]
     rm.msum = &msum[0]
     rm.mabs = &mabs[0]
     rm.mcnt = &mcnt[0]
-    rm.j = NULL
-    rm.f = NULL
-    rm.rest = NULL
-    rm.q_ptr = NULL
-    rm.q_key = NULL
-    rm.k_ptr = NULL
-    rm.k_men = NULL
-    rm.c_rest = NULL
-    rm.n_levels = 0
-    rm.stamp = NULL
     rm.accept = cand_accept
-    rm.ovf = NULL
-    rm.ovf_cap = 0
-    rm.ovf_at = NULL
-    rm.tier = NULL
-    rm.ocnt = NULL
-    rm.vis = NULL
-    cdef long long[::1] ocnt_buf, vis_buf
     rm.row_all = True
-    rm.ovf_grow = False
-    rm.ovf_fail = False
-    cdef long long[::1] stamp_buf
+    cdef long long[::1] ocnt_buf, vis_buf, stamp_buf
     if memo_j is not None and racing and small_arm_bound and n > 0:
         if memo_f is None or memo_rest is None or memo_j.shape[0] != n or memo_f.shape[0] != n \
                 or memo_f.shape[1] != memo_j.shape[1] or memo_rest.shape[0] != n:
@@ -1021,61 +839,13 @@ def anneal(object enc,                      # IN  EncodedBlock
             raise ValueError(f"fmat must have shape ({n}, {n}) when fmat_mode is set")
         if n > 0:
             fmp = &fmat[0, 0]
-    # the first sweep's memo builds over threads (``_pipelined_sweep``): a block view and
-    # work arrays per helper
+    # the first sweep's memos built ahead of its steps over threads (``coref.gibbs._pipe``)
     cdef int nt = memo_threads if memo_threads > 1 and rm.K > 0 and rm.q_ptr != NULL \
         and racing and n_sw > 0 and n_mov > 1 else 1
     cdef MemoPipe pipe
     cdef MemoPipe* pp = NULL
-    cdef int[::1] p_flag, p_owner
-    cdef long long[::1] p_evs
-    cdef long long[:, ::1] t_stamp, t_vis, t_at
-    cdef double[:, ::1] t_row
-    cdef double[::1] tier_buf
-    cdef int t
     if nt > 1:
-        import numpy as np
-        p_flag = np.where(np.isnan(np.asarray(memo_rest)), 0, 3).astype(np.int32)
-        p_owner = np.full(n, -1, np.int32)
-        p_evs = np.zeros(nt, np.int64)
-        tier_buf = np.zeros(n)
-        t_stamp = np.zeros((nt, n), np.int64)
-        t_vis = np.zeros((nt, n), np.int64)
-        t_row = np.zeros((nt, n))
-        t_at = np.zeros((nt, 2 * n + 1), np.int64)
-        pipe.dd = <BlockData*>malloc(nt * sizeof(BlockData))
-        pipe.rms = <RowMemo*>calloc(nt, sizeof(RowMemo))
-        if pipe.dd == NULL or pipe.rms == NULL:
-            free(pipe.dd)
-            free(pipe.rms)
-            raise MemoryError("the memo threads' work arrays")
-        try:
-            for t in range(1, nt):
-                pipe.dd[t] = make_block(enc, theta, bias, keep, 0, True, None)
-        except BaseException:
-            free(pipe.dd)
-            free(pipe.rms)
-            raise
-        for t in range(nt):
-            pipe.rms[t] = rm
-            pipe.rms[t].row = &t_row[t, 0]
-            pipe.rms[t].stamp = &t_stamp[t, 0]
-            pipe.rms[t].vis = &t_vis[t, 0]
-            if rm.ovf != NULL:
-                pipe.rms[t].ovf = <long long*>malloc(1024 * sizeof(long long))
-                pipe.rms[t].ovf_cap = 1024 if pipe.rms[t].ovf != NULL else 0
-                pipe.rms[t].ovf_grow = True
-                pipe.rms[t].ovf_fail = pipe.rms[t].ovf == NULL
-                pipe.rms[t].ovf_at = &t_at[t, 0]
-                pipe.rms[t].tier = &tier_buf[0]
-        pipe.flag = &p_flag[0]
-        pipe.owner = &p_owner[0]
-        pipe.order = &order[0]
-        pipe.n_mov = n_mov
-        pipe.next = 0
-        pipe.evs = &p_evs[0]
-        pipe.nt = nt
-        pp = &pipe
+        pp = pipe_open(&pipe, &rm, &d, enc, theta, bias, keep, nt, &order[0], n_mov, memo_rest)
     cdef Sweep sw
     sw.d = &d
     sw.labels = &labels[0] if n > 0 else NULL
@@ -1085,31 +855,9 @@ def anneal(object enc,                      # IN  EncodedBlock
     sw.b_table = &b_table[0, 0]
     sw.b_cols = b_cols
     sw.rs = st
-    sw.gumbels = &gum[0]
-    sw.cand = &cand[0]
-    sw.cidx = &cidx[0]
-    sw.start = &start[0]
-    sw.members = &members[0]
-    sw.fill = &fill[0]
-    sw.acc = &acc[0]
-    sw.acc2 = &acc2[0]
-    sw.T = &T[0]
-    sw.N = &N[0]
-    sw.est = &est[0]
-    sw.se2 = &se2[0]
-    sw.alive = &alive[0]
-    sw.act = &act[0]
-    sw.pool = &pool[0]
-    sw.nC = &nc[0]
-    sw.bj = &bj[0]
-    sw.bc = &bc[0]
-    sw.us = &us[0]
-    sw.gok = &gok[0]
-    sw.lz = &lz[0]
-    sw.n_rounds = &nr[0]
+    sweep_work(&sw, w)
     sw.rm = &rm
     sw.cv = cvp
-    sw.hc = &hcv[0]
     for k in range(4):
         st[k] = rng_state[k]
     with nogil:
@@ -1141,11 +889,8 @@ def anneal(object enc,                      # IN  EncodedBlock
             sw.fmax = fmx
             sw.fm = fmp
             if s == 0 and pp != NULL:
-                moved = _pipelined_sweep(&sw, pp, inv_temps[s], &ev)
-                for t in range(nt):
-                    free(pipe.rms[t].ovf)
-                free(pipe.rms)
-                free(pipe.dd)
+                moved = pipelined_sweep(&sw, pp, inv_temps[s], &ev, _steps)
+                pipe_close(pp)
                 pp = NULL
             else:
                 moved = _steps(&sw, &order[0], n_mov, inv_temps[s], &ev, NULL)
