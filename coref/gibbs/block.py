@@ -81,7 +81,7 @@ PARTNER_MEMO_MB = 512.0
 #: bound beyond the K kept, listed within this many MB for the block (0: off).
 PARTNER_TIER_MB = 512.0
 #: Threads of a racing block's first sweep: one runs the steps, the others build the
-#: candidate memos ahead of them (``coref.gibbs._gibbs._pipelined_sweep``; labels and
+#: candidate memos ahead of them (``coref.gibbs._pipe.pipelined_sweep``; labels and
 #: factor counts do not depend on it): None = the cores this process may use, or
 #: ``OMP_NUM_THREADS`` when set (Dask's workers set it to 1).
 MEMO_THREADS = None
