@@ -11,6 +11,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from coref.blocking import assign_blocks
@@ -20,7 +21,7 @@ from coref.io.stream import STREAM_FORMATS, new_collector, partition_groups, pla
 from coref.model import load_model
 from coref.outputs import sha256_file
 
-__all__ = ["load_input", "stream_source", "partition_input", "resolve_model", "as_object_text", "derive_blocks", "input_paths", "DEFAULT_MODEL",
+__all__ = ["load_input", "stream_source", "partition_input", "resolve_model", "as_object_text", "encoder_cells", "derive_blocks", "input_paths", "DEFAULT_MODEL",
            "REQUIRED_FRAME_COLUMNS"]
 
 #: Columns a mention DataFrame must have: the schema's, less ``gold`` (optional) and ``block``
@@ -261,6 +262,14 @@ def as_object_text(df):
             df[c] = pd.Series([None if v is pd.NA or v is None or v != v else str(v) for v in col],
                               index=df.index, dtype=object)
     return df
+
+
+def encoder_cells(mentions):
+    """``mentions`` (as read from our Parquet) with list cells as lists and text as ``str``."""
+    for c in mentions.columns:
+        if mentions[c].dtype == object and len(mentions) and isinstance(mentions[c].iloc[0], np.ndarray):
+            mentions[c] = [list(v) if v is not None else [] for v in mentions[c]]
+    return as_object_text(mentions)
 
 
 def resolve_model(model_dir):

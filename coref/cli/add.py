@@ -20,6 +20,12 @@ def add_arguments(parser):
                         help="let Gibbs also move the old mentions of the blocks that receive new ones")
     parser.add_argument("--allow-model-change", dest="allow_model_change", action="store_true",
                         help="allow another model than the one that made --clusters (recorded in the manifest)")
+    parser.add_argument("--confidence", action="store_true",
+                        help="also write confidence.csv, pairs.csv and review.csv for the mentions of the blocks "
+                             "that received new ones (old and new; column `new`), as `coref predict --confidence`")
+    parser.add_argument("--certify-seconds", dest="certify_seconds", type=float, default=None, metavar="S",
+                        help="with --confidence: seconds of DIS certification of the least certain assignments "
+                             "(default: half the time of the add, 0.5 to 60 s; 0 = off)")
     add_common_arguments(parser)
 
 
@@ -30,7 +36,8 @@ def main(args):
                      sampler=args.sampler, seed=args.seed, delta=args.delta, n_sweeps=args.n_sweeps,
                      format=args.format, strict=args.strict, workers=args.workers, scheduler=args.scheduler,
                      progress=not args.quiet, factor_cache_mb=args.factor_cache_mb,
-                     allow_model_change=getattr(args, "allow_model_change", False))
+                     allow_model_change=getattr(args, "allow_model_change", False),
+                     confidence=args.confidence, certify_seconds=args.certify_seconds)
     except ERRORS as exc:
         return report_error("add", args, exc)
     s = result.summary

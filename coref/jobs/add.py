@@ -31,13 +31,13 @@ import pandas as pd
 
 from coref.inference import executor_context
 from coref.exceptions import ModelChangeError
-from coref.inputs import as_object_text, input_paths, load_input, resolve_model
+from coref.inputs import encoder_cells, input_paths, load_input, resolve_model
 from coref.io import MENTION_COLUMNS
 from coref.jobs.add_groups import add_onto_groups, is_group_output
 from coref.jobs.incremental import ADD_SWEEPS, add_clusters
-from coref.jobs.predict import cache_params, clustering_summary
+from coref.jobs.predict import cache_params, certify_budget, clustering_summary
 from coref.jobs.result import ClusteringResult
-from coref.jobs.writing import write_outputs
+from coref.jobs.writing import write_add_confidence, write_outputs
 from coref.outputs import (ENCODINGS_FILE, EncodingsError, OutputDir, mentions_checksum, read_encodings,
                            read_manifest, write_encodings)
 from coref.settings import make_settings
@@ -93,14 +93,6 @@ def read_clustered(directory, *, as_text=True):
         # the rows of both tables in the order of clusters.csv
         mentions = mentions.iloc[pd.Index(m_ids).get_indexer(c_ids)].reset_index(drop=True)
     return (encoder_cells(mentions) if as_text else mentions), clusters, manifest
-
-
-def encoder_cells(mentions):
-    """``mentions`` (as read from our Parquet) with list cells as lists and text as ``str``."""
-    for c in mentions.columns:
-        if mentions[c].dtype == object and len(mentions) and isinstance(mentions[c].iloc[0], np.ndarray):
-            mentions[c] = [list(v) if v is not None else [] for v in mentions[c]]
-    return as_object_text(mentions)
 
 
 def reuse_encodings(directory, manifest, clusters, model, model_info, *, strict=False):
@@ -182,7 +174,7 @@ def check_same_model(directory, manifest, model_info, allow_model_change=False):
 
 def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", seed=0, delta=0.05,
         n_sweeps=None, format=None, strict=False, workers=None, scheduler=None, progress=True,
-        factor_cache_mb=0.0, allow_model_change=False):
+        factor_cache_mb=0.0, allow_model_change=False, confidence=False, certify_seconds=None):
     """Verify ``clusters_dir``, add the mentions of ``data`` to its clustering, write ``out``.
 
     Parameters
@@ -204,6 +196,14 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
     allow_model_change : bool, default False
         Allow a model other than the one that made ``clusters_dir`` (recorded in the
         manifest as ``model_change``); otherwise that is an error.
+    confidence : bool, default False
+        Also write confidence.csv, pairs.csv and review.csv for every mention of the blocks
+        this add sampled (those that received new mentions: old and new mentions, column
+        ``new``), describing the clustering written (no id is repaired: an add changes no
+        existing id); :func:`coref.jobs.writing.write_add_confidence`.
+    certify_seconds : float >= 0 or None, default None
+        With ``confidence``: the DIS certification budget (s), as for
+        :func:`coref.jobs.predict.predict` (None: half the time of the add so far, 0.5 to 60 s).
 
     Returns
     -------
@@ -225,6 +225,8 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
         For bad input, a bad model or an unreachable scheduler.
     """
     t0 = time.perf_counter()
+    if confidence:
+        certify_budget(certify_seconds, 0.0)     # validated before any work
     if n_sweeps is None:
         n_sweeps = ADD_SWEEPS
     settings = make_settings("add", sampler=sampler, seed=seed, delta=delta, n_sweeps=n_sweeps, format=format,
@@ -243,7 +245,7 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
             old_summary = json.loads((Path(clusters_dir) / "summary.json").read_text(encoding="utf-8"))
     if grouped:
         return _add_onto_groups(clusters_dir, old_manifest, new, desc, old_summary, od, fitted, model_info, settings,
-                                progress=progress, t0=t0)
+                                progress=progress, t0=t0, confidence=confidence, certify_seconds=certify_seconds)
     with od.preparing():
         old_mentions, old_clusters, old_manifest = read_clustered(clusters_dir, as_text=False)
         if model_change is None:
@@ -271,15 +273,22 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
         allm = pd.concat([old_mentions.reindex(columns=cols), keep_new.reindex(columns=cols)], ignore_index=True)
         if "gold" in clusters.columns:
             allm["gold"] = pd.array(clusters["gold"].to_numpy(), dtype="string")
+        conf_md, conf_info = None, {}
+        if confidence:
+            conf_md, conf_info = write_add_confidence(
+                od, fitted, allm, clusters, encodings,
+                set(keep_new["mention_id"].astype(str)), settings,
+                certify_seconds=certify_budget(certify_seconds, time.perf_counter() - t0))
         summary = {
             **clustering_summary("add", clusters, info),
             "base": {"path": str(clusters_dir), "settings_key": old_manifest.get("settings_key")},
             "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
             "elapsed_s": time.perf_counter() - t0, **({"model_change": model_change} if model_change else {}),
+            **conf_info,
         }
         summary = write_outputs(od, allm, clusters, fitted, settings, summary=summary,
                                 title="Author coreference: new mentions added", margins=margins,
-                                focus=set(keep_new["mention_id"].astype(str)), loader_log=log)
+                                focus=set(keep_new["mention_id"].astype(str)), loader_log=log, confidence=conf_md)
         write_encodings(od.path(ENCODINGS_FILE), encodings, model_sha256=model_info["model_json_sha256"])
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
@@ -290,14 +299,15 @@ def add(clusters_dir, data, *, model=None, out, revisit=False, sampler="auto", s
 
 
 def _add_onto_groups(clusters_dir, old_manifest, new, desc, old_summary, od, fitted, model_info, settings, *,
-                     progress, t0):
+                     progress, t0, confidence=False, certify_seconds=None):
     """:func:`add` onto a block-group output (:mod:`coref.jobs.add_groups`): reads what the new mentions touch."""
     log = desc.pop("log", [])
     with od:
         with executor_context(None, settings.workers, settings.scheduler) as (client, executor_desc):
             summary, kept = add_onto_groups(clusters_dir, old_manifest, new, desc, log, od, fitted, model_info,
                                             settings, client=client, progress=progress, t0=t0,
-                                            executor_desc=executor_desc, old_summary=old_summary)
+                                            executor_desc=executor_desc, old_summary=old_summary,
+                                            confidence=confidence, certify_seconds=certify_seconds)
         summary["manifest"] = od.finish(settings=settings, model_info=model_info,
                                         input_info={"path": desc["path"], "format": desc["format"],
                                                     "mentions_sha256": mentions_checksum(kept),

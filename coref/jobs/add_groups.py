@@ -27,11 +27,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from coref.encoding.mentions import MentionEncoding
+from coref.inputs import encoder_cells
 from coref.io.stream import mention_schema
 from coref.jobs.clusters import sampling_summary, sampling_tally
 from coref.jobs.incremental import add_clusters
+from coref.jobs.predict import certify_budget
 from coref.jobs.stream_assembly import BLOCK_COLUMNS
 from coref.jobs.streaming import BLOCKS_FILE, N_SHOWN, encodings_file, write_group_outputs
+from coref.jobs.writing import write_add_confidence
 from coref.margins import weakest_merges
 from coref.outputs import EncodingsError, read_encodings, verify_listed, write_encodings
 from coref.outputs.report import largest_clusters
@@ -129,8 +133,12 @@ def _shifts(path, blocks):
 
 
 def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings, *, client, progress, t0,
-                    executor_desc, old_summary):
+                    executor_desc, old_summary, confidence=False, certify_seconds=None):
     """``coref add`` of ``new`` onto the block-group output ``d``; writes ``od``'s files (not finished).
+
+    ``confidence``: also the confidence files of the blocks sampled
+    (:func:`coref.jobs.writing.write_add_confidence`; the old mentions of those blocks are read
+    from mentions.parquet), with a DIS budget of ``certify_seconds`` (None: half the add so far).
 
     Returns
     -------
@@ -236,6 +244,10 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
     frame = frame.set_index("mention_id").reindex(sampled_part["mention_id"]).reset_index()
     largest = _largest(old_summary, frame, sampled_part)
     weakest = weakest_merges(sampled_part, margins, focus=set(new["mention_id"]), n_weakest=N_SHOWN)
+    conf_md, conf_info = "", {}
+    if confidence:
+        conf_md, conf_info = _confidence(d, od, model, old_part, new, clusters, enc_old, enc_new, settings,
+                                         certify_budget(certify_seconds, time.perf_counter() - t0))
     summary = {"command": "add", "n_mentions": int(n_old + len(new)),
                "n_blocks": int(len(blocks)),
                "n_clusters": int(old_summary["n_clusters"] - len(before) + len(after)),
@@ -249,9 +261,31 @@ def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings
                "data": desc, "model": model_info, "executor": executor_desc, "settings": settings.to_dict(),
                "elapsed_s": time.perf_counter() - t0,
                "read_selectively": {"n_old_mentions_read": int(len(old_part)), "n_blocks_touched": len(touched),
-                                    "encodings_file_new": encodings_file(g_new) if len(new) else None}}
-    summary = write_group_outputs(od, summary, largest, weakest, log, title="Author coreference: new mentions added")
+                                    "encodings_file_new": encodings_file(g_new) if len(new) else None},
+               **conf_info}
+    summary = write_group_outputs(od, summary, largest, weakest, log, title="Author coreference: new mentions added",
+                                  extra_md=conf_md)
     return summary, new
+
+
+def _confidence(d, od, model, old_part, new, clusters, enc_old, enc_new, settings, budget):
+    """:func:`coref.jobs.writing.write_add_confidence` of an add onto a block-group output: the old mentions
+    of the sampled blocks (``old_part``'s rows) read from mentions.parquet, their encodings from ``enc_old``."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    ids = old_part["mention_id"].astype(str).tolist()
+    old = ds.dataset(d / "mentions.parquet").to_table(
+        filter=ds.field("mention_id").isin(pa.array(ids, pa.string()))).to_pandas()
+    old = encoder_cells(old.drop(columns=[c for c in ("gold",) if c in old.columns]))
+    old = old.set_index(old["mention_id"].astype(str)).loc[ids].reset_index(drop=True)
+    cols = [c for c in old.columns if c in new.columns or c in ("mention_id", "block")]
+    mentions = pd.concat([old[cols], new.reindex(columns=cols)], ignore_index=True)
+    parts = (list(enc_old) if enc_old is not None else []) + [enc_new]
+    enc = MentionEncoding.concat(parts)
+    enc = enc.take(pd.Index(enc.mention_id.astype(str)).get_indexer(mentions["mention_id"].astype(str)))
+    return write_add_confidence(od, model, mentions, clusters[["mention_id", "block", "cluster_id"]], enc,
+                                set(new["mention_id"].astype(str)), settings, certify_seconds=budget)
 
 
 def _write_clusters(src, dst, old_cols, out_cols, changed, new_rows):

@@ -277,13 +277,13 @@ def predict_groups(path, fmt, od, model, model_info, settings, *, client=None, p
     return summary, (largest, weakest if len(weakest) else None, log, root)
 
 
-def write_group_outputs(od, summary, largest, weakest, log, *, title):
-    """summary.json, report.md and loader.log of a streamed run; returns the summary written."""
+def write_group_outputs(od, summary, largest, weakest, log, *, title, extra_md=""):
+    """summary.json, report.md (``extra_md`` appended) and loader.log of a streamed run; returns the summary."""
     write_loader_log(od, list(log))
     summary = {**summary, "largest_clusters": largest.to_dict("records"),
                "weakest_merges": None if weakest is None else weakest.to_dict("records")}
     write_json(od.path("summary.json"), summary)
-    md = render_predict_md(summary, largest, weakest, title=title)
+    md = render_predict_md(summary, largest, weakest, title=title) + (extra_md or "")
     atomic_write_text(od.path("report.md"), md)
     return summary
 

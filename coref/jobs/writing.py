@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pandas as pd
 
 from coref.encoding.cache import EncodingCache
@@ -26,7 +27,7 @@ from coref.outputs.report import largest_clusters, render_predict_md, write_csv,
 from coref.margins import weakest_merges
 from sampling.utils.atomic import atomic_write_text
 
-__all__ = ["write_outputs", "write_confidence"]
+__all__ = ["write_outputs", "write_confidence", "write_add_confidence"]
 
 
 def write_outputs(od, df, clusters, model, settings, *, summary, title, margins, confidence=None, focus=None,
@@ -54,7 +55,7 @@ def write_outputs(od, df, clusters, model, settings, *, summary, title, margins,
 
 
 def write_confidence(od, model, df, clusters, settings, encodings=None, certify_seconds=0.0,
-                     point_estimate="repair"):
+                     point_estimate="repair", new_ids=None):
     """confidence.csv, pairs.csv, review.csv and the report section (coref.confidence, if present).
 
     ``point_estimate`` (:func:`coref.confidence.assignment_confidence`): ``"repair"`` (default)
@@ -69,7 +70,8 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
     ``clusters`` with the reported ``cluster_id`` (a copy; the other columns as given) and
     the count of mentions left without a confidence (``confidence_df.attrs["unscored"]``:
     blocks above ``coref.confidence.assignment.DEFAULT_MAX_BLOCK`` mentions, warned of by
-    :class:`coref.exceptions.UnscoredBlocksWarning`).
+    :class:`coref.exceptions.UnscoredBlocksWarning`). ``new_ids`` (a set of mention ids, ``coref
+    add``): confidence.csv and review.csv get a column ``new``, True for those mentions.
     """
     try:   # (an optional part: imported when asked for)
         from coref.confidence import (CONFIDENCE_COLUMNS, assignment_confidence, review_table,
@@ -90,13 +92,18 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
                       "probabilities): their dense n x n matrices would not fit in memory", UnscoredBlocksWarning,
                       stacklevel=2)
     reported = conf.set_index(conf["mention_id"].astype(str))["cluster_id"]
-    new_ids = clusters["mention_id"].astype(str).map(reported).to_numpy()
-    n_moved = int((new_ids != clusters["cluster_id"].astype(str).to_numpy()).sum())
-    clusters = clusters.assign(cluster_id=new_ids)
+    reported_ids = clusters["mention_id"].astype(str).map(reported).to_numpy()
+    n_moved = int((reported_ids != clusters["cluster_id"].astype(str).to_numpy()).sum())
+    clusters = clusters.assign(cluster_id=reported_ids)
     certify = dict(conf.attrs.get("certify") or {})
-    write_csv(od.path("confidence.csv"), conf[list(CONFIDENCE_COLUMNS)])
+    review = review_table(model, features, conf, encodings=cache)
+    table = conf[list(CONFIDENCE_COLUMNS)]
+    if new_ids is not None:
+        table = table.assign(new=table["mention_id"].astype(str).isin(new_ids).to_numpy())
+        review = review.assign(new=review["mention_id"].astype(str).isin(new_ids).to_numpy())
+    write_csv(od.path("confidence.csv"), table)
     write_csv(od.path("pairs.csv"), pairs)
-    write_csv(od.path("review.csv"), review_table(model, features, conf, encodings=cache))
+    write_csv(od.path("review.csv"), review)
     before = {p.name for p in od.work.iterdir()}
     section = write_confidence_report(od.work, conf, pairs)
     for p in sorted(od.work.iterdir()):
@@ -115,6 +122,70 @@ def write_confidence(od, model, df, clusters, settings, encodings=None, certify_
                              "probabilities, no pair rows): the dense n x n matrices of the confidence step grow as "
                              "n^2.\n")
     return "\n" + (section or ""), certify, clusters, unscored
+
+
+def write_add_confidence(od, model, mentions, clusters, encodings, new_ids, settings, *, certify_seconds):
+    """``coref add --confidence``: confidence.csv, pairs.csv and review.csv of the blocks the add sampled.
+
+    The blocks that received new mentions (existing and new ones) are the blocks whose posterior
+    changed; every mention of them, old and new, gets a row (column ``new``: added by this add). The
+    rows describe the clustering the add wrote (``point_estimate="map"``): an add never changes an
+    existing cluster id, so nothing is repaired; a contradiction the posterior sees shows as a low
+    confidence and heads review.csv.
+
+    Parameters
+    ----------
+    od : coref.outputs.OutputDir
+    model : coref.model.PairwiseModel
+    mentions : pandas.DataFrame
+        Mention rows (mention_id, block and the feature columns) of at least the sampled blocks.
+    clusters : pandas.DataFrame
+        mention_id, block, cluster_id of the same rows (row for row).
+    encodings : coref.encoding.MentionEncoding
+        Their per-mention encodings (row for row), so that no block is encoded again.
+    new_ids : set of str
+        The mentions this add placed.
+    settings : coref.settings.CorefSettings
+    certify_seconds : float >= 0
+        Budget of the DIS certification pass (0 = off).
+
+    Returns
+    -------
+    section : str
+        The report.md section.
+    info : dict
+        For summary.json: ``confidence_scope`` (mentions, blocks, new mentions scored), and
+        ``certify`` / ``confidence_unscored`` as ``coref predict --confidence`` reports them.
+
+    Raises
+    ------
+    ValueError
+        If ``mentions``, ``clusters`` and ``encodings`` are not the same mentions row for row.
+    """
+    sampled = set(pd.Series(clusters["block"], dtype=object).loc[
+        clusters["mention_id"].astype(str).isin(new_ids).to_numpy()].tolist())
+    rows = np.flatnonzero(clusters["block"].isin(sampled).to_numpy())
+    df = mentions.iloc[rows].reset_index(drop=True)
+    cl = clusters.iloc[rows][["mention_id", "block", "cluster_id"]].reset_index(drop=True)
+    enc = encodings.take(rows)
+    ids = df["mention_id"].astype(str).to_numpy()
+    if not (np.array_equal(ids, cl["mention_id"].astype(str).to_numpy())
+            and np.array_equal(ids, np.asarray(enc.mention_id).astype(str))):
+        raise ValueError("write_add_confidence: mentions, clusters and encodings are not row for row")
+    section, certify, _, unscored = write_confidence(od, model, df, cl, settings, enc,
+                                                     certify_seconds=certify_seconds, point_estimate="map",
+                                                     new_ids=new_ids)
+    scope = {"n_mentions": int(len(rows)), "n_blocks": len(sampled),
+             "n_new_mentions": int(cl["mention_id"].astype(str).isin(new_ids).sum())}
+    head = (f"\nConfidence of the {scope['n_mentions']:,} mentions of the {scope['n_blocks']:,} block(s) this add "
+            f"sampled ({scope['n_new_mentions']:,} of them new, column `new` of confidence.csv and review.csv); "
+            "the other blocks are unchanged since the clustering added to.\n")
+    info = {"confidence_scope": scope}
+    if certify:
+        info["certify"] = certify
+    if unscored is not None:
+        info["confidence_unscored"] = unscored
+    return head + section, info
 
 
 def _certify_md(c):
