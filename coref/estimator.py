@@ -29,6 +29,7 @@ from coref.inputs import REQUIRED_FRAME_COLUMNS, load_input
 from coref.jobs.clusters import predict_clusters
 from coref.jobs.incremental import ADD_SWEEPS, add_clusters
 from coref.model import PairwiseModel, load_model, save_model
+from coref.prior_fit import fit_block_shift_tree
 from coref.settings import check_calibration, make_settings
 
 __all__ = ["AuthorCoref"]
@@ -75,6 +76,11 @@ class AuthorCoref(BaseEstimator):
         Groups of labeled blocks for the cross-fitting (each scored by a model fitted on
         the others, without big-block weights); capped at the number of labeled blocks;
         below 2: the final model scores its own training mentions (in-sample, over-confident).
+    shift_tree : bool, default True
+        Also fit the block prior's learned correction (:mod:`coref.model.shift_tree`) on the
+        same cross-fitted groups (each held-out block clustered at 13 prior shifts by the
+        model of the other groups), as ``coref fit`` does; needs ``calibration_folds >= 2``
+        and at least 40 labeled blocks of 3 to 999 mentions (otherwise none is fitted).
     rng : None or int >= 0, default 0
         Seed of pair sampling, tuning and Gibbs (block ``b`` uses
         ``coref.gibbs.block_rng(seed, b)``); ``None`` draws one at ``fit``.
@@ -87,8 +93,8 @@ class AuthorCoref(BaseEstimator):
     seed_ : int
         The seed used.
     fit_times_ : dict
-        Wall seconds of the last ``fit``: ``fit_s`` (theta, shift, big-block weights) and
-        ``calibration_s``.
+        Wall seconds of the last ``fit``: ``fit_s`` (theta, shift, big-block weights),
+        ``shift_tree_s`` and ``calibration_s``.
     n_factor_evals_ : int
         Pairwise factors evaluated by the last ``predict`` / ``add``.
     sampling_ : dict
@@ -105,7 +111,8 @@ class AuthorCoref(BaseEstimator):
 
     def __init__(self, *, sampler="auto", delta=0.05, n_sweeps=None, C=0.1, bias_shift="auto",
                  max_pairs_per_block=3000, rng=0, block_prior="pcc", big_blocks="synthetic", calibration="isotonic",
-                 calibration_folds=5):
+                 calibration_folds=5, shift_tree=True):
+        self.shift_tree = shift_tree
         self.calibration = calibration
         self.calibration_folds = calibration_folds
         self.big_blocks = big_blocks
@@ -176,6 +183,8 @@ class AuthorCoref(BaseEstimator):
             raise ValueError(f"the big_blocks parameter of AuthorCoref must be None or 'synthetic'; got "
                              f"{self.big_blocks!r} instead")
         check_calibration(self.calibration)
+        if not isinstance(self.shift_tree, (bool, np.bool_)):
+            raise ValueError(f"the shift_tree parameter of AuthorCoref must be True or False; got {self.shift_tree!r}")
         folds = self.calibration_folds
         if not (isinstance(folds, numbers.Integral) and not isinstance(folds, bool) and folds >= 0):
             raise ValueError(f"calibration_folds must be an integer >= 0; got {folds!r}")
@@ -191,25 +200,42 @@ class AuthorCoref(BaseEstimator):
         self.seed_ = seed
         t1 = time.perf_counter()
         self.model_.calibration_ = None
-        if self.calibration != "none":
-            self._calibrate(df)
-        self.fit_times_ = {"fit_s": t1 - t0, "calibration_s": time.perf_counter() - t1}
-        return self
-
-    def _calibrate(self, df):
-        """Fit ``model_.calibration_`` on cross-fitted scores of the labeled blocks of ``df``."""
+        self.model_.shift_tree_ = None
         lab = df[df["gold"].notna()].reset_index(drop=True)
         folds = min(int(self.calibration_folds), int(lab["block"].nunique()))
         folds = folds if folds >= 2 else 0
+        fold_models = {}
 
         def refit(train):            # the same parameters, on the other groups only; without the
-            # big-block weights (the maps are fitted on the labeled blocks, which are small) and
-            # without a calibration of their own
-            return clone(self).set_params(big_blocks=None, calibration="none").fit(train).model_
+            # big-block weights (the maps are fitted on the labeled blocks, which are small), a
+            # calibration or a shift tree of their own; one model per group, for the tree and the maps
+            key = tuple(train["mention_id"].astype(str))
+            if key not in fold_models:
+                fold_models[key] = clone(self).set_params(big_blocks=None, calibration="none",
+                                                          shift_tree=False).fit(train).model_
+            return fold_models[key]
 
-        self.model_.calibration_ = fit_confidence_calibration(self.model_, lab, method=self.calibration,
-                                                              rng=int(self.seed_), folds=folds,
-                                                              refit=refit if folds else None)
+        if self.shift_tree and folds:
+            self._fit_shift_tree(lab, folds, refit)
+        t2 = time.perf_counter()
+        if self.calibration != "none":
+            # the maps learn the confidence of the clusterings made with the tree
+            for m in fold_models.values():
+                m.shift_tree_ = self.model_.shift_tree_
+            self.model_.calibration_ = fit_confidence_calibration(self.model_, lab, method=self.calibration,
+                                                                  rng=int(self.seed_), folds=folds,
+                                                                  refit=refit if folds else None)
+        self.fit_times_ = {"fit_s": t1 - t0, "shift_tree_s": t2 - t1, "calibration_s": time.perf_counter() - t2}
+        return self
+
+    def _fit_shift_tree(self, lab, folds, refit):
+        """Fit ``model_.shift_tree_`` on the held-out blocks of ``folds`` groups of ``lab`` (those of the calibration)."""
+        from sklearn.model_selection import GroupKFold
+
+        blocks = lab["block"].astype(str).to_numpy()
+        parts = [(refit(lab.iloc[tr].reset_index(drop=True)), lab.iloc[te].reset_index(drop=True))
+                 for tr, te in GroupKFold(n_splits=int(folds)).split(np.zeros(len(lab)), groups=blocks)]
+        self.model_.shift_tree_ = fit_block_shift_tree(parts, rng=int(self.seed_))
 
     def predict(self, df, *, client=None, progress=False):
         """Cluster every block of ``df``.

@@ -7,7 +7,7 @@ manifest with SHA-256 checksums; the schema is in :mod:`coref.model`).
 
 The shipped default model is regenerated with::
 
-    python -m coref fit --data data/aminer_na --model coref/models/default
+    python -m coref fit --model coref/models/default      # (no --data: aminer_na + aminer_dblp_dev)
 """
 from __future__ import annotations
 
@@ -45,6 +45,10 @@ class FitResult(SummaryAccess):
         The calibration maps' ``info`` (None without maps).
     calibration_s : float
         Seconds to fit the maps.
+    shift_tree : dict or None
+        The block prior's learned correction (:meth:`coref.model.shift_tree.ShiftTree.to_dict`), None without one.
+    shift_tree_s : float
+        Seconds to fit it (its cross-fitted models included).
     """
 
     model: str
@@ -57,6 +61,8 @@ class FitResult(SummaryAccess):
     fit_s: float
     calibration: dict | None
     calibration_s: float
+    shift_tree: dict | None = None
+    shift_tree_s: float = 0.0
 
     @property
     def summary(self):
@@ -66,7 +72,7 @@ class FitResult(SummaryAccess):
 
 def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="auto", sampler="auto",
         delta=0.05, n_sweeps=None, calibration="isotonic", block_prior="pcc", calibration_folds=5,
-        big_blocks="synthetic"):
+        big_blocks="synthetic", shift_tree=True):
     """Fit on ``data`` and save to the directory ``model``.
 
     Parameters
@@ -94,6 +100,9 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
         parameters) on the others (:func:`coref.confidence.fit_confidence_calibration`).
         Capped at the number of labeled blocks; below 2 (or 0): the final model scores
         its own training mentions (in-sample, over-confident).
+    shift_tree : bool, default True
+        Also fit the block prior's learned correction on the same cross-fitted groups
+        (:mod:`coref.model.shift_tree`; saved as ``shift_tree`` in model.json).
 
     Returns
     -------
@@ -115,7 +124,7 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     df, desc = load_input(data, format=format, strict=strict, command="fit", need_gold=True)
     est = AuthorCoref(rng=rng, C=C, bias_shift=bias_shift, sampler=sampler, delta=delta, n_sweeps=n_sweeps,
                       block_prior=block_prior, big_blocks=big_blocks, calibration=calibration,
-                      calibration_folds=calibration_folds).fit(df)
+                      calibration_folds=calibration_folds, shift_tree=shift_tree).fit(df)
     cal = est.model_.calibration_
     cal_info = None if cal is None else cal.info
     training = {"path": desc["path"], "format": desc["format"], "n_mentions": int(len(df)),
@@ -126,4 +135,6 @@ def fit(data, *, model, format=None, strict=False, rng=0, C=0.1, bias_shift="aut
     return FitResult(model=str(path), training=training, n_mentions=training["n_mentions"],
                      n_blocks=training["n_blocks"], n_labeled=training["n_labeled"], n_pairs=est.model_.n_pairs_,
                      shift=est.model_.shift_, fit_s=est.fit_times_["fit_s"], calibration=cal_info,
-                     calibration_s=est.fit_times_["calibration_s"])
+                     calibration_s=est.fit_times_["calibration_s"],
+                     shift_tree=None if est.model_.shift_tree_ is None else est.model_.shift_tree_.to_dict(),
+                     shift_tree_s=est.fit_times_["shift_tree_s"])

@@ -50,6 +50,7 @@ from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, SYNTHETIC
                                     block_level_features, check_big_blocks, synthetic_training_blocks)
 from coref.model.name_priors import apply_name_priors
 from coref.model.pairs import gold_labels, labeled_pairs
+from coref.model.shift_tree import block_statistics, statistics_evals
 from coref.model.block_prior import (BIG_BLOCK_EM, cached_block_rate, check_block_prior, pooled_rate, prior_shift,
                                      rate_pairs, rate_scores, shift_evals)
 from coref.training import tune_shift
@@ -473,7 +474,11 @@ class PairwiseModel:
         :func:`coref.model.block_prior.em_block_rate`; in a big block the first step only,
         :data:`coref.model.block_prior.BIG_BLOCK_EM`).  0.0 with
         ``block_prior="none"``, for blocks of fewer than two mentions, and for models
-        loaded from files saved before block priors.
+        loaded from files saved before block priors.  With a ``shift_tree_``
+        (:class:`coref.model.shift_tree.ShiftTree`, fitted by ``coref fit``), a block of
+        small-block weights and 3 to :data:`coref.model.shift_tree.SHIFT_TREE_MAX_N` mentions
+        adds the tree's correction of its statistics
+        (:func:`coref.model.shift_tree.block_statistics`).
 
         Returns
         -------
@@ -488,7 +493,15 @@ class PairwiseModel:
         # a big block: one step (classify-and-count), no EM (coref.model.block_prior.BIG_BLOCK_EM)
         em = not self.is_big_block(enc.n) or BIG_BLOCK_EM
         r_b = cached_block_rate(enc, key, self.rate_factors, rate if em else None, self.block_prior_cap)
-        return prior_shift(r_b, rate, self.block_prior_cap)
+        d = prior_shift(r_b, rate, self.block_prior_cap)
+        if self._shift_tree_applies(enc.n):
+            d += self.shift_tree_.predict(block_statistics(enc, theta, bias))
+        return d
+
+    def _shift_tree_applies(self, n):
+        """True when the block prior of a block of ``n`` mentions adds ``shift_tree_``'s correction."""
+        return (getattr(self, "shift_tree_", None) is not None and not self.is_big_block(n)
+                and statistics_evals(n) > 0)
 
     def is_big_block(self, n: int) -> bool:
         """True when a block of ``n`` mentions uses the big-block weights ``big_`` (fitted, and n >= ``big_.min_n``)."""
@@ -529,7 +542,9 @@ class PairwiseModel:
 
     def block_shift_evals(self, n: int) -> int:
         """Pairwise factors :meth:`block_shift` evaluates for a block of ``n`` mentions."""
-        return shift_evals(n, int(self.block_prior_pairs)) if self.block_prior == "pcc" else 0
+        if self.block_prior != "pcc":
+            return 0
+        return shift_evals(n, int(self.block_prior_pairs)) + (statistics_evals(n) if self._shift_tree_applies(n) else 0)
 
     def block_bias(self, enc: EncodedBlock) -> float:
         """The intercept of every factor within the block ``enc``: ``base_bias(enc) + block_shift(enc)``."""

@@ -32,6 +32,8 @@ files, none of them executable::
                                    "source": {...}},  # optional: the weights of blocks of >= min_n
                                               # mentions (coref.model.big_blocks), theta in the
                                               # npz as "big_theta"; absent: theta everywhere
+                    "shift_tree": {...},               # optional (``coref fit``): the block prior's learned
+                                              # correction, coref.model.shift_tree.ShiftTree.to_dict
                     "extra": {...},                    # e.g. AuthorCoref settings, training data summary
                     "calibration": {...}}              # optional (``coref fit``): the confidence
                                                        # calibration maps, see below
@@ -78,6 +80,7 @@ from coref.exceptions import ModelFormatError
 from coref.factors.names import FEATURE_NAMES
 from coref.encoding.vocabulary import Vocabulary
 from coref.model.big_blocks import BIG_BLOCK_MIN_N, BigBlockWeights, check_big_blocks
+from coref.model.shift_tree import ShiftTree
 from coref.model.name_priors import check_prior_weights
 from coref.model.pairwise import PairwiseModel
 from sampling.utils.atomic import atomic_path, atomic_write_text
@@ -164,6 +167,9 @@ def save_model(model, path, *, extra=None):
     cal = getattr(model, "calibration_", None)
     if cal is not None:
         doc["calibration"] = cal.to_dict()
+    tree = getattr(model, "shift_tree_", None)
+    if tree is not None:
+        doc["shift_tree"] = tree.to_dict()
     (path / "manifest.json").unlink(missing_ok=True)  # an interrupted save is not a model
     atomic_write_text(path / "model.json", json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     with atomic_path(path / "theta.npz") as tmp:
@@ -431,6 +437,12 @@ def load_model(path):
         if model.prior_weights_ and not model.name_priors:
             raise ModelFormatError("field 'prior_weights' is set but params.name_priors is false", path=jpath)
     model.big_ = _big_blocks(doc, arrays, jpath, path / "theta.npz")
+    model.shift_tree_ = None     # absent: saved before the tree, or fitted without one
+    if "shift_tree" in doc:
+        try:
+            model.shift_tree_ = ShiftTree.from_dict(doc["shift_tree"], where="field 'shift_tree'")
+        except ValueError as exc:
+            raise ModelFormatError(str(exc), path=jpath) from None
     model.calibration_ = None
     if "calibration" in doc:
         try:

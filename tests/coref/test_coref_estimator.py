@@ -35,7 +35,7 @@ def test_is_exported_first_and_clone_works():
     c.set_params(delta=0.2, sampler="exact")
     assert (c.delta, c.sampler, est.delta) == (0.2, "exact", 0.1)
     assert set(est.get_params()) == {"sampler", "delta", "n_sweeps", "C", "bias_shift", "max_pairs_per_block", "rng",
-                                     "block_prior", "big_blocks", "calibration", "calibration_folds"}
+                                     "block_prior", "big_blocks", "calibration", "calibration_folds", "shift_tree"}
 
 
 def test_fit_by_default_fits_big_block_weights_as_coref_fit_does(fitted):
@@ -57,9 +57,10 @@ def test_fit_calibrates_the_confidence_as_coref_fit_does(fitted, train, test_df,
     cal = fitted.model_.calibration_
     assert cal is not None and cal.mention_model is not None
     assert cal.info["source"].startswith("training mentions, cross-fitted: each of 5 block groups")
-    assert set(fitted.fit_times_) == {"fit_s", "calibration_s"} and fitted.fit_times_["calibration_s"] > 0
+    assert set(fitted.fit_times_) == {"fit_s", "shift_tree_s", "calibration_s"} and fitted.fit_times_["calibration_s"] > 0
     fit(train, model=tmp_path / "m", rng=3, bias_shift=0.0, n_sweeps=8)
-    assert load_model(tmp_path / "m")[0].calibration_.to_dict() == cal.to_dict()
+    saved = load_model(tmp_path / "m")[0]
+    assert saved.calibration_.to_dict() == cal.to_dict() and saved.shift_tree_ == fitted.model_.shift_tree_
     conf, _ = fitted.confidence(test_df.drop(columns="gold"), fitted.predict(test_df.drop(columns="gold")))
     assert conf["confidence"].between(0.0, 1.0).all()
     assert not np.allclose(conf["confidence"], conf["p"])        # the calibration is applied, not p
