@@ -25,6 +25,7 @@ from coref.gibbs.schedule import EarlyStop, bound_table_ro, stop_mask, temperatu
 from coref.gibbs.seeding import block_rng, kernel_state
 from coref.gibbs.start import coauthor_greedy, component_start
 from coref.model.block_prior import block_shift_evals, block_theta, shifted_bias
+from coref.model.shift_tree import take_factor_matrix
 
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
@@ -371,12 +372,21 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     # exact sampler: the block's factor matrix when it fits the budget (mode 1 on the
     # first kernel call computes the movable rows, later calls read them: mode 2)
     fmat = np.zeros((n, n)) if not racing and fits else None
+    fmat_mode = 0 if fmat is None else 1
+    if fmat is not None and hasattr(model, "base_bias"):
+        # the block prior's statistics (coref.model.shift_tree) evaluated every factor of the block
+        # at the intercept before the shift: the cache is that matrix, shifted (mode 2 reads it)
+        base_bias = model.base_bias(enc)
+        ready = take_factor_matrix(enc, theta, base_bias)
+        if ready is not None:
+            ready += bias - base_bias
+            np.fill_diagonal(ready, 0.0)
+            fmat, fmat_mode = ready, 2
     run = KernelRun(enc=enc, theta=theta, bias=bias, racing=racing,
                     movable=np.ascontiguousarray(movable, dtype=np.int64),
                     first_batch=int(settings.first_batch),
                     b_table=bound_table_ro(float(settings.delta), n + 1),
-                    rng_state=kernel_state(gen), fmax=np.full(n, -np.inf), fmat=fmat,
-                    fmat_mode=0 if fmat is None else 1,
+                    rng_state=kernel_state(gen), fmax=np.full(n, -np.inf), fmat=fmat, fmat_mode=fmat_mode,
                     still_moves=still_moves(len(movable)))
     # a big block anneals in fewer sweeps (the rows and counts of the others: as after an early stop)
     temps = block_temperatures(settings, temps, len(movable))

@@ -44,6 +44,7 @@ from sampling.utils.kernels import load_kernel
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["ShiftTree", "STATISTICS", "SHIFT_GRID", "SHIFT_TREE_MAX_N", "SHIFT_TREE_MIN_N", "block_statistics",
+           "take_factor_matrix",
            "statistics_evals", "fit_shift_tree", "soft_best_shift", "TREE_DEPTH", "TREE_MIN_LEAF",
            "SOFT_BEST_TEMPERATURE"]
 
@@ -64,6 +65,9 @@ SOFT_BEST_TEMPERATURE = 0.02
 
 #: The statistics of each live encoding, with the weights they were computed for (weak keys).
 _STATS = weakref.WeakKeyDictionary()
+#: The factor matrix of the last block whose statistics were computed, until taken (:func:`take_factor_matrix`):
+#: ``(weakref to the encoding, weights key, matrix)``; one block's at most.
+_LAST = [None]
 
 
 def statistics_evals(n):
@@ -95,8 +99,23 @@ def block_statistics(enc, theta, bias):
     iu = np.triu_indices(n, 1)
     np.fill_diagonal(f, -np.inf)
     out = np.array([math.log(n), float(np.std(f[iu])), float(np.median(f.max(axis=1)))])
+    np.fill_diagonal(f, 0.0)
     _STATS[enc] = (key, out)
+    _LAST[0] = (weakref.ref(enc), key, f)
     return out.copy()
+
+
+def take_factor_matrix(enc, theta, bias):
+    """The n x n factor matrix (zero diagonal) that :func:`block_statistics` just computed for ``enc`` under
+    (``theta``, ``bias``), or None; each matrix is given once (the exact sampler reuses it for its cache
+    instead of evaluating the block's factors again)."""
+    last = _LAST[0]
+    if last is None or last[0]() is not enc:
+        return None
+    _LAST[0] = None
+    if last[1] != (np.ascontiguousarray(theta, dtype=np.float64).tobytes(), float(bias)):
+        return None
+    return last[2]
 
 
 def soft_best_shift(f1, grid=SHIFT_GRID, temperature=SOFT_BEST_TEMPERATURE):

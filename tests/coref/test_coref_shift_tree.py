@@ -169,3 +169,22 @@ def test_author_coref_fits_the_tree_on_its_folds_and_validates_the_switch():
     assert set(est.fit_times_) == {"fit_s", "shift_tree_s", "calibration_s"}
     with pytest.raises(ValueError, match="shift_tree parameter of AuthorCoref must be True or False"):
         AuthorCoref(shift_tree="yes").fit(df)
+
+
+def test_the_statistics_matrix_is_given_once_to_the_same_block_and_weights(fitted):
+    from coref.model.shift_tree import take_factor_matrix
+
+    df = synthesize_mentions(400, rng=8)
+    blocks = df["block"].value_counts().index[:2]
+    a, b = (fitted.encode(df[df["block"] == x].reset_index(drop=True)) for x in blocks)
+    theta, bias = block_theta(fitted, a), fitted.base_bias(a)
+    block_statistics(a, theta, bias + 1e-9)             # (other weights: computed, not cached for these)
+    block_statistics(a, theta, bias)
+    assert take_factor_matrix(b, theta, bias) is None   # another block: kept for a
+    m = take_factor_matrix(a, theta, bias)
+    want = fitted.factor_matrix(a) - fitted.block_bias(a) + bias
+    np.fill_diagonal(want, 0.0)
+    np.testing.assert_allclose(m, want, rtol=1e-12, atol=1e-12)
+    assert take_factor_matrix(a, theta, bias) is None   # given once
+    block_statistics(b, theta, bias)
+    assert take_factor_matrix(b, theta, bias + 1.0) is None and take_factor_matrix(b, theta, bias) is None
