@@ -14,23 +14,12 @@ import numpy as np
 import pandas as pd
 
 from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
+from coref.evaluate import b3
 from coref.inference import encode_blocks
 from coref.model.block_prior import block_theta
 from coref.model.shift_tree import SHIFT_GRID, block_statistics, fit_shift_tree, statistics_evals
 
-__all__ = ["shift_tree_table", "fit_block_shift_tree", "block_b3_f1"]
-
-
-def block_b3_f1(cluster, gold):
-    """B3 F1 of one block's clustering against its gold authors (arrays of the same length)."""
-    cluster = pd.factorize(pd.Series(cluster, dtype=object))[0]
-    gold = pd.factorize(pd.Series(gold, dtype=object))[0]
-    both = pd.Series(cluster.astype(np.int64) * (gold.max() + 1) + gold)
-    n_pg = both.map(both.value_counts()).to_numpy(float)
-    n_p = pd.Series(cluster).map(pd.Series(cluster).value_counts()).to_numpy(float)
-    n_g = pd.Series(gold).map(pd.Series(gold).value_counts()).to_numpy(float)
-    p, r = float(np.mean(n_pg / n_p)), float(np.mean(n_pg / n_g))
-    return 2 * p * r / (p + r)
+__all__ = ["shift_tree_table", "fit_block_shift_tree"]
 
 
 def shift_tree_table(model, df, *, rng=0, grid=SHIFT_GRID):
@@ -74,7 +63,7 @@ def shift_tree_table(model, df, *, rng=0, grid=SHIFT_GRID):
         g.fit(df.drop(columns=["gold"]), encodings=encodings, prior_shift={b: base[b] + dd for b in blocks})
         cl = g.clusters_.astype(str)
         for i, b in enumerate(blocks):
-            f1[i, k] = block_b3_f1(cl.loc[rows[b]].to_numpy(), gold.loc[rows[b]].to_numpy())
+            f1[i, k] = b3(cl.loc[rows[b]], gold.loc[rows[b]].astype(str)).f1
     return np.array(stats), f1, np.array([sizes[b] for b in blocks], float)
 
 
