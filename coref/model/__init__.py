@@ -4,6 +4,8 @@
   labeled pairs), :func:`labeled_pairs`.
 * :mod:`coref.model.block_prior`: the per-block prior odds of coreference,
   :func:`rate_pairs`, :func:`block_bias_evals`, :func:`block_theta`.
+* :mod:`coref.model.shift_tree`: the block prior's learned correction (:class:`ShiftTree`, a small
+  regression tree on a block's factor statistics; fitted by :mod:`coref.prior_fit`).
 * :mod:`coref.model.big_blocks`: the weights of blocks larger than any labeled one.
 * :mod:`coref.model.persist`: :func:`save_model` / :func:`load_model` (JSON + npz +
   manifest with SHA-256 checksums; the format is in that module's docstring).
