@@ -219,7 +219,8 @@ class AuthorCoref(BaseEstimator):
             self._fit_shift_tree(lab, folds, refit)
         t2 = time.perf_counter()
         if self.calibration != "none":
-            # the maps learn the confidence of the clusterings made with the tree
+            # the maps learn the confidence of the clusterings made with the tree (the final tree: it was
+            # fitted on these held-out blocks too, a mild optimism that a tree per group would avoid)
             for m in fold_models.values():
                 m.shift_tree_ = self.model_.shift_tree_
             self.model_.calibration_ = fit_confidence_calibration(self.model_, lab, method=self.calibration,
