@@ -11,7 +11,6 @@ once per grid value (13 clusterings of the training mentions).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from coref.gibbs import FACTOR_CACHE_MB, GibbsCoref
 from coref.evaluate import b3
