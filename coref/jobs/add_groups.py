@@ -29,6 +29,7 @@ import pandas as pd
 
 from coref.encoding.mentions import MentionEncoding
 from coref.inputs import encoder_cells
+from coref.io import gc_paused
 from coref.io.stream import mention_schema
 from coref.jobs.clusters import sampling_summary, sampling_tally
 from coref.jobs.incremental import add_clusters
@@ -132,6 +133,7 @@ def _shifts(path, blocks):
     return out
 
 
+@gc_paused()
 def add_onto_groups(d, manifest, new, desc, log, od, model, model_info, settings, *, client, progress, t0,
                     executor_desc, old_summary, confidence=False, certify_seconds=None):
     """``coref add`` of ``new`` onto the block-group output ``d``; writes ``od``'s files (not finished).

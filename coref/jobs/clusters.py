@@ -17,6 +17,7 @@ import pandas as pd
 from coref.encoding import mentions as mention_encoding
 from coref.gibbs import FACTOR_CACHE_MB
 from coref.inference import infer_blocks
+from coref.io import gc_paused
 
 __all__ = ["canonical_cluster_ids", "predict_clusters", "result_margins", "result_shifts", "sampler_choices",
            "sampling_budget", "sampling_tally", "add_tallies", "sampling_summary", "with_auto_budget"]
@@ -201,6 +202,7 @@ def result_shifts(results):
     return {r.block: float(r.prior_shift) for r in results if getattr(r, "prior_shift", None) is not None}
 
 
+@gc_paused()
 def predict_clusters(df, model, settings, *, client=None, progress=False, return_encodings=False):
     """Cluster every block of ``df`` with a fitted model.
 

@@ -23,6 +23,7 @@ import pandas as pd
 from coref.encoding import mentions as mention_encoding
 from coref.encoding.mentions import MentionEncoding
 from coref.inference import block_order, infer_blocks
+from coref.io import gc_paused
 from coref.jobs.clusters import canonical_cluster_ids, result_margins, result_shifts, sampler_choices
 
 __all__ = ["add_clusters", "next_cluster_k", "name_final_clusters", "kept_prior_shifts", "KEEP_PRIOR_FRACTION",
@@ -47,6 +48,7 @@ def next_cluster_k(ids, block):
     return max(ks) + 1 if ks else 0
 
 
+@gc_paused()
 def add_clusters(model, old_mentions, old_clusters, new_mentions, settings, *, client=None, progress=False,
                  old_encodings=None, return_encodings=False, old_prior_shifts=None):
     """Cluster ``new_mentions`` into an existing clustering.

@@ -34,6 +34,7 @@ import pandas as pd
 
 from coref.executors import progress_bar, run_on_dask
 from coref.inputs import as_object_text, partition_input
+from coref.io import gc_paused
 from coref.io.stream import BATCH_ROWS, GROUP_MENTIONS, mention_schema, read_group
 from coref.jobs.clusters import add_tallies, predict_clusters, sampling_summary, sampling_tally, with_auto_budget
 from coref.jobs.stream_assembly import BLOCK_COLUMNS, BLOCKS_FILE, PARTS, GroupAssembly, encodings_file, piece
@@ -89,6 +90,7 @@ def _json_default(o):
     return o.item() if hasattr(o, "item") else str(o)
 
 
+@gc_paused()
 def cluster_group(root, g, model, settings, drop_rows, model_sha256):
     """Cluster block group ``g`` of the partition in ``root`` and write its pieces there.
 
@@ -168,9 +170,10 @@ def _prepare(root, path, fmt, settings, group_mentions, batch_rows):
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     try:
-        plan, part, desc = partition_input(path, fmt, root / PARTS, strict=settings.strict,
-                                           group_mentions=group_mentions, batch_rows=batch_rows,
-                                           given_format=settings.format)
+        with gc_paused():
+            plan, part, desc = partition_input(path, fmt, root / PARTS, strict=settings.strict,
+                                               group_mentions=group_mentions, batch_rows=batch_rows,
+                                               given_format=settings.format)
     except BaseException:          # a partition cut short cannot be resumed: nothing is kept
         remove_checkpoint(root)
         raise
