@@ -416,7 +416,8 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     if racing and CONTROL_VARIATE_RANKS > 0 and n > 1:
         run.cv_rank = conflict_ranks(enc, CONTROL_VARIATE_RANKS)
         run.cv_weight = conflict_weight(theta) if run.cv_rank is not None else 0.0
-    if bound_mode and n > EXACT_BOUND_MAX_N and len(temps) > 0 and len(movable) > 0:
+    # (a one-mention block has no pair to bound: auto gives it racing, as no matrix is cached for it)
+    if bound_mode and n > max(EXACT_BOUND_MAX_N, 1) and len(temps) > 0 and len(movable) > 0:
         res = component_bound(enc, theta, bias, BOUND_PAIRS_PER_MENTION * n)
         if res is not None:
             run.fmax[:], bound_evals = res

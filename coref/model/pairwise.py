@@ -50,7 +50,7 @@ from coref.model.big_blocks import (BIG_BLOCK_MIN_N, SYNTHETIC_BLOCKS, SYNTHETIC
                                     block_level_features, check_big_blocks, synthetic_training_blocks)
 from coref.model.name_priors import apply_name_priors
 from coref.model.pairs import gold_labels, labeled_pairs
-from coref.model.shift_tree import block_statistics, statistics_evals
+from coref.model.shift_tree import block_statistics, peek_factor_matrix, statistics_evals
 from coref.model.block_prior import (BIG_BLOCK_EM, cached_block_rate, check_block_prior, pooled_rate, prior_shift,
                                      rate_pairs, rate_scores, shift_evals)
 from coref.training import tune_shift
@@ -492,10 +492,13 @@ class PairwiseModel:
         key = (theta.tobytes(), float(bias), int(self.block_prior_pairs))  # what r_b depends on
         # a big block: one step (classify-and-count), no EM (coref.model.block_prior.BIG_BLOCK_EM)
         em = not self.is_big_block(enc.n) or BIG_BLOCK_EM
+        # the tree's statistics first: their factor matrix then holds every pair the rate averages
+        tree = self._shift_tree_applies(enc.n)
+        stats = block_statistics(enc, theta, bias) if tree else None
         r_b = cached_block_rate(enc, key, self.rate_factors, rate if em else None, self.block_prior_cap)
         d = prior_shift(r_b, rate, self.block_prior_cap)
-        if self._shift_tree_applies(enc.n):
-            d += self.shift_tree_.predict(block_statistics(enc, theta, bias))
+        if tree:
+            d += self.shift_tree_.predict(stats)
         return d
 
     def _shift_tree_applies(self, n):
@@ -531,11 +534,16 @@ class PairwiseModel:
         """f at the pooled intercept (``bias_``, or ``big_.bias`` for a big block) over the block's
         :func:`rate_pairs`, ndarray of shape (m,).
 
-        The values the block's rate r_b is the mean sigmoid of (natural-log odds).
+        The values the block's rate r_b is the mean sigmoid of (natural-log odds).  Read from
+        the block's factor matrix when :func:`coref.model.shift_tree.block_statistics` has just
+        computed it (:func:`coref.model.shift_tree.peek_factor_matrix`: the same values).
         """
         self.check_fitted()
         theta, bias, _ = self._weights(enc.n)
         I, J, _ = rate_pairs(enc.n, int(self.block_prior_pairs))
+        f = peek_factor_matrix(enc, theta, bias)
+        if f is not None:
+            return f[I, J]
         out = np.empty(len(I))
         _factors.pair_factors(enc, theta, bias, I, J, out)
         return out
@@ -544,7 +552,9 @@ class PairwiseModel:
         """Pairwise factors :meth:`block_shift` evaluates for a block of ``n`` mentions."""
         if self.block_prior != "pcc":
             return 0
-        return shift_evals(n, int(self.block_prior_pairs)) + (statistics_evals(n) if self._shift_tree_applies(n) else 0)
+        if self._shift_tree_applies(n):      # the rate reads its pairs from the statistics' matrix
+            return statistics_evals(n)
+        return shift_evals(n, int(self.block_prior_pairs))
 
     def block_bias(self, enc: EncodedBlock) -> float:
         """The intercept of every factor within the block ``enc``: ``base_bias(enc) + block_shift(enc)``."""

@@ -39,12 +39,13 @@ import weakref
 
 import numpy as np
 
+from coref.model.block_prior import upper_pairs
 from sampling.utils.kernels import load_kernel
 
 _factors = load_kernel("coref.factors._factors")
 
 __all__ = ["ShiftTree", "STATISTICS", "SHIFT_GRID", "SHIFT_TREE_MAX_N", "SHIFT_TREE_MIN_N", "block_statistics",
-           "take_factor_matrix",
+           "take_factor_matrix", "peek_factor_matrix",
            "statistics_evals", "fit_shift_tree", "soft_best_shift", "TREE_DEPTH", "TREE_MIN_LEAF",
            "SOFT_BEST_TEMPERATURE"]
 
@@ -96,13 +97,28 @@ def block_statistics(enc, theta, bias):
         return hit[1].copy()
     f = np.zeros((n, n))
     _factors.factor_matrix(enc, theta, float(bias), f)
-    iu = np.triu_indices(n, 1)
+    iu = upper_pairs(n)
     np.fill_diagonal(f, -np.inf)
     out = np.array([math.log(n), float(np.std(f[iu])), float(np.median(f.max(axis=1)))])
     np.fill_diagonal(f, 0.0)
     _STATS[enc] = (key, out)
     _LAST[0] = (weakref.ref(enc), key, f)
     return out.copy()
+
+
+def peek_factor_matrix(enc, theta, bias):
+    """The matrix :func:`take_factor_matrix` would give, left in place (None when there is none); read only.
+
+    The block's rate (:meth:`coref.model.PairwiseModel.rate_factors`) reads its pairs from it:
+    the factor kernel gives a pair the same value bit for bit in both (``factor_matrix``,
+    ``pair_factors``), so each of the block's factors is evaluated once.
+    """
+    last = _LAST[0]
+    if last is None or last[0]() is not enc:
+        return None
+    if last[1] != (np.ascontiguousarray(theta, dtype=np.float64).tobytes(), float(bias)):
+        return None
+    return last[2]
 
 
 def take_factor_matrix(enc, theta, bias):

@@ -6,6 +6,7 @@ feature inside its interval; racing with it: compiled kernel equals its twin; bi
 blocks use it instead of the n (n - 1) / 2 pass.
 """
 import numpy as np
+import pandas as pd
 import pytest
 
 from coref.factors import _factors
@@ -199,3 +200,34 @@ def test_big_blocks_use_the_feature_bound(monkeypatch):
     assert calls == [60]                          # only the block above the limit
     # the exact pass counts n (n - 1) / 2 factors in sweep 1; the feature bound none
     assert res[10**6][1] >= 60 * 59 // 2 and res[10][1] < res[10**6][1]
+
+
+def test_one_mention_blocks_skip_the_bound_and_keep_their_run(monkeypatch):
+    """``auto`` races a one-mention block (no matrix to cache): it has no pair to bound, so the bound is not
+    built for it, and its run (label, counts, sweeps used) is the one the bound gave."""
+    from coref.datasets import default_model_path
+    from coref.gibbs import GibbsCoref
+    from coref.model import load_model
+    try:
+        model, _ = load_model(default_model_path())
+    except (FileNotFoundError, OSError) as exc:  # pragma: no cover
+        pytest.skip(f"shipped model absent: {exc}")
+    df = synthesize_block(12, rng=3).iloc[:5].copy()
+    df["block"] = [f"b{i}" for i in range(5)]       # five one-mention blocks
+    calls = []
+    real = gibbs_block.component_bound
+
+    def spy(enc, theta, bias, max_pairs):
+        calls.append(enc.n)
+        return real(enc, theta, bias, max_pairs)
+
+    monkeypatch.setattr(gibbs_block, "component_bound", spy)
+    g = GibbsCoref(model, sampler="auto", n_sweeps=6, rng=1).fit(df)
+    assert calls == []
+    # the bound as before (n > EXACT_BOUND_MAX_N = 0), for comparison: the module's max() shadowed
+    monkeypatch.setattr(gibbs_block, "max", lambda a, b: a, raising=False)
+    h = GibbsCoref(model, sampler="auto", n_sweeps=6, rng=1).fit(df)
+    assert calls == [1] * 5
+    pd.testing.assert_series_equal(g.clusters_, h.clusters_)
+    assert np.array_equal(g.n_factor_evals_per_sweep_, h.n_factor_evals_per_sweep_)
+    assert g.n_factor_evals_per_block_ == h.n_factor_evals_per_block_

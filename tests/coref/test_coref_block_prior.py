@@ -314,3 +314,20 @@ def test_fit_shares_the_memo_tables_with_the_prior_and_drops_them(fitted, monkey
     assert _factors.shared_memo(enc) is None and not hasattr(enc, "_feature_memo")
     h = GibbsCoref(m, sampler="racing", n_sweeps=4, rng=1).fit(sub)      # its own encoding
     pd.testing.assert_series_equal(g.clusters_, h.clusters_)
+
+
+def test_upper_pairs_are_triu_indices_read_only_and_kept_for_small_blocks():
+    from coref.model.block_prior import UPPER_PAIRS_CACHE_MAX_N, upper_pairs
+
+    for n in (0, 1, 2, 7, UPPER_PAIRS_CACHE_MAX_N, UPPER_PAIRS_CACHE_MAX_N + 1):
+        I, J = upper_pairs(n)
+        i, j = np.triu_indices(n, 1)
+        assert I.dtype == J.dtype == np.int64 and np.array_equal(I, i) and np.array_equal(J, j)
+        with pytest.raises(ValueError, match="read-only"):
+            I[:1] = 0
+    assert upper_pairs(7)[0] is upper_pairs(7)[0]                      # kept
+    n = UPPER_PAIRS_CACHE_MAX_N + 1
+    assert upper_pairs(n)[0] is not upper_pairs(n)[0]                  # built each time (memory)
+    a, b, _ = rate_pairs(7, 10**6)
+    a[:] = 0                                                           # rate_pairs gives its own copy
+    assert upper_pairs(7)[0][-1] == 5

@@ -113,11 +113,13 @@ def test_block_shift_adds_the_tree_where_it_applies(fitted, tree):
         m.shift_tree_ = None
         d0, ev0 = m.block_shift(enc), m.block_shift_evals(enc.n)
         m.shift_tree_ = tree
+        fresh = m.encode(df[df["block"] == b].reset_index(drop=True))   # no rate cached: read from the matrix
         if enc.n >= 3:
             dd = tree.predict(block_statistics(enc, block_theta(m, enc), m.base_bias(enc)))
-            assert m.block_shift(enc) == d0 + dd and m.block_shift_evals(enc.n) == ev0 + enc.n * (enc.n - 1) // 2
+            # the rate's pairs come from the statistics' matrix: its n(n-1)/2 factors are all the block evaluates
+            assert m.block_shift(fresh) == d0 + dd and m.block_shift_evals(enc.n) == enc.n * (enc.n - 1) // 2
         else:
-            assert m.block_shift(enc) == d0 and m.block_shift_evals(enc.n) == ev0
+            assert m.block_shift(fresh) == d0 and m.block_shift_evals(enc.n) == ev0
 
 
 def test_save_load_keeps_the_tree_and_refuses_a_bad_one(fitted, tree, tmp_path):
@@ -187,3 +189,28 @@ def test_the_statistics_matrix_is_given_once_to_the_same_block_and_weights(fitte
     assert take_factor_matrix(a, theta, bias) is None   # given once
     block_statistics(b, theta, bias)
     assert take_factor_matrix(b, theta, bias + 1.0) is None and take_factor_matrix(b, theta, bias) is None
+
+
+@pytest.mark.parametrize("max_pairs", [20000, 40])
+def test_the_rate_reads_the_statistics_matrix_bit_for_bit(fitted, max_pairs):
+    """All pairs (a small block) or a sample of them: the values the kernel gives pair by pair."""
+    from coref.model.shift_tree import peek_factor_matrix, take_factor_matrix
+
+    df = synthesize_mentions(400, rng=8)
+    rows = df[df["block"] == df["block"].value_counts().index[0]].reset_index(drop=True)
+    import copy
+
+    m = copy.deepcopy(fitted)
+    m.block_prior_pairs = max_pairs
+    plain = m.encode(rows)
+    want = m.rate_factors(plain)                      # pair by pair (no matrix for this encoding)
+    assert peek_factor_matrix(plain, block_theta(m, plain), m.base_bias(plain)) is None
+    enc = m.encode(rows)
+    theta, bias = block_theta(m, enc), m.base_bias(enc)
+    block_statistics(enc, theta, bias)
+    f = peek_factor_matrix(enc, theta, bias)
+    assert f is not None and peek_factor_matrix(enc, theta, bias + 1.0) is None
+    got = m.rate_factors(enc)
+    assert len(got) == min(max_pairs, enc.n * (enc.n - 1) // 2) and np.array_equal(got, want)
+    assert take_factor_matrix(enc, theta, bias) is f      # peeking leaves it for the sampler
+    assert peek_factor_matrix(enc, theta, bias) is None
