@@ -340,7 +340,7 @@ def gc_paused():
     100,000-mention Parquet file). Reference counting still frees everything.
     The jobs run each block group (encoding, sampling, writing) under it too
     (:func:`coref.jobs.clusters.predict_clusters`, :func:`coref.jobs.streaming.cluster_group`):
-    ``coref predict`` of 1M synthetic mentions 260 s -> 204 s, same clusters. A cycle made
+    ``coref predict`` of 1M synthetic mentions 260.5 s -> 207.0 s, same clusters. A cycle made
     meanwhile is collected by the first collection after the pause, so memory stays
     bounded by one group's objects.
 

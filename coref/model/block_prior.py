@@ -55,8 +55,8 @@ from sampling.utils.kernels import load_kernel
 
 _factors = load_kernel("coref.factors._factors")
 
-__all__ = ["BIG_BLOCK_EM", "rate_pairs", "upper_pairs", "rate_scores", "pooled_rate", "cached_block_rate", "em_block_rate",
-           "prior_shift", "shift_evals", "block_bias_evals", "block_shift_evals", "shifted_bias", "block_theta",
+__all__ = ["BIG_BLOCK_EM", "rate_pairs", "upper_pairs", "rate_scores", "pooled_rate", "cached_block_rate",
+           "em_block_rate", "prior_shift", "shift_evals", "block_bias_evals", "block_shift_evals", "shifted_bias", "block_theta",
            "check_block_prior", "PRIOR_EM_STEPS"]
 
 #: Run the EM on in big blocks too (False: their rate is the first step's, see the module docstring).
