@@ -102,7 +102,7 @@ def rate_pairs(n: int, max_pairs: int) -> tuple:
         e = np.zeros(0, np.int64)
         return e, e, 0.0
     if total <= max_pairs:
-        a, b = (x.copy() for x in upper_pairs(n))
+        a, b = upper_pairs(n)              # (read-only; the astype below returns copies)
     else:
         gen = np.random.default_rng(n)
         x = gen.integers(0, n, size=max_pairs)
