@@ -233,7 +233,8 @@ def member_sums(enc, theta, bias, order, start, size, code, rows, out):
         out[k] = s
 
 
-def factor_matrix(enc, theta, bias, out):
+def factor_matrix(enc, theta, bias, out, memo=True, rows=None):
+    # (memo, rows: the kernel's evaluation strategies; same values)
     n = enc.n
     for i in range(n):
         out[i, i] = 0.0

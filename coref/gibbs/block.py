@@ -382,6 +382,12 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
             ready += bias - base_bias
             np.fill_diagonal(ready, 0.0)
             fmat, fmat_mode = ready, 2
+    if fmat_mode == 1 and 2 * len(movable) > n:
+        # most rows are needed: the symmetric matrix once (n (n - 1) / 2 factors, the
+        # kernel's f(i, j) = f(j, i) bit for bit) instead of mode 1's n_mov (n - 1)
+        _factors.factor_matrix(enc, theta, bias, fmat)
+        fmat_mode = 2
+        ev[0] += n * (n - 1) // 2
     run = KernelRun(enc=enc, theta=theta, bias=bias, racing=racing,
                     movable=np.ascontiguousarray(movable, dtype=np.int64),
                     first_batch=int(settings.first_batch),

@@ -136,9 +136,10 @@ class GibbsCoref:
         Exact and auto samplers (racing does not read it: subsampling exists to avoid
         evaluating factors).  When a block's n x n float64 factor matrix takes at most
         this many MiB (8 n^2 bytes), every f_theta(x_i, x_j) the block's steps need is
-        evaluated once, n_mov (n - 1) factors for n_mov movable mentions (both orders
-        f(x_i, x_j) and f(x_j, x_i): symmetry is not assumed; counted in
-        ``n_factor_evals_`` and in sweep 1 of ``history_``), and every sweep,
+        evaluated once, n (n - 1) / 2 factors when more than half of the mentions are
+        movable (the kernel gives f(x_i, x_j) and f(x_j, x_i) bit for bit alike:
+        ``coref.factors._factors.factor_matrix``), else n_mov (n - 1) for the n_mov
+        movable rows (counted in ``n_factor_evals_`` and in sweep 1 of ``history_``), and every sweep,
         annealed or at temperature 1 (``n_samples``), reads the matrix.  The clusters, the random stream and every
         sum are those of the uncached exact sampler; only the cost changes (one matrix
         per block in memory while it is sampled).  Merge proposals (``merge_moves``)
@@ -240,7 +241,7 @@ class GibbsCoref:
     ``(|C_y| - 3)/10 ∧ 1``); Eq. 26 is used as the standard error of the difference of
     two independent totals, (se_x^2 + se_y^2)^(1/2).  ``n_factor_evals_`` counts every
     f_theta evaluated: n - 1 per step for the exact sampler (none from a cached factor matrix,
-    whose n_mov (n - 1) factors count once), the sum of T_y for racing
+    whose factors count once), the sum of T_y for racing
     (plus the factors of ``small_arm_bound`` and those of merge tests).
     Both samplers use the same random-number streams (one xoshiro256** generator per
     block inside the compiled kernel), so with ``first_batch`` at least the block size

@@ -153,14 +153,15 @@ def test_gibbscoref_factor_cache_same_clusters(n_samples):
     if n_samples:
         pd.testing.assert_frame_equal(cached.pair_probs_, plain.pair_probs_)
         pd.testing.assert_series_equal(cached.mention_confidence_, plain.mention_confidence_)
-    # counts: n (n - 1) per block once, against n (n - 1) per sweep (and per sample sweep)
+    # counts: n (n - 1) / 2 per block once (every mention movable: the symmetric matrix),
+    # against n (n - 1) per sweep (and per sample sweep)
     sizes = df.groupby("block").size()
-    assert cached.n_factor_evals_ == int((sizes * (sizes - 1)).sum())
+    assert cached.n_factor_evals_ == int((sizes * (sizes - 1) // 2).sum())
     assert plain.n_factor_evals_ > cached.n_factor_evals_
     # a budget below one block's matrix (8 n^2 bytes) leaves that block uncached
     small = GibbsCoref(_Model(), factor_cache_mb=8 * 9 * 9 / 2**20, **kw).fit(df)
     np.testing.assert_array_equal(small.labels_, plain.labels_)
-    assert small.n_factor_evals_per_block_["x li"] == 9 * 8
+    assert small.n_factor_evals_per_block_["x li"] == 9 * 8 // 2
     assert small.n_factor_evals_per_block_["w wang"] == plain.n_factor_evals_per_block_["w wang"]
 
 
@@ -173,7 +174,15 @@ def test_gibbscoref_factor_cache_fixed_mentions_and_racing():
     cached = GibbsCoref(_Model(), sampler="exact", factor_cache_mb=1.0, **kw).fit(
         df, initial=keys, fixed=fixed)
     np.testing.assert_array_equal(cached.labels_, plain.labels_)
-    assert cached.n_factor_evals_ == 5 * 11                    # only the movable rows
+    assert cached.n_factor_evals_ == 5 * 11                    # only the movable rows (5 of 12)
+    # more than half of the rows movable: the symmetric matrix, n (n - 1) / 2 factors
+    few = keys.copy()
+    few[2:4] = None
+    cached = GibbsCoref(_Model(), sampler="exact", factor_cache_mb=1.0, **kw).fit(
+        df, initial=few, fixed=few.notna().to_numpy())
+    plain = GibbsCoref(_Model(), sampler="exact", **kw).fit(df, initial=few, fixed=few.notna().to_numpy())
+    np.testing.assert_array_equal(cached.labels_, plain.labels_)
+    assert cached.n_factor_evals_ == 12 * 11 // 2
     # racing does not read the budget: the same run with or without it
     r0 = GibbsCoref(_Model(), sampler="racing", **kw).fit(df)
     r1 = GibbsCoref(_Model(), sampler="racing", factor_cache_mb=1.0, **kw).fit(df)
@@ -264,7 +273,7 @@ def test_auto_sampler_exact_where_the_matrix_fits_racing_elsewhere():
         ids = df.loc[df["block"] == block, "mention_id"]
         pd.testing.assert_series_equal(c.loc[ids], ref.clusters_.loc[ids])
         assert auto.n_factor_evals_per_block_[block] == (
-            9 * 8 if block == "x li" else racing.n_factor_evals_per_block_[block])
+            9 * 8 // 2 if block == "x li" else racing.n_factor_evals_per_block_[block])
     # with the default budget (FACTOR_CACHE_MB) both blocks fit
     auto2 = GibbsCoref(_Model(), sampler="auto", **kw).fit(df)
     assert sorted(auto2.cached_blocks_) == ["w wang", "x li"]
@@ -284,3 +293,38 @@ def test_auto_sampler_accepted_by_the_commands(tmp_path):
     s = predict(df, out=tmp_path / "a", sampler="auto", progress=False)
     assert (tmp_path / "a" / "clusters.csv").read_bytes() == (tmp_path / "e" / "clusters.csv").read_bytes()
     assert s["n_factor_evals"] == 12 * 11 // 2     # the block prior's correction: its matrix is the rate's and the cache
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_factor_matrix_row_mode_and_symmetry(seed):
+    """``factor_matrix`` in row mode (and mirrored tile by tile) gives the merges' values bit
+    for bit, equal to ``pair_factors`` in both orders (the kernel's f(i, j) = f(j, i), which
+    lets the exact sampler cache n (n - 1) / 2 factors instead of n (n - 1)), and to the twin."""
+    from coref.factors import _factors
+    from coref.model import load_model
+    from coref.datasets import default_model_path
+    from coref.synth_block import synthesize_block
+
+    try:
+        model, _ = load_model(default_model_path())
+    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - an installed copy without the model
+        pytest.skip(f"shipped model absent: {exc}")
+    rng = np.random.default_rng(seed)
+    enc = model.encode(synthesize_block(150, rng=seed))          # n > 2 tiles of 64
+    n = enc.n
+    for theta in (np.ascontiguousarray(model.theta_), rng.normal(0.0, 0.6, N_FEATURES)):
+        mats = {}
+        for rows in (False, True, None):
+            F = np.full((n, n), np.nan)
+            _factors.factor_matrix(enc, theta, -0.7, F, rows=rows)
+            mats[rows] = F
+        np.testing.assert_array_equal(mats[True], mats[False])
+        np.testing.assert_array_equal(mats[None], mats[False])
+        I, J = np.nonzero(~np.eye(n, dtype=bool))
+        f = np.empty(len(I))
+        _factors.pair_factors(enc, theta, -0.7, I.astype(np.int64), J.astype(np.int64), f)
+        np.testing.assert_array_equal(mats[True][I, J], f)       # both orders: symmetric bit for bit
+        assert (np.diag(mats[True]) == 0.0).all()
+        twin = np.empty((n, n))
+        _factors_py.factor_matrix(enc, theta, -0.7, twin, rows=True)
+        np.testing.assert_allclose(twin, mats[True], rtol=1e-12, atol=1e-12)
