@@ -361,3 +361,85 @@ def test_memo_threads_follow_the_setting_and_omp_num_threads(monkeypatch):
     assert gibbs_block.memo_threads() == 1
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert gibbs_block.memo_threads() >= 1
+
+
+@pytest.fixture(scope="module")
+def initial_block(shipped_model_and_data):
+    """The largest first-initial block of 20,000 ``coref synth`` mentions ("Lei", "Li", "L."), shipped model."""
+    from coref.synth import synthesize_mentions
+
+    _, model = shipped_model_and_data
+    df = synthesize_mentions(20000, rng=0)
+    big = df["block"].value_counts().index[0]
+    enc = model.encode(df[df["block"] == big].reset_index(drop=True))
+    assert len(np.unique(np.asarray(enc.first_code)[np.asarray(enc.first_code) >= 0])) >= 3
+    return model, enc
+
+
+@pytest.mark.parametrize("max_df", [2, 30, 10**6, (3, 40)])
+def test_first_name_keys_tighten_a_valid_bound(initial_block, max_df, monkeypatch):
+    """With the full first names indexed, the classes of i's own first name leave the class maximum:
+    the bound still holds every partner outside the candidates, is never looser, and is tighter for
+    some mention once first names are indexed."""
+    import coref.gibbs.partners as P
+
+    model, enc = initial_block
+    eq, _ = _theta(3)
+    eq[P._F["name_first_eq"]] = 3.0                  # the same first name: the best partner class
+    for theta, bias in [(np.ascontiguousarray(model.big_.theta), -8.0), _theta(3), (eq, -1.0)]:
+        idx, _ = _check_rest(enc, theta, bias, max_df)
+        monkeypatch.setattr(P, "FIRST_NAME_KEYS", False)
+        without = partner_index(enc, theta, bias, max_df)
+        monkeypatch.setattr(P, "FIRST_NAME_KEYS", True)
+        if idx.n_levels != without.n_levels:     # a level that indexes first names only
+            continue
+        assert (idx.rest <= without.rest + 1e-12).all()
+        if max_df == 10**6 and theta is eq:
+            assert (idx.rest < without.rest - 1.0).any()
+
+
+def test_comp_topic_interval_holds_every_pair_of_other_groups(initial_block):
+    """``comp_topic_interval`` against the kernel's damped feature for every pair in different
+    comp1 groups, and its ends are the exact extremes over the other groups (with 0)."""
+    from coref.gibbs.partners import _F, comp_topic_interval
+
+    _, enc = initial_block
+    n = enc.n
+    lo, hi = comp_topic_interval(enc)
+    comp1 = np.asarray(enc.comp1)
+    I, J = np.nonzero(comp1[:, None] != comp1[None, :])
+    phi = np.empty((len(I), 2 * N_BASE))
+    _factors.pair_features(enc, I.astype(np.int64), J.astype(np.int64), phi)
+    v = phi[:, _F["comp_topic_cos"]]
+    assert (v >= lo[I] - 1e-12).all() and (v <= hi[I] + 1e-12).all()
+    # exact extremes of the undamped products over the other groups, 0 included
+    kt = int(enc.n_topics)
+    P = np.asarray(enc.comp_topic)[: n * kt].reshape(n, kt)
+    for i in range(0, n, max(1, n // 25)):
+        other = np.unique(comp1[comp1 != comp1[i]])
+        d = P[other] @ P[comp1[i]]
+        np.testing.assert_allclose([lo[i], hi[i]], [min(d.min(), 0.0), max(d.max(), 0.0)], atol=1e-12)
+
+
+def test_comp_topic_interval_keeps_zero_for_the_damping():
+    """Damped products lie between 0 and the product: with only positive products the lower end is 0,
+    with only negative ones the upper end is 0; the own group never counts; no topics: None."""
+    from types import SimpleNamespace
+
+    from coref.gibbs.partners import comp_topic_interval
+
+    prof = np.array([[0.6, 0.8], [0.8, 0.6], [1.0, 0.0], [-1.0, 0.0]])
+    comp1 = np.array([0, 0, 1, 2, 3])                 # mentions 0, 1 in group 0
+    enc = SimpleNamespace(n=5, n_topics=2, comp1=comp1,
+                          comp_topic=np.concatenate([np.vstack([prof, np.zeros((1, 2))]).ravel(), [0.0]]))
+    lo, hi = comp_topic_interval(enc)
+    # group 0 against 1, 2, 3: 0.96, 0.6, -0.6; group 2 ([1, 0]) against 0, 1, 3: 0.6, 0.8, -1
+    np.testing.assert_allclose(lo, [-0.6, -0.6, -0.8, -1.0, -1.0])
+    np.testing.assert_allclose(hi, [0.96, 0.96, 0.96, 0.8, 0.0])
+    pos = SimpleNamespace(n=2, n_topics=2, comp1=np.array([0, 1]),
+                          comp_topic=np.array([0.6, 0.8, 0.8, 0.6, 0.0]))
+    lo, hi = comp_topic_interval(pos)
+    np.testing.assert_allclose(lo, [0.0, 0.0])
+    np.testing.assert_allclose(hi, [0.96, 0.96])
+    assert comp_topic_interval(SimpleNamespace(n=2, n_topics=0, comp1=np.array([0, 1]),
+                                               comp_topic=np.zeros(1))) is None
