@@ -421,12 +421,17 @@ def test_comp_topic_interval_holds_every_pair_of_other_groups(initial_block):
         np.testing.assert_allclose([lo[i], hi[i]], [min(d.min(), 0.0), max(d.max(), 0.0)], atol=1e-12)
 
 
-def test_comp_topic_interval_keeps_zero_for_the_damping():
+@pytest.mark.parametrize("chunk", [8, 2**20])
+def test_comp_topic_interval_keeps_zero_for_the_damping(chunk, monkeypatch):
     """Damped products lie between 0 and the product: with only positive products the lower end is 0,
-    with only negative ones the upper end is 0; the own group never counts; no topics: None."""
+    with only negative ones the upper end is 0; the own group never counts; no topics: None.  The
+    same with one row per chunk."""
     from types import SimpleNamespace
 
+    import coref.gibbs.partners as P
     from coref.gibbs.partners import comp_topic_interval
+
+    monkeypatch.setattr(P, "TOPIC_CHUNK_BYTES", chunk)
 
     prof = np.array([[0.6, 0.8], [0.8, 0.6], [1.0, 0.0], [-1.0, 0.0]])
     comp1 = np.array([0, 0, 1, 2, 3])                 # mentions 0, 1 in group 0
