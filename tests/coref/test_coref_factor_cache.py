@@ -328,3 +328,29 @@ def test_factor_matrix_row_mode_and_symmetry(seed):
         twin = np.empty((n, n))
         _factors_py.factor_matrix(enc, theta, -0.7, twin, rows=True)
         np.testing.assert_allclose(twin, mats[True], rtol=1e-12, atol=1e-12)
+
+
+def test_factor_matrix_symmetric_on_a_block_with_abstracts():
+    """The same on the largest ``aminer_dblp_dev`` name (abstracts and keywords: every field's terms),
+    shipped model: f(i, j) = f(j, i) bit for bit over all ordered pairs."""
+    from coref import datasets
+    from coref.factors import _factors
+    from coref.model import load_model
+
+    try:
+        df = datasets.load_labeled()
+        model, _ = load_model(datasets.default_model_path())
+    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data absent
+        pytest.skip(f"shipped labeled data or default model absent: {exc}")
+    dev = df[df["block"].str.startswith("aminer_dblp_dev:")]
+    name = dev["block"].value_counts().index[0]
+    enc = model.encode(dev[dev["block"] == name].reset_index(drop=True))
+    n = enc.n
+    assert n > 2 * 64 and np.asarray(enc.ab_ptr)[n] > 0            # several tiles, abstracts present
+    F = np.full((n, n), np.nan)
+    _factors.factor_matrix(enc, np.ascontiguousarray(model.theta_), float(model.bias_), F)
+    I, J = np.nonzero(~np.eye(n, dtype=bool))
+    f = np.empty(len(I))
+    _factors.pair_factors(enc, np.ascontiguousarray(model.theta_), float(model.bias_), I.astype(np.int64),
+                          J.astype(np.int64), f)
+    np.testing.assert_array_equal(F[I, J], f)
