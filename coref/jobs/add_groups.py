@@ -22,6 +22,7 @@ files of the block's mentions). The output is again a block-group output, so add
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,8 @@ from sampling.utils.atomic import atomic_open
 __all__ = ["is_group_output", "add_onto_groups"]
 
 _CLUSTER_COLUMNS = ["mention_id", "block", "cluster_id"]
+#: Threads that read the encodings files of the touched blocks (:func:`_old_encodings`).
+READ_THREADS = 2
 
 
 def is_group_output(manifest):
@@ -98,15 +101,20 @@ def _old_encodings(d, manifest, blocks, touched, ids, model_info, vocabulary):
     # one hash table of the wanted ids, probed by each file (object strings: pandas' hashing
     # of Arrow-backed strings loops in Python; Arrow's is_in would hash the wanted set per file)
     want = pd.Index(pd.unique(np.asarray(ids, dtype=object)), dtype=object)
-    parts, n = [], 0
-    for g in groups:
+    want.get_indexer(want[:1])           # (its hash table built once, before the threads share it)
+
+    def part_of(g):
         verify_listed(d, manifest, encodings_file(g))
         enc = read_encodings(d / encodings_file(g), model_sha256=model_info["model_json_sha256"], mention_ids=None,
                              vocabulary=vocabulary, check_digest=False)
         keep = np.flatnonzero(want.get_indexer(enc.mention_id) >= 0)     # (str objects, as read)
-        if len(keep):
-            parts.append(enc.take(keep))
-            n += len(keep)
+        return enc.take(keep) if len(keep) else None
+
+    # files in READ_THREADS threads (hashing, reading and gathering release the GIL for most of
+    # their time); the parts in the order of the groups, whatever order the threads finish in
+    with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(groups)))) as pool:
+        parts = [p for p in pool.map(part_of, groups) if p is not None]
+    n = sum(len(p) for p in parts)
     if n != len(want):
         raise EncodingsError(f"{d}: the encodings files of the touched blocks cover {n} of their {len(want)} old "
                              "mentions")
