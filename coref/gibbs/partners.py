@@ -34,7 +34,9 @@ keys too (:data:`FIRST_NAME_KEYS`): where i's is indexed, every partner with the
 name is a candidate, so the classes of that first name leave the maximum.  In a
 first-initial block ("l wang": Lei, Li, Ling, L.) the same first name is the best class by
 about 2 nats.  ``comp_topic_cos`` takes its exact extremes over the other coauthor groups
-(:func:`comp_topic_interval`).  On the 11,515-mention "l wang" block of ``coref synth
+(:func:`comp_topic_interval`); in a block of :data:`TOPIC_EXACT_MIN_N` mentions or more, a mention
+whose first level's bound is still above 0 gets the exact extremes of ``topic_cos`` and
+``topic_drift`` over the block (:func:`topic_extremes`).  On the 11,515-mention "l wang" block of ``coref synth
 --mentions 3000000`` the memos that took their whole row fell from 74% of the mentions to
 38% with the first names, and to 0.7% with both.  Every other feature keeps its interval.  With ``max_df`` levels, each level indexes rarer keys too: more
 candidates, a tighter bound (``coref.gibbs._memo.memo_build`` tries them in turn).
@@ -46,8 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from coref.factors.names import BASE_FEATURES, COMPONENT_DAMPING, N_BASE
+from coref.gibbs.topic_bounds import comp_topic_interval, topic_extremes
 
-__all__ = ["PartnerIndex", "partner_index", "check_index", "check_tier", "classes", "MAX_DF"]
+__all__ = ["PartnerIndex", "partner_index", "check_index", "check_tier", "classes", "comp_topic_interval",
+           "topic_extremes", "MAX_DF", "TOPIC_EXACT_MIN_N"]
 
 #: Keys posted by more mentions than this are not indexed: their sharing is bounded
 #: instead (:func:`partner_index`).
@@ -239,7 +243,7 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
     np.maximum.at(maxw, pk, pw)
     forced = np.array([f for _, _, _, f, _ in spaces], dtype=bool)
     n_sp = len(spaces)
-    q_ptrs, q_keys, rests, last = [], [], [], -1
+    q_ptrs, q_keys, level_args, last = [], [], [], -1
     offset = 0
     # what every level shares: the case-0 feature intervals and the class table
     from coref.gibbs.arm_bound import feature_intervals
@@ -276,7 +280,14 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
         if "first" in bases:
             fc = np.asarray(enc.first_code, dtype=np.int64)
             first = np.where((fc >= 0) & indexed[np.maximum(fc, 0) + bases["first"]], fc, -1)
-        rests.append(_rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table, first, ct))
+        level_args.append((light, anyk, group, first))
+    rests = [_rest_bound(enc, bias, c, spaces, *a[:3], iv, table, a[3], ct) for a in level_args]
+    if n >= TOPIC_EXACT_MIN_N:
+        # mentions whose first level's bound is above 0 (those a memo may not keep): the topic
+        # terms at their exact extremes, then every level's bound again
+        tight = _exact_topic_terms(enc, iv, np.flatnonzero(rests[0] > 0.0))
+        if tight is not None:
+            rests = [_rest_bound(enc, bias, c, spaces, *a[:3], tight, table, a[3], ct) for a in level_args]
     # the postings of every key the last level indexes (a subset for the earlier ones)
     sel = indexed[pk]
     order = np.lexsort((pm[sel], pk[sel]))
@@ -351,43 +362,31 @@ def _rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table, first=None,
     return float(bias) + t[free].sum(axis=0) + best + slack
 
 
-#: Bytes of the group x group product held at a time by :func:`comp_topic_interval` (rows of
-#: it per chunk: this / (8 G) for G comp1 groups, at least one).
-TOPIC_CHUNK_BYTES = 32 * 2**20
+#: In blocks of at least this many mentions, the mentions whose first-level bound is above 0
+#: get the exact extremes of ``topic_cos`` and ``topic_drift`` (:func:`topic_extremes`) instead of
+#: |t_i| max |t| (and that times the largest year gap), and every level's bound is computed again.
+#: One-name 100,000-mention block: 41 of 400 sampled mentions left the first level (about 35,000
+#: factors each, 62% of the memo factors), these terms were their largest slack (``topic_drift``
+#: 0.86 nats on average) and 19 of the 41 stay; ``coref predict`` 363 -> 330 s, factors 7.6e8 ->
+#: 5.4e8.  It does not pay in smaller blocks (the index costs more, a fallback less): 30,000
+#: mentions 28.2 / 29.2 s -> 28.5 / 29.1 s, 11,515 ("l wang", one thread) 22.2 / 21.9 s -> 23.4 /
+#: 23.6 s (2026-12-05, side by side).
+TOPIC_EXACT_MIN_N = 50_000
 
 
-def comp_topic_interval(enc):
-    """Per mention i, an interval of ``comp_topic_cos`` against any mention of another comp1 group.
-
-    The feature is the dot product of the two groups' mean topic vectors, damped by a
-    factor in (0, 1] (``COMPONENT_DAMPING``): it lies between 0 and the undamped product, so
-    ``[min(0, min_g P_i . P_g), max(0, max_g P_i . P_g)]`` over the block's other groups g
-    holds it (exact extremes, not |P_i| max |P|: in one 11,515-mention first-initial block the
-    negative weight's term fell from 1.0 to 0.27 nats on average).  Costs G^2 n_topics flops
-    for G groups, in chunks of :data:`TOPIC_CHUNK_BYTES`.
-
-    Returns
-    -------
-    (lo, hi) : ndarrays of float64, shape (n,), or None without topics.
-    """
-    n, kt = int(enc.n), int(enc.n_topics)
-    if kt == 0 or n == 0:
+def _exact_topic_terms(enc, iv, rows):
+    """``iv`` (lo, hi) with the topic intervals of ``rows`` narrowed to their exact extremes
+    (:func:`topic_extremes`, intersected with the old ones); None when nothing changes."""
+    if not len(rows):
         return None
-    comp1 = np.asarray(enc.comp1, dtype=np.int64)
-    groups, pos = np.unique(comp1, return_inverse=True)
-    prof = np.asarray(enc.comp_topic, dtype=np.float64)[: n * kt].reshape(n, kt)[groups]
-    G = len(groups)
-    g_lo, g_hi = np.zeros(G), np.zeros(G)
-    rows = max(1, int(TOPIC_CHUNK_BYTES) // (8 * G))
-    for a in range(0, G, rows):
-        b = min(G, a + rows)
-        d = prof[a:b] @ prof.T
-        # the own group is not a partner; its entry becomes the 0 every interval holds
-        d[np.arange(b - a), np.arange(a, b)] = 0.0
-        g_lo[a:b] = d.min(axis=1)
-        g_hi[a:b] = d.max(axis=1)
-    pos = pos.reshape(-1)
-    return g_lo[pos], g_hi[pos]
+    ext = topic_extremes(enc, rows)
+    if ext is None:
+        return None
+    lo, hi = iv[0].copy(), iv[1].copy()
+    for k, (a, b) in ((_F["topic_cos"], ext[:2]), (_F["topic_drift"], ext[2:])):
+        lo[k, rows] = np.maximum(lo[k, rows], a)
+        hi[k, rows] = np.minimum(hi[k, rows], b)
+    return lo, hi
 
 
 #: Features fixed by the two mentions' :func:`classes` (missing fields and name form).

@@ -387,7 +387,11 @@ def test_first_name_keys_tighten_a_valid_bound(initial_block, max_df, monkeypatc
     eq, _ = _theta(3)
     eq[P._F["name_first_eq"]] = 3.0                  # the same first name: the best partner class
     for theta, bias in [(np.ascontiguousarray(model.big_.theta), -8.0), _theta(3), (eq, -1.0)]:
-        idx, _ = _check_rest(enc, theta, bias, max_df)
+        monkeypatch.setattr(P, "TOPIC_EXACT_MIN_N", 0)          # (checked valid with it too)
+        _check_rest(enc, theta, bias, max_df)
+        # (the exact topic terms refine the mentions whose bound is above 0: another set on each side)
+        monkeypatch.setattr(P, "TOPIC_EXACT_MIN_N", 10**12)
+        idx = partner_index(enc, theta, bias, max_df)
         monkeypatch.setattr(P, "FIRST_NAME_KEYS", False)
         without = partner_index(enc, theta, bias, max_df)
         monkeypatch.setattr(P, "FIRST_NAME_KEYS", True)
@@ -396,6 +400,50 @@ def test_first_name_keys_tighten_a_valid_bound(initial_block, max_df, monkeypatc
         assert (idx.rest <= without.rest + 1e-12).all()
         if max_df == 10**6 and theta is eq:
             assert (idx.rest < without.rest - 1.0).any()
+
+
+def test_topic_extremes_are_those_of_the_kernel_features(initial_block):
+    """``topic_extremes`` against ``pair_features`` for every partner of a sample of mentions:
+    the ends are the exact extremes of ``topic_cos`` and ``topic_drift`` over j != i, with 0."""
+    from coref.gibbs.partners import _F, topic_extremes
+
+    _, enc = initial_block
+    n = enc.n
+    rows = np.arange(0, n, max(1, n // 40), dtype=np.int64)
+    got = topic_extremes(enc, rows)
+    for k, i in enumerate(rows.tolist()):
+        J = np.flatnonzero(np.arange(n) != i).astype(np.int64)
+        phi = np.empty((len(J), 2 * N_BASE))
+        _factors.pair_features(enc, np.full(len(J), i, np.int64), J, phi)
+        want = []
+        for f in ("topic_cos", "topic_drift"):
+            v = phi[:, _F[f]]
+            want += [min(v.min(), 0.0), max(v.max(), 0.0)]
+        np.testing.assert_allclose([g[k] for g in got], want, rtol=1e-12, atol=1e-14)
+    assert (got[3] > 0).any() and (got[2] < 0).any()          # (the drift is not trivially 0 here)
+
+
+def test_exact_topic_terms_tighten_only_the_bounds_above_zero(initial_block, monkeypatch):
+    """With the exact topic terms (``TOPIC_EXACT_MIN_N`` reached) the bound still holds every
+    non-candidate (``_check_rest``), changes only for the mentions whose first-level bound was above 0,
+    is never looser, and is tighter for some; below the size, the index is that of no refinement."""
+    import coref.gibbs.partners as P
+
+    model, enc = initial_block
+    theta = np.ascontiguousarray(model.big_.theta, dtype=np.float64)
+    for bias, max_df in [(-6.0, (3, 40)), (-4.0, 30)]:
+        monkeypatch.setattr(P, "TOPIC_EXACT_MIN_N", 0)
+        on, _ = _check_rest(enc, theta, bias, max_df)
+        monkeypatch.setattr(P, "TOPIC_EXACT_MIN_N", 10**12)
+        off = partner_index(enc, theta, bias, max_df)
+        n = enc.n
+        a, b = on.rest.reshape(on.n_levels, n), off.rest.reshape(off.n_levels, n)
+        assert (a <= b + 1e-12).all()
+        above = b[0] > 0.0
+        assert above.any() and (a[:, ~above] == b[:, ~above]).all()
+        assert (a[:, above] < b[:, above] - 1e-3).any()
+        monkeypatch.setattr(P, "TOPIC_EXACT_MIN_N", enc.n + 1)
+        np.testing.assert_array_equal(partner_index(enc, theta, bias, max_df).rest, off.rest)
 
 
 def test_comp_topic_interval_holds_every_pair_of_other_groups(initial_block):
@@ -428,10 +476,10 @@ def test_comp_topic_interval_keeps_zero_for_the_damping(chunk, monkeypatch):
     same with one row per chunk."""
     from types import SimpleNamespace
 
-    import coref.gibbs.partners as P
+    import coref.gibbs.topic_bounds as TB
     from coref.gibbs.partners import comp_topic_interval
 
-    monkeypatch.setattr(P, "TOPIC_CHUNK_BYTES", chunk)
+    monkeypatch.setattr(TB, "TOPIC_CHUNK_BYTES", chunk)
 
     prof = np.array([[0.6, 0.8], [0.8, 0.6], [1.0, 0.0], [-1.0, 0.0]])
     comp1 = np.array([0, 0, 1, 2, 3])                 # mentions 0, 1 in group 0
