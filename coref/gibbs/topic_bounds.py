@@ -79,20 +79,21 @@ def topic_extremes(enc, rows):
     ys = year[order]
     starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
     years = ys[starts]
-    T = np.asarray(enc.topic, dtype=np.float64)[: n * kt].reshape(n, kt)[order]
+    topic = np.asarray(enc.topic, dtype=np.float64)[: n * kt].reshape(n, kt)
+    T = topic[order]
     where = np.empty(n, dtype=np.int64)
     where[order] = np.arange(n)
     out = np.zeros((4, len(rows)))
     step = max(1, int(TOPIC_CHUNK_BYTES) // (8 * n))
     for a in range(0, len(rows), step):
         r = rows[a:a + step]
-        d = np.asarray(enc.topic, dtype=np.float64)[: n * kt].reshape(n, kt)[r] @ T.T
+        d = topic[r] @ T.T
         d[np.arange(len(r)), where[r]] = 0.0
         lo = np.minimum.reduceat(d, starts, axis=1)
         hi = np.maximum.reduceat(d, starts, axis=1)
         g = np.minimum(np.abs(year[r][:, None] - years[None, :]), 30) / 10.0
         g *= (year[r][:, None] >= 0) & (years[None, :] >= 0)
         out[0, a:a + len(r)], out[1, a:a + len(r)] = lo.min(axis=1), hi.max(axis=1)
-        out[2, a:a + len(r)] = np.minimum(g * lo, g * hi).min(axis=1)
-        out[3, a:a + len(r)] = np.maximum(g * lo, g * hi).max(axis=1)
+        out[2, a:a + len(r)] = (g * lo).min(axis=1)          # (g >= 0)
+        out[3, a:a + len(r)] = (g * hi).max(axis=1)
     return tuple(out)
