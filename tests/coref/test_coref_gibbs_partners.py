@@ -402,13 +402,18 @@ def test_first_name_keys_tighten_a_valid_bound(initial_block, max_df, monkeypatc
             assert (idx.rest < without.rest - 1.0).any()
 
 
-def test_topic_extremes_are_those_of_the_kernel_features(initial_block):
+@pytest.mark.parametrize("rows_per_chunk", [3, None])
+def test_topic_extremes_are_those_of_the_kernel_features(initial_block, rows_per_chunk, monkeypatch):
     """``topic_extremes`` against ``pair_features`` for every partner of a sample of mentions:
-    the ends are the exact extremes of ``topic_cos`` and ``topic_drift`` over j != i, with 0."""
+    the ends are the exact extremes of ``topic_cos`` and ``topic_drift`` over j != i, with 0
+    (in one chunk, and three rows per chunk)."""
+    import coref.gibbs.topic_bounds as TB
     from coref.gibbs.partners import _F, topic_extremes
 
     _, enc = initial_block
     n = enc.n
+    if rows_per_chunk:
+        monkeypatch.setattr(TB, "TOPIC_CHUNK_BYTES", 8 * n * rows_per_chunk)
     rows = np.arange(0, n, max(1, n // 40), dtype=np.int64)
     got = topic_extremes(enc, rows)
     for k, i in enumerate(rows.tolist()):
@@ -421,6 +426,23 @@ def test_topic_extremes_are_those_of_the_kernel_features(initial_block):
             want += [min(v.min(), 0.0), max(v.max(), 0.0)]
         np.testing.assert_allclose([g[k] for g in got], want, rtol=1e-12, atol=1e-14)
     assert (got[3] > 0).any() and (got[2] < 0).any()          # (the drift is not trivially 0 here)
+
+
+def test_topic_extremes_with_missing_years_by_hand():
+    """A missing year gives no drift (gap 0), the own pair counts as 0, the gap caps at 3 decades."""
+    from types import SimpleNamespace
+
+    from coref.gibbs.topic_bounds import topic_extremes
+
+    T = np.array([[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0], [0.0, -1.0]])
+    enc = SimpleNamespace(n=4, n_topics=2, topic=np.r_[T.ravel(), 0.0], year=np.array([1970, 2010, -1, 1990]))
+    cos_lo, cos_hi, d_lo, d_hi = topic_extremes(enc, np.arange(4))
+    # mention 0 against 1 (0.6, 40 years -> 3.0), 2 (-1, no year), 3 (0, 20 years)
+    np.testing.assert_allclose([cos_lo[0], cos_hi[0], d_lo[0], d_hi[0]], [-1.0, 0.6, 0.0, 1.8])
+    # mention 2 (no year): products -1, -0.6, 0; no drift at all
+    np.testing.assert_allclose([cos_lo[2], cos_hi[2], d_lo[2], d_hi[2]], [-1.0, 0.0, 0.0, 0.0])
+    # mention 3 against 0 (0, 2.0), 1 (-0.8, 2.0), 2 (0, none)
+    np.testing.assert_allclose([cos_lo[3], cos_hi[3], d_lo[3], d_hi[3]], [-0.8, 0.0, -1.6, 0.0])
 
 
 def test_exact_topic_terms_tighten_only_the_bounds_above_zero(initial_block, monkeypatch):
