@@ -285,9 +285,11 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
     if n >= TOPIC_EXACT_MIN_N:
         # mentions whose first level's bound is above 0 (those a memo may not keep): the topic
         # terms at their exact extremes, then every level's bound again
-        tight = _exact_topic_terms(enc, iv, np.flatnonzero(rests[0] > 0.0))
+        up = np.flatnonzero(rests[0] > 0.0)
+        tight = _exact_topic_terms(enc, iv, up)
         if tight is not None:
-            rests = [_rest_bound(enc, bias, c, spaces, *a[:3], tight, table, a[3], ct) for a in level_args]
+            for rest, a in zip(rests, level_args):       # the other rows' bounds do not change
+                rest[up] = _rest_bound(enc, bias, c, spaces, *a[:3], tight, table, a[3], ct, rows=up)
     # the postings of every key the last level indexes (a subset for the earlier ones)
     sel = indexed[pk]
     order = np.lexsort((pm[sel], pk[sel]))
@@ -299,14 +301,19 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
                         len(rests))
 
 
-def _rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table, first=None, ct=None):
+def _rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table, first=None, ct=None, rows=None):
     """bias + sum_k max(c_k lo_k, c_k hi_k) over the case-0 intervals ``iv`` of a
     non-candidate, the class features' maximum taken from ``table`` (:func:`_class_table`),
     over the partner classes of another first name than ``first`` (where >= 0);
-    ``comp_topic_cos`` in ``ct`` (:func:`comp_topic_interval`) when given."""
-    n = int(enc.n)
-    lo, hi = iv[0].copy(), iv[1].copy()
-    z = np.zeros(n)
+    ``comp_topic_cos`` in ``ct`` (:func:`comp_topic_interval`) when given.  Shape (n,), or
+    (len(rows),) for the mentions ``rows`` only (the same values: each row's bound reads its
+    own columns and the block's partner kinds)."""
+    sel = slice(None) if rows is None else np.asarray(rows, dtype=np.int64)
+    lo, hi = iv[0][:, sel].copy(), iv[1][:, sel].copy()
+    light, anyk = light[:, sel], anyk[:, sel]
+    if ct is not None:
+        ct = (ct[0][sel], ct[1][sel])
+    z = np.zeros(lo.shape[1])
     sp = {name: s for s, (name, _, _, _, _) in enumerate(spaces)}
     nonneg = {name: nn for name, _, _, _, nn in spaces}
 
@@ -332,7 +339,7 @@ def _rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table, first=None,
         put("venue_cos", *dot("ve"))
         put("venue_contain", z, np.where(anyk[sp["ve"]], 1.0, 0.0))
     # the damped profile terms of two comp1 groups: dot * min(1, D / sqrt(|A| |B|)), |B| >= 1
-    ls = np.asarray(enc.comp1_logsize, dtype=np.float64)
+    ls = np.asarray(enc.comp1_logsize, dtype=np.float64)[: int(enc.n)][sel]
     damp = np.minimum(1.0, float(COMPONENT_DAMPING) * np.exp(-0.5 * ls))
     for name, feat in (("pt", "comp_title_cos"), ("pv", "comp_venue_cos"), ("pa", "comp_affil_cos")):
         if name in sp:
@@ -350,7 +357,7 @@ def _rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table, first=None,
     mag = np.maximum(np.abs(a), np.abs(b)).sum(axis=0)
     slack = 1e-9 * (abs(float(bias)) + mag) + 1e-12
     w3 = float(c[_F["same_comp_initials"]]) if "comp3" in sp else None
-    best = _class_max(table, t, group, w3, first)
+    best = _class_max(table, t, group, w3, first, rows)
     if best is None:
         return float(bias) + t.sum(axis=0) + slack
     free = np.ones(N_BASE, dtype=bool)
@@ -450,8 +457,9 @@ def _class_table(enc, c):
     return cls, attrs, A
 
 
-def _class_max(table, t, group, w3, first=None):
-    """max over the block's partner kinds of f's class part for mention i (shape (n,)), or None.
+def _class_max(table, t, group, w3, first=None, rows=None):
+    """max over the block's partner kinds of f's class part for mention i (shape (n,), or
+    (len(rows),) with ``t`` of those rows only), or None.
 
     The class part of a pair (i, j): ``A[class i, class j]`` (:func:`_class_table`), plus
     each gate's interval maxima ``t`` when both classes have its field, plus (``w3`` not
@@ -464,10 +472,15 @@ def _class_max(table, t, group, w3, first=None):
     if table is None:
         return None
     cls, attrs, A = table
-    n, V = len(cls), len(A)
+    V = len(A)
+    # the partner kinds are the block's; the rows read are ``rows`` (t's columns)
+    kinds = np.unique(np.column_stack([cls, group]), axis=0)      # (E, 2): class, group
+    if rows is not None:
+        cls, group = cls[rows], group[rows]
+        first = None if first is None else first[rows]
+    n = len(cls)
     has = ~attrs[:, list(_GATES)].astype(bool)             # (V, gates): field present
     G = np.stack([t[[_F[k] for k in feats]].sum(axis=0) for feats in _GATES.values()], axis=1)  # (n, gates)
-    kinds = np.unique(np.column_stack([cls, group]), axis=0)      # (E, 2): class, group
     kv, kg = kinds[:, 0], kinds[:, 1]
     kf = attrs[kv, 5].astype(np.int64)                             # the first_code of each kind's class
     out = np.empty(n)

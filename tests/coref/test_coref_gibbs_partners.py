@@ -402,29 +402,36 @@ def test_first_name_keys_tighten_a_valid_bound(initial_block, max_df, monkeypatc
             assert (idx.rest < without.rest - 1.0).any()
 
 
+def _outward(lo, hi, want_lo, want_hi, slack):
+    """[lo, hi] holds [want_lo, want_hi] (to float64 rounding) and is at most ``slack`` (the widening
+    by :func:`coref.gibbs.topic_bounds._f32_error`) plus half of it (the rounding it covers) wider at each end."""
+    assert want_lo - 1.5 * slack <= lo <= want_lo + 1e-12 and want_hi - 1e-12 <= hi <= want_hi + 1.5 * slack, \
+        (lo, hi, want_lo, want_hi, slack)
+
+
 @pytest.mark.parametrize("rows_per_chunk", [3, None])
 def test_topic_extremes_are_those_of_the_kernel_features(initial_block, rows_per_chunk, monkeypatch):
     """``topic_extremes`` against ``pair_features`` for every partner of a sample of mentions:
-    the ends are the exact extremes of ``topic_cos`` and ``topic_drift`` over j != i, with 0
-    (in one chunk, and three rows per chunk)."""
+    the ends hold the exact extremes of ``topic_cos`` and ``topic_drift`` over j != i, with 0,
+    and are within the float32 rounding bound of them (in one chunk, and three rows per chunk)."""
     import coref.gibbs.topic_bounds as TB
     from coref.gibbs.partners import _F, topic_extremes
 
     _, enc = initial_block
-    n = enc.n
+    n, kt = enc.n, int(enc.n_topics)
     if rows_per_chunk:
-        monkeypatch.setattr(TB, "TOPIC_CHUNK_BYTES", 8 * n * rows_per_chunk)
+        monkeypatch.setattr(TB, "TOPIC_CHUNK_BYTES", 4 * n * rows_per_chunk)
     rows = np.arange(0, n, max(1, n // 40), dtype=np.int64)
     got = topic_extremes(enc, rows)
+    norm = np.linalg.norm(np.asarray(enc.topic)[: n * kt].reshape(n, kt), axis=1)
     for k, i in enumerate(rows.tolist()):
         J = np.flatnonzero(np.arange(n) != i).astype(np.int64)
         phi = np.empty((len(J), 2 * N_BASE))
         _factors.pair_features(enc, np.full(len(J), i, np.int64), J, phi)
-        want = []
-        for f in ("topic_cos", "topic_drift"):
+        for e, (f, gap) in enumerate((("topic_cos", 1.0), ("topic_drift", 3.0))):
             v = phi[:, _F[f]]
-            want += [min(v.min(), 0.0), max(v.max(), 0.0)]
-        np.testing.assert_allclose([g[k] for g in got], want, rtol=1e-12, atol=1e-14)
+            _outward(got[2 * e][k], got[2 * e + 1][k], min(v.min(), 0.0), max(v.max(), 0.0),
+                     gap * TB._f32_error(kt) * norm[i] * norm.max())
     assert (got[3] > 0).any() and (got[2] < 0).any()          # (the drift is not trivially 0 here)
 
 
@@ -432,17 +439,20 @@ def test_topic_extremes_with_missing_years_by_hand():
     """A missing year gives no drift (gap 0), the own pair counts as 0, the gap caps at 3 decades."""
     from types import SimpleNamespace
 
+    import coref.gibbs.topic_bounds as TB
     from coref.gibbs.topic_bounds import topic_extremes
 
     T = np.array([[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0], [0.0, -1.0]])
     enc = SimpleNamespace(n=4, n_topics=2, topic=np.r_[T.ravel(), 0.0], year=np.array([1970, 2010, -1, 1990]))
     cos_lo, cos_hi, d_lo, d_hi = topic_extremes(enc, np.arange(4))
-    # mention 0 against 1 (0.6, 40 years -> 3.0), 2 (-1, no year), 3 (0, 20 years)
-    np.testing.assert_allclose([cos_lo[0], cos_hi[0], d_lo[0], d_hi[0]], [-1.0, 0.6, 0.0, 1.8])
-    # mention 2 (no year): products -1, -0.6, 0; no drift at all
-    np.testing.assert_allclose([cos_lo[2], cos_hi[2], d_lo[2], d_hi[2]], [-1.0, 0.0, 0.0, 0.0])
-    # mention 3 against 0 (0, 2.0), 1 (-0.8, 2.0), 2 (0, none)
-    np.testing.assert_allclose([cos_lo[3], cos_hi[3], d_lo[3], d_hi[3]], [-0.8, 0.0, -1.6, 0.0])
+    s = TB._f32_error(2)                     # every norm is 1
+    for i, want in [(0, [-1.0, 0.6, 0.0, 1.8]),      # against 1 (0.6, 40 years -> 3.0), 2 (-1, no year), 3 (0, 20 years)
+                    (2, [-1.0, 0.0, 0.0, 0.0]),      # no year: products -1, -0.6, 0; no drift at all
+                    (3, [-0.8, 0.0, -1.6, 0.0])]:    # against 0 (0, 2.0), 1 (-0.8, 2.0), 2 (0, none)
+        _outward(cos_lo[i], cos_hi[i], want[0], want[1], s)
+        _outward(d_lo[i], d_hi[i], want[2], want[3], 3 * s)
+    # a mention without a year has no drift: exactly 0 (no widening)
+    assert d_lo[2] == 0.0 and d_hi[2] == 0.0
 
 
 def test_exact_topic_terms_tighten_only_the_bounds_above_zero(initial_block, monkeypatch):
@@ -468,10 +478,43 @@ def test_exact_topic_terms_tighten_only_the_bounds_above_zero(initial_block, mon
         np.testing.assert_array_equal(partner_index(enc, theta, bias, max_df).rest, off.rest)
 
 
+def test_rest_bound_of_some_rows_is_that_of_the_whole_block(initial_block, monkeypatch):
+    """The refinement recomputes the bound of the refined rows only (``_rest_bound(rows=...)``):
+    the index is the one that recomputes every row, bit for bit."""
+    import coref.gibbs.partners as P
+
+    model, enc = initial_block
+    theta = np.ascontiguousarray(model.big_.theta, dtype=np.float64)
+    monkeypatch.setattr(P, "TOPIC_EXACT_MIN_N", 0)
+    some = partner_index(enc, theta, -6.0, (3, 40))
+    whole_block = P._rest_bound
+
+    def every_row(*args, rows=None, **kw):
+        r = whole_block(*args, **kw)
+        return r if rows is None else r[rows]
+
+    monkeypatch.setattr(P, "_rest_bound", every_row)
+    every = partner_index(enc, theta, -6.0, (3, 40))
+    np.testing.assert_array_equal(some.rest, every.rest)
+    assert some.n_levels == every.n_levels == 2
+    # the class maximum of a few rows still ranges over the kinds of the whole block
+    rng = np.random.default_rng(3)
+    table = P._class_table(enc, theta[:N_BASE])
+    n = enc.n
+    t = rng.normal(size=(N_BASE, n))
+    group = np.where(rng.random(n) < 0.5, rng.integers(0, 4, n), -1)
+    first = np.where(rng.random(n) < 0.3, np.asarray(enc.first_code, dtype=np.int64), -1)
+    rows = np.array([0, 5, n - 1])
+    np.testing.assert_array_equal(P._class_max(table, t[:, rows], group, 0.7, first, rows),
+                                  P._class_max(table, t, group, 0.7, first)[rows])
+
+
 def test_comp_topic_interval_holds_every_pair_of_other_groups(initial_block):
     """``comp_topic_interval`` against the kernel's damped feature for every pair in different
-    comp1 groups, and its ends are the exact extremes over the other groups (with 0)."""
+    comp1 groups, and its ends are the exact extremes over the other groups (with 0), to the
+    float32 rounding bound."""
     from coref.gibbs.partners import _F, comp_topic_interval
+    from coref.gibbs.topic_bounds import _f32_error
 
     _, enc = initial_block
     n = enc.n
@@ -485,10 +528,12 @@ def test_comp_topic_interval_holds_every_pair_of_other_groups(initial_block):
     # exact extremes of the undamped products over the other groups, 0 included
     kt = int(enc.n_topics)
     P = np.asarray(enc.comp_topic)[: n * kt].reshape(n, kt)
+    norm = np.linalg.norm(P, axis=1)          # (rows by comp1 group id)
     for i in range(0, n, max(1, n // 25)):
         other = np.unique(comp1[comp1 != comp1[i]])
         d = P[other] @ P[comp1[i]]
-        np.testing.assert_allclose([lo[i], hi[i]], [min(d.min(), 0.0), max(d.max(), 0.0)], atol=1e-12)
+        _outward(lo[i], hi[i], min(d.min(), 0.0), max(d.max(), 0.0),
+                 _f32_error(kt) * norm[comp1[i]] * norm[np.unique(comp1)].max())
 
 
 @pytest.mark.parametrize("chunk", [8, 2**20])
@@ -508,13 +553,18 @@ def test_comp_topic_interval_keeps_zero_for_the_damping(chunk, monkeypatch):
     enc = SimpleNamespace(n=5, n_topics=2, comp1=comp1,
                           comp_topic=np.concatenate([np.vstack([prof, np.zeros((1, 2))]).ravel(), [0.0]]))
     lo, hi = comp_topic_interval(enc)
+    s = TB._f32_error(2)                     # every norm is 1 (the empty fifth row is no group's)
     # group 0 against 1, 2, 3: 0.96, 0.6, -0.6; group 2 ([1, 0]) against 0, 1, 3: 0.6, 0.8, -1
-    np.testing.assert_allclose(lo, [-0.6, -0.6, -0.8, -1.0, -1.0])
-    np.testing.assert_allclose(hi, [0.96, 0.96, 0.96, 0.8, 0.0])
+    for i, want in enumerate([(-0.6, 0.96), (-0.6, 0.96), (-0.8, 0.96), (-1.0, 0.8), (-1.0, 0.0)]):
+        _outward(lo[i], hi[i], *want, s)
+    assert hi[4] == 0.0                      # only negative products: the damping's 0, exactly
     pos = SimpleNamespace(n=2, n_topics=2, comp1=np.array([0, 1]),
                           comp_topic=np.array([0.6, 0.8, 0.8, 0.6, 0.0]))
     lo, hi = comp_topic_interval(pos)
-    np.testing.assert_allclose(lo, [0.0, 0.0])
-    np.testing.assert_allclose(hi, [0.96, 0.96])
+    np.testing.assert_array_equal(lo, [0.0, 0.0])
+    for i in range(2):
+        _outward(lo[i], hi[i], 0.0, 0.96, s)
+    one = SimpleNamespace(n=2, n_topics=2, comp1=np.array([0, 0]), comp_topic=np.array([0.6, 0.8, 0.6, 0.8, 0.0]))
+    np.testing.assert_array_equal(comp_topic_interval(one), [[0.0, 0.0], [0.0, 0.0]])   # no other group
     assert comp_topic_interval(SimpleNamespace(n=2, n_topics=0, comp1=np.array([0, 1]),
                                                comp_topic=np.zeros(1))) is None
