@@ -46,11 +46,11 @@ first draw (see ``anneal``).
 """
 from libc.math cimport sqrt, log, INFINITY, NAN
 from libc.stdint cimport uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
-from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, merge_act, _finish
+from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, pool_members, merge_act, _finish
 from coref.gibbs._prepass cimport row_maxima, matrix_rows
 from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_arm_sums,
                                memo_arm_clear, memo_ub, lazy_bound, memo_row_has)
@@ -269,8 +269,9 @@ cdef Py_ssize_t _step(BlockData* d,
     # increasing c, then the new cluster's: the stream of the exact sampler), sets up
     # each arm and sorts it: N <= first batch: exact (lazily, after an upper-bound
     # test, if fmax is given; listed in lz[0:n_lazy], increasing c); others:
-    # subsampled, their members copied from the pool (the subsampling shuffles the
-    # copy; the pool stays sorted by index).  act[0:na] lists the arms that are not
+    # subsampled, their members copied from the pool at the first draw (the subsampling
+    # shuffles the copy; the pool stays sorted by index; an arm dropped before then is
+    # never copied).  act[0:na] lists the arms that are not
     # lazy, in increasing c.
     tstar = 1
     n_open = 0
@@ -310,17 +311,9 @@ cdef Py_ssize_t _step(BlockData* d,
             evals += m
             T[c] = m
         else:
-            T[c] = 0
+            T[c] = 0               # its members are copied from the pool at its first draw
             if ri >= 0:
                 hc[c] = cv_arm(cv, cand[c], ri, inv_temp)
-            if c == c_old:
-                k = fill[c]
-                for q in range(fill[c], fill[c + 1]):
-                    if pool[q] != i:
-                        members[k] = pool[q]
-                        k += 1
-            else:
-                memcpy(&members[fill[c]], &pool[fill[c]], m * sizeof(long long))
             tr = n_rounds[m]
             if tr > tstar:
                 tstar = tr
@@ -383,6 +376,8 @@ cdef Py_ssize_t _step(BlockData* d,
         for a in range(na if not settle else 0):
             c = act[a]
             if alive[c] and 0 <= T[c] < N[c]:
+                if T[c] == 0:
+                    pool_members(members, pool, fill, c, c_old, i, N[c])
                 tr = _sched(r, T[c], N[c], fb)
                 for k in range(T[c], tr):
                     pos = fill[c] + k + below(rs, N[c] - k)

@@ -11,6 +11,20 @@ from libc.string cimport memmove, memcpy
 from coref.factors._factors cimport BlockData, row_clear
 
 
+cdef inline void pool_members(long long* members, const long long* pool, const long long* fill,
+                              Py_ssize_t c, Py_ssize_t c_old, Py_ssize_t i, Py_ssize_t m) noexcept nogil:
+    """Candidate c's m members other than i, in pool order, into members[fill[c]:fill[c] + m]."""
+    cdef Py_ssize_t q, k
+    if c == c_old:
+        k = fill[c]
+        for q in range(fill[c], fill[c + 1]):
+            if pool[q] != i:
+                members[k] = pool[q]
+                k += 1
+    else:
+        memcpy(&members[fill[c]], &pool[fill[c]], m * sizeof(long long))
+
+
 cdef inline Py_ssize_t merge_act(long long* act, Py_ssize_t na, const long long* add,
                                   Py_ssize_t m, long long* tmp) noexcept nogil:
     """Merge the increasing arm lists act[0:na] and add[0:m] into act; return the length."""
