@@ -235,6 +235,21 @@ def test_bound_table_is_the_normal_quantile_of_eq27():
     assert B[2, 2] == pytest.approx(1.6448536269514722, abs=1e-12)  # Phi^-1(0.95)
 
 
+def test_bound_table_of_a_big_block_takes_the_vectorised_quantile(monkeypatch):
+    """From ``NDTRI_MIN`` entries the table comes from scipy's ndtri: the same infinities, and the
+    values of the standard library's quantile to 1e-14."""
+    import coref.gibbs.schedule as S
+
+    monkeypatch.setattr(S, "NDTRI_MIN", 10**12)
+    stdlib = bound_table(0.05, 300, 64)
+    monkeypatch.setattr(S, "NDTRI_MIN", 1)
+    vec = bound_table(0.05, 300, 64)
+    assert np.array_equal(np.isinf(vec), np.isinf(stdlib)) and np.isinf(vec[:2]).all()
+    fin = np.isfinite(stdlib)
+    assert fin.sum() == 299 * 62
+    np.testing.assert_allclose(vec[fin], stdlib[fin], rtol=1e-14, atol=0)
+
+
 @pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 300])
 def test_cached_bound_table_is_a_contiguous_slice_of_the_same_values(n):
     from coref.gibbs.schedule import bound_table_ro
