@@ -33,12 +33,13 @@ coauthors cannot also be in i's unindexed comp3 group, and so on.  Full first na
 keys too (:data:`FIRST_NAME_KEYS`): where i's is indexed, every partner with the same first
 name is a candidate, so the classes of that first name leave the maximum.  In a
 first-initial block ("l wang": Lei, Li, Ling, L.) the same first name is the best class by
-about 2 nats.  ``comp_topic_cos`` takes its exact extremes over the other coauthor groups
+about 2 nats.  ``comp_topic_cos`` takes its extremes over the other coauthor groups
 (:func:`comp_topic_interval`); in a block of :data:`TOPIC_EXACT_MIN_N` mentions or more, a mention
-whose first level's bound is still above 0 gets the exact extremes of ``topic_cos`` and
-``topic_drift`` over the block (:func:`topic_extremes`).  On the 11,515-mention "l wang" block of ``coref synth
---mentions 3000000`` the memos that took their whole row fell from 74% of the mentions to
-38% with the first names, and to 0.7% with both.  Every other feature keeps its interval.  With ``max_df`` levels, each level indexes rarer keys too: more
+whose first level's bound is still above 0 gets the extremes of ``topic_cos`` and ``topic_drift``
+over the block (:func:`topic_extremes`; both in float32, widened by the rounding bound).  On the
+11,515-mention "l wang" block of ``coref synth --mentions 3000000`` the memos that took their whole
+row fell from 74% of the mentions to 38% with the first names, and to 0.7% with both.  Every other
+feature keeps its interval.  With ``max_df`` levels, each level indexes rarer keys too: more
 candidates, a tighter bound (``coref.gibbs._memo.memo_build`` tries them in turn).
 """
 from __future__ import annotations

@@ -446,9 +446,9 @@ def test_topic_extremes_with_missing_years_by_hand():
     enc = SimpleNamespace(n=4, n_topics=2, topic=np.r_[T.ravel(), 0.0], year=np.array([1970, 2010, -1, 1990]))
     cos_lo, cos_hi, d_lo, d_hi = topic_extremes(enc, np.arange(4))
     s = TB._f32_error(2)                     # every norm is 1
-    for i, want in [(0, [-1.0, 0.6, 0.0, 1.8]),      # against 1 (0.6, 40 years -> 3.0), 2 (-1, no year), 3 (0, 20 years)
-                    (2, [-1.0, 0.0, 0.0, 0.0]),      # no year: products -1, -0.6, 0; no drift at all
-                    (3, [-0.8, 0.0, -1.6, 0.0])]:    # against 0 (0, 2.0), 1 (-0.8, 2.0), 2 (0, none)
+    # mention 0 against 1 (0.6, 40 years -> 3.0), 2 (-1, no year), 3 (0, 20 years); mention 2 (no year):
+    # products -1, -0.6, 0, no drift at all; mention 3 against 0 (0, 2.0), 1 (-0.8, 2.0), 2 (0, none)
+    for i, want in [(0, [-1.0, 0.6, 0.0, 1.8]), (2, [-1.0, 0.0, 0.0, 0.0]), (3, [-0.8, 0.0, -1.6, 0.0])]:
         _outward(cos_lo[i], cos_hi[i], want[0], want[1], s)
         _outward(d_lo[i], d_hi[i], want[2], want[3], 3 * s)
     # a mention without a year has no drift: exactly 0 (no widening)
