@@ -285,7 +285,7 @@ def partner_index(enc, theta, bias, max_df=MAX_DF):
     rests = [_rest_bound(enc, bias, c, spaces, *a[:3], iv, table, a[3], ct) for a in level_args]
     if n >= TOPIC_EXACT_MIN_N:
         # mentions whose first level's bound is above 0 (those a memo may not keep): the topic
-        # terms at their exact extremes, then every level's bound again
+        # terms at their extremes over the block, then those rows' bound at every level again
         up = np.flatnonzero(rests[0] > 0.0)
         tight = _exact_topic_terms(enc, iv, up)
         if tight is not None:
@@ -371,7 +371,7 @@ def _rest_bound(enc, bias, c, spaces, light, anyk, group, iv, table, first=None,
 
 
 #: In blocks of at least this many mentions, the mentions whose first-level bound is above 0
-#: get the exact extremes of ``topic_cos`` and ``topic_drift`` (:func:`topic_extremes`) instead of
+#: get the extremes of ``topic_cos`` and ``topic_drift`` (:func:`topic_extremes`) instead of
 #: |t_i| max |t| (and that times the largest year gap), and every level's bound is computed again.
 #: One-name 100,000-mention block: 41 of 400 sampled mentions left the first level (about 35,000
 #: factors each, 62% of the memo factors), these terms were their largest slack (``topic_drift``
@@ -383,8 +383,9 @@ TOPIC_EXACT_MIN_N = 50_000
 
 
 def _exact_topic_terms(enc, iv, rows):
-    """``iv`` (lo, hi) with the topic intervals of ``rows`` narrowed to their exact extremes
-    (:func:`topic_extremes`, intersected with the old ones); None when nothing changes."""
+    """``iv`` (lo, hi) with the topic intervals of ``rows`` narrowed to their extremes
+    (:func:`topic_extremes`: float32, widened by the rounding bound; intersected with the old
+    ones); None when nothing changes."""
     if not len(rows):
         return None
     ext = topic_extremes(enc, rows)
