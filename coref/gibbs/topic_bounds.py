@@ -2,10 +2,10 @@
 
 :mod:`coref.gibbs.partners` bounds f(i, j) for every partner j outside i's candidates; for the
 two terms of the topic vectors a per-mention interval from norms (|t_i| max |t|) is loose, and
-these give their extremes over the block (to float32 rounding, widened outward): ``comp_topic_cos`` per coauthor group
+these give their extremes over the block: ``comp_topic_cos`` per coauthor group
 (:func:`comp_topic_interval`) and ``topic_cos`` / ``topic_drift`` per mention
 (:func:`topic_extremes`), by dense float32 products in chunks of :data:`TOPIC_CHUNK_BYTES`, each end
-widened by the products' rounding bound.
+widened outward by the products' rounding bound (:func:`_f32_error`).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def comp_topic_interval(enc):
     The feature is the dot product of the two groups' mean topic vectors, damped by a
     factor in (0, 1] (``COMPONENT_DAMPING``): it lies between 0 and the undamped product, so
     ``[min(0, min_g P_i . P_g), max(0, max_g P_i . P_g)]`` over the block's other groups g
-    holds it (exact extremes, not |P_i| max |P|: in one 11,515-mention first-initial block the
+    holds it (extremes over the groups, not |P_i| max |P|: in one 11,515-mention first-initial block the
     negative weight's term fell from 1.0 to 0.27 nats on average).  The products are taken in
     float32, each end widened by the rounding bound of :func:`_f32_error` (about 4e-6 |P_i| max
     |P| for 32 topics), so the interval holds the float64 products.  Costs G^2 n_topics / 2
@@ -116,6 +116,7 @@ def topic_extremes(enc, rows):
     norm = np.sqrt((topic * topic).sum(axis=1))
     where = np.empty(n, dtype=np.int64)
     where[order] = np.arange(n)
+    widen = _f32_error(kt) * norm * norm.max()             # per mention: its products' rounding bound
     out = np.zeros((4, len(rows)))
     step = max(1, int(TOPIC_CHUNK_BYTES) // (4 * n))
     buf = np.empty(min(step, max(1, len(rows))) * n, np.float32)
@@ -127,7 +128,7 @@ def topic_extremes(enc, rows):
         lo = np.minimum.reduceat(d, starts, axis=1).astype(np.float64)
         d[own] = -np.inf
         hi = np.maximum.reduceat(d, starts, axis=1).astype(np.float64)
-        s = (_f32_error(kt) * norm[r] * norm.max())[:, None]
+        s = widen[r][:, None]
         # a year of the own mention alone: +-inf -> the own pair's 0
         lo = np.where(np.isinf(lo), 0.0, lo - s)
         hi = np.where(np.isinf(hi), 0.0, hi + s)
