@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES
+from coref.factors.names import FEATURE_GROUPS, FEATURE_LABELS, FEATURE_NAMES, SAME_PAPER_PENALTY
 from coref.model import block_bias_evals, block_theta
 
 __all__ = ["Explanation", "explain_pair", "feature_groups", "LEVELS"]
@@ -33,6 +33,8 @@ __all__ = ["Explanation", "explain_pair", "feature_groups", "LEVELS"]
 
 _BLOCK_GROUP = "block"  # coref.factors.names.FEATURE_GROUPS' group of the block-constant features
 _BASELINE_LABEL = "block baseline (size, coherence)"
+#: the row of a pair of paper mates (coref.factors.papers): a constraint, not evidence
+_SAME_PAPER_LABEL = "one paper, two authors (constraint)"
 #: Levels of a term in :attr:`Explanation.by_feature` (column ``level``).
 LEVELS = ("block", "missing", "evidence")
 
@@ -150,9 +152,10 @@ class Explanation:
                  f"(log-odds; P(same author) = {self.probability:.3f}) in block {self.block!r}"
                  + (" (big-block weights, fitted on simulated blocks as large)" if self.big_block else ""), "",
                  f"{'by group':<{w}} {'contribution':>12} {'running total':>14}"]
-        scale = max([abs(v) for v in self.by_group["contribution"]] + [1e-12])
+        scale = max([abs(r.contribution) for r in self.by_group.itertuples(index=False)
+                     if r.group != _SAME_PAPER_LABEL] + [1e-12])
         for r in self.by_group.itertuples(index=False):
-            bar = ("+" if r.contribution >= 0 else "-") * int(round(20 * abs(r.contribution) / scale))
+            bar = ("+" if r.contribution >= 0 else "-") * min(20, int(round(20 * abs(r.contribution) / scale)))
             lines.append(f"{r.group:<{w}} {r.contribution:>+12.3f} {r.cumulative:>+14.3f}  {bar}".rstrip())
         head = f"{'phi':>8} {'theta':>9} {'theta*phi':>10}"
         for k, (title, rows) in enumerate(sections):
@@ -236,8 +239,10 @@ def explain_pair(model, df, mention_a, mention_b):
     base = model.base_bias(enc) if hasattr(model, "base_bias") else float(model.bias_)
     prior = [("block prior (d_b)", bias - base)] if getattr(model, "block_prior", "none") == "pcc" else []
     lead = [("intercept (b)", bias - sum(v for _, v in prior))] + prior + [(_BASELINE_LABEL, block_terms)]
-    by_group = pd.DataFrame({"group": [g for g, _ in lead] + list(grp.index),
-                             "contribution": [v for _, v in lead] + grp.tolist()})
+    mates = () if enc.mate_ptr is None else enc.mate_idx[enc.mate_ptr[i]:enc.mate_ptr[i + 1]].tolist()
+    tail = [(_SAME_PAPER_LABEL, -float(SAME_PAPER_PENALTY))] if j in mates else []
+    by_group = pd.DataFrame({"group": [g for g, _ in lead] + list(grp.index) + [g for g, _ in tail],
+                             "contribution": [v for _, v in lead] + grp.tolist() + [v for _, v in tail]})
     by_group["cumulative"] = by_group["contribution"].cumsum()
     return Explanation(str(mention_a), str(mention_b), ba, f, bias, feat.reset_index(drop=True), by_group,
                        big_block=bool(getattr(model, "is_big_block", lambda n: False)(enc.n)))

@@ -13,7 +13,9 @@ The generator mimics what makes author coreference hard and large:
   accents stripped) is the same for every variant of one author.
 * **Coauthor communities.** Authors belong to communities; each paper draws
   its authors from one community (weighted by a log-normal productivity), so
-  coauthor overlap is informative, as in real data.
+  coauthor overlap is informative, as in real data. Each mention carries its
+  paper's ``paper_id`` (``"p<k>"``), so two authors of one paper in one block
+  are kept apart (:mod:`coref.factors.papers`).
 * **Topics, venues, years, affiliations.** Each community has a topic (a
   title vocabulary mixed with common words), a few venues (Zipf), an active
   period (paper years around a centre, a few NA) and authors have a home
@@ -166,11 +168,12 @@ def synthesize_mentions(n_mentions, *, rng=None, n_authors=None, papers_per_auth
 
     Returns
     -------
-    pandas.DataFrame of shape (n_mentions, 9)
-        The mention schema (:data:`coref.io.MENTION_COLUMNS`): ``mention_id``
+    pandas.DataFrame of shape (n_mentions, 10)
+        The mention schema (:data:`coref.io.MENTION_COLUMNS`) and ``paper_id``: ``mention_id``
         ``"s<i>"``, ``block`` = first initial + last name (accents stripped,
         lower case, identical to :func:`coref.blocking.name_key` of the printed
-        name), ``gold`` = ``"a<author index>"``.
+        name), ``paper_id`` = ``"p<paper index>"`` (the mentions of one paper
+        share it), ``gold`` = ``"a<author index>"``.
 
     Raises
     ------
@@ -189,7 +192,7 @@ def synthesize_mentions(n_mentions, *, rng=None, n_authors=None, papers_per_auth
     --------
     >>> df = synthesize_mentions(1000, rng=0)
     >>> df.shape, df["gold"].notna().all()
-    ((1000, 9), np.True_)
+    ((1000, 10), np.True_)
     """
     _check_args(n_mentions, n_authors, papers_per_author, zipf_a, unlabeled_fraction, initial_prob)
     gen = as_generator(rng)
@@ -339,5 +342,6 @@ def synthesize_mentions(n_mentions, *, rng=None, n_authors=None, papers_per_auth
             gold[i] = None
     cols["gold"] = pd.array(gold, dtype="string")
     del gold
+    cols["paper_id"] = pd.array(np.strings.add("p", m_paper.astype(S)).tolist(), dtype="string")
     df = pd.DataFrame(cols, copy=False)
     return df

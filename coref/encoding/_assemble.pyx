@@ -458,7 +458,7 @@ cdef double _coherence(i64 n, const i64* ptr, const i32* ids, const double* w, A
 # names of the arrays read and written (interned once: dict look-ups hash nothing per call)
 _TEXT_NAMES = tuple((p + "_ptr", p + "_ids", p + "_w") for p in TEXT_PREFIXES)
 _CODE_NAMES = (("venue_g", "venue_id"), ("affil_g", "affil_id"), ("first_g", "first_code"),
-               ("given_g", "given_code"))
+               ("given_g", "given_code"), ("paper_g", "paper_code"))
 _COPY_NAMES = ("year", "first_init", "init_code", "init_len", "mid_init")
 _PROFILE_NAMES = (("pt_ptr", "pt_ids", "pt_w", 80), ("pv_ptr", "pv_ids", "pv_w", 25), ("pa_ptr", "pa_ids", "pa_w", 25))
 

@@ -14,6 +14,7 @@ from coref.encoding._arrays import tfidf_block
 from coref.encoding.blocks import EncodedBlock
 from coref.encoding.components import coauthor_groups, token_components
 from coref.encoding.mentions import TEXT_PREFIX, MentionEncoding
+from coref.factors.papers import paper_mates
 
 __all__ = ["assemble_block_py"]
 
@@ -147,6 +148,7 @@ def assemble_block_py(enc: MentionEncoding) -> EncodedBlock:
     first_g = a["first_g"]
     first_code = _codes_of(first_g)
     given_code = _codes_of(a["given_g"])
+    paper_code = _codes_of(a["paper_g"])
     first_init = a["first_init"].copy()
     name_rarity = np.zeros(n, dtype=np.float64)
     ok = first_g >= 0
@@ -213,6 +215,7 @@ def assemble_block_py(enc: MentionEncoding) -> EncodedBlock:
     )
     ab_ptr, ab_ids, ab_w = text["ab"]
     kw_ptr, kw_ids, kw_w = text["kw"]
+    mates = paper_mates(paper_code, co_ptr, co_ids)
     return EncodedBlock(
         n=n, co_ptr=co_ptr, co_ids=co_ids, co_w=co_w,
         ti_ptr=ti_ptr, ti_ids=ti_ids, ti_w=ti_w,
@@ -225,10 +228,11 @@ def assemble_block_py(enc: MentionEncoding) -> EncodedBlock:
         pa_ptr=pa[0], pa_ids=pa[1], pa_w=pa[2], comp_ymin=comp_ymin, comp_ymax=comp_ymax,
         comp3=comp3, ck_ptr=ck_ptr, ck_ids=ck_ids, ck_w=ck_w, ck_fn=ck_fn,
         init_code=a["init_code"].copy(), init_len=a["init_len"].copy(), mid_init=a["mid_init"].copy(),
-        given_code=given_code, name_rarity=name_rarity, init_amb=init_amb,
+        given_code=given_code, paper_code=paper_code, name_rarity=name_rarity, init_amb=init_amb,
         ab_ptr=ab_ptr, ab_ids=ab_ids, ab_w=ab_w, kw_ptr=kw_ptr, kw_ids=kw_ids, kw_w=kw_w,
         va_ptr=va_ptr, va_ids=va_ids, va_w=va_w, vt_ptr=vt_ptr, vt_ids=vt_ids, vt_w=vt_w,
         n_topics=int(k_topics), topic=topic, comp_topic=comp_topic,
         block_stats=block_stats,
         mention_id=tuple(str(m) for m in enc.mention_id.tolist()),
+        mate_ptr=mates[0], mate_idx=mates[1],
     )

@@ -17,6 +17,7 @@ import pandas as pd
 from coref.encoding.components import coauthor_groups, token_components
 from coref.encoding.mentions import MentionEncoding, encode_parts
 from coref.encoding.vocabulary import Vocabulary
+from coref.factors.papers import paper_mates
 
 __all__ = ["EncodedBlock", "assemble_block", "assemble_blocks", "block_components", "encode_mentions"]
 
@@ -33,14 +34,16 @@ class EncodedBlock:
     Per-mention int32 arrays of shape (n,): ``venue_id``, ``affil_id``, ``year``,
     ``first_code`` (full first name), ``first_init`` (-1 = missing), ``init_code`` /
     ``init_len`` (packed given-name initials, 5 bits each, first most significant),
-    ``mid_init``, ``given_code``, ``comp1``, ``comp2`` (components of the
+    ``mid_init``, ``given_code``, ``paper_code`` (the paper, -1 = unknown; a constraint, never a feature),
+    ``comp1``, ``comp2`` (components of the
     shared-coauthor graphs) and float64 ``comp1_logsize``, ``name_rarity``,
     ``init_amb``. Component profiles ``pt_*`` (title), ``pv_*`` (venue), ``pa_*``
     (affiliation): CSR with n rows, row r holding the profile of the component
     labelled r. ``topic`` / ``comp_topic``: float64 of shape (n * n_topics + 1,),
     row-major unit topic vectors of the mentions / of the components (rows by label).
     ``ck_*``: coauthors keyed by first initial + last name, with ``ck_fn`` the code of
-    the coauthor's full first name (-1 = initial only).
+    the coauthor's full first name (-1 = initial only). ``mate_ptr`` / ``mate_idx``: the
+    paper mates of each mention (:func:`coref.factors.papers.paper_mates`; None = none).
     """
 
     n: int
@@ -84,6 +87,7 @@ class EncodedBlock:
     init_len: np.ndarray
     mid_init: np.ndarray
     given_code: np.ndarray
+    paper_code: np.ndarray
     name_rarity: np.ndarray
     init_amb: np.ndarray
     ab_ptr: np.ndarray
@@ -103,6 +107,8 @@ class EncodedBlock:
     comp_topic: np.ndarray
     block_stats: tuple = (0.0, 0.0, 0.0, 0.0, 0.0)
     mention_id: tuple = ()
+    mate_ptr: np.ndarray | None = None
+    mate_idx: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.n
@@ -202,6 +208,7 @@ def assemble_block(enc: MentionEncoding, components: dict | None = None) -> Enco
     out["n"] = n
     out["n_topics"] = int(enc.n_topics)
     out["mention_id"] = tuple(map(str, enc.mention_id.tolist()))
+    out["mate_ptr"], out["mate_idx"] = paper_mates(out["paper_code"], out["co_ptr"], out["co_ids"])
     if out.keys() != _BLOCK_FIELDS:
         raise RuntimeError(f"coref.encoding._assemble returned the fields {sorted(out)}, not those of EncodedBlock")
     # every field at once (a frozen dataclass's __init__ sets its 60 fields one by one, ~6 us)

@@ -33,10 +33,11 @@ CSR_ARRAYS = {"co": (), "ti": ("w",), "ve": ("w",), "af": ("w",), "ab": ("w",), 
               "vw": (), "ck": ("fn",), "fs": ()}
 #: per-mention int32 arrays of a :class:`MentionEncoding`
 INT_ARRAYS = ("year", "first_init", "init_len", "init_code", "mid_init", "first0", "middle",
-              "first_g", "given_g", "venue_g", "affil_g", "acr_g")
+              "first_g", "given_g", "venue_g", "affil_g", "acr_g", "paper_g")
 #: string tables and the arrays whose entries index them (-1 = none)
 TABLE_REFS = {"co": ("co_ids",), "vtok": ("vw_ids", "acr_g"), "ck": ("ck_ids",), "fn": ("ck_fn", "fs_ids"),
-              "first": ("first_g",), "given": ("given_g",), "venue": ("venue_g",), "affil": ("affil_g",)}
+              "first": ("first_g",), "given": ("given_g",), "venue": ("venue_g",), "affil": ("affil_g",),
+              "paper": ("paper_g",)}
 #: TF-IDF field -> CSR prefix; ids >= V (the vocabulary's size) index the table "u_<field>"
 #: of words the vocabulary never saw
 TEXT_PREFIX = {"title": "ti", "venue": "ve", "affiliation": "af", "abstract": "ab", "keywords": "kw"}
@@ -393,6 +394,10 @@ def _encode_batch(df: pd.DataFrame, voc: Vocabulary) -> MentionEncoding:
     _, arrays["vw_ptr"], arrays["vw_ids"] = intern_lists(vsets, tables["vtok"])
     pos = {s: i for i, s in enumerate(tables["vtok"].tolist())}
     arrays["acr_g"] = np.fromiter((pos[a] if a else -1 for a in acr), dtype=np.int32, count=n)
+
+    # the paper id, when given, is a constraint only (two mentions of one paper are two authors), never a feature
+    papers = df["paper_id"].tolist() if "paper_id" in df.columns else [None] * n
+    tables["paper"], arrays["paper_g"] = intern([p if isinstance(p, str) else "" for p in papers])
 
     years = pd.array(df["year"], dtype="Int64")
     year = np.asarray(years.fillna(-1).to_numpy(dtype=np.int64), dtype=np.int32)

@@ -25,6 +25,9 @@ cdef enum:
     # component-level terms (phi[20..23], phi[47]) of two comp1 components A, B are damped by
     # min(1, COMP_DAMP / sqrt(|A| |B|)) (must equal coref.factors.names.COMPONENT_DAMPING)
     COMP_DAMP = 20
+    # nats subtracted from the factor of two mentions of one paper (a constraint: two authors;
+    # must equal coref.factors.names.SAME_PAPER_PENALTY)
+    SAME_PAPER = 1000000
     # signature words per mention: 2 (128 bits) for each of SIG_FIELDS id lists
     SIG_FIELDS = 9
     N_SIG = 18
@@ -49,7 +52,7 @@ cdef struct Mention:
     long long co, ti, ve, af, ck, ab, kw, va, vt    # start of each list in its *_ids / *_w
     int n_co, n_ti, n_ve, n_af, n_ck, n_ab, n_kw, n_va, n_vt   # list lengths
     int venue_id, affil_id, year, first_code, first_init, comp1, comp2, comp3
-    int init_code, init_len, mid_init, given_code, comp_idx
+    int init_code, init_len, mid_init, given_code, comp_idx, paper
     double comp1_logsize, name_rarity, init_amb
 
 
@@ -102,6 +105,7 @@ cdef struct BlockData:
     const int* init_len      # number of initials (0 = no given name)
     const int* mid_init      # second given initial (char code), -1 = none
     const int* given_code    # whole given names (full first name only), -1 = none
+    const int* paper_code    # the paper (a constraint only: two mentions of it are two authors), -1 = unknown
     const double* name_rarity  # -log share of the block's mentions with this first name
     const double* init_amb   # log(1 + full first names with this initial in the block)
     # abstract words, keywords: CSR, sorted ids, L2-normalised TF-IDF weights
@@ -143,6 +147,11 @@ cdef struct BlockData:
     double* cc_memo          # (n_comp * n_comp * MEMO_CC) or NULL
     double* mc_memo          # (n * n_comp) or NULL
     const Mention* men       # (n,) packed per-mention records
+    # paper mates (``coref.factors.papers``): CSR, NULL = none in the block; forb: (n + 1,)
+    # zeroed work flags, set by racing Gibbs on the clusters a moving mention may not join
+    const long long* mate_ptr
+    const long long* mate_idx
+    char* forb
     # row mode (see ``row_set``): the id lists of one mention ``row`` scattered into
     # dense tables indexed by id, so that a factor (row, j) looks up each id of j once
     # instead of merging two sorted lists; row = -1 when off, scatter_ok = 0 when the

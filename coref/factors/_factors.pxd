@@ -10,7 +10,7 @@ that the Gibbs kernel evaluates factors without a call through a module boundary
 - ``_setup.pxd``: ``make_block``, ``memo_arrays``
 - ``_phi.pxd``: the features, ``block_phi`` / ``block_factor``, ``prefetch_pair``
 """
-from coref.factors._block cimport BlockData, N_BASE, N_FEATURES, N_SAT, COMP_DAMP
+from coref.factors._block cimport BlockData, N_BASE, N_FEATURES, N_SAT, COMP_DAMP, SAME_PAPER
 from coref.factors._rows cimport row_set, row_clear
 from coref.factors._setup cimport make_block, memo_arrays
 from coref.factors._phi cimport block_phi, block_factor, prefetch_pair

@@ -6,6 +6,7 @@ n_features: int
 n_base: int
 n_saturate: int
 comp_damping: int
+same_paper_penalty: int
 MEMO_MAX_BYTES: int
 
 def share_memo(enc: EncodedBlock, max_bytes: int = ...) -> None: ...

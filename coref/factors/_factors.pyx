@@ -18,6 +18,8 @@ n_features = N_FEATURES
 n_base = N_BASE
 #: compile-time block-size saturation (must equal ``coref.factors.names.BLOCK_SIZE_SATURATION``)
 n_saturate = N_SAT
+#: compile-time penalty of two mentions of one paper, nats (must equal ``coref.factors.names.SAME_PAPER_PENALTY``)
+same_paper_penalty = SAME_PAPER
 #: compile-time damping constant of the component terms (must equal ``coref.factors.names.COMPONENT_DAMPING``)
 comp_damping = COMP_DAMP
 MEMO_MAX_BYTES = 64 * 1024 * 1024

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from coref.factors.names import BLOCK_SIZE_SATURATION, COMPONENT_DAMPING, N_BASE, N_FEATURES
+from coref.factors.names import BLOCK_SIZE_SATURATION, COMPONENT_DAMPING, N_BASE, N_FEATURES, SAME_PAPER_PENALTY
 
 
 def _shared(ptr_a, ids_a, i, ptr_b, ids_b, j):
@@ -208,6 +208,11 @@ def block_factor(enc, theta, bias, i, j):
     if phi[17] != 0.0:  # interaction half: phi[N_BASE + k] = phi[k] * same_comp1
         for k in range(N_BASE):
             s += float(theta[N_BASE + k]) * phi[k]
+    pi, pj = int(enc.paper_code[i]), int(enc.paper_code[j])
+    if pi >= 0 and pi == pj:  # paper mates (coref.factors.papers): two authors, a constraint, not a feature
+        ci = enc.co_ids[enc.co_ptr[i]:enc.co_ptr[i + 1]].tolist()
+        if ci != enc.co_ids[enc.co_ptr[j]:enc.co_ptr[j + 1]].tolist():
+            s -= SAME_PAPER_PENALTY
     return s
 
 

@@ -12,7 +12,7 @@ Per-mention data come from the packed records ``d.men``.
 """
 from libc.math cimport log1p, fabs, exp
 
-from coref.factors._block cimport (BlockData, Mention, N_BASE, MEMO_CC, COMP_DAMP, CO_PREFETCH, SIG_CO,
+from coref.factors._block cimport (BlockData, Mention, N_BASE, MEMO_CC, COMP_DAMP, SAME_PAPER, CO_PREFETCH, SIG_CO,
                                    SIG_TI, SIG_VE, SIG_AF, SIG_CK, SIG_AB, SIG_KW, SIG_VA,
                                    SIG_VT)
 from coref.factors._lists cimport (meet, merge_dot, look_dot, look_dot_rev, list_dot,
@@ -354,12 +354,24 @@ cdef inline void block_phi(const BlockData* d, Py_ssize_t i, Py_ssize_t j,
         phi[N_BASE + k] = phi[k] * phi[17]
 
 
+cdef inline bint same_list(const int* co_ids, const Mention* mi, const Mention* mj) noexcept nogil:
+    """The two mentions' coauthor id lists are equal (a duplicate record of one paper, not two authors)."""
+    cdef int k
+    if mi.n_co != mj.n_co:
+        return False
+    for k in range(mi.n_co):
+        if co_ids[mi.co + k] != co_ids[mj.co + k]:
+            return False
+    return True
+
+
 cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
     """f_theta(x_i, x_j) = theta . phi(x_i, x_j) + bias (a log-odds, natural log).
 
     The interaction half phi[N_BASE + k] = phi[k] * same_comp1 is not materialised:
     same_comp1 is 0 or 1, so its terms are added only inside one coauthor component
-    (adding theta * 0.0 would not change the sum).
+    (adding theta * 0.0 would not change the sum). Paper mates (one paper, coauthor lists
+    that differ: ``coref.factors.papers``) get SAME_PAPER nats less: they are two authors.
     """
     cdef double phi[N_BASE]
     cdef double s = d.bias
@@ -370,4 +382,8 @@ cdef inline double block_factor(const BlockData* d, Py_ssize_t i, Py_ssize_t j) 
     if phi[17] != 0.0:
         for k in range(N_BASE):
             s += d.theta[N_BASE + k] * phi[k]
+    if (d.men[i].paper >= 0 and d.men[i].paper == d.men[j].paper
+            and not same_list(d.co_ids, d.men + i, d.men + j)):
+        s -= SAME_PAPER
     return s
+

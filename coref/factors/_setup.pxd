@@ -51,6 +51,7 @@ cdef inline void fill_records(BlockData* d, Mention* men) noexcept nogil:
         m.init_len = d.init_len[r]
         m.mid_init = d.mid_init[r]
         m.given_code = d.given_code[r]
+        m.paper = d.paper_code[r]
         m.comp_idx = d.comp_idx[r] if d.comp_idx != NULL else 0
         m.comp1_logsize = d.comp1_logsize[r]
         m.name_rarity = d.name_rarity[r]
@@ -100,6 +101,24 @@ cdef inline Py_ssize_t csr_field(object enc, str key, const long long** ptr, con
     return p.shape[0] - 1
 
 
+cdef inline void paper_arrays(BlockData* d, object enc, list keep) except *:
+    """Point d at the block's paper mates (``EncodedBlock.mate_ptr`` / ``mate_idx``,
+    ``coref.factors.papers``) and a zeroed flag per cluster label, when it has any
+    (otherwise they stay NULL)."""
+    import numpy as np
+    cdef const long long[::1] ptr, idx
+    cdef char[::1] flags
+    mate_ptr, mate_idx = enc.mate_ptr, enc.mate_idx
+    if mate_ptr is None:
+        return
+    forb = np.zeros(d.n + 1, dtype=np.int8)
+    keep.extend((mate_ptr, mate_idx, forb))
+    ptr, idx, flags = mate_ptr, mate_idx, forb
+    d.mate_ptr = &ptr[0]
+    d.mate_idx = &idx[0]
+    d.forb = &flags[0]
+
+
 cdef inline BlockData make_block(object enc, const double[::1] theta, double bias,
                                  list keep, Py_ssize_t memo_max_bytes,
                                  bint row_tables=False, object shared=None) except *:
@@ -144,6 +163,7 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.init_len = int_field(enc, "init_len")
     d.mid_init = int_field(enc, "mid_init")
     d.given_code = int_field(enc, "given_code")
+    d.paper_code = int_field(enc, "paper_code")
     d.comp1_logsize = dbl_field(enc, "comp1_logsize")
     d.name_rarity = dbl_field(enc, "name_rarity")
     d.init_amb = dbl_field(enc, "init_amb")
@@ -168,6 +188,9 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.cc_memo = NULL
     d.mc_memo = NULL
     d.men = NULL
+    d.mate_ptr = NULL
+    d.mate_idx = NULL
+    d.forb = NULL
     if d.n == 0:
         return d
     # the memo tables hold features (no theta), so calls on one encoding may share them
@@ -196,4 +219,5 @@ cdef inline BlockData make_block(object enc, const double[::1] theta, double bia
     d.men = <const Mention*>&men_buf[0]
     if row_tables:
         attach_row_tables(&d, keep, n_pt, n_pv, n_pa)
+    paper_arrays(&d, enc, keep)
     return d

@@ -9,7 +9,7 @@ uses. The definitions are in :mod:`coref.encoding`.
 """
 
 __all__ = ["BASE_FEATURES", "N_BASE", "FEATURE_NAMES", "FEATURE_LABELS", "FEATURE_GROUPS", "N_FEATURES",
-           "BLOCK_SIZE_SATURATION", "COMPONENT_DAMPING"]
+           "BLOCK_SIZE_SATURATION", "COMPONENT_DAMPING", "SAME_PAPER_PENALTY"]
 
 #: The block-size features (``log_n``, ``co_log_count_logn``) use log(min(n, BLOCK_SIZE_SATURATION)):
 #: a linear weight fitted on blocks of at most a few hundred mentions (the largest shipped training
@@ -28,6 +28,15 @@ BLOCK_SIZE_SATURATION = 512
 #: their total grows as sqrt(|A| |B|).  The compiled kernel's ``COMP_DAMP``
 #: (``coref.factors._factors.comp_damping``) must equal it.
 COMPONENT_DAMPING = 20
+
+#: Two mentions of one paper (equal, known ``paper_id``) are two different authors: a paper does
+#: not list one person twice (S2AND's clustering constraint, Subramanian et al. 2021). Their
+#: factor is lowered by this many nats, far beyond any sum of evidence a cluster can hold (a
+#: near-duplicate pair scores about +45 nats, so a cluster of 4,000 such mentions about 2e5), so
+#: no sampler puts them together. It is a constraint, not a feature: the id itself is never
+#: compared otherwise, and no weight is learned for it. The compiled kernel's ``SAME_PAPER``
+#: (``coref.factors._factors.same_paper_penalty``) must equal it.
+SAME_PAPER_PENALTY = 1_000_000
 
 BASE_FEATURES = (
     # name, group, label

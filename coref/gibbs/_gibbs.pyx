@@ -50,7 +50,7 @@ from libc.string cimport memset
 
 from coref.factors._factors cimport (BlockData, make_block, block_factor, row_set, row_clear,
                                      prefetch_pair)
-from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, pool_members, merge_act, _finish
+from coref.gibbs._pool cimport pool_init, pool_remove, pool_insert, pool_members, merge_act, mates_mark, _finish
 from coref.gibbs._prepass cimport row_maxima, matrix_rows
 from coref.gibbs._memo cimport (RowMemo, memo_build, memo_find, memo_max, memo_arm_sums,
                                memo_arm_clear, memo_ub, lazy_bound, memo_row_has)
@@ -280,9 +280,13 @@ cdef Py_ssize_t _step(BlockData* d,
     fi = fmax[i] if fmax != NULL else 0.0
     lz_umax = 0.0
     lz_nmax = 0
+    mates_mark(d, i, labels, cidx)
     for c in range(C):
         u = uniform(rs)
         us[c] = u
+        if d.forb != NULL and d.forb[c]:
+            d.forb[c] = 0          # it holds a paper mate of i: two authors, never one cluster
+            continue
         m = fill[c + 1] - fill[c] - (c == c_old)    # N_y = |C_y \ {i}| (= size[cand[c]])
         if m <= fb and fmax != NULL:
             # lazy small arm: only its uniform, position and population are noted here;

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from coref.factors._factors_py import block_factor
+from coref.factors.papers import paper_mates
 from coref.gibbs.partners import check_index, check_tier
 
 _MASK = (1 << 64) - 1
@@ -204,7 +205,13 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
         hc = [0.0] * C
         ub = [None] * C          # bound sums of the small arms, computed on first test
         ex = [0] * C             # their members in i's memo (-1 without a memo)
+        # clusters holding a paper mate of i (coref.factors.papers): dropped before the race
+        mate_ptr, mate_idx = paper_mates(enc.paper_code, enc.co_ptr, enc.co_ids)
+        forb = set() if mate_ptr is None else {cidx[int(labels[j])] for j in mate_idx[mate_ptr[i]:mate_ptr[i + 1]]}
         for c in range(C):
+            if c in forb:
+                alive[c] = False
+                continue
             if N[c] <= fb:
                 if fmax is not None:
                     lazy[c] = True
@@ -229,7 +236,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
             # memo bound of the subsampled arms: dropped when behind the new cluster
             tstar, n_open = 1, 0
             for c in range(C):
-                if lazy[c] or N[c] <= fb:
+                if lazy[c] or N[c] <= fb or not alive[c]:
                     continue
                 if g[C] - (g[c] + _memo_ub(memo, i, sums, c, N[c], inv_temp)) > 0.0:
                     alive[c] = False

@@ -25,6 +25,17 @@ cdef inline void pool_members(long long* members, const long long* pool, const l
         memcpy(&members[fill[c]], &pool[fill[c]], m * sizeof(long long))
 
 
+cdef inline void mates_mark(BlockData* d, Py_ssize_t i, const long long* labels,
+                             const long long* cidx) noexcept nogil:
+    """Flag (``d.forb``) the candidate clusters holding a paper mate of mention i
+    (``coref.factors.papers``): racing drops them before its race and clears the flags."""
+    cdef long long q
+    if d.mate_ptr == NULL:
+        return
+    for q in range(d.mate_ptr[i], d.mate_ptr[i + 1]):
+        d.forb[cidx[labels[d.mate_idx[q]]]] = 1
+
+
 cdef inline Py_ssize_t merge_act(long long* act, Py_ssize_t na, const long long* add,
                                   Py_ssize_t m, long long* tmp) noexcept nogil:
     """Merge the increasing arm lists act[0:na] and add[0:m] into act; return the length."""

@@ -162,7 +162,7 @@ def _random_encoding(seed, *, dup=False):
     a["first0"] = np.where(a["first_g"] >= 0, rng.integers(97, 99, size=n), -1).astype(np.int32)
     a["first_init"] = rng.integers(96, 100, size=n).astype(np.int32)
     a["first_init"][a["first_init"] == 96] = -1
-    for name in ("given_g", "venue_g", "affil_g"):
+    for name in ("given_g", "venue_g", "affil_g", "paper_g"):
         a[name] = rng.integers(-1, 4, size=n).astype(np.int32)
     a["middle"] = rng.integers(0, 2, size=n).astype(np.int32)
     a["init_len"] = rng.integers(0, 4, size=n).astype(np.int32)
@@ -172,7 +172,7 @@ def _random_encoding(seed, *, dup=False):
     T[rng.random(n) < 0.2] = 0.0
     a["topic"] = T
     for t, size in (("co", n_co), ("vtok", n_vtok), ("ck", n_ck), ("fn", n_fn), ("first", 4), ("given", 4),
-                    ("venue", 4), ("affil", 4)):
+                    ("venue", 4), ("affil", 4), ("paper", 4)):
         tables[t] = np.array([f"{t}{i:03d}" for i in range(size)], dtype=str)
     mids = np.array([f"m{i}" for i in range(n)], dtype=object)
     return MentionEncoding(mids, a, tables, n_vocab, k_topics)
@@ -213,11 +213,11 @@ def _chain_encoding(n, k_topics=4):
         a[f"{p}_ptr"], a[f"{p}_ids"] = empty_ptr, np.zeros(0, np.int32)
     a["ck_fn"] = np.zeros(0, np.int32)
     for name in ("year", "first_init", "init_len", "init_code", "mid_init", "first0", "middle", "first_g",
-                 "given_g", "venue_g", "affil_g", "acr_g"):
+                 "given_g", "venue_g", "affil_g", "acr_g", "paper_g"):
         a[name] = np.full(n, -1, np.int32)
     a["topic"] = np.random.default_rng(n).standard_normal((n, k_topics))
     tables = {t: np.array([f"{t}{i:06d}" for i in range(n + 1 if t == "co" else 0)], dtype=str)
-              for t in ("co", "vtok", "ck", "fn", "first", "given", "venue", "affil")}
+              for t in ("co", "vtok", "ck", "fn", "first", "given", "venue", "affil", "paper")}
     tables.update({f"u_{f}": np.zeros(0, dtype="<U1")
                    for f in ("title", "venue", "affiliation", "abstract", "keywords")})
     n_vocab = {f: 0 for f in ("title", "venue", "affiliation", "abstract", "keywords")}

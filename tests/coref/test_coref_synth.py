@@ -17,7 +17,7 @@ def synth():
 
 def test_schema_and_ids(synth):
     df = synth
-    assert tuple(df.columns) == MENTION_COLUMNS and len(df) == 20_000
+    assert tuple(df.columns) == MENTION_COLUMNS + ("paper_id",) and len(df) == 20_000
     assert df["mention_id"].is_unique
     for c in ("mention_id", "block", "name", "title", "venue", "affiliation"):
         assert pd.api.types.is_string_dtype(df[c]) and not df[c].isna().any()
@@ -26,6 +26,17 @@ def test_schema_and_ids(synth):
     assert all(isinstance(c, list) for c in df["coauthors"])
     assert (df["title"] != "").all() and (df["venue"] != "").all()
     assert df["year"].dropna().between(1960, 2025).all()
+
+
+def test_the_mentions_of_one_paper_share_its_id_and_list_each_other(synth):
+    papers = synth.groupby("paper_id", sort=False)
+    # a paper of k authors has k mentions, each listing the k - 1 others (their printed names)
+    assert (papers.size() == papers["coauthors"].first().map(len) + 1).all()
+    for _, g in list(papers)[:200]:
+        names = g["name"].tolist()
+        for name, co in zip(names, g["coauthors"]):
+            assert sorted(co) == sorted(names[:names.index(name)] + names[names.index(name) + 1:])
+    assert papers["title"].nunique().max() == 1 and papers["year"].nunique().max() <= 1
 
 
 def test_blocks_follow_the_printed_names(synth):
