@@ -26,6 +26,7 @@ from coref.gibbs.seeding import block_rng, kernel_state
 from coref.gibbs.start import coauthor_greedy, component_start
 from coref.model.block_prior import block_shift_evals, block_theta, shifted_bias
 from coref.model.shift_tree import take_factor_matrix
+from coref.encoding.blocks import permute_block
 
 _gibbs = load_kernel("coref.gibbs._gibbs")
 _factors = load_kernel("coref.factors._factors")
@@ -129,6 +130,13 @@ LINK_MERGE_MIN_MEAN = 1.0
 LINK_MERGE_EVALS_PER_MENTION = 1000
 LINK_MERGE_SETTLE = 1
 LINK_MERGE_RACING = False
+#: A racing block of at least ``LOCALITY_MIN_N`` mentions, all movable and without initial
+#: labels, is sampled with the mentions of each starting cluster next to each other in memory
+#: (``coref.encoding.permute_block``; the labels are mapped back): the members a step draws
+#: share cache lines. The same factors, another row order (so another, equally valid chain).
+#: One-name block of 30,000 mentions, Gibbs wall 22.9 s in canonical (mention id) order,
+#: 17.2 s with the mentions grouped by author (7.1e7 / 7.2e7 factors, B3 F1 0.8926 / 0.8920).
+LOCALITY_MIN_N = 5000
 
 
 def memo_threads():
@@ -361,9 +369,48 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     else:
         shift, bias, prior_evals = float(prior_shift), shifted_bias(model, enc, prior_shift), 0
     labels, start_evals = start_labels(settings.init, enc, theta, bias, labels0, movable)
+    order = np.argsort(labels, kind="stable")        # each starting cluster's mentions together
+    if not (racing and n >= LOCALITY_MIN_N and labels0 is None and movable is None) or np.all(np.diff(order) == 1):
+        return _sample(settings, model, enc, gen, temps, labels, movable, racing, fits, theta, bias,
+                       prior_evals + start_evals, shift, record_history)
+    local = permute_block(enc, order)
+    _factors.share_memo(local)
+    try:
+        res = _sample(settings, model, local, gen, temps, labels[order], movable, racing, fits, theta, bias,
+                      prior_evals + start_evals, shift, record_history)
+    finally:
+        _factors.unshare_memo(local)
+    return _unpermute(res, order)
+
+
+def _unpermute(res, order):
+    """The BlockRun of a block sampled in the row order ``order`` (row k = mention order[k]), in its own order."""
+    labels = np.empty_like(res.labels)
+    labels[order] = res.labels
+    hist = None
+    if res.lab_hist is not None:
+        hist = np.empty_like(res.lab_hist)
+        hist[:, order] = res.lab_hist
+    marg = res.marginals
+    if marg is not None:
+        keys, counts, conf, evals = marg
+        n = len(order)
+        a, b = order[keys // n], order[keys % n]
+        keys = np.minimum(a, b) * n + np.maximum(a, b)
+        sort = np.argsort(keys, kind="stable")
+        c = np.empty_like(conf)
+        c[order] = conf
+        marg = (keys[sort], counts[sort], c, evals)
+    return BlockRun(labels, res.evals, hist, marg, res.used, res.cached, res.prior_shift)
+
+
+def _sample(settings, model, enc, gen, temps, labels, movable, racing, fits, theta, bias, evals0, shift,
+            record_history):
+    """``_fit_encoded`` from the starting labels on (``evals0``: the factors of the prior and the start)."""
+    n = enc.n
     size = np.bincount(labels, minlength=n).astype(np.int64)
     ev = np.zeros(len(temps) + 1, np.int64)
-    ev[0] = prior_evals + start_evals       # the start's factors count in sweep 0
+    ev[0] = evals0                          # the prior's and the start's factors count in sweep 0
     lab_hist = np.zeros((len(temps) + 1, n), np.int64) if record_history else None
     if lab_hist is not None:
         lab_hist[0] = labels
