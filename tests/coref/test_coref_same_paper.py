@@ -103,3 +103,30 @@ def test_explain_names_the_constraint(shipped_model_and_data):
     assert "one paper, two authors" in e.text()
     other = explain_pair(model, df, "a1", "b")          # not on one paper: no such row
     assert "one paper, two authors (constraint)" not in other.by_group["group"].tolist()
+
+
+def test_racing_kernel_and_twin_drop_the_mates_clusters_alike(shipped_model_and_data):
+    from coref.gibbs import _gibbs, _gibbs_py
+    from coref.gibbs.schedule import bound_table
+
+    _, model = shipped_model_and_data
+    enc = model.encode(_block(30))
+    assert enc.mate_ptr is not None
+    theta, bias = np.ascontiguousarray(model.theta_, dtype=np.float64), float(model.bias_)
+    n = enc.n
+    out = []
+    for mod in (_gibbs, _gibbs_py):
+        labels = np.zeros(n, dtype=np.int64)          # everyone in one cluster, the mates included
+        size = np.zeros(n, np.int64)
+        size[0] = n
+        state = np.array([3, 1, 4, 1], np.uint64)
+        hist = np.zeros((3, n), np.int64)
+        ev = np.zeros(3, np.int64)
+        mod.anneal(enc, theta, bias, labels, size, np.arange(n, dtype=np.int64), np.array([1.0, 2.0, 10.0]),
+                   np.zeros(3, np.int8), 0, 1, 3, 0, np.full(n, -np.inf), bound_table(0.05, n + 1), state, hist, ev)
+        out.append((hist, ev, state))
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)
+    final = out[0][0][-1]
+    mids = list(enc.mention_id)
+    assert final[mids.index("b")] != final[mids.index("a0")]
