@@ -369,8 +369,9 @@ def _fit_encoded(settings, model, enc, block, seed, temps, labels0, movable, rec
     else:
         shift, bias, prior_evals = float(prior_shift), shifted_bias(model, enc, prior_shift), 0
     labels, start_evals = start_labels(settings.init, enc, theta, bias, labels0, movable)
-    order = np.argsort(labels, kind="stable")        # each starting cluster's mentions together
-    if not (racing and n >= LOCALITY_MIN_N and labels0 is None and movable is None) or np.all(np.diff(order) == 1):
+    grouped = racing and n >= LOCALITY_MIN_N and labels0 is None and movable is None
+    order = np.argsort(labels, kind="stable") if grouped else None   # each starting cluster's mentions together
+    if not grouped or np.all(np.diff(order) == 1):
         return _sample(settings, model, enc, gen, temps, labels, movable, racing, fits, theta, bias,
                        prior_evals + start_evals, shift, record_history)
     local = permute_block(enc, order)
