@@ -55,6 +55,8 @@ def paper_mates(paper_code, co_ptr, co_ids):
         return None, None
     order = known[np.argsort(pc[known], kind="stable")]
     codes = pc[order]
+    if not np.any(codes[1:] == codes[:-1]):       # every known paper once: the usual block
+        return None, None
     cut = np.flatnonzero(np.diff(codes)) + 1
     groups = [g for g in np.split(order, cut) if g.size > 1]
     if not groups:

@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from coref.factors._factors_py import block_factor
-from coref.factors.papers import paper_mates
 from coref.gibbs.partners import check_index, check_tier
 
 _MASK = (1 << 64) - 1
@@ -206,7 +205,7 @@ def step(enc, theta, bias, labels, size, i, inv_temp, racing, fb, b_table, rng, 
         ub = [None] * C          # bound sums of the small arms, computed on first test
         ex = [0] * C             # their members in i's memo (-1 without a memo)
         # clusters holding a paper mate of i (coref.factors.papers): dropped before the race
-        mate_ptr, mate_idx = paper_mates(enc.paper_code, enc.co_ptr, enc.co_ids)
+        mate_ptr, mate_idx = enc.mate_ptr, enc.mate_idx
         forb = set() if mate_ptr is None else {cidx[int(labels[j])] for j in mate_idx[mate_ptr[i]:mate_ptr[i + 1]]}
         for c in range(C):
             if c in forb:
